@@ -1,0 +1,54 @@
+// Communication volume of one training step, per GPU, by parallel dimension and
+// collective. Sizes follow nccl-tests' conventions (doc/PERFORMANCE.md): `message_bytes`
+// is the size S of the full array a collective works on (for all-gather and
+// reduce-scatter the gathered total), and `sent_bytes` is what one rank puts on the
+// wire for all calls of the step (ring algorithms; all-to-all sends (n-1)/n of its
+// buffer). Sources: formulas.md §4.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "lcm/model/mesh.hpp"
+#include "lcm/model/specs.hpp"
+
+namespace lcm {
+
+enum class CommDim : uint8_t { kTp, kCp, kEp, kPp, kDp, kEdp, kEmb };
+inline constexpr int kNumCommDims = 7;
+enum class Collective : uint8_t {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kSendRecv,
+};
+
+// nccl-tests bus-bandwidth factor: busbw = algbw * bus_factor(kind, n).
+double bus_factor(Collective kind, int n);
+// Bytes one rank sends for one call of `kind` on a message of S bytes over n ranks (ring).
+double sent_bytes_per_call(Collective kind, int n, double message_bytes);
+
+struct CommItem {
+  CommDim dim = CommDim::kTp;
+  Collective kind = Collective::kAllReduce;
+  const char* what = "";     // stable short name, e.g. "tp.sp.allgather"
+  int group_size = 1;
+  double message_bytes = 0;  // S of one call
+  double calls = 0;          // calls per step on this GPU
+  double sent_bytes = 0;     // per GPU per step, all calls
+};
+
+struct Comm {
+  static constexpr int kMaxItems = 24;
+  std::array<CommItem, kMaxItems> items{};
+  int num_items = 0;
+  std::array<double, kNumCommDims> sent_bytes_by_dim{};  // per GPU per step
+  double total_sent_bytes = 0;
+  int stage = 0;  // the pipeline stage these volumes are for (the busiest one)
+};
+
+// Volumes for the busiest pipeline stage (most layers; ties: the first).
+Comm estimate_comm(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers);
+
+}  // namespace lcm

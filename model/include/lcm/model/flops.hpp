@@ -1,0 +1,57 @@
+// FLOPs of one training step (one global batch), split by op class and by pass.
+// Convention (explicit, see FlopConvention): 2 FLOPs per multiply-accumulate; backward
+// = 2x forward for every GEMM (dgrad + wgrad); causal attention counted as half of
+// the full s x s work when causal_halved; recomputation counted only in `recompute`
+// and included in the headline total only when include_recompute (hardware FLOPs).
+// With causal_halved and no recompute the total equals Megatron-LM's
+// num_floating_point_operations (training.py, d98e8a64; formulas.md §2.1).
+#pragma once
+
+#include "lcm/model/mesh.hpp"
+#include "lcm/model/specs.hpp"
+
+namespace lcm {
+
+struct FlopTerms {
+  double attn_proj = 0;       // QKV (or MLA down/up) and output projections
+  double attn_core = 0;       // QK^T and PV
+  double dense_mlp = 0;       // MLPs of dense layers
+  double routed_experts = 0;  // active experts only (top-k per token)
+  double shared_experts = 0;
+  double router = 0;          // h x E gating GEMM (not in Megatron's count)
+  double logits = 0;          // output layer (+ MTP heads)
+  double mtp = 0;             // MTP transformer blocks and projections
+
+  double total() const {
+    return attn_proj + attn_core + dense_mlp + routed_experts + shared_experts + router + logits +
+           mtp;
+  }
+};
+
+struct Flops {
+  FlopTerms fwd;        // whole step, all GPUs
+  FlopTerms bwd;
+  FlopTerms recompute;  // extra forward work from activation recomputation
+  // Headline counts per step (all GPUs) under the scenario's FlopConvention:
+  double model_flops = 0;     // fwd + bwd (no recompute)
+  double hardware_flops = 0;  // fwd + bwd + recompute
+  double per_step = 0;        // model or hardware FLOPs, as the convention says
+  // Megatron's num_floating_point_operations (causal, no router, no recompute),
+  // whatever the convention, for side-by-side comparison with Megatron logs.
+  double megatron_flops = 0;
+  double per_gpu_per_step = 0;  // per_step / world
+};
+
+Flops count_flops(const Scenario& s, const Mesh& m);
+
+// Per-layer, per-sequence forward FLOPs (one sequence of length `seq`, batch 1, no
+// parallelism), used by the scaling table and the attention-vs-MLP crossover.
+struct LayerFlops {
+  double attn_proj = 0;
+  double attn_core = 0;  // causal-halved per convention
+  double mlp = 0;        // dense MLP, or routed (active) + shared experts for an MoE layer
+};
+LayerFlops layer_forward_flops(const ModelSpec& model, int64_t seq, bool moe_layer,
+                               bool causal_halved);
+
+}  // namespace lcm

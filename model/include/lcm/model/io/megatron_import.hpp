@@ -1,0 +1,39 @@
+// Import what users run today: a Megatron-LM command line (`--flag value` form,
+// `--flag=value` too; unrelated flags such as data paths are accepted and ignored only
+// if they are known Megatron flags that do not affect cost) or a Megatron
+// functional-test model_config.yaml (its MODEL_ARGS block). Missing architecture flags
+// take Megatron-LM's argument defaults, as Megatron itself would.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lcm/model/io/config_error.hpp"
+#include "lcm/model/specs.hpp"
+
+namespace lcm::io {
+
+// One flag as given: name without leading dashes ("tensor-model-parallel-size") and its
+// value ("" for a bare boolean flag), with where it came from for error messages.
+struct MegatronFlag {
+  std::string name;
+  std::string value;
+  std::string file;
+  int line = 0;
+  int column = 0;
+};
+
+// Split a command line (shell-like quoting, backslash-newline continuations, a leading
+// `torchrun ... pretrain_gpt.py` prefix skipped) into flags.
+Result<std::vector<MegatronFlag>> parse_megatron_command_line(const std::string& text,
+                                                              const std::string& display_name);
+// Read the MODEL_ARGS block of a functional-test model_config.yaml.
+Result<std::vector<MegatronFlag>> parse_megatron_model_config(const std::string& yaml_text,
+                                                              const std::string& display_name);
+
+// Build a validated scenario from flags, a GPU count and a hardware profile.
+Result<Scenario> import_megatron(const std::vector<MegatronFlag>& flags, int num_gpus,
+                                 const HardwareSpec& hardware, const std::string& name);
+
+}  // namespace lcm::io

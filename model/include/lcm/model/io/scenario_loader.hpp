@@ -1,0 +1,49 @@
+// YAML -> specs, in one place. Strict: unknown keys (with the closest valid key named),
+// wrong types, missing required fields, out-of-range values and impossible layouts
+// (validate_scenario) are ConfigErrors carrying file:line:column of the offending key.
+//
+// Scenario files (scenarios/*.yaml) have sections `model:`, `training:`, `parallel:`,
+// `hardware:` (profile name or path + num_gpus) and optional `flop_convention:`; every
+// key is Megatron-Core's field name (docs/scenario-format.md). A Megatron functional-test
+// model_config.yaml (with a MODEL_ARGS block) is also accepted, through the importer,
+// given the GPU count and hardware profile.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lcm/model/io/config_error.hpp"
+#include "lcm/model/specs.hpp"
+
+namespace lcm::io {
+
+// One `--set KEY=VALUE`; KEY is a Megatron-Core field name (section optional:
+// `tensor_model_parallel_size=4` or `parallel.tensor_model_parallel_size=4`).
+struct Override {
+  std::string key;
+  std::string value;
+};
+Result<Override> parse_override(const std::string& text);  // "KEY=VALUE"
+
+struct LoadOptions {
+  std::vector<Override> overrides;
+  // Where hardware profiles named without a path are looked up (default: the
+  // hwprofiles/ directory found next to the executable or in the source tree).
+  std::vector<std::string> profile_dirs;
+  // For Megatron model_config.yaml inputs only (a scenario file carries its own).
+  int num_gpus = 0;
+  std::string hardware;  // profile name or path
+};
+
+Result<Scenario> load_scenario(const std::string& path, const LoadOptions& opts = {});
+Result<Scenario> load_scenario_string(const std::string& yaml_text, const std::string& display_name,
+                                      const LoadOptions& opts = {});
+Result<HardwareSpec> load_hardware_profile(const std::string& path);
+// Resolve "h200-sxm" or "path/to/h200-sxm.yaml" against the profile directories.
+Result<std::string> find_hardware_profile(const std::string& name_or_path,
+                                          const std::vector<std::string>& dirs);
+
+// Emit a scenario as YAML in the scenario-file format (round-trips through load_scenario).
+std::string scenario_to_yaml(const Scenario& s, const std::string& hardware_ref);
+
+}  // namespace lcm::io

@@ -1,0 +1,69 @@
+// Memory per GPU, per pipeline stage, as named terms.
+//
+// Two totals per stage:
+//   allocated = tensors the framework's caching allocator hands out at peak
+//               (what torch.cuda.max_memory_allocated reports; Megatron CI's figure);
+//   peak      = allocated + what nvidia-smi also shows (CUDA context, NCCL buffers,
+//               cuBLAS workspace, allocator fragmentation).
+// Sources: formulas.md §3 (Megatron theoretical_memory_usage.py, Korthikanti et al.
+// 2022, ZeRO). All values in bytes.
+#pragma once
+
+#include <vector>
+
+#include "lcm/model/mesh.hpp"
+#include "lcm/model/params.hpp"
+#include "lcm/model/specs.hpp"
+
+namespace lcm {
+
+struct StageMemory {
+  int stage = 0;
+  // Model state.
+  double weights = 0;            // bf16 parameters (sharded per the DP strategy)
+  double grads = 0;              // main gradients (fp32 by default)
+  double main_params = 0;        // fp32 master copy
+  double optimizer_states = 0;   // Adam exp_avg + exp_avg_sq
+  double fsdp_gather_buffers = 0;  // ZeRO-3: transient unsharded layer weights
+  // Activations.
+  double activations_per_microbatch = 0;  // saved for backward, one micro-batch, this stage
+  double in_flight_microbatches = 0;      // schedule's in-flight count on this stage (may be fractional for vp)
+  double activations = 0;                 // per_microbatch x in_flight
+  double logits_and_loss = 0;             // last stage: fp32 logits + CE buffers (transient)
+  double transient_peak = 0;              // largest short-lived buffer on top (recompute, backward)
+  double comm_buffers = 0;                // CP KV receive, EP dispatch staging
+  // Not seen by the allocator's max-allocated figure.
+  double cuda_context = 0;
+  double nccl_buffers = 0;
+  double cublas_workspace = 0;
+  double fragmentation = 0;
+
+  double allocated = 0;  // sum of tensor terms at peak
+  double peak = 0;       // allocated + context, NCCL, workspace, fragmentation
+  double peak_low = 0;   // range where terms are uncertain
+  double peak_high = 0;
+};
+
+struct Memory {
+  std::vector<StageMemory> stages;  // index = pipeline rank
+  int worst_stage = 0;              // stage with the largest peak
+  double peak_bytes = 0;            // max over stages of peak
+  double allocated_peak_bytes = 0;  // max over stages of allocated
+  double hbm_bytes = 0;
+  bool fits = true;                 // peak_high <= HBM on every stage
+};
+
+Memory estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
+                       const std::vector<GpuParams>& params);
+
+// Activation bytes saved for backward by one transformer layer for one micro-batch on
+// one GPU (after TP/SP/CP and recompute policy). Exposed for the scaling table and tests.
+struct LayerActivation {
+  double attention = 0;
+  double mlp = 0;    // dense MLP or MoE block (router, dispatch, experts, shared experts)
+  double norms = 0;
+  double total() const { return attention + mlp + norms; }
+};
+LayerActivation layer_activation_bytes(const Scenario& s, const Mesh& m, bool moe_layer);
+
+}  // namespace lcm

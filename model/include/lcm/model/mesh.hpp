@@ -1,0 +1,76 @@
+// The parallel mesh derived from a scenario, the layout validity rules, the rank-order
+// rule shared with the executor, and the assignment of layers to pipeline stages.
+//
+// Dense (attention) layers split the world as TP x CP x DP x PP; expert layers split
+// the same ranks as ETP x EP x EDP x PP (Megatron's MoE parallel folding). DP and EDP
+// are derived: dp = world / (tp*cp*pp), edp = world / (etp*ep*pp).
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "lcm/model/specs.hpp"
+
+namespace lcm {
+
+struct Mesh {
+  int world = 1;
+  int tp = 1, cp = 1, pp = 1, dp = 1;  // dense layers
+  int etp = 1, ep = 1, edp = 1;        // expert layers (same pp)
+  int vp = 1;                          // model chunks per pipeline rank (1: no interleaving)
+  bool sp = false;                     // sequence parallel in effect (needs tp > 1)
+  int num_micro_batches = 1;           // per pipeline per step: gbs / (mbs * dp)
+  int64_t padded_vocab = 0;            // vocab padded to make_vocab_size_divisible_by * tp
+};
+
+// One layout problem: the scenario key it concerns and what was expected.
+struct Problem {
+  std::string key;
+  std::string message;
+};
+
+// All violated rules (Megatron's validate_args and lcm's own range checks); empty when
+// the scenario is a valid layout. Pure: the loader attaches file:line to each key.
+std::vector<Problem> validate_scenario(const Scenario& s);
+
+// Precondition: validate_scenario(s) is empty.
+Mesh derive_mesh(const Scenario& s);
+
+// Megatron vocab padding: round up to a multiple of make_vocab_size_divisible_by * tp.
+int64_t padded_vocab_size(int64_t vocab, int divisible_by, int tp);
+
+// What one pipeline rank holds (all of its virtual chunks together).
+struct StageLayers {
+  int num_layers = 0;        // transformer layers on this rank
+  int num_moe_layers = 0;    // of which MoE layers
+  bool has_embedding = false;  // first stage
+  bool has_output = false;     // last stage: final norm, output layer, loss
+  int num_mtp_layers = 0;      // MTP blocks live on the last stage
+};
+
+// Layers per pipeline rank, honouring uneven first/last stages and the MoE pattern.
+std::vector<StageLayers> stage_layers(const Scenario& s, const Mesh& m);
+
+// True when transformer layer i (0-based) is an MoE layer.
+bool is_moe_layer(const ModelSpec& model, int layer);
+
+// ---------------------------------------------------------------------------------
+// Rank order (shared with the executor's communicator construction).
+// Coordinates of a global rank along tp, cp, ep, dp, pp for a given order; the first
+// entry of `order` varies fastest. For the dense mesh ep = 1; for the expert mesh the
+// same function runs with (tp -> etp, cp -> 1, ep -> ep, dp -> edp).
+// ---------------------------------------------------------------------------------
+struct RankGrid {
+  std::array<int, kNumOrderDims> size{1, 1, 1, 1, 1};  // indexed by Dim
+  std::array<Dim, kNumOrderDims> order{Dim::kTp, Dim::kCp, Dim::kEp, Dim::kDp, Dim::kPp};
+};
+
+RankGrid dense_grid(const Mesh& m, const ParallelSpec& p);
+RankGrid expert_grid(const Mesh& m, const ParallelSpec& p);
+std::array<int, kNumOrderDims> coords_of(const RankGrid& g, int rank);
+int rank_of(const RankGrid& g, const std::array<int, kNumOrderDims>& coords);
+// The ranks of `rank`'s group along `dim`, in coordinate order.
+std::vector<int> group_ranks(const RankGrid& g, Dim dim, int rank);
+
+}  // namespace lcm

@@ -1,0 +1,52 @@
+// Parameter counts: whole model (total and active per token, per component) and what
+// one GPU of a pipeline stage holds after TP / PP / EP / ETP sharding.
+// Source: Megatron-LM theoretical_memory_usage.py::compute_weight_and_optimizer_memory
+// (shared/reference/formulas.md §1). Counts are in parameters (not bytes).
+#pragma once
+
+#include <vector>
+
+#include "lcm/model/mesh.hpp"
+#include "lcm/model/specs.hpp"
+
+namespace lcm {
+
+struct ParamComponents {
+  double embedding = 0;       // input word embedding (padded vocab x h)
+  double attention = 0;       // QKV / MLA projections, output projection, their biases, qk-norms
+  double dense_mlp = 0;       // MLPs of dense layers
+  double router = 0;          // MoE router weights (+ expert bias)
+  double routed_experts = 0;  // all routed experts (active: top-k of them)
+  double shared_experts = 0;
+  double norms = 0;           // per-layer norms and the final norm
+  double output_layer = 0;    // untied LM head (0 when tied)
+  double mtp = 0;             // multi-token-prediction blocks (excluded from `main`)
+
+  double total() const {
+    return embedding + attention + dense_mlp + router + routed_experts + shared_experts + norms +
+           output_layer + mtp;
+  }
+  // The published convention: main model without MTP, embeddings and output layer included.
+  double main() const { return total() - mtp; }
+};
+
+struct ParamCounts {
+  ParamComponents total;   // every parameter
+  ParamComponents active;  // parameters touched per token (routed experts: top-k of E)
+};
+
+ParamCounts count_params(const ModelSpec& model, int64_t padded_vocab);
+
+// Parameters resident on one GPU of a pipeline stage. Dense parameters are replicated
+// over DP x CP; expert parameters over EDP. That split drives optimizer sharding.
+struct GpuParams {
+  double dense = 0;   // non-expert parameters on this GPU (after TP and PP)
+  double expert = 0;  // routed-expert parameters on this GPU (after ETP, EP and PP)
+  double total() const { return dense + expert; }
+};
+
+// Per pipeline rank, index = stage (0 = first).
+std::vector<GpuParams> gpu_params(const Scenario& s, const Mesh& m,
+                                  const std::vector<StageLayers>& stages);
+
+}  // namespace lcm

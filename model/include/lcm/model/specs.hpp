@@ -1,0 +1,221 @@
+// Input specs of the cost model: plain value structs, no I/O, no behaviour.
+//
+// A Scenario is the four orthogonal specs together: the model (architecture), the
+// training job (sequence, batch, precision), the parallel layout (mesh and memory
+// knobs) and the hardware (GPU profile plus cluster size). Field names are
+// Megatron-Core's names, so YAML keys and `--set KEY=VALUE` overrides use exactly
+// these spellings (docs/scenario-format.md lists every key).
+//
+// Units: counts are plain integers; bandwidths in bytes/s, times in seconds, memory
+// in bytes, compute in FLOP/s. YAML carries unit-suffixed keys (`_GBps`, `_TFLOPs`,
+// `_us`, `_GiB`) and the loader converts once, so nothing below holds a GB or a µs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lcm {
+
+// ---------------------------------------------------------------------------------
+// Enumerations. Strings exist only in the YAML <-> enum table (model/io/enums.cpp).
+// ---------------------------------------------------------------------------------
+enum class Normalization { kLayerNorm, kRMSNorm };
+enum class PositionEmbedding { kRope, kLearnedAbsolute, kNone };
+enum class RopeScalingType { kNone, kLinear, kLlama3, kYarn, kDynamicNtk };
+enum class Precision { kBf16, kFp8 };
+enum class DType { kFp32, kBf16, kFp8 };
+enum class RouterScore { kSoftmax, kSigmoid };
+enum class Dispatcher { kAllGather, kAllToAll, kFlex };
+enum class CpCommType { kP2P, kAllGather, kA2A, kA2AP2P };
+// Megatron's data_parallel_sharding_strategy: no_shard = DDP, optim = ZeRO-1
+// (== use_distributed_optimizer), optim_grads = ZeRO-2, optim_grads_params = ZeRO-3 / FSDP.
+enum class DpSharding { kNoShard, kOptim, kOptimGrads, kOptimGradsParams };
+enum class RecomputeGranularity { kNone, kSelective, kFull };
+enum class RecomputeMethod { kUniform, kBlock };
+enum class AttentionBackend { kFused, kUnfused };  // fused = flash / cuDNN, no s^2 term
+
+// Megatron --recompute-modules, as a bit set.
+enum RecomputeModule : uint32_t {
+  kRecomputeCoreAttn = 1u << 0,
+  kRecomputeMoeAct = 1u << 1,
+  kRecomputeLayernorm = 1u << 2,
+  kRecomputeMlaUpProj = 1u << 3,
+  kRecomputeMlp = 1u << 4,
+  kRecomputeMoe = 1u << 5,
+  kRecomputeSharedExperts = 1u << 6,
+};
+
+// Parallel dimensions, in the vocabulary of Megatron's rank order string "tp-cp-ep-dp-pp".
+enum class Dim : uint8_t { kTp, kCp, kEp, kDp, kPp };
+inline constexpr int kNumOrderDims = 5;
+
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::kNone;
+  double factor = 1.0;
+  int64_t original_max_position_embeddings = 0;
+};
+
+// ---------------------------------------------------------------------------------
+// Model architecture.
+// ---------------------------------------------------------------------------------
+struct ModelSpec {
+  std::string name;
+  int num_layers = 0;
+  int64_t hidden_size = 0;
+  int64_t ffn_hidden_size = 0;      // dense MLP width
+  int num_attention_heads = 0;
+  int num_query_groups = 0;         // GQA groups; == heads for MHA
+  int64_t kv_channels = 0;          // head dim; hidden/heads when not given
+  int64_t vocab_size = 0;           // tokenizer vocabulary (unpadded)
+  int make_vocab_size_divisible_by = 128;
+  bool untie_embeddings_and_output_weights = false;
+  bool swiglu = false;              // gated linear unit in MLPs and experts
+  bool add_bias_linear = true;      // Megatron-Core default; Llama-style models set false
+  bool add_qkv_bias = false;
+  bool qk_layernorm = false;
+  Normalization normalization = Normalization::kLayerNorm;
+  PositionEmbedding position_embedding_type = PositionEmbedding::kLearnedAbsolute;
+  int64_t max_position_embeddings = 0;  // learned absolute only
+  double rotary_base = 10000.0;
+  RopeScaling rope_scaling;
+
+  // Mixture of experts (num_experts == 0: dense model).
+  int num_experts = 0;
+  int moe_router_topk = 2;
+  int64_t moe_ffn_hidden_size = 0;
+  int64_t moe_shared_expert_intermediate_size = 0;  // total shared width (all shared experts)
+  std::vector<uint8_t> moe_layer_pattern;  // per layer: 1 = MoE layer; empty = all MoE when num_experts > 0
+  double moe_expert_capacity_factor = 0.0; // <= 0: dropless
+  bool moe_pad_expert_input_to_capacity = false;
+  Dispatcher moe_token_dispatcher_type = Dispatcher::kAllToAll;
+  RouterScore moe_router_score_function = RouterScore::kSoftmax;
+  int moe_router_num_groups = 0;
+  int moe_router_group_topk = 0;
+  bool moe_router_enable_expert_bias = false;
+
+  // Multi-latent attention (DeepSeek-V2/V3).
+  bool multi_latent_attention = false;
+  int64_t q_lora_rank = 0;          // 0: no LoRA on Q
+  int64_t kv_lora_rank = 0;
+  int64_t qk_head_dim = 0;
+  int64_t qk_pos_emb_head_dim = 0;
+  int64_t v_head_dim = 0;
+
+  int mtp_num_layers = 0;           // multi-token prediction depth
+};
+
+// ---------------------------------------------------------------------------------
+// Training job.
+// ---------------------------------------------------------------------------------
+struct TrainingSpec {
+  int64_t seq_length = 0;
+  int micro_batch_size = 1;
+  int global_batch_size = 1;
+  Precision precision = Precision::kBf16;
+  AttentionBackend attention_backend = AttentionBackend::kFused;
+  // Optimizer state dtypes (Megatron --use-precision-aware-optimizer knobs).
+  bool grad_reduce_in_fp32 = true;  // fp32 main grads (Megatron's default with bf16)
+  DType main_params_dtype = DType::kFp32;
+  DType exp_avg_dtype = DType::kFp32;
+  DType exp_avg_sq_dtype = DType::kFp32;
+};
+
+// ---------------------------------------------------------------------------------
+// Parallel layout. Data-parallel sizes are derived (see mesh.hpp), never configured.
+// ---------------------------------------------------------------------------------
+struct ParallelSpec {
+  int tensor_model_parallel_size = 1;
+  bool sequence_parallel = false;
+  int pipeline_model_parallel_size = 1;
+  int num_layers_per_virtual_pipeline_stage = 0;  // 0: no interleaving
+  int num_layers_in_first_pipeline_stage = 0;     // 0: even split
+  int num_layers_in_last_pipeline_stage = 0;
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
+  int context_parallel_size = 1;
+  CpCommType cp_comm_type = CpCommType::kP2P;
+  std::vector<int> hierarchical_context_parallel_sizes;  // a2a+p2p only: {a2a, p2p}
+  int expert_model_parallel_size = 1;
+  int expert_tensor_parallel_size = 0;  // 0: same as tensor_model_parallel_size
+  bool use_distributed_optimizer = false;
+  DpSharding data_parallel_sharding_strategy = DpSharding::kNoShard;
+  RecomputeGranularity recompute_granularity = RecomputeGranularity::kNone;
+  RecomputeMethod recompute_method = RecomputeMethod::kUniform;
+  int recompute_num_layers = 0;
+  uint32_t recompute_modules = kRecomputeCoreAttn;  // Megatron default for selective
+  // Rank order, fastest-varying first (Megatron default "tp-cp-ep-dp-pp").
+  Dim order[kNumOrderDims] = {Dim::kTp, Dim::kCp, Dim::kEp, Dim::kDp, Dim::kPp};
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  bool tp_comm_overlap = false;
+  bool overlap_moe_expert_parallel_comm = false;
+  bool moe_fp8_dispatch = false;  // 1-byte dispatch payload (DeepSeek-V3 style)
+};
+
+// ---------------------------------------------------------------------------------
+// Hardware: one GPU type in nodes of gpus_per_node behind NVSwitch, nodes on a NIC fabric.
+// ---------------------------------------------------------------------------------
+struct GpuSpec {
+  std::string name;
+  double peak_bf16_flops = 0;      // dense, FLOP/s
+  double peak_fp8_flops = 0;       // dense, FLOP/s
+  double hbm_bytes = 0;            // capacity, bytes
+  double hbm_bw = 0;               // bytes/s
+  int num_sms = 0;
+  double l2_bytes = 0;
+};
+
+struct InterconnectSpec {
+  int gpus_per_node = 8;
+  double nvlink_bw = 0;            // per GPU per direction, bytes/s
+  double nvlink_latency = 0;       // s
+  double nic_bw = 0;               // per GPU per direction, bytes/s
+  double nic_latency = 0;          // s
+};
+
+// Achievable fractions of peak; starting values are documented in hwprofiles/ and
+// fitted by `lcm calibrate`.
+struct EfficiencySpec {
+  double gemm = 0.8;               // large-GEMM fraction of dense peak
+  double attention_fwd = 0.65;
+  double attention_bwd = 0.5;
+  double hbm = 0.85;               // fraction of HBM bandwidth for memory-bound ops
+  double nvlink = 0.82;            // busbw fraction of nvlink_bw for large messages
+  double nic = 0.92;               // busbw fraction of nic_bw for large messages
+};
+
+// Memory the framework does not see as allocated tensors (nvidia-smi minus max-allocated).
+struct MemoryAllowances {
+  double cuda_context = 0;         // bytes
+  double nccl_per_communicator = 0;
+  double cublas_workspace = 0;
+  double fragmentation_fraction = 0;  // of allocated peak
+  double activation_uncertainty = 0;  // +- fraction shown as a range
+};
+
+struct HardwareSpec {
+  std::string name;
+  GpuSpec gpu;
+  InterconnectSpec interconnect;
+  EfficiencySpec efficiency;
+  MemoryAllowances allowances;
+};
+
+// Published FLOP numbers use different conventions; the convention is explicit.
+struct FlopConvention {
+  bool causal_halved = true;       // count causal attention as half of the full s^2 work
+  bool include_recompute = false;  // false: model FLOPs; true: hardware FLOPs
+};
+
+struct Scenario {
+  std::string name;
+  ModelSpec model;
+  TrainingSpec training;
+  ParallelSpec parallel;
+  HardwareSpec hardware;
+  int num_gpus = 0;
+  FlopConvention flop_convention;
+};
+
+}  // namespace lcm

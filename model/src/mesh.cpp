@@ -1,0 +1,181 @@
+// Mesh derivation, layer-to-stage assignment and Megatron's rank-order rule.
+#include "lcm/model/mesh.hpp"
+
+#include <cassert>
+
+namespace lcm {
+
+int64_t padded_vocab_size(int64_t vocab, int divisible_by, int tp) {
+  const int64_t multiple = static_cast<int64_t>(divisible_by > 0 ? divisible_by : 1) * tp;
+  return (vocab + multiple - 1) / multiple * multiple;
+}
+
+bool is_moe_layer(const ModelSpec& model, int layer) {
+  if (model.num_experts <= 0) return false;
+  if (model.moe_layer_pattern.empty()) return true;
+  assert(layer >= 0 && layer < static_cast<int>(model.moe_layer_pattern.size()));
+  return model.moe_layer_pattern[static_cast<size_t>(layer)] != 0;
+}
+
+namespace {
+
+// Transformer layers on each pipeline rank in pipeline order, before interleaving.
+// Megatron: an even split of num_layers (plus one virtual layer each for the embedding
+// and the loss when accounted for), or explicit first/last stage sizes with the rest
+// split evenly over the middle stages.
+void pipeline_split(const ModelSpec& model, const ParallelSpec& par, int* counts) {
+  const int p = par.pipeline_model_parallel_size;
+  const int L = model.num_layers;
+  if (p == 1) {
+    counts[0] = L;
+    return;
+  }
+  const int first = par.num_layers_in_first_pipeline_stage;
+  const int last = par.num_layers_in_last_pipeline_stage;
+  if (first > 0 || last > 0) {
+    int middle_ranks = p - (first > 0 ? 1 : 0) - (last > 0 ? 1 : 0);
+    int rest = L - first - last;
+    int per = middle_ranks > 0 ? rest / middle_ranks : 0;
+    for (int r = 0; r < p; ++r) counts[r] = per;
+    if (first > 0) counts[0] = first;
+    if (last > 0) counts[p - 1] = last;
+    return;
+  }
+  const int emb = par.account_for_embedding_in_pipeline_split ? 1 : 0;
+  const int loss = par.account_for_loss_in_pipeline_split ? 1 : 0;
+  const int per = (L + emb + loss) / p;
+  for (int r = 0; r < p; ++r) counts[r] = per;
+  counts[0] -= emb;
+  counts[p - 1] -= loss;
+}
+
+}  // namespace
+
+Mesh derive_mesh(const Scenario& s) {
+  const ParallelSpec& par = s.parallel;
+  Mesh m;
+  m.world = s.num_gpus;
+  m.tp = par.tensor_model_parallel_size;
+  m.cp = par.context_parallel_size;
+  m.pp = par.pipeline_model_parallel_size;
+  m.dp = m.world / (m.tp * m.cp * m.pp);
+  m.etp = par.expert_tensor_parallel_size > 0 ? par.expert_tensor_parallel_size : m.tp;
+  m.ep = s.model.num_experts > 0 ? par.expert_model_parallel_size : 1;
+  m.edp = m.world / (m.etp * m.ep * m.pp);
+  m.sp = par.sequence_parallel && m.tp > 1;
+  if (par.num_layers_per_virtual_pipeline_stage > 0 && m.pp > 1) {
+    const int emb = par.account_for_embedding_in_pipeline_split ? 1 : 0;
+    const int loss = par.account_for_loss_in_pipeline_split ? 1 : 0;
+    const int per_rank = (s.model.num_layers + emb + loss) / m.pp;
+    m.vp = per_rank / par.num_layers_per_virtual_pipeline_stage;
+  }
+  const int per_pipeline_batch = s.training.micro_batch_size * m.dp;
+  m.num_micro_batches = per_pipeline_batch > 0 ? s.training.global_batch_size / per_pipeline_batch : 0;
+  m.padded_vocab = padded_vocab_size(s.model.vocab_size, s.model.make_vocab_size_divisible_by, m.tp);
+  return m;
+}
+
+std::vector<StageLayers> stage_layers(const Scenario& s, const Mesh& m) {
+  const ModelSpec& model = s.model;
+  const int p = m.pp;
+  std::vector<StageLayers> out(static_cast<size_t>(p));
+  int counts[1024];
+  assert(p <= 1024);
+  pipeline_split(model, s.parallel, counts);
+
+  if (m.vp > 1) {
+    // Interleaved: global chunk c = j*p + r holds layers [c*n, (c+1)*n) in model order,
+    // where n = layers per virtual stage; the embedding-accounted virtual layer shifts
+    // all layer indices by one on chunk 0 of rank 0.
+    const int n = s.parallel.num_layers_per_virtual_pipeline_stage;
+    const int emb = s.parallel.account_for_embedding_in_pipeline_split ? 1 : 0;
+    for (int r = 0; r < p; ++r) {
+      StageLayers& st = out[static_cast<size_t>(r)];
+      for (int j = 0; j < m.vp; ++j) {
+        const int chunk = j * p + r;
+        for (int v = chunk * n; v < (chunk + 1) * n; ++v) {
+          const int layer = v - emb;
+          if (layer < 0 || layer >= model.num_layers) continue;  // embedding / loss slots
+          ++st.num_layers;
+          st.num_moe_layers += is_moe_layer(model, layer) ? 1 : 0;
+        }
+      }
+    }
+  } else {
+    int layer = 0;
+    for (int r = 0; r < p; ++r) {
+      StageLayers& st = out[static_cast<size_t>(r)];
+      for (int i = 0; i < counts[r]; ++i, ++layer) {
+        ++st.num_layers;
+        st.num_moe_layers += is_moe_layer(model, layer) ? 1 : 0;
+      }
+    }
+  }
+  out.front().has_embedding = true;
+  out.back().has_output = true;
+  out.back().num_mtp_layers = model.mtp_num_layers;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------
+// Rank order
+// ---------------------------------------------------------------------------------
+namespace {
+constexpr int idx(Dim d) { return static_cast<int>(d); }
+}  // namespace
+
+RankGrid dense_grid(const Mesh& m, const ParallelSpec& p) {
+  RankGrid g;
+  g.size[idx(Dim::kTp)] = m.tp;
+  g.size[idx(Dim::kCp)] = m.cp;
+  g.size[idx(Dim::kEp)] = 1;
+  g.size[idx(Dim::kDp)] = m.dp;
+  g.size[idx(Dim::kPp)] = m.pp;
+  for (int i = 0; i < kNumOrderDims; ++i) g.order[static_cast<size_t>(i)] = p.order[i];
+  return g;
+}
+
+RankGrid expert_grid(const Mesh& m, const ParallelSpec& p) {
+  RankGrid g;
+  g.size[idx(Dim::kTp)] = m.etp;
+  g.size[idx(Dim::kCp)] = 1;
+  g.size[idx(Dim::kEp)] = m.ep;
+  g.size[idx(Dim::kDp)] = m.edp;
+  g.size[idx(Dim::kPp)] = m.pp;
+  for (int i = 0; i < kNumOrderDims; ++i) g.order[static_cast<size_t>(i)] = p.order[i];
+  return g;
+}
+
+std::array<int, kNumOrderDims> coords_of(const RankGrid& g, int rank) {
+  std::array<int, kNumOrderDims> c{};
+  for (Dim d : g.order) {
+    const int n = g.size[static_cast<size_t>(idx(d))];
+    c[static_cast<size_t>(idx(d))] = rank % n;
+    rank /= n;
+  }
+  return c;
+}
+
+int rank_of(const RankGrid& g, const std::array<int, kNumOrderDims>& coords) {
+  int rank = 0;
+  int stride = 1;
+  for (Dim d : g.order) {
+    rank += coords[static_cast<size_t>(idx(d))] * stride;
+    stride *= g.size[static_cast<size_t>(idx(d))];
+  }
+  return rank;
+}
+
+std::vector<int> group_ranks(const RankGrid& g, Dim dim, int rank) {
+  std::array<int, kNumOrderDims> c = coords_of(g, rank);
+  const int n = g.size[static_cast<size_t>(idx(dim))];
+  std::vector<int> out;
+  out.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    c[static_cast<size_t>(idx(dim))] = i;
+    out.push_back(rank_of(g, c));
+  }
+  return out;
+}
+
+}  // namespace lcm
