@@ -2,7 +2,8 @@
 
 add_library(lcm_warnings INTERFACE)
 target_compile_options(lcm_warnings INTERFACE
-  $<$<COMPILE_LANG_AND_ID:CXX,GNU,Clang>:-Wall -Wextra -Wpedantic -Wshadow>)
+  $<$<COMPILE_LANG_AND_ID:CXX,GNU,Clang>:-Wall -Wextra -Wpedantic -Wshadow>
+  $<$<COMPILE_LANG_AND_ID:CXX,GNU>:-Wno-restrict>)
 
 # lcm_add_test(NAME SOURCES a.cpp b.cpp LIBS lcm::model [LABELS gpu])
 function(lcm_add_test name)

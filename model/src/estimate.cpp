@@ -1,4 +1,18 @@
-// Scaffolding: replaced by the real implementation in this issue.
+// The cost model's entry point: every breakdown from one scenario.
 #include "lcm/model/estimate.hpp"
-#include "lcm/model/scaling.hpp"
-namespace lcm {} // namespace lcm
+
+namespace lcm {
+
+Estimate estimate(const Scenario& s) {
+  Estimate e;
+  e.mesh = derive_mesh(s);
+  e.stage_layers = stage_layers(s, e.mesh);
+  e.params = count_params(s.model, e.mesh.padded_vocab);
+  e.gpu_params = gpu_params(s, e.mesh, e.stage_layers);
+  e.flops = count_flops(s, e.mesh);
+  e.memory = estimate_memory(s, e.mesh, e.stage_layers, e.gpu_params);
+  e.comm = estimate_comm(s, e.mesh, e.stage_layers);
+  return e;
+}
+
+}  // namespace lcm

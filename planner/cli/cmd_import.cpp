@@ -1,2 +1,102 @@
-// Scaffolding: replaced in this issue.
-namespace lcm {}
+// `lcm import megatron`: a Megatron-LM command line or functional-test model_config.yaml
+// in, a scenario YAML out.
+#include "commands.hpp"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "common.hpp"
+#include "lcm/model/io/megatron_import.hpp"
+#include "lcm/model/io/scenario_loader.hpp"
+
+namespace lcm::cli {
+
+namespace {
+
+bool read_file(const std::string& path, std::string* text) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *text = ss.str();
+  return true;
+}
+
+struct ImportOptions {
+  std::string input;               // file with a command line or a model_config.yaml; "-" = stdin
+  std::vector<std::string> flags;  // or the flags themselves after "--"
+  int gpus = 0;
+  std::string hw;
+  std::string name;
+  std::string output;
+};
+
+}  // namespace
+
+void register_import(CLI::App& app, int& exit_code) {
+  auto* imp = app.add_subcommand("import", "Import a configuration from another tool");
+  imp->require_subcommand(1);
+  auto* cmd = imp->add_subcommand(
+      "megatron", "Megatron-LM command line (--flag value ...) or functional-test model_config.yaml -> scenario YAML");
+  auto o = std::make_shared<ImportOptions>();
+  cmd->add_option("input", o->input,
+                  "File holding a Megatron command line or a model_config.yaml ('-' for stdin); or give the flags "
+                  "after '--'");
+  cmd->add_option("--gpus", o->gpus, "Number of GPUs of the job")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--hw", o->hw, "Hardware profile name or path (e.g. h200-sxm)")->required();
+  cmd->add_option("--name", o->name, "Scenario name (default: the input file name)");
+  cmd->add_option("-o,--output", o->output, "Write the scenario to FILE (atomically) instead of stdout");
+  cmd->allow_extras();
+  cmd->callback([o, cmd, &exit_code] {
+    exit_code = kExitBadInput;
+    std::string text, display;
+    bool yaml = false;
+    if (!o->input.empty()) {
+      display = o->input;
+      if (o->input == "-") {
+        std::ostringstream ss;
+        ss << std::cin.rdbuf();
+        text = ss.str();
+        display = "<stdin>";
+      } else if (!read_file(o->input, &text)) {
+        std::cerr << "lcm: " << o->input << ": cannot read file\n";
+        return;
+      }
+      yaml = text.find("MODEL_ARGS") != std::string::npos;
+    } else {
+      display = "<command line>";
+      for (const std::string& f : cmd->remaining()) text += (text.empty() ? "" : " ") + f;
+      if (text.empty()) {
+        std::cerr << "lcm: import megatron: give an input file or the Megatron flags after '--'\n";
+        return;
+      }
+    }
+    auto flags = yaml ? io::parse_megatron_model_config(text, display)
+                      : io::parse_megatron_command_line(text, display);
+    if (!flags) {
+      std::cerr << "lcm: " << flags.error().str() << "\n";
+      return;
+    }
+    auto path = io::find_hardware_profile(o->hw, {});
+    if (!path) {
+      std::cerr << "lcm: " << path.error().str() << "\n";
+      return;
+    }
+    auto hw = io::load_hardware_profile(path.value());
+    if (!hw) {
+      std::cerr << "lcm: " << hw.error().str() << "\n";
+      return;
+    }
+    std::string name = o->name;
+    if (name.empty()) name = o->input.empty() || o->input == "-" ? "imported" : o->input;
+    auto s = io::import_megatron(flags.value(), o->gpus, hw.value(), name);
+    if (!s) {
+      std::cerr << "lcm: " << s.error().str() << "\n";
+      return;
+    }
+    exit_code = write_output(o->output, io::scenario_to_yaml(s.value(), o->hw)) ? kExitOk : kExitFailure;
+  });
+}
+
+}  // namespace lcm::cli

@@ -1,1 +1,27 @@
-int main() { return 0; }
+// lcm: plan long-context MoE training on H100/H200 clusters.
+// Data goes to stdout, diagnostics to stderr. Exit codes: 0 ok, 1 failure, 2 bad input.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.hpp"
+#include "common.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"lcm: analytical cost model and planner for long-context MoE training on H100/H200"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "lcm 0.1.0");
+  int exit_code = lcm::cli::kExitOk;
+  lcm::cli::register_estimate(app, exit_code);
+  lcm::cli::register_scaling(app, exit_code);
+  lcm::cli::register_import(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return lcm::cli::kExitBadInput;
+  }
+  return exit_code;
+}

@@ -1,2 +1,312 @@
-// Scaffolding: replaced in this issue.
-namespace lcm {}
+// Rendering of an Estimate as JSON, tables and long-format CSV.
+#include "lcm/planner/estimate_report.hpp"
+
+#include <fmt/format.h>
+
+namespace lcm::report {
+
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+// Named terms of each breakdown, in report order. The names are the JSON keys.
+template <class F>
+void for_param_terms(const ParamComponents& c, F&& f) {
+  f("embedding", c.embedding);
+  f("attention", c.attention);
+  f("dense_mlp", c.dense_mlp);
+  f("router", c.router);
+  f("routed_experts", c.routed_experts);
+  f("shared_experts", c.shared_experts);
+  f("norms", c.norms);
+  f("output_layer", c.output_layer);
+  f("mtp", c.mtp);
+}
+
+template <class F>
+void for_flop_terms(const FlopTerms& t, F&& f) {
+  f("attn_proj", t.attn_proj);
+  f("attn_core", t.attn_core);
+  f("dense_mlp", t.dense_mlp);
+  f("routed_experts", t.routed_experts);
+  f("shared_experts", t.shared_experts);
+  f("router", t.router);
+  f("logits", t.logits);
+  f("mtp", t.mtp);
+}
+
+// Terms of StageMemory; `allocated` says whether the term is part of the allocator's
+// figure (tensors) or only of the device total.
+template <class F>
+void for_memory_terms(const StageMemory& m, F&& f) {
+  f("weights", m.weights, true);
+  f("grads", m.grads, true);
+  f("main_params", m.main_params, true);
+  f("optimizer_states", m.optimizer_states, true);
+  f("fsdp_gather_buffers", m.fsdp_gather_buffers, true);
+  f("activations", m.activations, true);
+  f("logits_and_loss", m.logits_and_loss, true);
+  f("transient_peak", m.transient_peak, true);
+  f("comm_buffers", m.comm_buffers, true);
+  f("cuda_context", m.cuda_context, false);
+  f("nccl_buffers", m.nccl_buffers, false);
+  f("cublas_workspace", m.cublas_workspace, false);
+  f("fragmentation", m.fragmentation, false);
+}
+
+ordered_json components_json(const ParamComponents& c) {
+  ordered_json j;
+  for_param_terms(c, [&](const char* k, double v) { j[k] = v; });
+  return j;
+}
+
+ordered_json flop_terms_json(const FlopTerms& t) {
+  ordered_json j;
+  for_flop_terms(t, [&](const char* k, double v) { j[k] = v; });
+  j["total"] = t.total();
+  return j;
+}
+
+ordered_json mesh_json(const Mesh& m) {
+  return ordered_json{{"world", m.world}, {"tp", m.tp},   {"cp", m.cp},   {"pp", m.pp},
+                      {"vp", m.vp},       {"dp", m.dp},   {"ep", m.ep},   {"etp", m.etp},
+                      {"edp", m.edp},     {"sp", m.sp},   {"num_micro_batches", m.num_micro_batches},
+                      {"padded_vocab", m.padded_vocab}};
+}
+
+std::string gib(double b) { return fmt_bytes_gib(b); }
+
+}  // namespace
+
+nlohmann::json estimate_json(const Scenario& s, const Estimate& e) {
+  ordered_json j;
+  j["schema_version"] = kEstimateSchemaVersion;
+  j["scenario"] = ordered_json{{"name", s.name},
+                               {"model", s.model.name},
+                               {"hardware", s.hardware.name},
+                               {"num_gpus", s.num_gpus},
+                               {"seq_length", s.training.seq_length},
+                               {"micro_batch_size", s.training.micro_batch_size},
+                               {"global_batch_size", s.training.global_batch_size}};
+  j["mesh"] = mesh_json(e.mesh);
+
+  ordered_json params;
+  params["total"] = e.params.total.total();
+  params["active"] = e.params.active.total();
+  params["total_main"] = e.params.total.main();
+  params["active_main"] = e.params.active.main();
+  params["components"] = ordered_json{{"total", components_json(e.params.total)},
+                                      {"active", components_json(e.params.active)}};
+  ordered_json per_gpu = ordered_json::array();
+  for (size_t i = 0; i < e.gpu_params.size(); ++i) {
+    per_gpu.push_back(ordered_json{{"stage", i},
+                                   {"dense", e.gpu_params[i].dense},
+                                   {"expert", e.gpu_params[i].expert},
+                                   {"total", e.gpu_params[i].total()}});
+  }
+  params["per_gpu"] = per_gpu;
+  j["params"] = params;
+
+  const Flops& f = e.flops;
+  j["flops"] = ordered_json{
+      {"per_step", f.per_step},
+      {"per_gpu_per_step", f.per_gpu_per_step},
+      {"model_flops", f.model_flops},
+      {"hardware_flops", f.hardware_flops},
+      {"megatron_flops", f.megatron_flops},
+      {"convention",
+       ordered_json{{"causal_halved", s.flop_convention.causal_halved},
+                    {"include_recompute", s.flop_convention.include_recompute}}},
+      {"fwd", flop_terms_json(f.fwd)},
+      {"bwd", flop_terms_json(f.bwd)},
+      {"recompute", flop_terms_json(f.recompute)}};
+
+  ordered_json stages = ordered_json::array();
+  for (size_t i = 0; i < e.memory.stages.size(); ++i) {
+    const StageMemory& m = e.memory.stages[i];
+    ordered_json terms;
+    for_memory_terms(m, [&](const char* k, double v, bool) { terms[k] = v; });
+    const StageLayers& sl = e.stage_layers[i];
+    stages.push_back(ordered_json{{"stage", m.stage},
+                                  {"layers", sl.num_layers},
+                                  {"moe_layers", sl.num_moe_layers},
+                                  {"has_embedding", sl.has_embedding},
+                                  {"has_output", sl.has_output},
+                                  {"activations_per_microbatch", m.activations_per_microbatch},
+                                  {"in_flight_microbatches", m.in_flight_microbatches},
+                                  {"terms", terms},
+                                  {"allocated_bytes", m.allocated},
+                                  {"peak_bytes", m.peak},
+                                  {"peak_low_bytes", m.peak_low},
+                                  {"peak_high_bytes", m.peak_high},
+                                  {"fits", m.peak_high <= e.memory.hbm_bytes}});
+  }
+  j["memory"] = ordered_json{{"peak_bytes", e.memory.peak_bytes},
+                             {"allocated_peak_bytes", e.memory.allocated_peak_bytes},
+                             {"hbm_bytes", e.memory.hbm_bytes},
+                             {"fits", e.memory.fits},
+                             {"worst_stage", e.memory.worst_stage},
+                             {"stages", stages}};
+
+  ordered_json items = ordered_json::array();
+  for (int i = 0; i < e.comm.num_items; ++i) {
+    const CommItem& c = e.comm.items[static_cast<size_t>(i)];
+    items.push_back(ordered_json{{"name", c.what},
+                                 {"dim", to_string(c.dim)},
+                                 {"collective", to_string(c.kind)},
+                                 {"group_size", c.group_size},
+                                 {"message_bytes", c.message_bytes},
+                                 {"calls", c.calls},
+                                 {"sent_bytes", c.sent_bytes}});
+  }
+  ordered_json by_dim;
+  for (int d = 0; d < kNumCommDims; ++d) {
+    by_dim[to_string(static_cast<CommDim>(d))] = e.comm.sent_bytes_by_dim[static_cast<size_t>(d)];
+  }
+  j["comm"] = ordered_json{{"stage", e.comm.stage},
+                           {"total_sent_bytes", e.comm.total_sent_bytes},
+                           {"sent_bytes_by_dim", by_dim},
+                           {"items", items}};
+  return j;
+}
+
+std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
+  std::vector<Table> out;
+  const Mesh& m = e.mesh;
+
+  Table sum;
+  sum.title = fmt::format("lcm estimate: {} ({} on {} x {})", s.name, s.model.name, s.num_gpus,
+                          s.hardware.name);
+  sum.header = {"quantity", "value"};
+  sum.rows = {
+      {"mesh", fmt::format("tp={} cp={} pp={} vp={} dp={} | ep={} etp={} edp={}{}", m.tp, m.cp, m.pp,
+                           m.vp, m.dp, m.ep, m.etp, m.edp, m.sp ? " | sp" : "")},
+      {"sequence x micro-batch x global batch",
+       fmt::format("{} x {} x {} ({} micro-batches per pipeline)", s.training.seq_length,
+                   s.training.micro_batch_size, s.training.global_batch_size, m.num_micro_batches)},
+      {"params total / active", fmt::format("{} / {}", fmt_count(e.params.total.main()),
+                                            fmt_count(e.params.active.main()))},
+      {"FLOPs per step", fmt::format("{} ({})", fmt_sci(e.flops.per_step),
+                                     s.flop_convention.include_recompute ? "hardware" : "model")},
+      {"peak memory / GPU (GiB)",
+       fmt::format("{} on stage {} (allocated {}; HBM {}){}", gib(e.memory.peak_bytes),
+                   e.memory.worst_stage, gib(e.memory.allocated_peak_bytes), gib(e.memory.hbm_bytes),
+                   e.memory.fits ? "" : "  DOES NOT FIT")},
+      {"comm sent / GPU / step (GiB)", gib(e.comm.total_sent_bytes)},
+  };
+  out.push_back(sum);
+
+  Table p;
+  p.title = "Parameters (main model; MTP listed separately)";
+  p.header = {"component", "total", "active"};
+  std::vector<std::pair<const char*, double>> tot, act;
+  for_param_terms(e.params.total, [&](const char* k, double v) { tot.emplace_back(k, v); });
+  for_param_terms(e.params.active, [&](const char* k, double v) { act.emplace_back(k, v); });
+  for (size_t i = 0; i < tot.size(); ++i) {
+    if (tot[i].second == 0) continue;
+    p.rows.push_back({tot[i].first, fmt_count(tot[i].second), fmt_count(act[i].second)});
+  }
+  p.rows.push_back({"main (no MTP)", fmt_count(e.params.total.main()), fmt_count(e.params.active.main())});
+  out.push_back(p);
+
+  Table f;
+  f.title = fmt::format("FLOPs per step (all GPUs; causal {}, recompute {})",
+                        s.flop_convention.causal_halved ? "halved" : "full",
+                        s.flop_convention.include_recompute ? "included" : "excluded");
+  f.header = {"op class", "forward", "backward", "recompute"};
+  std::vector<std::pair<const char*, double>> fw, bw, rc;
+  for_flop_terms(e.flops.fwd, [&](const char* k, double v) { fw.emplace_back(k, v); });
+  for_flop_terms(e.flops.bwd, [&](const char* k, double v) { bw.emplace_back(k, v); });
+  for_flop_terms(e.flops.recompute, [&](const char* k, double v) { rc.emplace_back(k, v); });
+  for (size_t i = 0; i < fw.size(); ++i) {
+    if (fw[i].second == 0 && bw[i].second == 0 && rc[i].second == 0) continue;
+    f.rows.push_back({fw[i].first, fmt_sci(fw[i].second), fmt_sci(bw[i].second), fmt_sci(rc[i].second)});
+  }
+  f.rows.push_back({"total", fmt_sci(e.flops.fwd.total()), fmt_sci(e.flops.bwd.total()),
+                    fmt_sci(e.flops.recompute.total())});
+  f.notes.push_back(fmt::format("Megatron num_floating_point_operations: {}", fmt_sci(e.flops.megatron_flops)));
+  out.push_back(f);
+
+  Table mem;
+  mem.title = "Memory per GPU by pipeline stage (GiB)";
+  mem.header = {"term"};
+  for (const StageMemory& sm : e.memory.stages) mem.header.push_back(fmt::format("stage {}", sm.stage));
+  std::vector<std::vector<std::string>> rows;
+  bool first_stage = true;
+  for (const StageMemory& sm : e.memory.stages) {
+    size_t r = 0;
+    for_memory_terms(sm, [&](const char* k, double v, bool) {
+      if (first_stage) rows.push_back({k});
+      rows[r++].push_back(gib(v));
+    });
+    auto add = [&](const char* k, const std::string& v) {
+      if (first_stage) rows.push_back({k});
+      rows[r++].push_back(v);
+    };
+    add("in-flight micro-batches", fmt_fixed(sm.in_flight_microbatches, 2));
+    add("allocated (framework max)", gib(sm.allocated));
+    add("peak (device)", gib(sm.peak));
+    add("peak range", fmt::format("{}-{}", gib(sm.peak_low), gib(sm.peak_high)));
+    first_stage = false;
+  }
+  mem.rows = rows;
+  mem.notes.push_back(fmt::format("HBM per GPU: {} GiB; worst stage: {}", gib(e.memory.hbm_bytes),
+                                  e.memory.worst_stage));
+  out.push_back(mem);
+
+  Table c;
+  c.title = fmt::format("Communication per GPU per step (stage {})", e.comm.stage);
+  c.header = {"name", "dim", "collective", "group", "message MiB", "calls", "sent GiB"};
+  for (int i = 0; i < e.comm.num_items; ++i) {
+    const CommItem& it = e.comm.items[static_cast<size_t>(i)];
+    c.rows.push_back({it.what, to_string(it.dim), to_string(it.kind), std::to_string(it.group_size),
+                      fmt_fixed(it.message_bytes / (1024.0 * 1024.0), 2), fmt_fixed(it.calls, 0),
+                      gib(it.sent_bytes)});
+  }
+  out.push_back(c);
+  return out;
+}
+
+Table estimate_long_table(const Scenario& s, const Estimate& e) {
+  (void)s;
+  Table t;
+  t.header = {"section", "stage", "item", "value", "unit"};
+  auto row = [&](const char* sec, const std::string& stage, const std::string& item, double v,
+                 const char* unit) {
+    t.rows.push_back({sec, stage, item, fmt::format("{:.10g}", v), unit});
+  };
+  for_param_terms(e.params.total, [&](const char* k, double v) { row("params.total", "", k, v, "params"); });
+  for_param_terms(e.params.active, [&](const char* k, double v) { row("params.active", "", k, v, "params"); });
+  row("params", "", "total", e.params.total.total(), "params");
+  row("params", "", "active", e.params.active.total(), "params");
+  for (size_t i = 0; i < e.gpu_params.size(); ++i) {
+    row("params.per_gpu", std::to_string(i), "dense", e.gpu_params[i].dense, "params");
+    row("params.per_gpu", std::to_string(i), "expert", e.gpu_params[i].expert, "params");
+  }
+  for_flop_terms(e.flops.fwd, [&](const char* k, double v) { row("flops.fwd", "", k, v, "flop"); });
+  for_flop_terms(e.flops.bwd, [&](const char* k, double v) { row("flops.bwd", "", k, v, "flop"); });
+  for_flop_terms(e.flops.recompute, [&](const char* k, double v) { row("flops.recompute", "", k, v, "flop"); });
+  row("flops", "", "per_step", e.flops.per_step, "flop");
+  row("flops", "", "model_flops", e.flops.model_flops, "flop");
+  row("flops", "", "hardware_flops", e.flops.hardware_flops, "flop");
+  row("flops", "", "megatron_flops", e.flops.megatron_flops, "flop");
+  for (const StageMemory& m : e.memory.stages) {
+    const std::string st = std::to_string(m.stage);
+    for_memory_terms(m, [&](const char* k, double v, bool) { row("memory", st, k, v, "bytes"); });
+    row("memory", st, "allocated", m.allocated, "bytes");
+    row("memory", st, "peak", m.peak, "bytes");
+    row("memory", st, "peak_low", m.peak_low, "bytes");
+    row("memory", st, "peak_high", m.peak_high, "bytes");
+  }
+  row("memory", "", "peak_bytes", e.memory.peak_bytes, "bytes");
+  row("memory", "", "allocated_peak_bytes", e.memory.allocated_peak_bytes, "bytes");
+  for (int i = 0; i < e.comm.num_items; ++i) {
+    const CommItem& it = e.comm.items[static_cast<size_t>(i)];
+    row("comm", std::to_string(e.comm.stage), it.what, it.sent_bytes, "bytes");
+  }
+  row("comm", std::to_string(e.comm.stage), "total", e.comm.total_sent_bytes, "bytes");
+  return t;
+}
+
+}  // namespace lcm::report

@@ -24,6 +24,29 @@ enum class Collective : uint8_t {
   kSendRecv,
 };
 
+constexpr const char* to_string(CommDim d) {
+  switch (d) {
+    case CommDim::kTp: return "tp";
+    case CommDim::kCp: return "cp";
+    case CommDim::kEp: return "ep";
+    case CommDim::kPp: return "pp";
+    case CommDim::kDp: return "dp";
+    case CommDim::kEdp: return "edp";
+    case CommDim::kEmb: return "emb";
+  }
+  return "?";
+}
+constexpr const char* to_string(Collective c) {
+  switch (c) {
+    case Collective::kAllReduce: return "all_reduce";
+    case Collective::kAllGather: return "all_gather";
+    case Collective::kReduceScatter: return "reduce_scatter";
+    case Collective::kAllToAll: return "all_to_all";
+    case Collective::kSendRecv: return "send_recv";
+  }
+  return "?";
+}
+
 // nccl-tests bus-bandwidth factor: busbw = algbw * bus_factor(kind, n).
 double bus_factor(Collective kind, int n);
 // Bytes one rank sends for one call of `kind` on a message of S bytes over n ranks (ring).

@@ -1,0 +1,12 @@
+// Registration of the `lcm` subcommands. Each callback sets the process exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace lcm::cli {
+
+void register_estimate(CLI::App& app, int& exit_code);
+void register_scaling(CLI::App& app, int& exit_code);
+void register_import(CLI::App& app, int& exit_code);
+
+}  // namespace lcm::cli

@@ -1,0 +1,22 @@
+// Reports of one estimate: JSON (schema in docs/estimate-json.md), terminal / Markdown
+// tables, and a long-format CSV (section,stage,item,value,unit). They only render
+// model::Estimate; nothing here computes a formula.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lcm/model/estimate.hpp"
+#include "lcm/planner/table.hpp"
+
+namespace lcm::report {
+
+inline constexpr int kEstimateSchemaVersion = 1;
+
+nlohmann::json estimate_json(const Scenario& s, const Estimate& e);
+std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e);
+Table estimate_long_table(const Scenario& s, const Estimate& e);  // the CSV rendering
+
+}  // namespace lcm::report

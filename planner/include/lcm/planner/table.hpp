@@ -1,0 +1,31 @@
+// A plain table of strings and its renderings: aligned terminal text, GitHub Markdown,
+// and RFC 4180 CSV. Reports build Tables; the CLI picks the rendering.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lcm::report {
+
+enum class Format { kTable, kMarkdown, kCsv, kJson };
+
+struct Table {
+  std::string title;                          // printed above text / Markdown renderings
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> notes;             // printed below (text / Markdown only)
+};
+
+std::string render_text(const Table& t);
+std::string render_markdown(const Table& t);
+std::string render_csv(const Table& t);
+std::string render(const std::vector<Table>& tables, Format f);  // kJson not accepted here
+
+// Number formatting shared by every report.
+std::string fmt_bytes_gib(double bytes);     // "12.34"
+std::string fmt_count(double n);             // "46.70 B", "187.1 M", "1024"
+std::string fmt_sci(double x);               // "1.234e+15"
+std::string fmt_fixed(double x, int digits);
+std::string csv_escape(const std::string& s);
+
+}  // namespace lcm::report
