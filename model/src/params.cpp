@@ -1,4 +1,250 @@
-// Scaffolding: replaced by the real implementation in this issue.
-#include "lcm/model/estimate.hpp"
-#include "lcm/model/scaling.hpp"
-namespace lcm {} // namespace lcm
+// Parameter counts of the whole model and of one GPU per pipeline stage.
+//
+// Follows the modules Megatron-Core builds (gpt_layer_specs.py with the Transformer Engine
+// backend, d98e8a64) and the counting of theoretical_memory_usage.py::
+// compute_weight_and_optimizer_memory (shared/reference/formulas.md §1). Where the two differ,
+// the real module layout wins and docs/flops-and-params.md says so:
+//   * biases (add_bias_linear, add_qkv_bias) and the per-head qk-norms are counted;
+//   * MLA q/kv norms exist only with qk_layernorm (Megatron's estimate always adds them);
+//   * MLA down projections are TELinear(parallel_mode='duplicated'): replicated over TP;
+//   * MTP blocks carry enorm, hnorm, eh_proj (2h -> h) and a final norm besides the layer;
+//   * learned absolute position embeddings (max_position_embeddings x h) are counted;
+//   * the router's expert_bias is a registered buffer, not a parameter: not counted.
+#include "lcm/model/params.hpp"
+
+#include <cassert>
+
+namespace lcm {
+namespace {
+
+// One group of parameters, split by how the ranks hold it (Megatron's "TP-sharded,
+// replicated, expert-sharded" split, theoretical_memory_usage.py).
+struct Split {
+  double tp = 0;          // sharded over TP (column/row-parallel weights, column biases)
+  double replicated = 0;  // whole copy on every TP rank (norms, router, row-parallel biases)
+  double expert = 0;      // sharded over EP x ETP (expert weights, expert fc1 biases)
+  double expert_ep = 0;   // sharded over EP only (expert fc2 biases, row-parallel in ETP)
+
+  double total() const { return tp + replicated + expert + expert_ep; }
+  Split& operator+=(const Split& o) {
+    tp += o.tp;
+    replicated += o.replicated;
+    expert += o.expert;
+    expert_ep += o.expert_ep;
+    return *this;
+  }
+  Split operator*(double k) const { return {tp * k, replicated * k, expert * k, expert_ep * k}; }
+  Split operator+(const Split& o) const {
+    Split r = *this;
+    return r += o;
+  }
+};
+
+double norm_size(const ModelSpec& m) {  // RMSNorm: weight; LayerNorm: weight + bias
+  return m.normalization == Normalization::kRMSNorm ? 1.0 : 2.0;
+}
+double head_dim(const ModelSpec& m) {
+  if (m.kv_channels > 0) return static_cast<double>(m.kv_channels);
+  assert(m.num_attention_heads > 0);
+  return static_cast<double>(m.hidden_size) / m.num_attention_heads;
+}
+double query_groups(const ModelSpec& m) {
+  return m.num_query_groups > 0 ? m.num_query_groups : m.num_attention_heads;
+}
+double expert_ffn(const ModelSpec& m) {  // Megatron: moe_ffn_hidden_size defaults to ffn
+  return static_cast<double>(m.moe_ffn_hidden_size > 0 ? m.moe_ffn_hidden_size
+                                                        : m.ffn_hidden_size);
+}
+
+// Self-attention (GQA/MHA/MQA). Source: formulas.md §1.1; attention.py linear_qkv has a
+// bias with add_bias_linear or add_qkv_bias, linear_proj (row-parallel) with add_bias_linear.
+Split gqa_attention(const ModelSpec& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double dh = head_dim(m);
+  const double a = m.num_attention_heads;
+  const double g = query_groups(m);
+  Split s;
+  s.tp = h * dh * (2 * a + 2 * g);
+  if (m.add_bias_linear || m.add_qkv_bias) s.tp += (a + 2 * g) * dh;
+  if (m.add_bias_linear) s.replicated += h;
+  if (m.qk_layernorm) s.replicated += 2 * dh * norm_size(m);  // q_layernorm + k_layernorm
+  return s;
+}
+
+// Multi-latent attention. Source: formulas.md §1.2; multi_latent_attention.py (down
+// projections are TELinear 'duplicated', up projections and linear_proj TP-sharded).
+Split mla_attention(const ModelSpec& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double a = m.num_attention_heads;
+  const double rq = static_cast<double>(m.q_lora_rank);
+  const double rkv = static_cast<double>(m.kv_lora_rank);
+  const double dn = static_cast<double>(m.qk_head_dim);
+  const double dr = static_cast<double>(m.qk_pos_emb_head_dim);
+  const double dv = static_cast<double>(m.v_head_dim);
+  Split s;
+  if (m.q_lora_rank > 0) {
+    s.replicated += h * rq;        // linear_q_down_proj
+    s.tp += rq * a * (dn + dr);    // linear_q_up_proj
+    if (m.qk_layernorm) s.replicated += rq * norm_size(m);  // q_layernorm
+  } else {
+    s.tp += h * a * (dn + dr);     // linear_q_proj
+  }
+  s.replicated += h * (rkv + dr);  // linear_kv_down_proj (latent + shared rotary key)
+  s.tp += rkv * a * (dn + dv);     // linear_kv_up_proj
+  if (m.qk_layernorm) s.replicated += rkv * norm_size(m);  // kv_layernorm
+  s.tp += a * dv * h;              // linear_proj
+  if (m.add_bias_linear) s.replicated += h;
+  return s;
+}
+
+Split attention(const ModelSpec& m) {
+  return m.multi_latent_attention ? mla_attention(m) : gqa_attention(m);
+}
+
+// An MLP of width w: fc1 h -> w (2w when gated), fc2 w -> h. fc1 is column-parallel (its
+// bias shards), fc2 row-parallel (its bias is replicated). Source: formulas.md §1.3.
+Split mlp(const ModelSpec& m, double w) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double fc1_out = m.swiglu ? 2 * w : w;
+  Split s;
+  s.tp = h * fc1_out + w * h;
+  if (m.add_bias_linear) {
+    s.tp += fc1_out;
+    s.replicated += h;
+  }
+  return s;
+}
+
+// All routed experts of one MoE layer (E x mlp(f_e)), held by EP x ETP.
+Split routed_experts(const ModelSpec& m) {
+  const Split one = mlp(m, expert_ffn(m));
+  const double e = m.num_experts;
+  return Split{0, 0, one.tp * e, one.replicated * e};
+}
+
+// Router h x E (+E bias with add_bias_linear), replicated. moe/router.py TopKRouter.
+Split router(const ModelSpec& m) {
+  const double e = m.num_experts;
+  return Split{0, static_cast<double>(m.hidden_size) * e + (m.add_bias_linear ? e : 0), 0, 0};
+}
+
+Split shared_experts(const ModelSpec& m) {
+  if (m.moe_shared_expert_intermediate_size <= 0) return {};
+  return mlp(m, static_cast<double>(m.moe_shared_expert_intermediate_size));
+}
+
+Split layer_norms(const ModelSpec& m) {  // input_layernorm + pre_mlp_layernorm
+  return Split{0, 2 * norm_size(m) * static_cast<double>(m.hidden_size), 0, 0};
+}
+
+// MTP extras per depth besides its transformer layer: enorm, hnorm, final_layernorm and
+// eh_proj (column-parallel, no bias). multi_token_prediction.py MultiTokenPredictionLayer.
+Split mtp_extras(const ModelSpec& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  return Split{2 * h * h, 3 * norm_size(m) * h, 0, 0};
+}
+
+// Fraction of the routed experts a token touches.
+double active_fraction(const ModelSpec& m) {
+  return m.num_experts > 0 ? static_cast<double>(m.moe_router_topk) / m.num_experts : 0.0;
+}
+
+// One whole transformer layer (MoE or dense MLP). `expert_scale` scales the routed experts
+// (1 for total, top-k/E for active).
+Split layer(const ModelSpec& m, bool moe, double expert_scale) {
+  Split s = attention(m);
+  s += layer_norms(m);
+  if (moe) {
+    s += router(m);
+    s += routed_experts(m) * expert_scale;
+    s += shared_experts(m);
+  } else {
+    s += mlp(m, static_cast<double>(m.ffn_hidden_size));
+  }
+  return s;
+}
+
+bool mtp_is_moe(const ModelSpec& m) {  // Megatron: the MTP layer copies the last layer's kind
+  return m.num_layers > 0 && is_moe_layer(m, m.num_layers - 1);
+}
+
+// Fills every component; `expert_scale` as in layer().
+ParamComponents components(const ModelSpec& m, double vocab, double expert_scale) {
+  const double h = static_cast<double>(m.hidden_size);
+  int moe_layers = 0;
+  for (int i = 0; i < m.num_layers; ++i) moe_layers += is_moe_layer(m, i) ? 1 : 0;
+  const int dense_layers = m.num_layers - moe_layers;
+
+  ParamComponents c;
+  c.embedding = vocab * h;
+  if (m.position_embedding_type == PositionEmbedding::kLearnedAbsolute)
+    c.embedding += static_cast<double>(m.max_position_embeddings) * h;
+  c.attention = m.num_layers * attention(m).total();
+  c.dense_mlp = dense_layers * mlp(m, static_cast<double>(m.ffn_hidden_size)).total();
+  if (m.num_experts > 0) {
+    c.router = moe_layers * router(m).total();
+    c.routed_experts = moe_layers * routed_experts(m).total() * expert_scale;
+    c.shared_experts = moe_layers * shared_experts(m).total();
+  }
+  c.norms = m.num_layers * layer_norms(m).total() + norm_size(m) * h;
+  c.output_layer = m.untie_embeddings_and_output_weights ? vocab * h : 0.0;
+  c.mtp = m.mtp_num_layers * (layer(m, mtp_is_moe(m), expert_scale).total() + mtp_extras(m).total());
+  return c;
+}
+
+}  // namespace
+
+ParamCounts count_params(const ModelSpec& model, int64_t padded_vocab) {
+  const double v = static_cast<double>(padded_vocab);
+  return ParamCounts{components(model, v, 1.0), components(model, v, active_fraction(model))};
+}
+
+// Sharding: Split.tp / tp, replicated whole, expert / (ep * etp), expert_ep / ep. The
+// word embedding is a VocabParallelEmbedding and the output layer a ColumnParallelLinear
+// (both / tp); the final norm sits with the output layer on the last stage. With tied
+// embeddings and pp > 1 the last stage keeps its own copy of the word embedding for the
+// head (Megatron's shared_embedding_or_output_weight, gradients all-reduced with stage 0);
+// with MTP the last stage also holds a copy of the embedding for the MTP input
+// (gpt_model.py: `if self.pre_process or self.mtp_process`), tied or not.
+std::vector<GpuParams> gpu_params(const Scenario& s, const Mesh& m,
+                                  const std::vector<StageLayers>& stages) {
+  const ModelSpec& model = s.model;
+  const double h = static_cast<double>(model.hidden_size);
+  const double vocab = static_cast<double>(m.padded_vocab);
+  assert(m.tp > 0 && m.ep > 0 && m.etp > 0);
+  auto on_gpu = [&](const Split& x) {
+    return GpuParams{x.tp / m.tp + x.replicated,
+                     x.expert / (static_cast<double>(m.ep) * m.etp) + x.expert_ep / m.ep};
+  };
+  const bool mtp_moe = mtp_is_moe(model);
+  const Split dense_layer = layer(model, false, 1.0);
+  const Split moe_layer = model.num_experts > 0 ? layer(model, true, 1.0) : Split{};
+  const Split mtp_block = layer(model, mtp_moe, 1.0) + mtp_extras(model);
+
+  std::vector<GpuParams> out;
+  out.reserve(stages.size());
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const StageLayers& st = stages[i];
+    Split held = dense_layer * (st.num_layers - st.num_moe_layers);
+    held += moe_layer * st.num_moe_layers;
+    held += mtp_block * st.num_mtp_layers;
+    // GPTModel builds the embedding on the first stage and on the MTP stage
+    // (pre_process or mtp_process), the head on the last stage (post_process).
+    const bool holds_embedding = st.has_embedding || st.num_mtp_layers > 0;
+    if (holds_embedding) {
+      held.tp += vocab * h;
+      if (model.position_embedding_type == PositionEmbedding::kLearnedAbsolute)
+        held.replicated += static_cast<double>(model.max_position_embeddings) * h;
+    }
+    if (st.has_output) {
+      held.replicated += norm_size(model) * h;  // final layernorm
+      // Untied: the output layer. Tied: the head reuses the embedding where this stage
+      // holds one, else the stage keeps its own copy of the word embedding.
+      if (model.untie_embeddings_and_output_weights || !holds_embedding) held.tp += vocab * h;
+    }
+    out.push_back(on_gpu(held));
+  }
+  return out;
+}
+
+}  // namespace lcm
