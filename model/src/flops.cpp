@@ -1,4 +1,323 @@
-// Scaffolding: replaced by the real implementation in this issue.
-#include "lcm/model/estimate.hpp"
-#include "lcm/model/scaling.hpp"
-namespace lcm {} // namespace lcm
+// FLOPs of one training step, by op class and pass, plus Megatron's headline count.
+//
+// Counting (shared/reference/formulas.md §2): 2 FLOPs per multiply-accumulate; every GEMM
+// runs once forward and twice backward (dgrad + wgrad); the attention core (QK^T and PV)
+// does s^2 (query, key) pairs per head, halved for a causal mask when the convention
+// says so. The per-class terms reproduce Megatron-LM's num_floating_point_operations
+// (megatron/training/training.py, d98e8a64) term by term, so with causal halving
+// fwd + bwd - router == megatron_flops; megatron_flops itself is computed separately
+// by a transcription of Megatron's formula (megatron_formula below).
+//
+// Context parallelism does not change the totals: with load-balanced chunks (each rank
+// takes chunks i and 2c-1-i) every rank does 1/c of the causal work, so the step total
+// equals the unsharded count.
+#include "lcm/model/flops.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+namespace lcm {
+namespace {
+
+// Forward FLOPs of one transformer layer for one sequence, by op class.
+struct LayerFwd {
+  double attn_proj = 0;
+  double attn_core = 0;
+  double dense_mlp = 0;
+  double routed = 0;
+  double shared = 0;
+  double router = 0;
+
+  double total() const { return attn_proj + attn_core + dense_mlp + routed + shared + router; }
+  double total_without_router() const { return total() - router; }
+};
+
+double head_dim(const ModelSpec& m) {
+  if (m.kv_channels > 0) return static_cast<double>(m.kv_channels);
+  assert(m.num_attention_heads > 0);
+  return static_cast<double>(m.hidden_size) / m.num_attention_heads;
+}
+double query_groups(const ModelSpec& m) {
+  return m.num_query_groups > 0 ? m.num_query_groups : m.num_attention_heads;
+}
+double expert_ffn(const ModelSpec& m) {  // Megatron: moe_ffn_hidden_size defaults to ffn
+  return static_cast<double>(m.moe_ffn_hidden_size > 0 ? m.moe_ffn_hidden_size
+                                                        : m.ffn_hidden_size);
+}
+double ffn_factor(const ModelSpec& m) { return m.swiglu ? 3.0 : 2.0; }  // GEMMs per MLP width
+
+// MACs per token of the attention projections. GQA: QKV h x (a+2g)d_h and out a*d_h x h.
+// MLA: Megatron's q_term + kv term + rotary key + out projection, including its "+1"
+// columns for the q/kv norms (training.py), kept so the sum matches Megatron exactly.
+double attn_proj_macs(const ModelSpec& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double a = m.num_attention_heads;
+  if (!m.multi_latent_attention) {
+    const double dh = head_dim(m);
+    return h * dh * (a + 2 * query_groups(m)) + a * dh * h;
+  }
+  const double dn = static_cast<double>(m.qk_head_dim);
+  const double dr = static_cast<double>(m.qk_pos_emb_head_dim);
+  const double dv = static_cast<double>(m.v_head_dim);
+  const double rq = static_cast<double>(m.q_lora_rank);
+  const double rkv = static_cast<double>(m.kv_lora_rank);
+  const double q = m.q_lora_rank > 0 ? rq * (h + a * (dn + dr) + 1) : h * a * (dn + dr);
+  return q + rkv * (h + a * (dn + dv) + 1) + h * dr + a * dv * h;
+}
+
+// MACs per token of the MLA up projections (what `mla_up_proj` recompute reruns): q up
+// (or the full q projection without q-LoRA) and kv up. multi_latent_attention.py
+// qkv_up_proj_and_rope_apply.
+double mla_up_proj_macs(const ModelSpec& m) {
+  if (!m.multi_latent_attention) return 0;
+  const double a = m.num_attention_heads;
+  const double dn = static_cast<double>(m.qk_head_dim);
+  const double dr = static_cast<double>(m.qk_pos_emb_head_dim);
+  const double dv = static_cast<double>(m.v_head_dim);
+  const double q_in =
+      m.q_lora_rank > 0 ? static_cast<double>(m.q_lora_rank) : static_cast<double>(m.hidden_size);
+  return q_in * a * (dn + dr) + static_cast<double>(m.kv_lora_rank) * a * (dn + dv);
+}
+
+// MACs per (query, key) pair over all heads: QK^T plus PV.
+double attn_core_macs_per_pair(const ModelSpec& m) {
+  const double a = m.num_attention_heads;
+  if (m.multi_latent_attention) {
+    return a * static_cast<double>(m.qk_head_dim + m.qk_pos_emb_head_dim) +
+           a * static_cast<double>(m.v_head_dim);
+  }
+  return 2 * a * head_dim(m);
+}
+
+LayerFwd layer_fwd(const ModelSpec& m, int64_t seq, bool moe, bool causal_halved) {
+  const double s = static_cast<double>(seq);
+  const double h = static_cast<double>(m.hidden_size);
+  LayerFwd f;
+  f.attn_proj = 2 * s * attn_proj_macs(m);
+  f.attn_core = 2 * s * s * attn_core_macs_per_pair(m) * (causal_halved ? 0.5 : 1.0);
+  if (moe) {
+    f.routed = 2 * s * ffn_factor(m) * h * expert_ffn(m) * m.moe_router_topk;
+    f.shared = 2 * s * ffn_factor(m) * h * static_cast<double>(m.moe_shared_expert_intermediate_size);
+    f.router = 2 * s * h * m.num_experts;
+  } else {
+    f.dense_mlp = 2 * s * ffn_factor(m) * h * static_cast<double>(m.ffn_hidden_size);
+  }
+  return f;
+}
+
+// Adds `n` copies of a layer to `t`, all classes in their own slot.
+void add_layers(FlopTerms& t, const LayerFwd& f, double n) {
+  t.attn_proj += n * f.attn_proj;
+  t.attn_core += n * f.attn_core;
+  t.dense_mlp += n * f.dense_mlp;
+  t.routed_experts += n * f.routed;
+  t.shared_experts += n * f.shared;
+  t.router += n * f.router;
+}
+
+// Adds `n` MTP layers: their GEMMs go to `mtp`, their router to `router`.
+void add_mtp_layers(FlopTerms& t, const LayerFwd& f, double n) {
+  t.mtp += n * f.total_without_router();
+  t.router += n * f.router;
+}
+
+FlopTerms scaled(const FlopTerms& t, double k) {
+  return FlopTerms{t.attn_proj * k,      t.attn_core * k, t.dense_mlp * k, t.routed_experts * k,
+                   t.shared_experts * k, t.router * k,    t.logits * k,    t.mtp * k};
+}
+
+struct LayerCount {
+  int dense = 0;
+  int moe = 0;
+};
+
+void count_layer(const ModelSpec& m, int layer, LayerCount& c) {
+  if (is_moe_layer(m, layer)) {
+    ++c.moe;
+  } else {
+    ++c.dense;
+  }
+}
+
+LayerCount all_layers(const ModelSpec& m) {
+  LayerCount c;
+  for (int i = 0; i < m.num_layers; ++i) count_layer(m, i, c);
+  return c;
+}
+
+bool mtp_is_moe(const ModelSpec& m) {  // Megatron: MTP layers copy the last layer's kind
+  return m.num_layers > 0 && is_moe_layer(m, m.num_layers - 1);
+}
+
+// Layers rerun by full recompute. uniform: every layer (recompute_num_layers only sets
+// the checkpoint group size). block: the first recompute_num_layers layers of each model
+// chunk (megatron/core/recompute.py; num_layers_per_pipeline_rank is the chunk's size).
+// The FP8 "skip until hidden_states requires grad" shift is ignored.
+LayerCount full_recompute_layers(const Scenario& s, const Mesh& m) {
+  const ModelSpec& model = s.model;
+  if (s.parallel.recompute_method == RecomputeMethod::kUniform) return all_layers(model);
+  const int per_chunk = s.parallel.recompute_num_layers;
+  LayerCount c;
+  if (m.vp > 1) {  // chunk k holds layers [k*n - emb, (k+1)*n - emb), as in mesh.cpp
+    const int n = s.parallel.num_layers_per_virtual_pipeline_stage;
+    const int emb = s.parallel.account_for_embedding_in_pipeline_split ? 1 : 0;
+    for (int k = 0; k < m.pp * m.vp; ++k) {
+      const int lo = std::max(k * n - emb, 0);
+      const int hi = std::min((k + 1) * n - emb, model.num_layers);
+      for (int i = lo; i < std::min(lo + per_chunk, hi); ++i) count_layer(model, i, c);
+    }
+    return c;
+  }
+  int first = 0;
+  for (const StageLayers& st : stage_layers(s, m)) {
+    for (int i = first; i < first + std::min(per_chunk, st.num_layers); ++i)
+      count_layer(model, i, c);
+    first += st.num_layers;
+  }
+  return c;
+}
+
+// The forward work selective recompute reruns in one layer (megatron/core, recompute_modules).
+// core_attn: the attention core. mla_up_proj: the MLA up projections. mlp: a dense
+// layer's MLP. moe: the whole MoE layer (router, routed and shared experts). shared_experts:
+// the shared experts. moe_act and layernorm: elementwise only, no GEMM FLOPs.
+LayerFwd selective_part(const ModelSpec& model, const LayerFwd& f, int64_t seq, uint32_t mods,
+                        bool moe) {
+  LayerFwd r;
+  if (mods & kRecomputeCoreAttn) r.attn_core = f.attn_core;
+  if (mods & kRecomputeMlaUpProj) r.attn_proj = 2 * static_cast<double>(seq) * mla_up_proj_macs(model);
+  if (!moe && (mods & kRecomputeMlp)) r.dense_mlp = f.dense_mlp;
+  if (moe && (mods & kRecomputeMoe)) {
+    r.routed = f.routed;
+    r.shared = f.shared;
+    r.router = f.router;
+  }
+  if (moe && (mods & kRecomputeSharedExperts)) r.shared = f.shared;
+  return r;
+}
+
+// Forward work rerun by activation recomputation, whole step. `mtp_extra` is the step's
+// MTP eh_proj + norm work, rerun with the MTP layer under full uniform recompute
+// (multi_token_prediction.py: block recompute is not implemented for MTP and is skipped).
+FlopTerms recompute_terms(const Scenario& s, const Mesh& m, const LayerFwd& dense,
+                          const LayerFwd& moe, double seqs, double mtp_extra) {
+  const ModelSpec& model = s.model;
+  const ParallelSpec& p = s.parallel;
+  const LayerFwd& mtp_layer = mtp_is_moe(model) ? moe : dense;
+  FlopTerms rc;
+  if (p.recompute_granularity == RecomputeGranularity::kFull) {
+    const LayerCount c = full_recompute_layers(s, m);
+    add_layers(rc, dense, c.dense * seqs);
+    add_layers(rc, moe, c.moe * seqs);
+    if (p.recompute_method == RecomputeMethod::kUniform) {
+      add_mtp_layers(rc, mtp_layer, model.mtp_num_layers * seqs);
+      rc.mtp += mtp_extra;
+    }
+  } else if (p.recompute_granularity == RecomputeGranularity::kSelective) {
+    const int64_t seq = s.training.seq_length;
+    const uint32_t mods = p.recompute_modules;
+    const LayerCount c = all_layers(model);
+    add_layers(rc, selective_part(model, dense, seq, mods, false), c.dense * seqs);
+    add_layers(rc, selective_part(model, moe, seq, mods, true), c.moe * seqs);
+    const bool mtp_moe = mtp_is_moe(model);
+    add_mtp_layers(rc, selective_part(model, mtp_layer, seq, mods, mtp_moe),
+                   model.mtp_num_layers * seqs);
+  }
+  return rc;
+}
+
+// Independent transcription of Megatron's transformer_flops() (training.py, d98e8a64) for
+// BSHD batches: T = B*s tokens, sum of L_i^2 = B*s^2, no latent MoE, no output gate, no
+// linear-attention variants.
+double megatron_formula(const ModelSpec& m, int64_t seq, int64_t batch, int64_t padded_vocab) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double tokens = static_cast<double>(batch) * static_cast<double>(seq);
+  const double seqlen_sq_sum = static_cast<double>(batch) * static_cast<double>(seq) * seq;
+  const double fwd_bwd = 3, fma = 2;
+  const double ffn_exp = m.swiglu ? 3 : 2;
+
+  double num_moe = 0, num_dense = m.num_layers, routed_to = 0, last_is_moe = 0;
+  if (m.num_experts > 0) {
+    const LayerCount c = all_layers(m);
+    num_moe = c.moe;
+    num_dense = c.dense;
+    routed_to = m.moe_router_topk;
+    last_is_moe = mtp_is_moe(m) ? 1 : 0;
+  }
+  const double mtp = m.mtp_num_layers;
+  num_moe += last_is_moe * mtp;
+  num_dense += (1 - last_is_moe) * mtp;
+  const double num_layers = m.num_layers + mtp;
+
+  double attn_term = 0, core_term = 0;
+  const double a = m.num_attention_heads;
+  if (m.multi_latent_attention) {
+    const double dn = static_cast<double>(m.qk_head_dim);
+    const double dr = static_cast<double>(m.qk_pos_emb_head_dim);
+    const double dv = static_cast<double>(m.v_head_dim);
+    const double q_term = m.q_lora_rank <= 0
+                              ? h * a * (dn + dr)
+                              : static_cast<double>(m.q_lora_rank) * (h + a * (dn + dr) + 1);
+    attn_term = fwd_bwd * fma *
+                (q_term + static_cast<double>(m.kv_lora_rank) * (h + a * (dn + dv) + 1) +
+                 h * dr + a * dv * h);
+    core_term = fwd_bwd * fma * (a * (dn + dr) / 2 + a * dv / 2);
+  } else {
+    const double q = head_dim(m) * a;
+    const double kv = head_dim(m) * query_groups(m);
+    attn_term = fwd_bwd * fma * (h * (q + kv + kv) + q * h);
+    core_term = fwd_bwd * fma * q / 2 * 2;
+  }
+  const double mlp = fwd_bwd * fma * h *
+                     (static_cast<double>(m.ffn_hidden_size) * ffn_exp * num_dense +
+                      expert_ffn(m) * routed_to * ffn_exp * num_moe +
+                      static_cast<double>(m.moe_shared_expert_intermediate_size) * ffn_exp * num_moe);
+  const double mtp_proj = fwd_bwd * fma * mtp * (3 * h + 2 * h * h);
+  const double logits = fwd_bwd * fma * h * static_cast<double>(padded_vocab) * (mtp + 1);
+  return tokens * (mlp + attn_term * num_layers + mtp_proj + logits) +
+         seqlen_sq_sum * core_term * num_layers;
+}
+
+}  // namespace
+
+Flops count_flops(const Scenario& s, const Mesh& m) {
+  const ModelSpec& model = s.model;
+  const int64_t seq = s.training.seq_length;
+  const double seqs = s.training.global_batch_size;
+  const double tokens = seqs * static_cast<double>(seq);
+  const double h = static_cast<double>(model.hidden_size);
+  const double mtp = model.mtp_num_layers;
+  const bool causal = s.flop_convention.causal_halved;
+
+  const LayerFwd dense = layer_fwd(model, seq, false, causal);
+  const LayerFwd moe = layer_fwd(model, seq, true, causal);
+  const LayerCount c = all_layers(model);
+  // MTP per depth: eh_proj (2h -> h) plus Megatron's 3h for enorm/hnorm/final norm.
+  const double mtp_extra = mtp * 2 * tokens * (2 * h * h + 3 * h);
+
+  Flops out;
+  add_layers(out.fwd, dense, c.dense * seqs);
+  add_layers(out.fwd, moe, c.moe * seqs);
+  add_mtp_layers(out.fwd, mtp_is_moe(model) ? moe : dense, mtp * seqs);
+  out.fwd.mtp += mtp_extra;
+  // Output layer over the padded vocabulary, once for the main head and once per MTP depth.
+  out.fwd.logits = 2 * tokens * h * static_cast<double>(m.padded_vocab) * (1 + mtp);
+  out.bwd = scaled(out.fwd, 2.0);
+  out.recompute = recompute_terms(s, m, dense, moe, seqs, mtp_extra);
+
+  out.model_flops = out.fwd.total() + out.bwd.total();
+  out.hardware_flops = out.model_flops + out.recompute.total();
+  out.per_step = s.flop_convention.include_recompute ? out.hardware_flops : out.model_flops;
+  out.megatron_flops =
+      megatron_formula(model, seq, s.training.global_batch_size, m.padded_vocab);
+  out.per_gpu_per_step = m.world > 0 ? out.per_step / m.world : 0.0;
+  return out;
+}
+
+LayerFlops layer_forward_flops(const ModelSpec& model, int64_t seq, bool moe_layer,
+                               bool causal_halved) {
+  const LayerFwd f = layer_fwd(model, seq, moe_layer, causal_halved);
+  return LayerFlops{f.attn_proj, f.attn_core, moe_layer ? f.routed + f.shared : f.dense_mlp};
+}
+
+}  // namespace lcm
