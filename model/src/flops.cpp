@@ -96,7 +96,8 @@ LayerFwd layer_fwd(const ModelSpec& m, int64_t seq, bool moe, bool causal_halved
   f.attn_proj = 2 * s * attn_proj_macs(m);
   f.attn_core = 2 * s * s * attn_core_macs_per_pair(m) * (causal_halved ? 0.5 : 1.0);
   if (moe) {
-    f.routed = 2 * s * ffn_factor(m) * h * expert_ffn(m) * m.moe_router_topk;
+    const double topk = m.num_experts > 0 ? m.moe_router_topk : 0;  // dense model: no experts
+    f.routed = 2 * s * ffn_factor(m) * h * expert_ffn(m) * topk;
     f.shared = 2 * s * ffn_factor(m) * h * static_cast<double>(m.moe_shared_expert_intermediate_size);
     f.router = 2 * s * h * m.num_experts;
   } else {

@@ -1,4 +1,415 @@
-// Scaffolding: replaced by the real implementation in this issue.
-#include "lcm/model/estimate.hpp"
-#include "lcm/model/scaling.hpp"
-namespace lcm {} // namespace lcm
+// Memory per GPU per pipeline stage. Every term, its formula and its source are in
+// docs/memory-model.md; the comments here name the tensors, the doc derives the bytes.
+//
+// Conventions (bytes, one GPU, one micro-batch unless stated):
+//   b  micro-batch size;  s  = seq_length / cp  (tokens of one sequence on this rank)
+//   T  = s*b              tokens entering a layer on this TP rank when nothing is sequence-split
+//   Ts = T/t with SP, else T   tokens of the sequence-split (LayerNorm / dropout / residual) region
+//   t  tensor-parallel size (dense layers); etp, ep for routed experts.
+// Activations are bf16 (2 B), dropout masks 1 B, router / softmax statistics fp32 (4 B).
+#include "lcm/model/memory.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace lcm {
+
+namespace {
+
+double dtype_bytes(DType d) {
+  switch (d) {
+    case DType::kFp32: return 4.0;
+    case DType::kBf16: return 2.0;
+    case DType::kFp8: return 1.0;
+  }
+  return 4.0;
+}
+
+// Shapes and switches shared by every layer of the scenario, derived once.
+struct Shape {
+  double b = 1, s = 1, s_kv = 1, T = 1, Ts = 1, t = 1;
+  double h = 0, a = 0, g = 0, dh = 0;
+  double f = 0, fe = 0, fs = 0, E = 0, k = 0, etp = 1;
+  double capacity = 1;  // expert-input multiplier from capacity padding
+  bool swiglu = false, unfused = false, hidden_drop = false, attn_drop = false;
+  bool mla = false, qk_norm = false;
+  double r_q = 0, r_kv = 0, d_n = 0, d_r = 0, d_v = 0;
+  double V = 0;  // padded vocab on this TP rank
+};
+
+Shape make_shape(const Scenario& sc, const Mesh& m) {
+  const ModelSpec& md = sc.model;
+  Shape x;
+  x.t = m.tp;
+  x.b = sc.training.micro_batch_size;
+  x.s = static_cast<double>(sc.training.seq_length) / m.cp;
+  // Unfused attention cannot run with CP in Megatron; with CP the key length of a fused
+  // kernel does not enter the memory terms, so s_kv = s here.
+  x.s_kv = x.s;
+  x.T = x.s * x.b;
+  x.Ts = m.sp ? x.T / m.tp : x.T;
+  x.h = static_cast<double>(md.hidden_size);
+  x.a = md.num_attention_heads;
+  x.g = md.num_query_groups > 0 ? md.num_query_groups : md.num_attention_heads;
+  x.dh = md.kv_channels > 0 ? static_cast<double>(md.kv_channels)
+                            : x.h / std::max(1, md.num_attention_heads);
+  x.f = md.ffn_hidden_size > 0 ? static_cast<double>(md.ffn_hidden_size) : 4.0 * x.h;
+  x.fe = md.moe_ffn_hidden_size > 0 ? static_cast<double>(md.moe_ffn_hidden_size) : x.f;
+  x.fs = static_cast<double>(md.moe_shared_expert_intermediate_size);
+  x.E = md.num_experts;
+  x.k = md.moe_router_topk;
+  x.etp = m.etp;
+  if (md.moe_expert_capacity_factor > 0 && md.moe_pad_expert_input_to_capacity)
+    x.capacity = md.moe_expert_capacity_factor;
+  x.swiglu = md.swiglu;
+  x.unfused = sc.training.attention_backend == AttentionBackend::kUnfused;
+  x.hidden_drop = md.hidden_dropout > 0;
+  x.attn_drop = md.attention_dropout > 0;
+  x.mla = md.multi_latent_attention;
+  x.qk_norm = md.qk_layernorm;
+  x.r_q = static_cast<double>(md.q_lora_rank);
+  x.r_kv = static_cast<double>(md.kv_lora_rank);
+  x.d_n = static_cast<double>(md.qk_head_dim);
+  x.d_r = static_cast<double>(md.qk_pos_emb_head_dim);
+  x.d_v = static_cast<double>(md.v_head_dim);
+  x.V = static_cast<double>(m.padded_vocab) / m.tp;
+  return x;
+}
+
+// Saved-for-backward bytes of one layer under a selective-recompute module set, plus the
+// working set of its forward/backward (transient) and its saved bytes with no recompute.
+struct LayerModel {
+  LayerActivation saved;  // after the selective policy in `modules`
+  double full = 0;        // no recompute at all
+  double transient = 0;   // short-lived buffers while this layer runs forward or backward
+};
+
+LayerModel model_layer(const Shape& x, bool moe, uint32_t modules) {
+  const bool rc_core = modules & kRecomputeCoreAttn;
+  const bool rc_ln = modules & kRecomputeLayernorm;
+  const bool rc_up = modules & kRecomputeMlaUpProj;
+  const bool rc_mlp = modules & kRecomputeMlp;
+  const bool rc_moe = modules & kRecomputeMoe;
+  const bool rc_moe_act = modules & kRecomputeMoeAct;
+  const bool rc_shared = modules & kRecomputeSharedExperts;
+  const double t = x.t, T = x.T, Ts = x.Ts, h = x.h;
+  const double heads = x.a / t;  // heads on this rank
+
+  LayerModel out;
+  double full_attn = 0, full_mlp = 0;
+  double attn = 0, mlp = 0;
+
+  // ---- norms: the two LayerNorm / RMSNorm inputs (sequence-split region).
+  const double norms = 2.0 * 2.0 * Ts * h;
+
+  // ---- attention block.
+  {
+    double keep = 0, drop_core = 0, drop_ln = 0, drop_up = 0;
+    double q_width, o_width;
+    if (x.mla) {
+      // Input norm is a separate module in Megatron's MLA spec: its output feeds the down
+      // projections (duplicated over TP, sequence-split with SP).
+      drop_ln += 2.0 * Ts * h;
+      if (x.r_q > 0) keep += 2.0 * Ts * x.r_q * 2.0;     // q_compressed (norm input) + q-norm output
+      keep += 2.0 * Ts * (x.r_kv + x.d_r) + 2.0 * Ts * x.r_kv;  // kv_compressed + k_pe, kv-norm output
+      // Up-projection outputs: query and key are new (concatenated with the rotary part);
+      // value is a view of the kv_up output, which therefore stays alive whole.
+      const double qk = x.a * (x.d_n + x.d_r);
+      drop_up += 2.0 * T * (qk + qk + x.a * (x.d_n + x.d_v)) / t;
+      q_width = qk;
+      o_width = x.a * x.d_v;
+    } else {
+      // QKV input: the fused-norm output saved by the QKV projection (sequence-split with SP).
+      keep += 2.0 * Ts * h;
+      const double q = x.a * x.dh, kv = x.g * x.dh;
+      keep += 2.0 * T * (q + 2.0 * kv) / t;              // Q, K, V
+      if (x.qk_norm) keep += 2.0 * T * (q + kv) / t;     // q/k norm inputs
+      q_width = q;
+      o_width = q;
+    }
+    keep += 2.0 * T * o_width / t;  // attention output = output-projection input
+    const double ss = heads * x.b * x.s * x.s_kv;  // score elements on this rank
+    if (x.unfused) {
+      // Megatron's fused scale-mask-softmax kernel (sk <= 4096) saves bf16 probabilities;
+      // beyond it the torch fallback saves fp32 probabilities plus their bf16 cast.
+      drop_core += (x.s_kv <= 4096 ? 2.0 : 6.0) * ss;
+      if (x.attn_drop) drop_core += 3.0 * ss;  // 1-byte mask + bf16 dropped-out probabilities
+    } else {
+      drop_core += 4.0 * heads * x.b * x.s;  // fp32 softmax log-sum-exp
+    }
+    if (x.hidden_drop) keep += Ts * h;  // dropout mask after the output projection
+    (void)q_width;
+    full_attn = keep + drop_core + drop_ln + drop_up;
+    attn = keep + (rc_core ? 0 : drop_core) + ((rc_ln && x.mla) ? 0 : drop_ln) + (rc_up && x.mla ? 0 : drop_up);
+
+    // Working set: unfused attention holds the scores next to the probabilities in forward
+    // and two s x s gradients in backward; fused attention holds dQ, dK, dV and dO.
+    const double attn_ws = x.unfused ? (x.s_kv <= 4096 ? 4.0 : 10.0) * ss
+                                     : 2.0 * T * (2.0 * q_width + 2.0 * x.g * x.dh) / t;
+    out.transient = std::max(out.transient, attn_ws);
+  }
+
+  // ---- MLP block.
+  if (!moe) {
+    const double gate = x.swiglu ? 2.0 : 1.0;
+    const double in = 2.0 * Ts * h;                  // fc1 input (fused-norm output)
+    const double fc1 = 2.0 * T * x.f * gate / t;     // fc1 output = activation input
+    const double act = 2.0 * T * x.f / t;            // activation output = fc2 input
+    const double mask = x.hidden_drop ? Ts * h : 0.0;
+    full_mlp = in + fc1 + act + mask;
+    mlp = in + (rc_mlp ? 0 : fc1 + act) + mask;
+    out.transient = std::max(out.transient, fc1 + act);  // their gradients in backward
+  } else {
+    const double gate = x.swiglu ? 2.0 : 1.0;
+    const double in = 2.0 * Ts * h;  // pre-MLP norm output: router, dispatcher and shared-expert input
+    const double router = 11.0 * Ts * x.E;  // bf16 logits, fp32 probs, fp32 top-k probs, bool map
+    // Token copies this rank's experts process: top-k copies of the local tokens, gathered
+    // over the expert-TP group, padded to capacity when asked (balanced routing).
+    const double N = Ts * x.k * x.etp * x.capacity;
+    const double fe = x.fe / x.etp;
+    const double e_in = 2.0 * N * h;           // permuted tokens = expert fc1 input
+    const double e_fc1 = 2.0 * N * fe * gate;  // expert fc1 output
+    // Activation output (fc2 input); a non-gated activation keeps its own output as well,
+    // because the probability scaling multiplies it separately.
+    const double e_act = 2.0 * N * fe * (x.swiglu ? 1.0 : 2.0);
+    const double e_probs = 4.0 * N;
+    const double sh_fc1 = x.fs > 0 ? 2.0 * T * x.fs * gate / t : 0.0;
+    const double sh_act = x.fs > 0 ? 2.0 * T * x.fs / t : 0.0;
+    const double mask = x.hidden_drop ? Ts * h : 0.0;
+    full_mlp = in + router + e_in + e_fc1 + e_act + e_probs + sh_fc1 + sh_act + mask;
+    if (rc_moe) {
+      mlp = in + mask;
+    } else {
+      mlp = ((rc_ln) ? 0 : in) + router + e_in + e_fc1 + (rc_moe_act ? 0 : e_act) + e_probs +
+            (rc_shared ? 0 : sh_fc1 + sh_act) + mask;
+      if (rc_ln) mlp += 0;  // the norm output is recomputed; its input is counted in `norms`
+    }
+    // Working set: dispatch keeps permuted, received and sorted token copies at once in
+    // forward; backward holds the gradients of the expert intermediates.
+    const double dispatch_ws = 3.0 * 2.0 * Ts * x.k * h * x.capacity + e_in;
+    out.transient = std::max(out.transient, std::max(dispatch_ws, e_fc1 + e_act));
+  }
+
+  out.saved.attention = attn;
+  out.saved.mlp = mlp;
+  out.saved.norms = norms;
+  out.full = full_attn + full_mlp + norms;
+  return out;
+}
+
+uint32_t selective_modules(const ParallelSpec& p) {
+  return p.recompute_granularity == RecomputeGranularity::kSelective ? p.recompute_modules : 0u;
+}
+
+// Number of (chunk, micro-batch) forward passes whose activations a pipeline rank holds
+// at its peak, in units of "stage micro-batches" (all v chunks of the rank = 1).
+double in_flight(const Scenario& sc, const Mesh& m, int rank) {
+  const int p = m.pp, mb = std::max(1, m.num_micro_batches);
+  const int extra = sc.parallel.overlap_moe_expert_parallel_comm ? 1 : 0;
+  if (m.vp <= 1) {
+    // 1F1B: p - r - 1 warmup forwards, then one more forward before the first backward.
+    return static_cast<double>(std::min(p - rank, mb) + extra);
+  }
+  // Interleaved 1F1B (schedules.py): warmup = 2(p - r - 1) + (v - 1) * G model-chunk
+  // forwards, G = microbatch_group_size_per_vp_stage (default p); all chunks when that
+  // reaches m * v. One more forward runs before the first backward.
+  const int total = mb * m.vp;
+  const int warmup = 2 * (p - rank - 1) + (m.vp - 1) * p;
+  const int chunks = warmup >= total ? total : warmup + 1;
+  return static_cast<double>(std::min(chunks + extra, total)) / m.vp;
+}
+
+}  // namespace
+
+LayerActivation layer_activation_bytes(const Scenario& s, const Mesh& m, bool moe_layer) {
+  const Shape x = make_shape(s, m);
+  const LayerModel lm = model_layer(x, moe_layer, selective_modules(s.parallel));
+  if (s.parallel.recompute_granularity == RecomputeGranularity::kFull) {
+    // Every layer recomputed, one checkpoint per layer: only the layer input is kept.
+    LayerActivation a;
+    a.norms = 2.0 * x.Ts * x.h;
+    return a;
+  }
+  return lm.saved;
+}
+
+Memory estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
+                       const std::vector<GpuParams>& params) {
+  const ModelSpec& md = s.model;
+  const TrainingSpec& tr = s.training;
+  const ParallelSpec& par = s.parallel;
+  const MemoryAllowances& al = s.hardware.allowances;
+  const Shape x = make_shape(s, m);
+
+  const uint32_t modules = selective_modules(par);
+  const LayerModel dense = model_layer(x, false, modules);
+  const LayerModel moe = model_layer(x, true, modules);
+  const bool full_rc = par.recompute_granularity == RecomputeGranularity::kFull;
+  const int rc_layers = std::max(1, par.recompute_num_layers);
+  const double layer_input = 2.0 * x.Ts * x.h;  // checkpoint of a fully recomputed layer
+
+  // ---- Model-state bytes per parameter, dense (DP x CP group) and expert (EDP group).
+  DpSharding strat = par.data_parallel_sharding_strategy;
+  if (strat == DpSharding::kNoShard && par.use_distributed_optimizer) strat = DpSharding::kOptim;
+  const double dense_shard = static_cast<double>(m.dp) * m.cp;
+  const double expert_shard = m.edp;
+  const double grad_b = tr.grad_reduce_in_fp32 ? 4.0 : 2.0;
+  // bf16 main params: the model weights are the master copy, nothing extra is kept.
+  const double main_b = tr.main_params_dtype == DType::kBf16 ? 0.0 : dtype_bytes(tr.main_params_dtype);
+  const double optim_b = dtype_bytes(tr.exp_avg_dtype) + dtype_bytes(tr.exp_avg_sq_dtype);
+  const bool shard_optim = strat != DpSharding::kNoShard;
+  const bool shard_grads = strat == DpSharding::kOptimGrads || strat == DpSharding::kOptimGradsParams;
+  const bool shard_params = strat == DpSharding::kOptimGradsParams;
+
+  // ---- ZeRO-3 gather buffers: the largest FSDP unit (a layer or the embedding) is held
+  // unsharded twice (current + prefetched) in bf16, and once as an unsharded gradient
+  // before its reduce-scatter.
+  double fsdp_unit = 0;
+  if (shard_params) {
+    const ParamCounts pc = count_params(md, m.padded_vocab);
+    const int L = std::max(1, md.num_layers);
+    int n_moe = 0;
+    for (int i = 0; i < md.num_layers; ++i) n_moe += is_moe_layer(md, i) ? 1 : 0;
+    const int n_dense = md.num_layers - n_moe;
+    const double per_layer_common = (pc.total.attention + pc.total.norms) / L / m.tp;
+    double unit = n_dense > 0 ? per_layer_common + pc.total.dense_mlp / n_dense / m.tp : 0.0;
+    if (n_moe > 0)
+      unit = std::max(unit, per_layer_common + pc.total.shared_experts / n_moe / m.tp +
+                                pc.total.router / n_moe +
+                                pc.total.routed_experts / n_moe / (m.ep * m.etp));
+    unit = std::max(unit, pc.total.embedding / m.tp);
+    fsdp_unit = unit;
+  }
+
+  // ---- Loss side (last stage): the bf16 logits and their fp32 copy coexist in the
+  // cross-entropy forward; the fp32 softmax is kept for backward, where the fp32 gradient
+  // and its bf16 cast coexist again. Each MTP depth runs its own loss first and keeps its
+  // fp32 softmax while the main loss runs.
+  const double logits_unit = x.s * x.b * x.V;  // one logits tensor on this rank, elements
+  const double loss_bytes = (6.0 + 4.0 * md.mtp_num_layers) * logits_unit;
+
+  // ---- Communicators this rank joins (size > 1 only).
+  int comms = 0;
+  comms += m.tp > 1;
+  comms += m.cp > 1;
+  comms += m.dp * m.cp > 1;
+  comms += m.pp > 1;
+  if (md.num_experts > 0) {
+    comms += m.ep > 1;
+    comms += m.etp > 1 && m.etp != m.tp;
+    comms += m.edp > 1;
+  }
+
+  // ---- CP p2p: two in-flight KV blocks (send + receive) during a layer's attention.
+  double cp_buffers = 0;
+  if (m.cp > 1 && (par.cp_comm_type == CpCommType::kP2P || par.cp_comm_type == CpCommType::kA2AP2P)) {
+    const double kv_width = x.mla ? x.a * (x.d_n + x.d_r + x.d_v) : 2.0 * x.g * x.dh;
+    cp_buffers = 2.0 * 2.0 * x.T * kv_width / m.tp;
+  }
+
+  Memory out;
+  out.hbm_bytes = s.hardware.gpu.hbm_bytes;
+  out.stages.resize(layers.size());
+  for (size_t r = 0; r < layers.size(); ++r) {
+    const StageLayers& L = layers[r];
+    const GpuParams& P = params[r];
+    StageMemory& st = out.stages[r];
+    st.stage = static_cast<int>(r);
+
+    // Model state.
+    const double wd = shard_params ? P.dense / dense_shard : P.dense;
+    const double we = shard_params ? P.expert / expert_shard : P.expert;
+    st.weights = 2.0 * (wd + we);
+    st.grads = grad_b * (shard_grads ? P.dense / dense_shard + P.expert / expert_shard : P.total());
+    const double opt_params = shard_optim ? P.dense / dense_shard + P.expert / expert_shard : P.total();
+    st.main_params = main_b * opt_params;
+    st.optimizer_states = optim_b * opt_params;
+    if (shard_params) st.fsdp_gather_buffers = (2.0 * 2.0 + grad_b) * fsdp_unit;
+    if (tr.precision == Precision::kFp8) {
+      // TE caches an FP8 copy of each linear weight for the step, row-wise and (Hopper)
+      // column-wise: 2 B per linear parameter. Embedding and output layer stay bf16.
+      double emb = 0;
+      const double vh = x.V * x.h;
+      if (L.has_embedding) emb += vh;
+      if (L.has_output && (md.untie_embeddings_and_output_weights || m.pp > 1)) emb += vh;
+      st.fp8_weight_cache = 2.0 * std::max(0.0, P.total() - emb);
+    }
+
+    // Activations of one micro-batch on this stage (all its chunks).
+    const int n_moe = L.num_moe_layers + (L.num_mtp_layers > 0 && md.num_experts > 0 &&
+                                                  is_moe_layer(md, md.num_layers - 1)
+                                              ? L.num_mtp_layers
+                                              : 0);
+    const int n_all = L.num_layers + L.num_mtp_layers;
+    const int n_dense = n_all - n_moe;
+    double per_mb = 0;
+    double transient = 0;
+    if (full_rc) {
+      // Checkpointed groups: per model chunk of n layers, uniform keeps ceil(n/R) group
+      // inputs; block keeps the inputs of the first R layers and full activations of the rest.
+      const double chunks = m.vp;
+      const double per_chunk = static_cast<double>(L.num_layers) / chunks;
+      const double moe_frac = n_all > 0 ? static_cast<double>(n_moe) / n_all : 0.0;
+      const double avg_full = moe_frac * moe.full + (1.0 - moe_frac) * dense.full;
+      if (par.recompute_method == RecomputeMethod::kUniform) {
+        per_mb = chunks * std::ceil(per_chunk / rc_layers) * layer_input;
+      } else {
+        const double rc = std::min<double>(rc_layers, per_chunk);
+        per_mb = chunks * (rc * layer_input + (per_chunk - rc) * avg_full);
+      }
+      // MTP blocks are not covered by the layer recompute.
+      per_mb += L.num_mtp_layers * (is_moe_layer(md, md.num_layers - 1) ? moe.full : dense.full);
+      // Backward recomputes one group: its full activations plus that layer's working set.
+      const double group = std::min<double>(rc_layers, std::max(1.0, per_chunk));
+      const double worst_full = n_moe > 0 ? moe.full : dense.full;
+      transient = group * worst_full + (n_moe > 0 ? moe.transient : dense.transient);
+    } else {
+      per_mb = n_dense * dense.saved.total() + n_moe * moe.saved.total();
+      transient = std::max(n_dense > 0 ? dense.transient : 0.0, n_moe > 0 ? moe.transient : 0.0);
+    }
+    if (L.num_mtp_layers > 0) {
+      // MTP: embedding-norm and hidden-norm inputs plus the concatenated eh_proj input.
+      per_mb += L.num_mtp_layers * (2.0 * 2.0 * x.Ts * x.h + 2.0 * x.Ts * 2.0 * x.h);
+    }
+    if (L.has_embedding && x.hidden_drop) per_mb += x.Ts * x.h;  // embedding dropout mask
+    if (L.has_output) per_mb += 2.0 * 2.0 * x.Ts * x.h;          // final norm input + output-layer input
+
+    st.activations_per_microbatch = per_mb;
+    st.in_flight_microbatches = in_flight(s, m, static_cast<int>(r));
+    st.activations = per_mb * st.in_flight_microbatches;
+    st.logits_and_loss = L.has_output ? loss_bytes : 0.0;
+    // The loss peak and a layer's working set do not coincide; the allocator's peak is the
+    // larger of the two, so only the excess over the loss buffers is added.
+    st.transient_peak = std::max(0.0, transient - st.logits_and_loss);
+    st.comm_buffers = cp_buffers;
+    // Workspaces PyTorch and Transformer Engine take from the caching allocator (so they are
+    // in max_memory_allocated): a 32 MiB cuBLAS workspace per (handle, stream) for the
+    // compute stream and one side stream (CUBLAS_WORKSPACE_CONFIG=:4096:8), TE's 32 MiB
+    // cuBLASLt workspace on Hopper; plus the micro-batch's tokens, labels, loss mask and
+    // position ids (8 + 8 + 4 + 8 bytes per token).
+    st.workspaces = 3.0 * 32.0 * 1024.0 * 1024.0 + 28.0 * x.b * x.s;
+
+    st.allocated = st.weights + st.grads + st.main_params + st.optimizer_states +
+                   st.fsdp_gather_buffers + st.fp8_weight_cache + st.activations +
+                   st.logits_and_loss + st.transient_peak + st.comm_buffers + st.workspaces;
+    st.cuda_context = al.cuda_context;
+    st.nccl_buffers = al.nccl_per_communicator * comms;
+    st.cublas_workspace = al.cublas_workspace;
+    st.fragmentation = al.fragmentation_fraction * st.allocated;
+    st.peak = st.allocated + st.cuda_context + st.nccl_buffers + st.cublas_workspace + st.fragmentation;
+    const double uncertain = al.activation_uncertainty *
+                             (st.activations + st.logits_and_loss + st.transient_peak + st.comm_buffers);
+    st.peak_low = st.peak - uncertain;
+    st.peak_high = st.peak + uncertain;
+
+    if (st.peak > out.peak_bytes || r == 0) {
+      out.peak_bytes = st.peak;
+      out.worst_stage = st.stage;
+    }
+    out.allocated_peak_bytes = std::max(out.allocated_peak_bytes, st.allocated);
+    if (st.peak_high > out.hbm_bytes) out.fits = false;
+  }
+  return out;
+}
+
+}  // namespace lcm

@@ -75,6 +75,26 @@ Mesh derive_mesh(const Scenario& s) {
   return m;
 }
 
+namespace {
+
+// Whether the layer at position `pos` of its model chunk is fully recomputed.
+bool recomputed(const ParallelSpec& par, int pos) {
+  if (par.recompute_granularity != RecomputeGranularity::kFull) return false;
+  return par.recompute_method == RecomputeMethod::kUniform || pos < par.recompute_num_layers;
+}
+
+void add_layer(const ModelSpec& model, const ParallelSpec& par, int layer, int pos, StageLayers& st) {
+  const bool moe = is_moe_layer(model, layer);
+  ++st.num_layers;
+  st.num_moe_layers += moe ? 1 : 0;
+  if (recomputed(par, pos)) {
+    ++st.num_recomputed_layers;
+    st.num_recomputed_moe_layers += moe ? 1 : 0;
+  }
+}
+
+}  // namespace
+
 std::vector<StageLayers> stage_layers(const Scenario& s, const Mesh& m) {
   const ModelSpec& model = s.model;
   const int p = m.pp;
@@ -93,11 +113,11 @@ std::vector<StageLayers> stage_layers(const Scenario& s, const Mesh& m) {
       StageLayers& st = out[static_cast<size_t>(r)];
       for (int j = 0; j < m.vp; ++j) {
         const int chunk = j * p + r;
+        int pos = 0;
         for (int v = chunk * n; v < (chunk + 1) * n; ++v) {
           const int layer = v - emb;
           if (layer < 0 || layer >= model.num_layers) continue;  // embedding / loss slots
-          ++st.num_layers;
-          st.num_moe_layers += is_moe_layer(model, layer) ? 1 : 0;
+          add_layer(model, s.parallel, layer, pos++, st);
         }
       }
     }
@@ -105,10 +125,7 @@ std::vector<StageLayers> stage_layers(const Scenario& s, const Mesh& m) {
     int layer = 0;
     for (int r = 0; r < p; ++r) {
       StageLayers& st = out[static_cast<size_t>(r)];
-      for (int i = 0; i < counts[r]; ++i, ++layer) {
-        ++st.num_layers;
-        st.num_moe_layers += is_moe_layer(model, layer) ? 1 : 0;
-      }
+      for (int i = 0; i < counts[r]; ++i, ++layer) add_layer(model, s.parallel, layer, i, st);
     }
   }
   out.front().has_embedding = true;

@@ -25,6 +25,7 @@ struct StageMemory {
   double main_params = 0;        // fp32 master copy
   double optimizer_states = 0;   // Adam exp_avg + exp_avg_sq
   double fsdp_gather_buffers = 0;  // ZeRO-3: transient unsharded layer weights
+  double fp8_weight_cache = 0;     // FP8 training: cached FP8 copies (row- and column-wise) of linear weights
   // Activations.
   double activations_per_microbatch = 0;  // saved for backward, one micro-batch, this stage
   double in_flight_microbatches = 0;      // schedule's in-flight count on this stage (may be fractional for vp)
@@ -32,6 +33,7 @@ struct StageMemory {
   double logits_and_loss = 0;             // last stage: fp32 logits + CE buffers (transient)
   double transient_peak = 0;              // largest short-lived buffer on top (recompute, backward)
   double comm_buffers = 0;                // CP KV receive, EP dispatch staging
+  double workspaces = 0;                  // cuBLAS / cuBLASLt / TE workspaces and the data batch (caching allocator)
   // Not seen by the allocator's max-allocated figure.
   double cuda_context = 0;
   double nccl_buffers = 0;

@@ -47,6 +47,11 @@ struct StageLayers {
   bool has_embedding = false;  // first stage
   bool has_output = false;     // last stage: final norm, output layer, loss
   int num_mtp_layers = 0;      // MTP blocks live on the last stage
+  // Layers whose whole forward is recomputed in backward (recompute_granularity full):
+  // all of them with method uniform; the first recompute_num_layers of each model chunk
+  // with method block. 0 without full recompute.
+  int num_recomputed_layers = 0;
+  int num_recomputed_moe_layers = 0;
 };
 
 // Layers per pipeline rank, honouring uneven first/last stages and the MoE pattern.

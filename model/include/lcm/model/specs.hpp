@@ -103,6 +103,13 @@ struct ModelSpec {
   int64_t v_head_dim = 0;
 
   int mtp_num_layers = 0;           // multi-token prediction depth
+
+  // Dropout probabilities (Megatron-Core TransformerConfig names and defaults). Memory only:
+  // p > 0 keeps a 1-byte mask per element at each dropout site (embedding, after attention,
+  // after the MLP) and, in unfused attention, a mask plus a dropped-out bf16 copy of the
+  // attention probabilities. Modern LLM recipes (Llama, Mixtral, DeepSeek) set both to 0.
+  double hidden_dropout = 0.1;
+  double attention_dropout = 0.1;
 };
 
 // ---------------------------------------------------------------------------------
@@ -183,6 +190,17 @@ struct EfficiencySpec {
   double hbm = 0.85;               // fraction of HBM bandwidth for memory-bound ops
   double nvlink = 0.82;            // busbw fraction of nvlink_bw for large messages
   double nic = 0.92;               // busbw fraction of nic_bw for large messages
+  // Shape and size curves of the time model (timing.cpp). A GEMM dimension d runs at
+  // d / (d + gemm_dim_half) of the large-GEMM efficiency; output tiles of
+  // gemm_tile_m x gemm_tile_n are quantized into waves over the SMs. Attention runs at
+  // s_kv / (s_kv + attention_seq_half) of its peak fraction. A collective of S bytes runs
+  // at S / (S + half_bytes) of its peak bus bandwidth.
+  double gemm_dim_half = 64;
+  int gemm_tile_m = 128;
+  int gemm_tile_n = 256;
+  double attention_seq_half = 512;
+  double nvlink_half_bytes = 8.0 * 1024 * 1024;
+  double nic_half_bytes = 4.0 * 1024 * 1024;
 };
 
 // Memory the framework does not see as allocated tensors (nvidia-smi minus max-allocated).

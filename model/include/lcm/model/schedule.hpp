@@ -1,0 +1,122 @@
+// The per-op schedule of one training step: the contract between prediction and
+// measurement. For each rank class (pipeline stage) it lists, in execution order, the
+// operations of one micro-batch — GEMMs with their shapes, attention cores, memory-bound
+// ops with their bytes, collectives with group, kind and bytes, pipeline send/recv — for
+// forward, backward and recompute, plus the once-per-step ops (gradient reduction,
+// parameter gather, optimizer). Identical layers share one op list with a repeat count.
+//
+// Op names are stable strings: prefix + base + pass suffix, built by op_name(). Per-layer
+// ops carry the prefix "L." ("L.attn.qkv.fwd", "L.moe.dispatch.a2a.fwd",
+// "L.mlp.fc1.bwd.wgrad"), MTP blocks "MTP."; the executor and predicted traces use
+// exactly these names, so predicted and measured times line up by name.
+// docs/op-schedule.md lists them all.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lcm/model/comm.hpp"
+#include "lcm/model/mesh.hpp"
+#include "lcm/model/params.hpp"
+#include "lcm/model/specs.hpp"
+
+namespace lcm {
+
+enum class OpKind : uint8_t {
+  kGemm,         // C[m x n] = A[m x k] · B[k x n]; `groups` > 1: grouped GEMM (experts)
+  kAttention,    // fused attention core (QKᵀ, softmax, PV) forward or backward
+  kMemoryBound,  // norms, activations, router top-k, permutation, optimizer: `bytes` moved
+  kCollective,   // NCCL collective on a parallel group
+  kSendRecv,     // pipeline point-to-point
+};
+
+enum class Pass : uint8_t { kFwd, kBwd, kRecompute, kStep };
+// Backward GEMMs come in two: input gradient (dgrad) and weight gradient (wgrad).
+enum class GemmPart : uint8_t { kNone, kDgrad, kWgrad };
+
+// Where an op runs: compute, or the communication stream of one parallel dimension.
+enum class Stream : uint8_t { kCompute, kTp, kCp, kEp, kDp, kPp };
+inline constexpr int kNumStreams = 6;
+
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  int groups = 1;  // grouped GEMM: `groups` GEMMs of m/groups x n x k (balanced)
+};
+
+struct AttentionShape {
+  int64_t batch = 0;
+  int64_t seq_q = 0;       // query tokens on this rank
+  int64_t seq_kv = 0;      // key/value tokens attended to (whole sequence under CP)
+  int64_t heads_q = 0;     // on this rank (after TP)
+  int64_t heads_kv = 0;
+  int64_t head_dim_qk = 0;
+  int64_t head_dim_v = 0;
+  bool causal = true;
+  double work_fraction = 1.0;  // fraction of the seq_q x seq_kv score matrix computed
+};
+
+struct CollectiveShape {
+  Collective kind = Collective::kAllReduce;
+  CommDim dim = CommDim::kTp;
+  int group_size = 1;
+  double message_bytes = 0;  // nccl-tests size S of one call
+};
+
+struct Op {
+  const char* base = "";  // e.g. "attn.qkv"; see op_name()
+  OpKind kind = OpKind::kGemm;
+  Pass pass = Pass::kFwd;
+  GemmPart part = GemmPart::kNone;
+  Stream stream = Stream::kCompute;
+  DType dtype = DType::kBf16;
+  GemmShape gemm;
+  AttentionShape attn;
+  CollectiveShape coll;
+  double bytes = 0;     // memory-bound ops: bytes read + written
+  double flops = 0;     // executed FLOPs (attention backward includes its recomputation of P)
+  double model_flops = 0;  // FLOPs counted by the model-FLOP convention (0 for recompute)
+  int calls = 1;              // back-to-back repetitions inside one micro-batch (CP ring steps)
+  bool overlappable = false;  // communication that can run under compute of the same pass
+};
+
+// Full stable name: prefix + base + suffix (".fwd", ".recompute", ".bwd", ".bwd.dgrad",
+// ".bwd.wgrad"; step ops have none), e.g. op_name(op, "L.") == "L.attn.qkv.bwd.wgrad".
+std::string op_name(const Op& op, const char* prefix);
+
+// The ops of one kind of transformer layer for one micro-batch. `repeat` layers of this
+// kind sit on the stage; `recompute_repeat` of them run the recompute ops right before
+// their backward (all of them for selective recompute; per recompute_method /
+// recompute_num_layers for full recompute).
+struct LayerSchedule {
+  std::vector<Op> fwd;
+  std::vector<Op> recompute;
+  std::vector<Op> bwd;  // execution order
+  int repeat = 0;
+  int recompute_repeat = 0;
+};
+
+struct StageSchedule {
+  int stage = 0;
+  std::vector<Op> pre_fwd;   // embedding (first stage), pipeline receive
+  LayerSchedule dense;       // dense-MLP layers
+  LayerSchedule moe;         // MoE layers
+  LayerSchedule mtp;         // MTP blocks (last stage)
+  std::vector<Op> post_fwd;  // final norm, logits, loss (last stage), pipeline send
+  std::vector<Op> post_bwd;  // their backward (last stage), pipeline receive of grads
+  std::vector<Op> pre_bwd;   // embedding backward (first stage), pipeline send of grads
+  std::vector<Op> step;      // once per step: grad reduce-scatter / all-reduce, param
+                             // all-gather, embedding grad sync, optimizer
+};
+
+struct Schedule {
+  std::vector<StageSchedule> stages;  // index = pipeline rank
+  int num_micro_batches = 1;
+  int vp = 1;
+};
+
+// Precondition: validate_scenario(s) is empty; m = derive_mesh(s).
+Schedule build_schedule(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
+                        const std::vector<GpuParams>& params);
+
+}  // namespace lcm

@@ -1,0 +1,44 @@
+// Time of each op of the schedule on a hardware profile, and the topology of each
+// parallel group (how many nodes it spans, how many of its ranks share a node), which
+// follows from the rank order.
+//
+// Compute: roofline with efficiency curves. GEMM efficiency falls for small or skinny
+// shapes and with wave quantization over the SMs; attention efficiency grows with the
+// sequence (per head dim); memory-bound ops run at a fraction of HBM bandwidth.
+// Collectives: alpha-beta per algorithm (ring for all-reduce / all-gather / reduce-scatter,
+// pairwise for all-to-all), NVLink inside a node, the NIC across nodes, nccl-tests
+// bus-bandwidth conventions, size-dependent efficiency. All times in seconds.
+#pragma once
+
+#include <array>
+
+#include "lcm/model/comm.hpp"
+#include "lcm/model/mesh.hpp"
+#include "lcm/model/schedule.hpp"
+#include "lcm/model/specs.hpp"
+
+namespace lcm {
+
+struct GroupTopology {
+  int size = 1;      // ranks in the group
+  int nodes = 1;     // nodes the group spans
+  int per_node = 1;  // ranks of the group on one node
+};
+
+// Topology of each communication dimension's group (indexed by CommDim), for rank 0's
+// groups under the scenario's rank order. DP is the dense gradient group (dp x cp).
+struct MeshTopology {
+  std::array<GroupTopology, kNumCommDims> dim{};
+  const GroupTopology& operator[](CommDim d) const { return dim[static_cast<size_t>(d)]; }
+};
+MeshTopology mesh_topology(const Scenario& s, const Mesh& m);
+
+// Time of one op (one call; Op::calls repetitions are the caller's to multiply).
+double gemm_time(const GemmShape& g, DType dtype, const HardwareSpec& hw);
+double gemm_efficiency(const GemmShape& g, const HardwareSpec& hw);
+double attention_time(const AttentionShape& a, double flops, bool backward, const HardwareSpec& hw);
+double memory_time(double bytes, const HardwareSpec& hw);
+double collective_time(const CollectiveShape& c, const GroupTopology& topo, const HardwareSpec& hw);
+double op_time(const Op& op, const MeshTopology& topo, const HardwareSpec& hw);
+
+}  // namespace lcm

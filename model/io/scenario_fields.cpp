@@ -1,0 +1,452 @@
+// The scenario-file schema table (see scenario_fields.hpp and docs/scenario-format.md).
+#include "scenario_fields.hpp"
+
+#include <climits>
+
+#include <fmt/format.h>
+
+#include "enum_tables.hpp"
+#include "lcm/model/io/enums.hpp"
+
+namespace lcm::io {
+
+std::string_view section_name(Section s) {
+  switch (s) {
+    case Section::kTop: return "";
+    case Section::kModel: return "model";
+    case Section::kTraining: return "training";
+    case Section::kParallel: return "parallel";
+    case Section::kHardware: return "hardware";
+    case Section::kFlopConvention: return "flop_convention";
+  }
+  return "";
+}
+
+std::optional<Section> parse_section(std::string_view name) {
+  for (Section s : kAllSections)
+    if (s != Section::kTop && section_name(s) == name) return s;
+  return std::nullopt;
+}
+
+std::string dotted_key(Section section, std::string_view key) {
+  if (section == Section::kTop) return std::string(key);
+  return fmt::format("{}.{}", section_name(section), key);
+}
+
+namespace {
+
+Scenario& mut(const Scenario& s) { return const_cast<Scenario&>(s); }
+
+std::string real_text(double v) { return fmt::format("{}", v); }
+
+template <class Acc>
+FieldSpec integer(Section sec, std::string_view key, Acc acc, int64_t min, bool required = false) {
+  using T = std::remove_reference_t<decltype(acc(std::declval<Scenario&>()))>;
+  const int64_t max = sizeof(T) == 4 ? INT_MAX : INT64_MAX;
+  return {sec, key, required,
+          [acc, min, max](const YAML::Node& n, ScenarioDraft& d) -> std::string {
+            auto r = read_int(n, min, max);
+            if (failed(r)) return std::get<1>(r);
+            acc(d.s) = static_cast<T>(std::get<0>(r));
+            return {};
+          },
+          [acc](const Scenario& s) { return YAML::Node(static_cast<int64_t>(acc(mut(s)))); }};
+}
+
+// null/omitted = 0 (feature off); otherwise an integer >= 1.
+template <class Acc>
+FieldSpec optional_count(Section sec, std::string_view key, Acc acc) {
+  using T = std::remove_reference_t<decltype(acc(std::declval<Scenario&>()))>;
+  return {sec, key, false,
+          [acc](const YAML::Node& n, ScenarioDraft& d) -> std::string {
+            if (n.IsNull()) return acc(d.s) = 0, std::string();
+            auto r = read_int(n, 1, INT_MAX);
+            if (failed(r)) return std::get<1>(r) + " (or null for none)";
+            acc(d.s) = static_cast<T>(std::get<0>(r));
+            return {};
+          },
+          [acc](const Scenario& s) {
+            const auto v = acc(mut(s));
+            return v > 0 ? YAML::Node(static_cast<int64_t>(v)) : YAML::Node(YAML::NodeType::Null);
+          }};
+}
+
+template <class Acc>
+FieldSpec real(Section sec, std::string_view key, Acc acc, double min, bool exclusive) {
+  return {sec, key, false,
+          [acc, min, exclusive](const YAML::Node& n, ScenarioDraft& d) -> std::string {
+            auto r = read_double(n, min, exclusive);
+            if (failed(r)) return std::get<1>(r);
+            acc(d.s) = std::get<0>(r);
+            return {};
+          },
+          [acc](const Scenario& s) { return YAML::Node(real_text(acc(mut(s)))); }};
+}
+
+template <class Acc>
+FieldSpec boolean(Section sec, std::string_view key, Acc acc) {
+  return {sec, key, false,
+          [acc](const YAML::Node& n, ScenarioDraft& d) -> std::string {
+            auto r = read_bool(n);
+            if (failed(r)) return std::get<1>(r);
+            acc(d.s) = std::get<0>(r);
+            return {};
+          },
+          [acc](const Scenario& s) { return YAML::Node(static_cast<bool>(acc(mut(s)))); }};
+}
+
+template <class Acc>
+FieldSpec enumeration(Section sec, std::string_view key, Acc acc) {
+  using E = std::remove_reference_t<decltype(acc(std::declval<Scenario&>()))>;
+  return {sec, key, false,
+          [acc](const YAML::Node& n, ScenarioDraft& d) -> std::string {
+            auto r = read_string(n);
+            if (failed(r)) return std::get<1>(r) + "; expected one of: " + spelling_list<E>();
+            const auto v = parse_enum<E>(std::get<0>(r));
+            if (!v) return fmt::format("expected one of: {}; got '{}'", spelling_list<E>(), std::get<0>(r));
+            acc(d.s) = *v;
+            return {};
+          },
+          [acc](const Scenario& s) { return YAML::Node(std::string(to_string(acc(mut(s))))); }};
+}
+
+std::string parse_rope_scaling(const YAML::Node& n, ScenarioDraft& d) {
+  if (!n.IsMap())
+    return fmt::format("expected a mapping {{type: llama3|yarn|linear|dynamic_ntk|none, factor: F, "
+                       "original_max_position_embeddings: N}}, got {}",
+                       describe(n));
+  RopeScaling& rs = d.s.model.rope_scaling;
+  for (const auto& kv : n) {
+    const std::string sub = kv.first.Scalar();
+    std::string err;
+    if (sub == "type") {
+      auto r = read_string(kv.second);
+      const auto t = failed(r) ? std::nullopt : parse_enum<RopeScalingType>(std::get<0>(r));
+      if (!t) err = fmt::format("type: expected one of: {}; got {}", spelling_list<RopeScalingType>(), describe(kv.second));
+      else rs.type = *t;
+    } else if (sub == "factor") {
+      auto r = read_double(kv.second, 0.0, true);
+      if (failed(r)) err = "factor: " + std::get<1>(r);
+      else rs.factor = std::get<0>(r);
+    } else if (sub == "original_max_position_embeddings") {
+      auto r = read_int(kv.second, 1);
+      if (failed(r)) err = "original_max_position_embeddings: " + std::get<1>(r);
+      else rs.original_max_position_embeddings = std::get<0>(r);
+    } else {
+      std::vector<std::string> keys(std::begin(kRopeScalingKeys), std::end(kRopeScalingKeys));
+      err = unknown_message("key", sub, keys);
+    }
+    if (!err.empty()) return err;
+  }
+  return {};
+}
+
+YAML::Node emit_rope_scaling(const Scenario& s) {
+  YAML::Node n(YAML::NodeType::Map);
+  const RopeScaling& rs = s.model.rope_scaling;
+  n["type"] = std::string(to_string(rs.type));
+  n["factor"] = real_text(rs.factor);
+  n["original_max_position_embeddings"] = rs.original_max_position_embeddings;
+  n.SetStyle(YAML::EmitterStyle::Flow);
+  return n;
+}
+
+std::string parse_moe_layer_freq(const YAML::Node& n, ScenarioDraft& d) {
+  const std::string expected =
+      "expected an integer N >= 1 (layer i is MoE iff i % N == 0), a list of 0/1 per layer, or a "
+      "Megatron pattern string like \"([0]*3+[1]*58)\"";
+  if (n.IsSequence()) {
+    std::vector<int> v;
+    for (const auto& e : n) {
+      auto r = read_int(e, 0, 1);
+      if (failed(r)) return expected + "; list element: " + std::get<1>(r);
+      v.push_back(static_cast<int>(std::get<0>(r)));
+    }
+    d.moe_layer_freq = std::move(v);
+    return {};
+  }
+  if (!n.IsScalar()) return expected + ", got " + describe(n);
+  const std::string& text = n.Scalar();
+  if (text.find('[') == std::string::npos) {
+    auto r = read_int(n, 1);
+    if (failed(r)) return expected + ", got " + describe(n);
+    d.moe_layer_freq = std::get<0>(r);
+    return {};
+  }
+  auto r = eval_list_pattern(text);
+  if (failed(r)) return std::get<1>(r);
+  for (int v : std::get<0>(r))
+    if (v != 0 && v != 1) return fmt::format("moe_layer_freq pattern '{}' must contain only 0 and 1", text);
+  d.moe_layer_freq = std::get<0>(r);
+  return {};
+}
+
+YAML::Node emit_moe_layer_freq(const Scenario& s) {
+  const auto& p = s.model.moe_layer_pattern;
+  if (p.empty()) return YAML::Node(1);
+  return YAML::Node(list_pattern_string(p));
+}
+
+std::string parse_recompute_modules(const YAML::Node& n, ScenarioDraft& d) {
+  std::vector<std::string> names;
+  if (n.IsSequence()) {
+    for (const auto& e : n) {
+      auto r = read_string(e);
+      if (failed(r)) return "list element: " + std::get<1>(r);
+      names.push_back(std::get<0>(r));
+    }
+  } else if (n.IsScalar()) {  // Megatron CLI form: "core_attn moe_act"
+    std::string cur;
+    for (char c : n.Scalar() + " ") {
+      if (c == ' ' || c == ',' || c == '[' || c == ']') {
+        if (!cur.empty()) names.push_back(cur), cur.clear();
+      } else {
+        cur += c;
+      }
+    }
+  } else {
+    return "expected a list of module names, got " + describe(n);
+  }
+  uint32_t bits = 0;
+  for (const std::string& name : names) {
+    const auto m = parse_recompute_module(name);
+    if (!m) return fmt::format("unknown recompute module '{}'; expected any of: {}", name, spelling_list<RecomputeModule>());
+    bits |= *m;
+  }
+  d.s.parallel.recompute_modules = bits;
+  return {};
+}
+
+YAML::Node emit_recompute_modules(const Scenario& s) {
+  YAML::Node n(YAML::NodeType::Sequence);
+  for (const std::string& name : recompute_module_names(s.parallel.recompute_modules)) n.push_back(name);
+  n.SetStyle(YAML::EmitterStyle::Flow);
+  return n;
+}
+
+std::string parse_hcp_sizes(const YAML::Node& n, ScenarioDraft& d) {
+  if (!n.IsSequence()) return "expected a list of integers [a2a_size, p2p_size], got " + describe(n);
+  std::vector<int> v;
+  for (const auto& e : n) {
+    auto r = read_int(e, 1, INT_MAX);
+    if (failed(r)) return "list element: " + std::get<1>(r);
+    v.push_back(static_cast<int>(std::get<0>(r)));
+  }
+  d.s.parallel.hierarchical_context_parallel_sizes = std::move(v);
+  return {};
+}
+
+YAML::Node emit_hcp_sizes(const Scenario& s) {
+  YAML::Node n(YAML::NodeType::Sequence);
+  for (int v : s.parallel.hierarchical_context_parallel_sizes) n.push_back(v);
+  n.SetStyle(YAML::EmitterStyle::Flow);
+  return n;
+}
+
+std::string parse_rank_order_field(const YAML::Node& n, ScenarioDraft& d) {
+  const std::string expected = "expected a permutation of tp, cp, ep, dp, pp joined by '-', e.g. tp-cp-ep-dp-pp";
+  if (!n.IsScalar()) return expected + ", got " + describe(n);
+  const auto order = parse_rank_order(n.Scalar());
+  if (!order) return expected + ", got '" + n.Scalar() + "'";
+  for (int i = 0; i < kNumOrderDims; ++i) d.s.parallel.order[i] = (*order)[i];
+  return {};
+}
+
+std::vector<FieldSpec> build() {
+  using S = Scenario;
+  constexpr Section M = Section::kModel, T = Section::kTraining, P = Section::kParallel, H = Section::kHardware,
+                    F = Section::kFlopConvention;
+  std::vector<FieldSpec> f;
+  f.push_back({Section::kTop, "name", true,
+               [](const YAML::Node& n, ScenarioDraft& d) -> std::string {
+                 auto r = read_string(n);
+                 if (failed(r)) return std::get<1>(r);
+                 d.s.name = std::get<0>(r);
+                 return {};
+               },
+               [](const S& s) { return YAML::Node(s.name); }});
+  // ---- model ----
+  f.push_back({M, "name", false,
+               [](const YAML::Node& n, ScenarioDraft& d) -> std::string {
+                 auto r = read_string(n);
+                 if (failed(r)) return std::get<1>(r);
+                 d.s.model.name = std::get<0>(r);
+                 return {};
+               },
+               [](const S& s) { return YAML::Node(s.model.name); }});
+  f.push_back(integer(M, "num_layers", [](S& s) -> auto& { return s.model.num_layers; }, 1, true));
+  f.push_back(integer(M, "hidden_size", [](S& s) -> auto& { return s.model.hidden_size; }, 1, true));
+  f.push_back(integer(M, "ffn_hidden_size", [](S& s) -> auto& { return s.model.ffn_hidden_size; }, 1));
+  f.push_back(integer(M, "num_attention_heads", [](S& s) -> auto& { return s.model.num_attention_heads; }, 1, true));
+  f.push_back(integer(M, "num_query_groups", [](S& s) -> auto& { return s.model.num_query_groups; }, 1));
+  f.push_back(integer(M, "kv_channels", [](S& s) -> auto& { return s.model.kv_channels; }, 1));
+  f.push_back(integer(M, "vocab_size", [](S& s) -> auto& { return s.model.vocab_size; }, 1, true));
+  f.push_back(integer(M, "make_vocab_size_divisible_by",
+                      [](S& s) -> auto& { return s.model.make_vocab_size_divisible_by; }, 1));
+  f.push_back(boolean(M, "untie_embeddings_and_output_weights",
+                      [](S& s) -> auto& { return s.model.untie_embeddings_and_output_weights; }));
+  f.push_back(boolean(M, "swiglu", [](S& s) -> auto& { return s.model.swiglu; }));
+  f.push_back(boolean(M, "add_bias_linear", [](S& s) -> auto& { return s.model.add_bias_linear; }));
+  f.push_back(boolean(M, "add_qkv_bias", [](S& s) -> auto& { return s.model.add_qkv_bias; }));
+  f.push_back(boolean(M, "qk_layernorm", [](S& s) -> auto& { return s.model.qk_layernorm; }));
+  f.push_back(enumeration(M, "normalization", [](S& s) -> auto& { return s.model.normalization; }));
+  f.push_back(enumeration(M, "position_embedding_type",
+                          [](S& s) -> auto& { return s.model.position_embedding_type; }));
+  f.push_back(integer(M, "max_position_embeddings", [](S& s) -> auto& { return s.model.max_position_embeddings; }, 1));
+  f.push_back(real(M, "rotary_base", [](S& s) -> auto& { return s.model.rotary_base; }, 0.0, true));
+  f.push_back({M, "rope_scaling", false, parse_rope_scaling, emit_rope_scaling});
+  f.push_back(integer(M, "num_experts", [](S& s) -> auto& { return s.model.num_experts; }, 0));
+  f.push_back(integer(M, "moe_router_topk", [](S& s) -> auto& { return s.model.moe_router_topk; }, 1));
+  f.push_back(integer(M, "moe_ffn_hidden_size", [](S& s) -> auto& { return s.model.moe_ffn_hidden_size; }, 1));
+  f.push_back(integer(M, "moe_shared_expert_intermediate_size",
+                      [](S& s) -> auto& { return s.model.moe_shared_expert_intermediate_size; }, 0));
+  f.push_back({M, "moe_layer_freq", false, parse_moe_layer_freq, emit_moe_layer_freq});
+  f.push_back({M, "moe_expert_capacity_factor", false,
+               [](const YAML::Node& n, ScenarioDraft& d) -> std::string {
+                 if (n.IsNull()) return d.s.model.moe_expert_capacity_factor = 0.0, std::string();
+                 auto r = read_double(n, 0.0, true);
+                 if (failed(r)) return std::get<1>(r) + " (or null for dropless)";
+                 d.s.model.moe_expert_capacity_factor = std::get<0>(r);
+                 return {};
+               },
+               [](const S& s) {
+                 const double v = s.model.moe_expert_capacity_factor;
+                 return v > 0 ? YAML::Node(real_text(v)) : YAML::Node(YAML::NodeType::Null);
+               }});
+  f.push_back(boolean(M, "moe_pad_expert_input_to_capacity",
+                      [](S& s) -> auto& { return s.model.moe_pad_expert_input_to_capacity; }));
+  f.push_back(enumeration(M, "moe_token_dispatcher_type",
+                          [](S& s) -> auto& { return s.model.moe_token_dispatcher_type; }));
+  f.push_back(enumeration(M, "moe_router_score_function",
+                          [](S& s) -> auto& { return s.model.moe_router_score_function; }));
+  f.push_back(integer(M, "moe_router_num_groups", [](S& s) -> auto& { return s.model.moe_router_num_groups; }, 0));
+  f.push_back(integer(M, "moe_router_group_topk", [](S& s) -> auto& { return s.model.moe_router_group_topk; }, 0));
+  f.push_back(boolean(M, "moe_router_enable_expert_bias",
+                      [](S& s) -> auto& { return s.model.moe_router_enable_expert_bias; }));
+  f.push_back(boolean(M, "multi_latent_attention", [](S& s) -> auto& { return s.model.multi_latent_attention; }));
+  f.push_back(integer(M, "q_lora_rank", [](S& s) -> auto& { return s.model.q_lora_rank; }, 0));
+  f.push_back(integer(M, "kv_lora_rank", [](S& s) -> auto& { return s.model.kv_lora_rank; }, 0));
+  f.push_back(integer(M, "qk_head_dim", [](S& s) -> auto& { return s.model.qk_head_dim; }, 0));
+  f.push_back(integer(M, "qk_pos_emb_head_dim", [](S& s) -> auto& { return s.model.qk_pos_emb_head_dim; }, 0));
+  f.push_back(integer(M, "v_head_dim", [](S& s) -> auto& { return s.model.v_head_dim; }, 0));
+  f.push_back(integer(M, "mtp_num_layers", [](S& s) -> auto& { return s.model.mtp_num_layers; }, 0));
+  // ---- training ----
+  f.push_back({T, "seq_length", true,
+               [](const YAML::Node& n, ScenarioDraft& d) -> std::string {
+                 auto r = read_size_with_suffix(n, 1);
+                 if (failed(r)) return std::get<1>(r);
+                 d.s.training.seq_length = std::get<0>(r);
+                 return {};
+               },
+               [](const S& s) { return YAML::Node(s.training.seq_length); }});
+  f.push_back(integer(T, "micro_batch_size", [](S& s) -> auto& { return s.training.micro_batch_size; }, 1, true));
+  f.push_back(integer(T, "global_batch_size", [](S& s) -> auto& { return s.training.global_batch_size; }, 1, true));
+  f.push_back(enumeration(T, "precision", [](S& s) -> auto& { return s.training.precision; }));
+  f.push_back(enumeration(T, "attention_backend", [](S& s) -> auto& { return s.training.attention_backend; }));
+  f.push_back(boolean(T, "grad_reduce_in_fp32", [](S& s) -> auto& { return s.training.grad_reduce_in_fp32; }));
+  f.push_back(enumeration(T, "main_params_dtype", [](S& s) -> auto& { return s.training.main_params_dtype; }));
+  f.push_back(enumeration(T, "exp_avg_dtype", [](S& s) -> auto& { return s.training.exp_avg_dtype; }));
+  f.push_back(enumeration(T, "exp_avg_sq_dtype", [](S& s) -> auto& { return s.training.exp_avg_sq_dtype; }));
+  // ---- parallel ----
+  f.push_back(integer(P, "tensor_model_parallel_size",
+                      [](S& s) -> auto& { return s.parallel.tensor_model_parallel_size; }, 1));
+  f.push_back(boolean(P, "sequence_parallel", [](S& s) -> auto& { return s.parallel.sequence_parallel; }));
+  f.push_back(integer(P, "pipeline_model_parallel_size",
+                      [](S& s) -> auto& { return s.parallel.pipeline_model_parallel_size; }, 1));
+  f.push_back(optional_count(P, "num_layers_per_virtual_pipeline_stage",
+                             [](S& s) -> auto& { return s.parallel.num_layers_per_virtual_pipeline_stage; }));
+  f.push_back(optional_count(P, "num_layers_in_first_pipeline_stage",
+                             [](S& s) -> auto& { return s.parallel.num_layers_in_first_pipeline_stage; }));
+  f.push_back(optional_count(P, "num_layers_in_last_pipeline_stage",
+                             [](S& s) -> auto& { return s.parallel.num_layers_in_last_pipeline_stage; }));
+  f.push_back(boolean(P, "account_for_embedding_in_pipeline_split",
+                      [](S& s) -> auto& { return s.parallel.account_for_embedding_in_pipeline_split; }));
+  f.push_back(boolean(P, "account_for_loss_in_pipeline_split",
+                      [](S& s) -> auto& { return s.parallel.account_for_loss_in_pipeline_split; }));
+  f.push_back(integer(P, "context_parallel_size", [](S& s) -> auto& { return s.parallel.context_parallel_size; }, 1));
+  f.push_back(enumeration(P, "cp_comm_type", [](S& s) -> auto& { return s.parallel.cp_comm_type; }));
+  f.push_back({P, "hierarchical_context_parallel_sizes", false, parse_hcp_sizes, emit_hcp_sizes});
+  f.push_back(integer(P, "expert_model_parallel_size",
+                      [](S& s) -> auto& { return s.parallel.expert_model_parallel_size; }, 1));
+  f.push_back(integer(P, "expert_tensor_parallel_size",
+                      [](S& s) -> auto& { return s.parallel.expert_tensor_parallel_size; }, 1));
+  f.push_back(boolean(P, "use_distributed_optimizer",
+                      [](S& s) -> auto& { return s.parallel.use_distributed_optimizer; }));
+  f.push_back(enumeration(P, "data_parallel_sharding_strategy",
+                          [](S& s) -> auto& { return s.parallel.data_parallel_sharding_strategy; }));
+  f.push_back(enumeration(P, "recompute_granularity", [](S& s) -> auto& { return s.parallel.recompute_granularity; }));
+  f.push_back(enumeration(P, "recompute_method", [](S& s) -> auto& { return s.parallel.recompute_method; }));
+  f.push_back(optional_count(P, "recompute_num_layers", [](S& s) -> auto& { return s.parallel.recompute_num_layers; }));
+  f.push_back({P, "recompute_modules", false, parse_recompute_modules, emit_recompute_modules});
+  f.push_back({P, "rank_order", false, parse_rank_order_field,
+               [](const S& s) { return YAML::Node(rank_order_to_string(s.parallel.order)); }});
+  f.push_back(boolean(P, "overlap_grad_reduce", [](S& s) -> auto& { return s.parallel.overlap_grad_reduce; }));
+  f.push_back(boolean(P, "overlap_param_gather", [](S& s) -> auto& { return s.parallel.overlap_param_gather; }));
+  f.push_back(boolean(P, "tp_comm_overlap", [](S& s) -> auto& { return s.parallel.tp_comm_overlap; }));
+  f.push_back(boolean(P, "overlap_moe_expert_parallel_comm",
+                      [](S& s) -> auto& { return s.parallel.overlap_moe_expert_parallel_comm; }));
+  f.push_back(boolean(P, "moe_fp8_dispatch", [](S& s) -> auto& { return s.parallel.moe_fp8_dispatch; }));
+  // ---- hardware (the profile itself is resolved by the loader; not emitted from here) ----
+  f.push_back({H, "profile", true,
+               [](const YAML::Node& n, ScenarioDraft& d) -> std::string {
+                 auto r = read_string(n);
+                 if (failed(r) || std::get<0>(r).empty())
+                   return "expected a profile name (e.g. h200-sxm) or a path to a profile YAML, got " + describe(n);
+                 d.hardware_profile = std::get<0>(r);
+                 return {};
+               },
+               {}});
+  f.push_back(integer(H, "num_gpus", [](S& s) -> auto& { return s.num_gpus; }, 1, true));
+  // ---- flop_convention ----
+  f.push_back(boolean(F, "causal_halved", [](S& s) -> auto& { return s.flop_convention.causal_halved; }));
+  f.push_back(boolean(F, "include_recompute", [](S& s) -> auto& { return s.flop_convention.include_recompute; }));
+  return f;
+}
+
+}  // namespace
+
+const std::vector<FieldSpec>& scenario_fields() {
+  static const std::vector<FieldSpec> fields = build();
+  return fields;
+}
+
+const FieldSpec* find_field(Section section, std::string_view key) {
+  for (const FieldSpec& f : scenario_fields())
+    if (f.section == section && f.key == key) return &f;
+  return nullptr;
+}
+
+std::vector<const FieldSpec*> fields_named(std::string_view key) {
+  std::vector<const FieldSpec*> out;
+  for (const FieldSpec& f : scenario_fields())
+    if (f.key == key) out.push_back(&f);
+  return out;
+}
+
+std::vector<std::string> section_keys(Section section) {
+  std::vector<std::string> out;
+  for (const FieldSpec& f : scenario_fields())
+    if (f.section == section) out.emplace_back(f.key);
+  if (section == Section::kTop)
+    for (Section s : kAllSections)
+      if (s != Section::kTop) out.emplace_back(section_name(s));
+  return out;
+}
+
+std::string expand_moe_layer_freq(ScenarioDraft& d) {
+  ModelSpec& m = d.s.model;
+  if (std::holds_alternative<std::monostate>(d.moe_layer_freq)) return {};
+  if (const auto* n = std::get_if<int64_t>(&d.moe_layer_freq)) {
+    m.moe_layer_pattern.clear();
+    if (*n == 1) return {};
+    for (int i = 0; i < m.num_layers; ++i) m.moe_layer_pattern.push_back(i % *n == 0 ? 1 : 0);
+    return {};
+  }
+  const auto& list = std::get<std::vector<int>>(d.moe_layer_freq);
+  if (static_cast<int64_t>(list.size()) != m.num_layers)
+    return fmt::format("moe_layer_freq lists {} layers but num_layers is {}", list.size(), m.num_layers);
+  m.moe_layer_pattern.assign(list.begin(), list.end());
+  return {};
+}
+
+}  // namespace lcm::io

@@ -1,0 +1,296 @@
+// Typed readers over yaml-cpp nodes, Megatron list patterns, closest-name suggestions.
+#include "yaml_read.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <exception>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace lcm::io {
+
+Loc loc_of(const YAML::Mark& mark, const std::string& file) {
+  Loc l;
+  l.file = file;
+  if (mark.line >= 0) l.line = mark.line + 1;
+  if (mark.column >= 0) l.column = mark.column + 1;
+  return l;
+}
+
+ConfigError error_at(const Loc& loc, std::string key, std::string message) {
+  return ConfigError{loc.file, loc.line, loc.column, std::move(key), std::move(message)};
+}
+
+Result<YAML::Node> parse_yaml(const std::string& text, const std::string& file) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    return error_at(loc_of(e.mark, file), "", "YAML nesting too deep: " + e.msg);
+  } catch (const YAML::ParserException& e) {
+    return error_at(loc_of(e.mark, file), "", "malformed YAML: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    return error_at(loc_of(e.mark, file), "", "malformed YAML: " + e.msg);
+  } catch (const std::exception& e) {
+    return error_at(Loc{file, 0, 0}, "", std::string("cannot read YAML: ") + e.what());
+  } catch (...) {
+    return error_at(Loc{file, 0, 0}, "", "cannot read YAML: unknown error");
+  }
+}
+
+std::string describe(const YAML::Node& n) {
+  if (!n.IsDefined() || n.IsNull()) return "nothing (null)";
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a mapping";
+  if (n.Tag() == "!") return fmt::format("the quoted string \"{}\"", n.Scalar());
+  return fmt::format("'{}'", n.Scalar());
+}
+
+namespace {
+
+bool is_plain_scalar(const YAML::Node& n) { return n.IsScalar() && n.Tag() != "!"; }
+
+std::optional<int64_t> to_int(std::string_view s) {
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  int64_t v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> to_double(std::string_view s) {
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  double v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::string quoted_hint(const YAML::Node& n) {
+  return n.IsScalar() && n.Tag() == "!" ? " (remove the quotes)" : "";
+}
+
+std::string bound_text(int64_t min, int64_t max) {
+  if (max == INT64_MAX) return min == INT64_MIN ? "" : fmt::format(" >= {}", min);
+  return fmt::format(" in [{}, {}]", min, max);
+}
+
+}  // namespace
+
+Read<int64_t> read_int(const YAML::Node& n, int64_t min, int64_t max) {
+  const auto v = n.IsScalar() ? to_int(n.Scalar()) : std::nullopt;
+  if (!v || !is_plain_scalar(n))
+    return fmt::format("expected an integer{}, got {}{}", bound_text(min, max), describe(n), quoted_hint(n));
+  if (*v < min || *v > max) return fmt::format("expected an integer{}, got {}", bound_text(min, max), *v);
+  return *v;
+}
+
+Read<double> read_double(const YAML::Node& n, double min, bool min_exclusive) {
+  const auto v = n.IsScalar() ? to_double(n.Scalar()) : std::nullopt;
+  const std::string bound = fmt::format(" {} {}", min_exclusive ? ">" : ">=", min);
+  if (!v || !is_plain_scalar(n)) return fmt::format("expected a number{}, got {}{}", bound, describe(n), quoted_hint(n));
+  if (min_exclusive ? !(*v > min) : !(*v >= min)) return fmt::format("expected a number{}, got {}", bound, n.Scalar());
+  return *v;
+}
+
+Read<bool> read_bool(const YAML::Node& n) {
+  if (is_plain_scalar(n)) {
+    const std::string& s = n.Scalar();
+    if (s == "true" || s == "True" || s == "TRUE") return true;
+    if (s == "false" || s == "False" || s == "FALSE") return false;
+  }
+  return fmt::format("expected true or false, got {}", describe(n));
+}
+
+Read<std::string> read_string(const YAML::Node& n) {
+  if (!n.IsScalar()) return fmt::format("expected a string, got {}", describe(n));
+  return n.Scalar();
+}
+
+Read<int64_t> parse_size_with_suffix(std::string_view text, int64_t min) {
+  std::string_view s = text;
+  int64_t mult = 1;
+  if (!s.empty() && (s.back() == 'K' || s.back() == 'k')) mult = 1024, s.remove_suffix(1);
+  else if (!s.empty() && (s.back() == 'M' || s.back() == 'm')) mult = 1024 * 1024, s.remove_suffix(1);
+  const auto v = to_int(s);
+  if (!v) return fmt::format("expected an integer or an integer with suffix K (x1024) or M (x1048576), e.g. 128K, got '{}'", text);
+  if (*v > std::numeric_limits<int64_t>::max() / mult) return fmt::format("value '{}' is too large", text);
+  const int64_t out = *v * mult;
+  if (out < min) return fmt::format("expected a size >= {}, got {}", min, out);
+  return out;
+}
+
+Read<int64_t> read_size_with_suffix(const YAML::Node& n, int64_t min) {
+  if (!n.IsScalar())
+    return fmt::format("expected an integer or a size like 128K, got {}", describe(n));
+  return parse_size_with_suffix(n.Scalar(), min);
+}
+
+// ---- Megatron list patterns -----------------------------------------------------------
+namespace {
+
+struct PatternValue {
+  bool is_list = false;
+  int64_t number = 0;
+  std::vector<int> list;
+};
+
+class PatternParser {
+ public:
+  explicit PatternParser(std::string_view s) : s_(s) {}
+
+  Read<std::vector<int>> run() {
+    if (s_.find_first_not_of("0123456789,[]()+* ") != std::string_view::npos)
+      return fmt::format("invalid pattern '{}': only digits and , [ ] ( ) + * are allowed", s_);
+    auto v = expr();
+    if (!err_.empty()) return err_;
+    skip();
+    if (pos_ != s_.size()) return fmt::format("invalid pattern '{}': unexpected '{}' at offset {}", s_, s_[pos_], pos_);
+    if (!v.is_list) return fmt::format("invalid pattern '{}': expected a list expression", s_);
+    return v.list;
+  }
+
+ private:
+  void skip() {
+    while (pos_ < s_.size() && s_[pos_] == ' ') ++pos_;
+  }
+  bool eat(char c) {
+    skip();
+    if (pos_ < s_.size() && s_[pos_] == c) return ++pos_, true;
+    return false;
+  }
+  void fail(const std::string& what) {
+    if (err_.empty()) err_ = fmt::format("invalid pattern '{}': {}", s_, what);
+  }
+  PatternValue expr() {
+    PatternValue v = term();
+    while (err_.empty() && eat('+')) {
+      PatternValue r = term();
+      if (v.is_list != r.is_list) fail("cannot add a list and a number");
+      else if (v.is_list) v.list.insert(v.list.end(), r.list.begin(), r.list.end());
+      else v.number += r.number;
+    }
+    return v;
+  }
+  PatternValue term() {
+    PatternValue v = factor();
+    while (err_.empty() && eat('*')) {
+      PatternValue r = factor();
+      if (v.is_list && r.is_list) {
+        fail("cannot multiply two lists");
+      } else if (v.is_list || r.is_list) {
+        PatternValue& l = v.is_list ? v : r;
+        const int64_t times = v.is_list ? r.number : v.number;
+        if (times < 0 || times * static_cast<int64_t>(l.list.size()) > 1'000'000) {
+          fail("repetition count out of range");
+          break;
+        }
+        PatternValue out;
+        out.is_list = true;
+        for (int64_t i = 0; i < times; ++i) out.list.insert(out.list.end(), l.list.begin(), l.list.end());
+        v = std::move(out);
+      } else {
+        v.number *= r.number;
+      }
+    }
+    return v;
+  }
+  PatternValue factor() {
+    PatternValue v;
+    skip();
+    if (eat('(')) {
+      v = expr();
+      if (!eat(')')) fail("missing ')'");
+      return v;
+    }
+    if (eat('[')) {
+      v.is_list = true;
+      if (eat(']')) return v;
+      do {
+        PatternValue e = expr();
+        if (e.is_list) fail("nested lists are not allowed");
+        v.list.push_back(static_cast<int>(e.number));
+      } while (err_.empty() && eat(','));
+      if (!eat(']')) fail("missing ']'");
+      return v;
+    }
+    const size_t start = pos_;
+    while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
+    if (start == pos_ || pos_ - start > 9) {
+      fail(start == pos_ ? "expected a number, '[' or '('" : "number too large");
+      return v;
+    }
+    v.number = std::stoll(std::string(s_.substr(start, pos_ - start)));
+    return v;
+  }
+
+  std::string_view s_;
+  size_t pos_ = 0;
+  std::string err_;
+};
+
+}  // namespace
+
+Read<std::vector<int>> eval_list_pattern(std::string_view text) { return PatternParser(text).run(); }
+
+std::string list_pattern_string(const std::vector<uint8_t>& pattern) {
+  std::string out = "(";
+  size_t i = 0;
+  while (i < pattern.size()) {
+    size_t j = i;
+    while (j < pattern.size() && pattern[j] == pattern[i]) ++j;
+    if (i) out += '+';
+    out += fmt::format("[{}]*{}", static_cast<int>(pattern[i]), j - i);
+    i = j;
+  }
+  return out + ")";
+}
+
+// ---- suggestions ----------------------------------------------------------------------
+namespace {
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  const size_t n = a.size(), m = b.size();
+  std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1));
+  for (size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (size_t i = 1; i <= n; ++i) {
+    for (size_t j = 1; j <= m; ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[n][m];
+}
+
+}  // namespace
+
+std::string closest(std::string_view word, std::span<const std::string> candidates) {
+  std::string best;
+  size_t best_d = std::numeric_limits<size_t>::max();
+  for (const std::string& c : candidates) {
+    const size_t d = edit_distance(word, c);
+    if (d < best_d) best_d = d, best = c;
+  }
+  const size_t limit = std::max<size_t>(2, word.size() / 3);
+  return best_d <= limit ? best : std::string();
+}
+
+std::string unknown_message(std::string_view what, std::string_view word, std::span<const std::string> candidates) {
+  std::string msg = fmt::format("unknown {} '{}'", what, word);
+  const std::string c = closest(word, candidates);
+  if (!c.empty()) msg += fmt::format("; did you mean '{}'?", c);
+  return msg;
+}
+
+std::string trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  const size_t e = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+}  // namespace lcm::io

@@ -1,0 +1,528 @@
+// MoE routing under a capacity factor: capacity, expected drops (exact and Monte Carlo),
+// and the sweep over capacity factors. The math is derived in docs/moe-routing.md.
+//
+// defines: capacity, capacity_for_assignments, routing_group_tokens, zipf_weights,
+//          topk_inclusion_probabilities, expected_binomial_excess, expected_drop_fraction,
+//          monte_carlo_drop_fraction, measured_drop_fraction, capacity_sweep
+#include "lcm/model/routing.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "lcm/model/estimate.hpp"
+
+namespace lcm {
+namespace {
+
+constexpr double kLn2Pi = 1.8378770664093454836;  // ln(2*pi)
+
+// ---------------------------------------------------------------------------------
+// Binomial pmf in log space, saddle-point form (Loader 2000, "Fast and accurate
+// computation of binomial probabilities"): no cancellation between lgamma terms, so the
+// relative error stays ~1e-14 for n up to 1e9.
+// ---------------------------------------------------------------------------------
+
+// ln(n!) - ln(sqrt(2 pi n) (n/e)^n), the Stirling-series remainder.
+double stirling_error(double n) {
+  if (n <= 15.0) return std::lgamma(n + 1.0) - (n + 0.5) * std::log(n) + n - 0.5 * kLn2Pi;
+  // Stirling series 1/(12n) - 1/(360n^3) + 1/(1260n^5) - 1/(1680n^7) + 1/(1188n^9).
+  const double n2 = 1.0 / (n * n);
+  return (1.0 / 12 - (1.0 / 360 - (1.0 / 1260 - (1.0 / 1680 - n2 / 1188) * n2) * n2) * n2) / n;
+}
+
+// x ln(x/m) + m - x, accurate when x is close to m.
+double deviance_term(double x, double m) {
+  if (std::fabs(x - m) < 0.1 * (x + m)) {
+    const double v = (x - m) / (x + m);
+    double s = (x - m) * v;
+    double ej = 2 * x * v;
+    const double v2 = v * v;
+    for (int j = 1; j < 1000; ++j) {
+      ej *= v2;
+      const double s1 = s + ej / (2 * j + 1);
+      if (s1 == s) return s;
+      s = s1;
+    }
+    return s;
+  }
+  return x * std::log(x / m) + m - x;
+}
+
+// ln P(X = x), X ~ Binomial(n, q), 0 < q < 1, 0 <= x <= n.
+double binomial_log_pmf(int64_t x, int64_t n, double q) {
+  const double dn = static_cast<double>(n), dx = static_cast<double>(x);
+  if (x == 0) return dn * std::log1p(-q);
+  if (x == n) return dn * std::log(q);
+  const double lc = stirling_error(dn) - stirling_error(dx) - stirling_error(dn - dx) -
+                    deviance_term(dx, dn * q) - deviance_term(dn - dx, dn * (1 - q));
+  const double lf = kLn2Pi + std::log(dx) + std::log1p(-dx / dn);
+  return lc - 0.5 * lf;
+}
+
+constexpr double kRelativeCutoff = 1e-18;  // stop summing when a term is this small vs the sum
+
+// ---------------------------------------------------------------------------------
+// Random numbers: std::mt19937_64 (its output sequence is fixed by the standard) with our
+// own integer and real mappings, so a seed gives the same numbers on every platform.
+// ---------------------------------------------------------------------------------
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : g_(seed) {}
+  double uniform01() { return static_cast<double>(g_() >> 11) * 0x1.0p-53; }  // [0, 1)
+  // Uniform in [0, n), unbiased (Lemire 2019, multiply-and-reject).
+  uint64_t below(uint64_t n) {
+    __extension__ typedef unsigned __int128 u128;
+    u128 m = static_cast<u128>(g_()) * n;
+    auto low = static_cast<uint64_t>(m);
+    if (low < n) {
+      const uint64_t threshold = (0 - n) % n;
+      while (low < threshold) {
+        m = static_cast<u128>(g_()) * n;
+        low = static_cast<uint64_t>(m);
+      }
+    }
+    return static_cast<uint64_t>(m >> 64);
+  }
+
+ private:
+  std::mt19937_64 g_;
+};
+
+// Walker / Vose alias table: O(1) draws from a discrete distribution.
+class AliasTable {
+ public:
+  explicit AliasTable(const std::vector<double>& p) : prob_(p.size()), alias_(p.size()) {
+    const size_t n = p.size();
+    std::vector<double> scaled(n);
+    std::vector<size_t> small, large;
+    for (size_t i = 0; i < n; ++i) {
+      scaled[i] = p[i] * static_cast<double>(n);
+      (scaled[i] < 1.0 ? small : large).push_back(i);
+    }
+    while (!small.empty() && !large.empty()) {
+      const size_t s = small.back(), l = large.back();
+      small.pop_back();
+      prob_[s] = scaled[s];
+      alias_[s] = l;
+      scaled[l] = (scaled[l] + scaled[s]) - 1.0;
+      if (scaled[l] < 1.0) {
+        large.pop_back();
+        small.push_back(l);
+      }
+    }
+    for (size_t i : large) prob_[i] = 1.0;
+    for (size_t i : small) prob_[i] = 1.0;  // rounding leftovers
+  }
+  size_t draw(Rng& rng) const {
+    const size_t i = rng.below(prob_.size());
+    return rng.uniform01() < prob_[i] ? i : alias_[i];
+  }
+
+ private:
+  std::vector<double> prob_;
+  std::vector<size_t> alias_;
+};
+
+// Draws one token's k distinct experts, without replacement, proportional to p.
+// Rejection from the alias table while the chosen experts hold < half the mass (fewer
+// than 2 draws expected per pick), then a linear scan over the rest; both give exactly
+// the conditional law p_e / (1 - chosen mass) over the unchosen experts.
+class TopkSampler {
+ public:
+  TopkSampler(const std::vector<double>& p, int k)
+      : p_(p), k_(k), alias_(p), stamp_(p.size(), -1),
+        uniform_(std::all_of(p.begin(), p.end(), [&](double x) { return x == p[0]; })),
+        perm_(p.size()) {
+    std::iota(perm_.begin(), perm_.end(), 0);
+  }
+
+  // Adds the token's k experts to `loads`; `token` must differ between calls.
+  void route(Rng& rng, int64_t token, std::vector<int64_t>& loads) {
+    const size_t e = p_.size();
+    if (uniform_) {  // partial Fisher-Yates: the first k entries are a uniform k-subset
+      for (int j = 0; j < k_; ++j) {
+        const size_t r = static_cast<size_t>(j) + rng.below(e - static_cast<size_t>(j));
+        std::swap(perm_[static_cast<size_t>(j)], perm_[r]);
+        ++loads[perm_[static_cast<size_t>(j)]];
+      }
+      return;
+    }
+    double chosen = 0;
+    for (int j = 0; j < k_; ++j) {
+      size_t pick = 0;
+      if (chosen < 0.5) {
+        do pick = alias_.draw(rng);
+        while (stamp_[pick] == token);
+      } else {
+        pick = scan(rng.uniform01() * (1.0 - chosen), token);
+      }
+      stamp_[pick] = token;
+      chosen += p_[pick];
+      ++loads[pick];
+    }
+  }
+
+ private:
+  size_t scan(double u, int64_t token) const {
+    size_t last = 0;
+    for (size_t i = 0; i < p_.size(); ++i) {
+      if (stamp_[i] == token) continue;
+      last = i;
+      u -= p_[i];
+      if (u < 0) return i;
+    }
+    return last;  // u left over from rounding: the last unchosen expert
+  }
+
+  std::vector<double> p_;
+  int k_;
+  AliasTable alias_;
+  std::vector<int64_t> stamp_;  // token that last chose the expert
+  bool uniform_;
+  std::vector<size_t> perm_;
+};
+
+std::vector<double> normalised(const std::vector<double>& w) {
+  const double sum = std::accumulate(w.begin(), w.end(), 0.0);
+  std::vector<double> p(w.size());
+  for (size_t i = 0; i < w.size(); ++i) p[i] = w[i] / sum;
+  return p;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------
+// Capacity.
+// ---------------------------------------------------------------------------------
+
+int64_t capacity_for_assignments(double assignments, int experts, double cf, int64_t min_capacity) {
+  assert(experts > 0 && cf > 0);
+  const auto c = static_cast<int64_t>(std::ceil((assignments / experts) * cf));
+  return min_capacity > 0 ? std::max(c, min_capacity) : c;
+}
+
+int64_t capacity(int64_t tokens, int topk, int experts, double cf, int64_t min_capacity) {
+  return capacity_for_assignments(static_cast<double>(tokens * topk), experts, cf, min_capacity);
+}
+
+int64_t routing_group_tokens(const Scenario& s, const Mesh& m) {
+  const int64_t per_cp = s.training.micro_batch_size * s.training.seq_length / std::max(m.cp, 1);
+  return m.sp ? per_cp / std::max(m.tp, 1) : per_cp;
+}
+
+// ---------------------------------------------------------------------------------
+// Routing distributions.
+// ---------------------------------------------------------------------------------
+
+std::vector<double> zipf_weights(int experts, double s) {
+  assert(experts > 0 && s >= 0);
+  std::vector<double> w(static_cast<size_t>(experts));
+  for (int i = 0; i < experts; ++i) w[static_cast<size_t>(i)] = std::pow(i + 1.0, -s);
+  return normalised(w);
+}
+
+std::vector<double> topk_inclusion_probabilities(const std::vector<double>& weights, int topk) {
+  const size_t e = weights.size();
+  const auto k = static_cast<size_t>(topk);
+  assert(topk >= 1 && k <= e);
+  assert(std::all_of(weights.begin(), weights.end(), [](double w) { return w > 0; }));
+  const std::vector<double> p = normalised(weights);
+  if (k == e) return std::vector<double>(e, 1.0);
+  if (k == 1) return p;
+  if (std::all_of(p.begin(), p.end(), [&](double x) { return x == p[0]; }))
+    return std::vector<double>(e, static_cast<double>(k) / static_cast<double>(e));
+
+  // q_i = integral over x = ln t of p_i t exp(-p_i t) F_i(t) dx, F_i(t) = P(fewer than k
+  // of the other clocks rang by t). The integrand is analytic in x and decays at both
+  // ends, so the trapezoid rule converges geometrically (error ~ exp(-pi^2 / h)).
+  // Range: below t = 1e-18/p_max the integral is < 1e-18; above t = 46/p_min, < 1e-20.
+  const auto [pmin_it, pmax_it] = std::minmax_element(p.begin(), p.end());
+  const double x_lo = std::log(1e-18 / *pmax_it), x_hi = std::log(46.0 / *pmin_it);
+  const double h = 0.1;
+  const int points = static_cast<int>(std::ceil((x_hi - x_lo) / h));
+
+  // Truncated (degree < k) Poisson-binomial distributions of the experts before i
+  // (prefix) and after i (suffix, stored as cumulative sums).
+  std::vector<double> prefix((e + 1) * k), suffix((e + 1) * k), a(e), q(e, 0.0);
+  for (int j = 0; j <= points; ++j) {
+    const double t = std::exp(x_lo + h * j);
+    for (size_t i = 0; i < e; ++i) a[i] = -std::expm1(-p[i] * t);  // P(clock i rang by t)
+    std::fill(prefix.begin(), prefix.begin() + static_cast<std::ptrdiff_t>(k), 0.0);
+    prefix[0] = 1.0;
+    for (size_t i = 0; i < e; ++i) {
+      const double* src = &prefix[i * k];
+      double* dst = &prefix[(i + 1) * k];
+      dst[0] = src[0] * (1 - a[i]);
+      for (size_t m = 1; m < k; ++m) dst[m] = src[m] * (1 - a[i]) + src[m - 1] * a[i];
+    }
+    std::vector<double> cur(k, 0.0), next(k);
+    cur[0] = 1.0;
+    for (size_t i = e + 1; i-- > 0;) {
+      if (i < e) {
+        next[0] = cur[0] * (1 - a[i]);
+        for (size_t m = 1; m < k; ++m) next[m] = cur[m] * (1 - a[i]) + cur[m - 1] * a[i];
+        cur.swap(next);
+      }
+      double run = 0;
+      for (size_t m = 0; m < k; ++m) suffix[i * k + m] = (run += cur[m]);
+    }
+    for (size_t i = 0; i < e; ++i) {
+      double f = 0;  // P(fewer than k others): sum over prefix count m of P(suffix < k - m)
+      for (size_t m = 0; m < k; ++m) f += prefix[i * k + m] * suffix[(i + 1) * k + (k - 1 - m)];
+      q[i] += h * p[i] * t * std::exp(-p[i] * t) * f;
+    }
+  }
+  for (double& x : q) x = std::clamp(x, 0.0, 1.0);
+  return q;
+}
+
+// ---------------------------------------------------------------------------------
+// Expected drops, exact.
+// ---------------------------------------------------------------------------------
+
+double expected_binomial_excess(int64_t n, double q, int64_t c) {
+  if (n <= 0 || q <= 0) return c < 0 ? static_cast<double>(-c) : 0.0;
+  if (c >= n) return 0.0;
+  if (q >= 1) return static_cast<double>(n - c);
+  const double mean = static_cast<double>(n) * q;
+  if (c < 0) return mean - static_cast<double>(c);
+  const double odds = q / (1 - q);
+  if (static_cast<double>(c) >= mean) {
+    // Upper tail: sum_{x > c} (x - c) P(x); c >= mean >= mode - 1, so P falls with x.
+    double sum = 0;
+    double pmf = std::exp(binomial_log_pmf(c + 1, n, q));
+    for (int64_t x = c + 1; x <= n && pmf > 0; ++x) {
+      const double term = static_cast<double>(x - c) * pmf;
+      sum += term;
+      if (term < kRelativeCutoff * sum) break;
+      pmf *= static_cast<double>(n - x) / static_cast<double>(x + 1) * odds;
+    }
+    return sum;
+  }
+  // c below the mean: E[max(0, X - c)] = (mean - c) + E[max(0, c - X)], the second term
+  // from the short lower tail; P falls as x decreases from c - 1 (c - 1 < mode).
+  double sum = mean - static_cast<double>(c);
+  if (c == 0) return sum;
+  double pmf = std::exp(binomial_log_pmf(c - 1, n, q));
+  for (int64_t x = c - 1; x >= 0 && pmf > 0; --x) {
+    const double term = static_cast<double>(c - x) * pmf;
+    sum += term;
+    if (term < kRelativeCutoff * sum) break;
+    pmf *= static_cast<double>(x) / static_cast<double>(n - x + 1) / odds;
+  }
+  return sum;
+}
+
+double expected_drop_fraction(const std::vector<double>& inclusion, int64_t tokens, int topk,
+                              int64_t capacity) {
+  if (tokens <= 0 || topk <= 0) return 0.0;
+  double excess = 0, last_q = -1, last_excess = 0;
+  for (double q : inclusion) {  // balanced routing: one binomial, reused
+    if (q != last_q) {
+      last_excess = expected_binomial_excess(tokens, q, capacity);
+      last_q = q;
+    }
+    excess += last_excess;
+  }
+  return excess / (static_cast<double>(tokens) * topk);
+}
+
+// ---------------------------------------------------------------------------------
+// Expected drops, Monte Carlo.
+// ---------------------------------------------------------------------------------
+
+std::vector<DropStats> monte_carlo_drop_fraction(const std::vector<double>& weights,
+                                                 int64_t tokens, int topk,
+                                                 const std::vector<int64_t>& capacities,
+                                                 const MonteCarloOptions& opts) {
+  assert(tokens > 0 && topk >= 1 && static_cast<size_t>(topk) <= weights.size());
+  assert(opts.samples > 0);
+  const std::vector<double> p = normalised(weights);
+  TopkSampler sampler(p, topk);
+  Rng rng(opts.seed);
+  const size_t nc = capacities.size();
+  std::vector<double> mean(nc, 0.0), m2(nc, 0.0);  // Welford accumulators
+  std::vector<int64_t> loads(p.size());
+  const double assignments = static_cast<double>(tokens) * topk;
+  int64_t token_id = 0;
+  for (int64_t s = 0; s < opts.samples; ++s) {
+    std::fill(loads.begin(), loads.end(), 0);
+    for (int64_t t = 0; t < tokens; ++t) sampler.route(rng, token_id++, loads);
+    for (size_t c = 0; c < nc; ++c) {
+      int64_t excess = 0;
+      for (int64_t n : loads) excess += std::max<int64_t>(0, n - capacities[c]);
+      const double d = static_cast<double>(excess) / assignments;
+      const double delta = d - mean[c];
+      mean[c] += delta / static_cast<double>(s + 1);
+      m2[c] += delta * (d - mean[c]);
+    }
+  }
+  std::vector<DropStats> out(nc);
+  const auto n = static_cast<double>(opts.samples);
+  for (size_t c = 0; c < nc; ++c) {
+    DropStats& st = out[c];
+    st.samples = opts.samples;
+    st.mean = mean[c];
+    st.sd = opts.samples > 1 ? std::sqrt(m2[c] / (n - 1)) : 0.0;
+    const double half = 1.96 * st.sd / std::sqrt(n);
+    st.ci_low = std::max(0.0, st.mean - half);
+    st.ci_high = std::min(1.0, st.mean + half);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------
+// Measured loads.
+// ---------------------------------------------------------------------------------
+
+double measured_drop_fraction(const std::vector<double>& loads, double capacity) {
+  double total = 0, excess = 0;
+  for (double l : loads) {
+    total += l;
+    excess += std::max(0.0, l - capacity);
+  }
+  return total > 0 ? excess / total : 0.0;
+}
+
+// ---------------------------------------------------------------------------------
+// The capacity-factor sweep.
+// ---------------------------------------------------------------------------------
+namespace {
+
+// EP all-to-all bytes sent per GPU per step (dispatch + combine, fwd + bwd, as the comm
+// model counts them for its busiest stage).
+double ep_all_to_all_bytes(const Comm& c) {
+  double bytes = 0;
+  for (int i = 0; i < c.num_items; ++i) {
+    const CommItem& it = c.items[static_cast<size_t>(i)];
+    if (it.dim == CommDim::kEp && it.kind == Collective::kAllToAll) bytes += it.sent_bytes;
+  }
+  return bytes;
+}
+
+// Routed-expert GEMM FLOPs per step under the scenario's convention. count_flops counts
+// the top-k active assignments of every token (dropless).
+double routed_expert_flops(const Scenario& s, const Flops& f) {
+  double v = f.fwd.routed_experts + f.bwd.routed_experts;
+  if (s.flop_convention.include_recompute) v += f.recompute.routed_experts;
+  return v;
+}
+
+// Drop fraction (mean and CI) per capacity, for the chosen routing and method.
+std::vector<DropStats> drop_stats(const CapacityOptions& o, const CapacitySweep& sw,
+                                  const std::vector<double>& weights,
+                                  const std::vector<double>& scaled_loads,
+                                  const std::vector<int64_t>& caps) {
+  std::vector<DropStats> out(caps.size());
+  if (sw.method == DropMethod::kMonteCarlo)
+    return monte_carlo_drop_fraction(weights, sw.tokens, sw.topk, caps, o.mc);
+  for (size_t i = 0; i < caps.size(); ++i) {
+    const double d = sw.method == DropMethod::kMeasured
+                         ? measured_drop_fraction(scaled_loads, static_cast<double>(caps[i]))
+                         : expected_drop_fraction(sw.inclusion, sw.tokens, sw.topk, caps[i]);
+    out[i] = DropStats{d, 0.0, d, d, 0};
+  }
+  return out;
+}
+
+}  // namespace
+
+CapacitySweep capacity_sweep(const Scenario& s, const CapacityOptions& o) {
+  assert(s.model.num_experts > 0 && s.model.moe_router_topk >= 1);
+  CapacitySweep sw;
+  const Mesh mesh = derive_mesh(s);
+  const int e = s.model.num_experts, k = s.model.moe_router_topk;
+  sw.routing = o.routing;
+  sw.method = o.routing == RoutingKind::kMeasured ? DropMethod::kMeasured : o.method;
+  sw.zipf_s = o.routing == RoutingKind::kZipf ? o.zipf_s : 0.0;
+  sw.mc = o.mc;
+  sw.experts = e;
+  sw.topk = k;
+  sw.scenario_tokens = routing_group_tokens(s, mesh);
+  sw.pad_to_capacity = o.pad_to_capacity || s.model.moe_pad_expert_input_to_capacity;
+  sw.dispatcher = s.model.moe_token_dispatcher_type;
+  sw.ep = mesh.ep;
+
+  // Routing distribution: expert weights p (sampling) and inclusion probabilities q.
+  std::vector<double> weights(static_cast<size_t>(e), 1.0 / e), scaled_loads;
+  double assignments = 0;  // T*k of one routing group
+  if (o.routing == RoutingKind::kMeasured) {
+    assert(o.loads.size() == static_cast<size_t>(e));
+    sw.measured_assignments = std::accumulate(o.loads.begin(), o.loads.end(), 0.0);
+    assert(sw.measured_assignments > 0);
+    sw.tokens_from_scenario = false;
+    assignments = o.tokens > 0 ? static_cast<double>(o.tokens) * k : sw.measured_assignments;
+    sw.tokens = o.tokens > 0 ? o.tokens : std::llround(sw.measured_assignments / k);
+    scaled_loads = o.loads;
+    for (double& l : scaled_loads) l *= assignments / sw.measured_assignments;
+    for (double l : o.loads) sw.inclusion.push_back(l / sw.measured_assignments * k);
+  } else {
+    sw.tokens_from_scenario = o.tokens <= 0;
+    sw.tokens = o.tokens > 0 ? o.tokens : sw.scenario_tokens;
+    assignments = static_cast<double>(sw.tokens) * k;
+    if (o.routing == RoutingKind::kZipf) weights = zipf_weights(e, o.zipf_s);
+    sw.inclusion = o.routing == RoutingKind::kZipf
+                       ? topk_inclusion_probabilities(weights, k)
+                       : std::vector<double>(static_cast<size_t>(e), static_cast<double>(k) / e);
+  }
+
+  std::vector<int64_t> caps;
+  for (double cf : o.capacity_factors) {
+    assert(cf > 0);
+    caps.push_back(o.routing == RoutingKind::kMeasured && o.tokens <= 0
+                       ? capacity_for_assignments(assignments, e, cf)
+                       : capacity(sw.tokens, k, e, cf));
+  }
+  const std::vector<DropStats> drops = drop_stats(o, sw, weights, scaled_loads, caps);
+
+  // Dropless reference: the volumes every capacity factor scales.
+  Scenario base = s;
+  base.model.moe_expert_capacity_factor = 0;
+  base.model.moe_pad_expert_input_to_capacity = false;
+  const Estimate eb = estimate(base);
+  sw.dropless_a2a_bytes = ep_all_to_all_bytes(eb.comm);
+  sw.dropless_expert_flops = routed_expert_flops(s, eb.flops);
+  sw.dropless_peak_bytes = eb.memory.peak_bytes;
+  sw.dropless_fits = eb.memory.fits;
+  sw.micro_batches = std::max(eb.mesh.num_micro_batches, 1);
+  const auto stage = static_cast<size_t>(std::clamp<int>(eb.comm.stage, 0, static_cast<int>(eb.stage_layers.size()) - 1));
+  sw.moe_layers_on_stage = eb.stage_layers.empty() ? 0 : eb.stage_layers[stage].num_moe_layers;
+  const double per_layer_mb = static_cast<double>(std::max(sw.moe_layers_on_stage, 1)) * sw.micro_batches;
+  sw.dropless_a2a_bytes_per_layer_microbatch = sw.dropless_a2a_bytes / per_layer_mb;
+
+  for (size_t i = 0; i < caps.size(); ++i) {
+    CapacityRow r;
+    r.cf = o.capacity_factors[i];
+    r.capacity = caps[i];
+    r.drop_fraction = drops[i].mean;
+    r.drop_ci_low = drops[i].ci_low;
+    r.drop_ci_high = drops[i].ci_high;
+    const double kept = assignments * (1.0 - r.drop_fraction);
+    const double slots = static_cast<double>(e) * static_cast<double>(r.capacity);
+    r.kept_per_expert = kept / e;
+    r.slot_fill = slots > 0 ? std::min(1.0, kept / slots) : 0.0;
+    r.processed_fraction = assignments > 0 ? (sw.pad_to_capacity ? slots : kept) / assignments : 0.0;
+    r.a2a_bytes = sw.dropless_a2a_bytes * r.processed_fraction;
+    r.a2a_bytes_per_layer_microbatch = sw.dropless_a2a_bytes_per_layer_microbatch * r.processed_fraction;
+    r.expert_flops = sw.dropless_expert_flops * r.processed_fraction;
+
+    Scenario sc = s;
+    sc.model.moe_expert_capacity_factor = r.cf;
+    sc.model.moe_pad_expert_input_to_capacity = sw.pad_to_capacity;
+    r.layout_valid = validate_scenario(sc).empty();
+    if (r.layout_valid) {
+      const Estimate ec = estimate(sc);
+      r.peak_bytes = ec.memory.peak_bytes;
+      r.fits = ec.memory.fits;
+    } else {
+      r.fits = false;
+    }
+    sw.rows.push_back(r);
+  }
+  return sw;
+}
+
+}  // namespace lcm

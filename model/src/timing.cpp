@@ -1,0 +1,155 @@
+// Op times: roofline compute with efficiency curves, alpha-beta collectives on the
+// node topology implied by the rank order. Parameters come from HardwareSpec (fitted by
+// `lcm calibrate`); formulas are documented in docs/time-model.md.
+#include "lcm/model/timing.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <vector>
+
+namespace lcm {
+
+namespace {
+
+double peak_flops(DType dtype, const HardwareSpec& hw) {
+  return dtype == DType::kFp8 ? hw.gpu.peak_fp8_flops : hw.gpu.peak_bf16_flops;
+}
+
+// Topology of a group given its member ranks.
+GroupTopology topology_of(const std::vector<int>& ranks, int gpus_per_node) {
+  GroupTopology t;
+  t.size = static_cast<int>(ranks.size());
+  std::vector<int> nodes;
+  nodes.reserve(ranks.size());
+  for (int r : ranks) nodes.push_back(r / std::max(1, gpus_per_node));
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  t.nodes = static_cast<int>(nodes.size());
+  t.per_node = (t.size + t.nodes - 1) / t.nodes;
+  return t;
+}
+
+}  // namespace
+
+MeshTopology mesh_topology(const Scenario& s, const Mesh& m) {
+  MeshTopology topo;
+  const int gpn = s.hardware.interconnect.gpus_per_node;
+  const RankGrid dense = dense_grid(m, s.parallel);
+  const RankGrid expert = expert_grid(m, s.parallel);
+  auto set = [&](CommDim d, const std::vector<int>& ranks) {
+    topo.dim[static_cast<size_t>(d)] = topology_of(ranks, gpn);
+  };
+  set(CommDim::kTp, group_ranks(dense, Dim::kTp, 0));
+  set(CommDim::kCp, group_ranks(dense, Dim::kCp, 0));
+  set(CommDim::kPp, group_ranks(dense, Dim::kPp, 0));
+  set(CommDim::kEp, group_ranks(expert, Dim::kEp, 0));
+  set(CommDim::kEdp, group_ranks(expert, Dim::kDp, 0));
+  // Dense gradients reduce over DP x CP: every rank sharing rank 0's tp and pp coordinates.
+  std::vector<int> dpcp;
+  for (int cp_rank : group_ranks(dense, Dim::kCp, 0))
+    for (int r : group_ranks(dense, Dim::kDp, cp_rank)) dpcp.push_back(r);
+  set(CommDim::kDp, dpcp);
+  // Tied-embedding sync: first and last pipeline stage.
+  std::vector<int> pp = group_ranks(dense, Dim::kPp, 0);
+  set(CommDim::kEmb, pp.size() > 1 ? std::vector<int>{pp.front(), pp.back()} : pp);
+  return topo;
+}
+
+double gemm_efficiency(const GemmShape& g, const HardwareSpec& hw) {
+  const EfficiencySpec& e = hw.efficiency;
+  const int groups = std::max(1, g.groups);
+  const double m = static_cast<double>(g.m) / groups;  // rows per grouped GEMM
+  if (m <= 0 || g.n <= 0 || g.k <= 0) return e.gemm;
+  const double n = static_cast<double>(g.n), k = static_cast<double>(g.k);
+  auto shape = [&](double d) { return d / (d + e.gemm_dim_half); };
+  // Wave quantization: tiles over all groups share the SMs.
+  const double tiles = std::ceil(m / e.gemm_tile_m) * std::ceil(n / e.gemm_tile_n) * groups;
+  const double sms = std::max(1, hw.gpu.num_sms);
+  const double waves = std::ceil(tiles / sms);
+  const double wave_eff = tiles / (waves * sms);
+  // Partial tiles at the edges do full-tile work.
+  const double tile_eff = (m * n * groups) / (tiles * e.gemm_tile_m * e.gemm_tile_n);
+  return e.gemm * shape(m) * shape(n) * shape(k) * wave_eff * tile_eff;
+}
+
+double gemm_time(const GemmShape& g, DType dtype, const HardwareSpec& hw) {
+  const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+  if (flops <= 0) return 0;
+  return flops / (peak_flops(dtype, hw) * gemm_efficiency(g, hw));
+}
+
+double attention_time(const AttentionShape& a, double flops, bool backward, const HardwareSpec& hw) {
+  if (flops <= 0) return 0;
+  const EfficiencySpec& e = hw.efficiency;
+  const double kv = static_cast<double>(a.seq_kv) * a.work_fraction;
+  const double eff = (backward ? e.attention_bwd : e.attention_fwd) * kv / (kv + e.attention_seq_half);
+  return flops / (hw.gpu.peak_bf16_flops * eff);
+}
+
+double memory_time(double bytes, const HardwareSpec& hw) {
+  return bytes / (hw.gpu.hbm_bw * hw.efficiency.hbm);
+}
+
+double collective_time(const CollectiveShape& c, const GroupTopology& topo, const HardwareSpec& hw) {
+  const int n = std::max(1, c.group_size);
+  if (n <= 1 || c.message_bytes <= 0) return 0;
+  const InterconnectSpec& ic = hw.interconnect;
+  const EfficiencySpec& e = hw.efficiency;
+  const double S = c.message_bytes;
+  auto eff = [](double peak, double bytes, double half) { return peak * bytes / (bytes + half); };
+  const bool intra = topo.nodes <= 1;
+  // Per-rank bus bandwidth. Inside a node: NVLink. Across nodes, rings are NIC-bound: each
+  // rank of the group drives its own NIC, so a group with r ranks per node moves r NICs'
+  // worth per node while each rank also pushes (r-1)/r of its ring traffic over NVLink.
+  const double nvl = eff(ic.nvlink_bw * e.nvlink, S, e.nvlink_half_bytes);
+  const double nic = eff(ic.nic_bw * e.nic, S, e.nic_half_bytes);
+  switch (c.kind) {
+    case Collective::kAllReduce:
+    case Collective::kAllGather:
+    case Collective::kReduceScatter: {
+      const double busbw = intra ? nvl : std::min(nvl, nic * topo.per_node);
+      const double steps = c.kind == Collective::kAllReduce ? 2.0 * (n - 1) : static_cast<double>(n - 1);
+      const double latency = steps * (intra ? ic.nvlink_latency : ic.nic_latency);
+      return latency + S * bus_factor(c.kind, n) / busbw;
+    }
+    case Collective::kAllToAll: {
+      // Each rank sends S/n to every peer: (per_node-1)/n of S over NVLink, the rest
+      // through its own NIC (per-GPU NIC bandwidth does not aggregate for all-to-all).
+      const double on_node = static_cast<double>(std::min(topo.per_node, n) - 1) / n;
+      const double off_node = intra ? 0.0 : static_cast<double>(n - topo.per_node) / n;
+      const double t_nvl = S * on_node / nvl;
+      const double t_nic = off_node > 0 ? S * off_node / nic : 0.0;
+      const double latency = intra ? ic.nvlink_latency : ic.nic_latency;
+      return latency + std::max(t_nvl, t_nic);
+    }
+    case Collective::kSendRecv: {
+      // One neighbour; a group spanning nodes has a neighbour off node.
+      return (intra ? ic.nvlink_latency + S / nvl : ic.nic_latency + S / nic);
+    }
+  }
+  return 0;
+}
+
+double op_time(const Op& op, const MeshTopology& topo, const HardwareSpec& hw) {
+  switch (op.kind) {
+    case OpKind::kGemm: return gemm_time(op.gemm, op.dtype, hw);
+    case OpKind::kAttention: return attention_time(op.attn, op.flops, op.pass == Pass::kBwd, hw);
+    case OpKind::kMemoryBound: return memory_time(op.bytes, hw);
+    case OpKind::kCollective:
+    case OpKind::kSendRecv: {
+      // TP-stream collectives of expert layers run on the ETP group, which sits inside
+      // the TP span of the rank order; use the TP topology with the op's group size.
+      GroupTopology t = topo[op.coll.dim];
+      if (t.size != op.coll.group_size) {
+        t.size = op.coll.group_size;
+        t.per_node = std::min(t.per_node, t.size);
+        t.nodes = (t.size + t.per_node - 1) / t.per_node;
+      }
+      return collective_time(op.coll, t, hw);
+    }
+  }
+  return 0;
+}
+
+}  // namespace lcm

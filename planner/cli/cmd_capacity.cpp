@@ -1,0 +1,5 @@
+// Scaffolding: replaced in this issue.
+#include "commands.hpp"
+namespace lcm::cli {
+void register_capacity(CLI::App&, int&) {}
+}  // namespace lcm::cli

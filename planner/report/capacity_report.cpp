@@ -1,0 +1,2 @@
+// Scaffolding: replaced in this issue.
+namespace lcm {}
