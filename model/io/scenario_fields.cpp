@@ -46,7 +46,7 @@ FieldSpec integer(Section sec, std::string_view key, Acc acc, int64_t min, bool 
   return {sec, key, required,
           [acc, min, max](const YAML::Node& n, ScenarioDraft& d) -> std::string {
             auto r = read_int(n, min, max);
-            if (failed(r)) return std::get<1>(r);
+            if (failed(r)) return why(r);
             acc(d.s) = static_cast<T>(std::get<0>(r));
             return {};
           },
@@ -61,7 +61,7 @@ FieldSpec optional_count(Section sec, std::string_view key, Acc acc) {
           [acc](const YAML::Node& n, ScenarioDraft& d) -> std::string {
             if (n.IsNull()) return acc(d.s) = 0, std::string();
             auto r = read_int(n, 1, INT_MAX);
-            if (failed(r)) return std::get<1>(r) + " (or null for none)";
+            if (failed(r)) return why(r) + " (or null for none)";
             acc(d.s) = static_cast<T>(std::get<0>(r));
             return {};
           },
@@ -76,7 +76,7 @@ FieldSpec real(Section sec, std::string_view key, Acc acc, double min, bool excl
   return {sec, key, false,
           [acc, min, exclusive](const YAML::Node& n, ScenarioDraft& d) -> std::string {
             auto r = read_double(n, min, exclusive);
-            if (failed(r)) return std::get<1>(r);
+            if (failed(r)) return why(r);
             acc(d.s) = std::get<0>(r);
             return {};
           },
@@ -88,7 +88,7 @@ FieldSpec boolean(Section sec, std::string_view key, Acc acc) {
   return {sec, key, false,
           [acc](const YAML::Node& n, ScenarioDraft& d) -> std::string {
             auto r = read_bool(n);
-            if (failed(r)) return std::get<1>(r);
+            if (failed(r)) return why(r);
             acc(d.s) = std::get<0>(r);
             return {};
           },
@@ -101,7 +101,7 @@ FieldSpec enumeration(Section sec, std::string_view key, Acc acc) {
   return {sec, key, false,
           [acc](const YAML::Node& n, ScenarioDraft& d) -> std::string {
             auto r = read_string(n);
-            if (failed(r)) return std::get<1>(r) + "; expected one of: " + spelling_list<E>();
+            if (failed(r)) return why(r) + "; expected one of: " + spelling_list<E>();
             const auto v = parse_enum<E>(std::get<0>(r));
             if (!v) return fmt::format("expected one of: {}; got '{}'", spelling_list<E>(), std::get<0>(r));
             acc(d.s) = *v;
@@ -126,11 +126,11 @@ std::string parse_rope_scaling(const YAML::Node& n, ScenarioDraft& d) {
       else rs.type = *t;
     } else if (sub == "factor") {
       auto r = read_double(kv.second, 0.0, true);
-      if (failed(r)) err = "factor: " + std::get<1>(r);
+      if (failed(r)) err = "factor: " + why(r);
       else rs.factor = std::get<0>(r);
     } else if (sub == "original_max_position_embeddings") {
       auto r = read_int(kv.second, 1);
-      if (failed(r)) err = "original_max_position_embeddings: " + std::get<1>(r);
+      if (failed(r)) err = "original_max_position_embeddings: " + why(r);
       else rs.original_max_position_embeddings = std::get<0>(r);
     } else {
       std::vector<std::string> keys(std::begin(kRopeScalingKeys), std::end(kRopeScalingKeys));
@@ -159,7 +159,7 @@ std::string parse_moe_layer_freq(const YAML::Node& n, ScenarioDraft& d) {
     std::vector<int> v;
     for (const auto& e : n) {
       auto r = read_int(e, 0, 1);
-      if (failed(r)) return expected + "; list element: " + std::get<1>(r);
+      if (failed(r)) return expected + "; list element: " + why(r);
       v.push_back(static_cast<int>(std::get<0>(r)));
     }
     d.moe_layer_freq = std::move(v);
@@ -174,7 +174,7 @@ std::string parse_moe_layer_freq(const YAML::Node& n, ScenarioDraft& d) {
     return {};
   }
   auto r = eval_list_pattern(text);
-  if (failed(r)) return std::get<1>(r);
+  if (failed(r)) return why(r);
   for (int v : std::get<0>(r))
     if (v != 0 && v != 1) return fmt::format("moe_layer_freq pattern '{}' must contain only 0 and 1", text);
   d.moe_layer_freq = std::get<0>(r);
@@ -192,7 +192,7 @@ std::string parse_recompute_modules(const YAML::Node& n, ScenarioDraft& d) {
   if (n.IsSequence()) {
     for (const auto& e : n) {
       auto r = read_string(e);
-      if (failed(r)) return "list element: " + std::get<1>(r);
+      if (failed(r)) return "list element: " + why(r);
       names.push_back(std::get<0>(r));
     }
   } else if (n.IsScalar()) {  // Megatron CLI form: "core_attn moe_act"
@@ -229,7 +229,7 @@ std::string parse_hcp_sizes(const YAML::Node& n, ScenarioDraft& d) {
   std::vector<int> v;
   for (const auto& e : n) {
     auto r = read_int(e, 1, INT_MAX);
-    if (failed(r)) return "list element: " + std::get<1>(r);
+    if (failed(r)) return "list element: " + why(r);
     v.push_back(static_cast<int>(std::get<0>(r)));
   }
   d.s.parallel.hierarchical_context_parallel_sizes = std::move(v);
@@ -260,7 +260,7 @@ std::vector<FieldSpec> build() {
   f.push_back({Section::kTop, "name", true,
                [](const YAML::Node& n, ScenarioDraft& d) -> std::string {
                  auto r = read_string(n);
-                 if (failed(r)) return std::get<1>(r);
+                 if (failed(r)) return why(r);
                  d.s.name = std::get<0>(r);
                  return {};
                },
@@ -269,7 +269,7 @@ std::vector<FieldSpec> build() {
   f.push_back({M, "name", false,
                [](const YAML::Node& n, ScenarioDraft& d) -> std::string {
                  auto r = read_string(n);
-                 if (failed(r)) return std::get<1>(r);
+                 if (failed(r)) return why(r);
                  d.s.model.name = std::get<0>(r);
                  return {};
                },
@@ -305,7 +305,7 @@ std::vector<FieldSpec> build() {
                [](const YAML::Node& n, ScenarioDraft& d) -> std::string {
                  if (n.IsNull()) return d.s.model.moe_expert_capacity_factor = 0.0, std::string();
                  auto r = read_double(n, 0.0, true);
-                 if (failed(r)) return std::get<1>(r) + " (or null for dropless)";
+                 if (failed(r)) return why(r) + " (or null for dropless)";
                  d.s.model.moe_expert_capacity_factor = std::get<0>(r);
                  return {};
                },
@@ -334,7 +334,7 @@ std::vector<FieldSpec> build() {
   f.push_back({T, "seq_length", true,
                [](const YAML::Node& n, ScenarioDraft& d) -> std::string {
                  auto r = read_size_with_suffix(n, 1);
-                 if (failed(r)) return std::get<1>(r);
+                 if (failed(r)) return why(r);
                  d.s.training.seq_length = std::get<0>(r);
                  return {};
                },

@@ -81,16 +81,16 @@ std::string bound_text(int64_t min, int64_t max) {
 Read<int64_t> read_int(const YAML::Node& n, int64_t min, int64_t max) {
   const auto v = n.IsScalar() ? to_int(n.Scalar()) : std::nullopt;
   if (!v || !is_plain_scalar(n))
-    return fmt::format("expected an integer{}, got {}{}", bound_text(min, max), describe(n), quoted_hint(n));
-  if (*v < min || *v > max) return fmt::format("expected an integer{}, got {}", bound_text(min, max), *v);
+    return Bad{fmt::format("expected an integer{}, got {}{}", bound_text(min, max), describe(n), quoted_hint(n))};
+  if (*v < min || *v > max) return Bad{fmt::format("expected an integer{}, got {}", bound_text(min, max), *v)};
   return *v;
 }
 
 Read<double> read_double(const YAML::Node& n, double min, bool min_exclusive) {
   const auto v = n.IsScalar() ? to_double(n.Scalar()) : std::nullopt;
   const std::string bound = fmt::format(" {} {}", min_exclusive ? ">" : ">=", min);
-  if (!v || !is_plain_scalar(n)) return fmt::format("expected a number{}, got {}{}", bound, describe(n), quoted_hint(n));
-  if (min_exclusive ? !(*v > min) : !(*v >= min)) return fmt::format("expected a number{}, got {}", bound, n.Scalar());
+  if (!v || !is_plain_scalar(n)) return Bad{fmt::format("expected a number{}, got {}{}", bound, describe(n), quoted_hint(n))};
+  if (min_exclusive ? !(*v > min) : !(*v >= min)) return Bad{fmt::format("expected a number{}, got {}", bound, n.Scalar())};
   return *v;
 }
 
@@ -100,11 +100,11 @@ Read<bool> read_bool(const YAML::Node& n) {
     if (s == "true" || s == "True" || s == "TRUE") return true;
     if (s == "false" || s == "False" || s == "FALSE") return false;
   }
-  return fmt::format("expected true or false, got {}", describe(n));
+  return Bad{fmt::format("expected true or false, got {}", describe(n))};
 }
 
 Read<std::string> read_string(const YAML::Node& n) {
-  if (!n.IsScalar()) return fmt::format("expected a string, got {}", describe(n));
+  if (!n.IsScalar()) return Bad{fmt::format("expected a string, got {}", describe(n))};
   return n.Scalar();
 }
 
@@ -114,16 +114,16 @@ Read<int64_t> parse_size_with_suffix(std::string_view text, int64_t min) {
   if (!s.empty() && (s.back() == 'K' || s.back() == 'k')) mult = 1024, s.remove_suffix(1);
   else if (!s.empty() && (s.back() == 'M' || s.back() == 'm')) mult = 1024 * 1024, s.remove_suffix(1);
   const auto v = to_int(s);
-  if (!v) return fmt::format("expected an integer or an integer with suffix K (x1024) or M (x1048576), e.g. 128K, got '{}'", text);
-  if (*v > std::numeric_limits<int64_t>::max() / mult) return fmt::format("value '{}' is too large", text);
+  if (!v) return Bad{fmt::format("expected an integer or an integer with suffix K (x1024) or M (x1048576), e.g. 128K, got '{}'", text)};
+  if (*v > std::numeric_limits<int64_t>::max() / mult) return Bad{fmt::format("value '{}' is too large", text)};
   const int64_t out = *v * mult;
-  if (out < min) return fmt::format("expected a size >= {}, got {}", min, out);
+  if (out < min) return Bad{fmt::format("expected a size >= {}, got {}", min, out)};
   return out;
 }
 
 Read<int64_t> read_size_with_suffix(const YAML::Node& n, int64_t min) {
   if (!n.IsScalar())
-    return fmt::format("expected an integer or a size like 128K, got {}", describe(n));
+    return Bad{fmt::format("expected an integer or a size like 128K, got {}", describe(n))};
   return parse_size_with_suffix(n.Scalar(), min);
 }
 
@@ -142,12 +142,12 @@ class PatternParser {
 
   Read<std::vector<int>> run() {
     if (s_.find_first_not_of("0123456789,[]()+* ") != std::string_view::npos)
-      return fmt::format("invalid pattern '{}': only digits and , [ ] ( ) + * are allowed", s_);
+      return Bad{fmt::format("invalid pattern '{}': only digits and , [ ] ( ) + * are allowed", s_)};
     auto v = expr();
-    if (!err_.empty()) return err_;
+    if (!err_.empty()) return Bad{err_};
     skip();
-    if (pos_ != s_.size()) return fmt::format("invalid pattern '{}': unexpected '{}' at offset {}", s_, s_[pos_], pos_);
-    if (!v.is_list) return fmt::format("invalid pattern '{}': expected a list expression", s_);
+    if (pos_ != s_.size()) return Bad{fmt::format("invalid pattern '{}': unexpected '{}' at offset {}", s_, s_[pos_], pos_)};
+    if (!v.is_list) return Bad{fmt::format("invalid pattern '{}': expected a list expression", s_)};
     return v.list;
   }
 

@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include "lcm/model/io/config_error.hpp"
@@ -33,12 +34,19 @@ ConfigError error_at(const Loc& loc, std::string key, std::string message);
 // mark, DeepRecursion, bad conversions) becomes a ConfigError.
 Result<YAML::Node> parse_yaml(const std::string& text, const std::string& file);
 
-// Value-or-message for the typed readers.
+// Value-or-message for the typed readers: Bad carries what was expected.
+struct Bad {
+  std::string message;
+};
 template <class T>
-using Read = std::variant<T, std::string>;
+using Read = std::variant<T, Bad>;
 template <class T>
 bool failed(const Read<T>& r) {
   return r.index() == 1;
+}
+template <class T>
+const std::string& why(const Read<T>& r) {
+  return std::get<1>(r).message;
 }
 
 // Integers: plain scalars of decimal digits with an optional sign. `min`/`max` are

@@ -89,13 +89,12 @@ struct Work {
   bool first = false, last = false;
   double tokens = 0;      // b * s / c: tokens of one micro-batch on this CP rank
   double m = 1;           // micro-batches per step
-  // Layers whose forward collectives run again in the backward pass (recomputation).
-  double rc_full = 0;     // fraction of layers fully recomputed (recompute_granularity=full)
-  double rc_cp = 0;       // attention layers whose CP exchange is recomputed
-  double rc_mlp = 0;      // dense-MLP blocks recomputed ("mlp")
-  double rc_moe = 0;      // MoE layers recomputed ("moe", or full)
-  double rc_shared = 0;   // shared-expert blocks recomputed ("shared_experts" or "moe")
-  double rc_mla_up = 0;   // MLA up-projection inputs re-gathered ("mla_up_proj")
+  // Forward collectives that run again in the backward pass (recomputation), per micro-batch.
+  double rc_attn = 0;     // attention blocks fully recomputed (full): enter and exit
+  double rc_mlp = 0;      // TP-sharded MLP blocks recomputed (dense MLP, shared expert)
+  double rc_mla_up = 0;   // MLA latent all-gathers re-run by "mla_up_proj" (selective)
+  double rc_cp = 0;       // attention layers whose CP exchange is re-run
+  double rc_moe = 0;      // MoE layers whose dispatch / combine are re-run
 };
 
 int busiest_stage(const std::vector<StageLayers>& layers) {
@@ -129,22 +128,22 @@ Work stage_work(const Scenario& s, const Mesh& m, const StageLayers& st, int sta
   w.m = m.num_micro_batches;
 
   const bool shared = model.moe_shared_expert_intermediate_size > 0;
-  if (par.recompute_granularity == RecomputeGranularity::kFull && st.num_layers > 0) {
-    // uniform: every layer of the stage; block: the first N layers of each model chunk.
-    double n = st.num_layers;
-    if (par.recompute_method == RecomputeMethod::kBlock) {
-      n = std::min<double>(st.num_layers, static_cast<double>(par.recompute_num_layers) * m.vp);
-    }
-    w.rc_full = n / st.num_layers;
-    w.rc_cp = w.rc_full * w.layers;
-    w.rc_moe = w.rc_full * w.moe;  // TP blocks of these layers: via rc_full in add_tp
+  if (par.recompute_granularity == RecomputeGranularity::kFull) {
+    // stage_layers counts them: every layer (uniform) or the first recompute_num_layers
+    // of each model chunk (block). MTP blocks are outside the recomputed decoder.
+    const double rec = st.num_recomputed_layers;
+    const double rec_moe = st.num_recomputed_moe_layers;
+    w.rc_attn = rec;
+    w.rc_mlp = (rec - rec_moe) + (shared ? rec_moe : 0.0);
+    w.rc_cp = rec;
+    w.rc_moe = rec_moe;
   } else if (par.recompute_granularity == RecomputeGranularity::kSelective) {
     const uint32_t mods = par.recompute_modules;
     // TE re-runs the whole checkpointed core attention, CP exchange included.
     if (mods & kRecomputeCoreAttn) w.rc_cp = w.layers;
-    if (mods & kRecomputeMlp) w.rc_mlp = w.dense;
+    if (mods & kRecomputeMlp) w.rc_mlp += w.dense;
     if (mods & kRecomputeMoe) w.rc_moe = w.moe;
-    if (shared && (mods & (kRecomputeMoe | kRecomputeSharedExperts))) w.rc_shared = w.moe;
+    if (shared && (mods & (kRecomputeMoe | kRecomputeSharedExperts))) w.rc_mlp += w.moe;
     if (model.multi_latent_attention && (mods & kRecomputeMlaUpProj)) w.rc_mla_up = w.layers;
   }
   return w;
@@ -176,10 +175,9 @@ void add_tp(Items& out, const Scenario& s, const Mesh& m, const Work& w) {
   const double enter_lat = mla ? w.layers : 0.0;
 
   // Recomputed forward collectives.
-  const double rc_blocks = w.rc_mlp + w.rc_shared;
-  const double rc_enter_h = w.rc_full * (enter_h + enter_2h) + rc_blocks;  // eh_proj: act
-  const double rc_exit_h = w.rc_full * exit_h + rc_blocks;
-  const double rc_enter_lat = w.rc_full * enter_lat + w.rc_mla_up;
+  const double rc_enter_h = (mla ? 0.0 : w.rc_attn) + w.rc_mlp;
+  const double rc_exit_h = w.rc_attn + w.rc_mlp;
+  const double rc_enter_lat = mla ? w.rc_attn + w.rc_mla_up : 0.0;
 
   const double mb = w.m;
   if (m.sp) {
@@ -187,7 +185,7 @@ void add_tp(Items& out, const Scenario& s, const Mesh& m, const Work& w) {
     out.add(CommDim::kTp, Collective::kAllGather, "tp.sp.allgather", t, act,
             mb * (enter_h + exit_h + rc_enter_h));
     out.add(CommDim::kTp, Collective::kAllGather, "tp.sp.allgather", t, 2.0 * act,
-            mb * enter_2h * (1.0 + w.rc_full));
+            mb * enter_2h);
     out.add(CommDim::kTp, Collective::kReduceScatter, "tp.sp.reducescatter", t, act,
             mb * (exit_h + enter_h + rc_exit_h));
     out.add(CommDim::kTp, Collective::kReduceScatter, "tp.sp.reducescatter", t, 2.0 * act,
@@ -424,14 +422,9 @@ void add_dp_group(Items& out, const DpNames& nm, DpSharding how, int n, double p
   }
 }
 
-void add_dp(Items& out, const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
-            int stage, const Work& w) {
+void add_dp(Items& out, const Scenario& s, const Mesh& m, const GpuParams& p, const Work& w) {
   const int n_dense = m.dp * m.cp;
   const int n_expert = s.model.num_experts > 0 ? m.edp : 1;
-  if (n_dense <= 1 && n_expert <= 1) return;
-  const std::vector<GpuParams> gp = gpu_params(s, m, layers);
-  if (gp.size() <= static_cast<size_t>(stage)) return;
-  const GpuParams& p = gp[static_cast<size_t>(stage)];
   const double grad_bytes = s.training.grad_reduce_in_fp32 ? 4.0 : 2.0;
   const DpSharding how = effective_sharding(s.parallel);
   add_dp_group(out,
@@ -442,6 +435,23 @@ void add_dp(Items& out, const Scenario& s, const Mesh& m, const std::vector<Stag
                {CommDim::kEdp, "edp.allreduce.grads", "edp.reducescatter.grads",
                 "edp.allgather.params"},
                how, n_expert, p.expert, grad_bytes, w.m);
+}
+
+// finalize_model_grads (_allreduce_non_tensor_model_parallel_grads): with sequence
+// parallelism every TP-replicated parameter (norms, router, duplicated MLA down
+// projections, row-parallel biases) sees only its rank's tokens, so its main grad is summed
+// over TP once per step. gpu_params gives dense = sharded / t + replicated; evaluating it
+// again at tp = 1 (same padded vocab) separates the replicated part.
+void add_tp_grad_sync(Items& out, const Scenario& s, const Mesh& m,
+                      const std::vector<StageLayers>& layers, int stage, const GpuParams& p) {
+  if (!m.sp || m.tp <= 1) return;
+  Mesh one = m;
+  one.tp = 1;
+  const double dense_1 = gpu_params(s, one, layers)[static_cast<size_t>(stage)].dense;
+  const double replicated = std::max(0.0, (m.tp * p.dense - dense_1) / (m.tp - 1));
+  const double grad_bytes = s.training.grad_reduce_in_fp32 ? 4.0 : 2.0;
+  out.add(CommDim::kTp, Collective::kAllReduce, "tp.allreduce.grads", m.tp,
+          replicated * grad_bytes, 1.0);
 }
 
 void add_embedding_sync(Items& out, const Scenario& s, const Mesh& m, const Work& w) {
@@ -468,7 +478,12 @@ Comm estimate_comm(const Scenario& s, const Mesh& m, const std::vector<StageLaye
   add_cp(out, s, m, w);
   add_ep(out, s, m, w);
   add_pp(out, m, s, w);
-  add_dp(out, s, m, layers, c.stage, w);
+  const bool sharded_data = m.dp * m.cp > 1 || (s.model.num_experts > 0 && m.edp > 1);
+  if (sharded_data || (m.sp && m.tp > 1)) {
+    const GpuParams p = gpu_params(s, m, layers)[static_cast<size_t>(c.stage)];
+    add_dp(out, s, m, p, w);
+    add_tp_grad_sync(out, s, m, layers, c.stage, p);
+  }
   add_embedding_sync(out, s, m, w);
   for (int i = 0; i < c.num_items; ++i) {
     const CommItem& it = c.items[static_cast<size_t>(i)];

@@ -150,30 +150,15 @@ bool mtp_is_moe(const ModelSpec& m) {  // Megatron: MTP layers copy the last lay
   return m.num_layers > 0 && is_moe_layer(m, m.num_layers - 1);
 }
 
-// Layers rerun by full recompute. uniform: every layer (recompute_num_layers only sets
-// the checkpoint group size). block: the first recompute_num_layers layers of each model
-// chunk (megatron/core/recompute.py; num_layers_per_pipeline_rank is the chunk's size).
-// The FP8 "skip until hidden_states requires grad" shift is ignored.
+// Layers rerun by full recompute, as assigned per pipeline stage and model chunk by
+// stage_layers() (mesh.cpp: uniform reruns every layer; block the first
+// recompute_num_layers of each chunk; megatron/core/recompute.py). The FP8 "skip until
+// hidden_states requires grad" shift is ignored.
 LayerCount full_recompute_layers(const Scenario& s, const Mesh& m) {
-  const ModelSpec& model = s.model;
-  if (s.parallel.recompute_method == RecomputeMethod::kUniform) return all_layers(model);
-  const int per_chunk = s.parallel.recompute_num_layers;
   LayerCount c;
-  if (m.vp > 1) {  // chunk k holds layers [k*n - emb, (k+1)*n - emb), as in mesh.cpp
-    const int n = s.parallel.num_layers_per_virtual_pipeline_stage;
-    const int emb = s.parallel.account_for_embedding_in_pipeline_split ? 1 : 0;
-    for (int k = 0; k < m.pp * m.vp; ++k) {
-      const int lo = std::max(k * n - emb, 0);
-      const int hi = std::min((k + 1) * n - emb, model.num_layers);
-      for (int i = lo; i < std::min(lo + per_chunk, hi); ++i) count_layer(model, i, c);
-    }
-    return c;
-  }
-  int first = 0;
   for (const StageLayers& st : stage_layers(s, m)) {
-    for (int i = first; i < first + std::min(per_chunk, st.num_layers); ++i)
-      count_layer(model, i, c);
-    first += st.num_layers;
+    c.moe += st.num_recomputed_moe_layers;
+    c.dense += st.num_recomputed_layers - st.num_recomputed_moe_layers;
   }
   return c;
 }

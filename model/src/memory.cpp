@@ -138,7 +138,6 @@ LayerModel model_layer(const Shape& x, bool moe, uint32_t modules) {
       drop_core += 4.0 * heads * x.b * x.s;  // fp32 softmax log-sum-exp
     }
     if (x.hidden_drop) keep += Ts * h;  // dropout mask after the output projection
-    (void)q_width;
     full_attn = keep + drop_core + drop_ln + drop_up;
     attn = keep + (rc_core ? 0 : drop_core) + ((rc_ln && x.mla) ? 0 : drop_ln) + (rc_up && x.mla ? 0 : drop_up);
 
@@ -180,9 +179,9 @@ LayerModel model_layer(const Shape& x, bool moe, uint32_t modules) {
     if (rc_moe) {
       mlp = in + mask;
     } else {
-      mlp = ((rc_ln) ? 0 : in) + router + e_in + e_fc1 + (rc_moe_act ? 0 : e_act) + e_probs +
+      // `layernorm` recomputes the separate pre-MLP norm's output; its input is in `norms`.
+      mlp = (rc_ln ? 0 : in) + router + e_in + e_fc1 + (rc_moe_act ? 0 : e_act) + e_probs +
             (rc_shared ? 0 : sh_fc1 + sh_act) + mask;
-      if (rc_ln) mlp += 0;  // the norm output is recomputed; its input is counted in `norms`
     }
     // Working set: dispatch keeps permuted, received and sorted token copies at once in
     // forward; backward holds the gradients of the expert intermediates.

@@ -71,6 +71,7 @@ constexpr double kRelativeCutoff = 1e-18;  // stop summing when a term is this s
 class Rng {
  public:
   explicit Rng(uint64_t seed) : g_(seed) {}
+  uint64_t bits() { return g_(); }
   double uniform01() { return static_cast<double>(g_() >> 11) * 0x1.0p-53; }  // [0, 1)
   // Uniform in [0, n), unbiased (Lemire 2019, multiply-and-reject).
   uint64_t below(uint64_t n) {
@@ -116,9 +117,12 @@ class AliasTable {
     for (size_t i : large) prob_[i] = 1.0;
     for (size_t i : small) prob_[i] = 1.0;  // rounding leftovers
   }
+  // One 64-bit draw: the high 32 bits pick the column (multiply-shift, bias < E / 2^32),
+  // the low 32 bits are the coin (resolution 2^-32).
   size_t draw(Rng& rng) const {
-    const size_t i = rng.below(prob_.size());
-    return rng.uniform01() < prob_[i] ? i : alias_[i];
+    const uint64_t r = rng.bits();
+    const auto i = static_cast<size_t>(((r >> 32) * prob_.size()) >> 32);
+    return static_cast<double>(r & 0xffffffffu) * 0x1.0p-32 < prob_[i] ? i : alias_[i];
   }
 
  private:
@@ -370,6 +374,14 @@ std::vector<DropStats> monte_carlo_drop_fraction(const std::vector<double>& weig
     const double half = 1.96 * st.sd / std::sqrt(n);
     st.ci_low = std::max(0.0, st.mean - half);
     st.ci_high = std::min(1.0, st.mean + half);
+    if (st.mean == 0.0) {
+      // No sample dropped anything: the normal interval collapses to [0, 0]. Bound the
+      // mean instead by P(any drop) <= 3/N (95%, rule of three) times the largest drop
+      // fraction possible, (T - C)/T (k experts filled to T tokens each).
+      const double cap = static_cast<double>(capacities[c]);
+      const double worst = std::max(0.0, (static_cast<double>(tokens) - cap) / static_cast<double>(tokens));
+      st.ci_high = std::min(1.0, 3.0 / n * worst);
+    }
   }
   return out;
 }
@@ -392,13 +404,16 @@ double measured_drop_fraction(const std::vector<double>& loads, double capacity)
 // ---------------------------------------------------------------------------------
 namespace {
 
-// EP all-to-all bytes sent per GPU per step (dispatch + combine, fwd + bwd, as the comm
-// model counts them for its busiest stage).
-double ep_all_to_all_bytes(const Comm& c) {
+// Bytes sent per GPU per step on the expert-parallel dimension (dispatch + combine, fwd +
+// bwd, as the comm model counts them for its busiest stage): all-to-all items only, or
+// every EP item (with the all-to-all dispatcher: the ETP all-gather / reduce-scatter of
+// the received tokens too).
+double ep_bytes(const Comm& c, bool all_to_all_only) {
   double bytes = 0;
   for (int i = 0; i < c.num_items; ++i) {
     const CommItem& it = c.items[static_cast<size_t>(i)];
-    if (it.dim == CommDim::kEp && it.kind == Collective::kAllToAll) bytes += it.sent_bytes;
+    if (it.dim == CommDim::kEp && (!all_to_all_only || it.kind == Collective::kAllToAll))
+      bytes += it.sent_bytes;
   }
   return bytes;
 }
@@ -453,14 +468,14 @@ CapacitySweep capacity_sweep(const Scenario& s, const CapacityOptions& o) {
     assert(o.loads.size() == static_cast<size_t>(e));
     sw.measured_assignments = std::accumulate(o.loads.begin(), o.loads.end(), 0.0);
     assert(sw.measured_assignments > 0);
-    sw.tokens_from_scenario = false;
+    sw.tokens_source = o.tokens > 0 ? TokensSource::kOverride : TokensSource::kLoads;
     assignments = o.tokens > 0 ? static_cast<double>(o.tokens) * k : sw.measured_assignments;
     sw.tokens = o.tokens > 0 ? o.tokens : std::llround(sw.measured_assignments / k);
     scaled_loads = o.loads;
     for (double& l : scaled_loads) l *= assignments / sw.measured_assignments;
     for (double l : o.loads) sw.inclusion.push_back(l / sw.measured_assignments * k);
   } else {
-    sw.tokens_from_scenario = o.tokens <= 0;
+    sw.tokens_source = o.tokens > 0 ? TokensSource::kOverride : TokensSource::kScenario;
     sw.tokens = o.tokens > 0 ? o.tokens : sw.scenario_tokens;
     assignments = static_cast<double>(sw.tokens) * k;
     if (o.routing == RoutingKind::kZipf) weights = zipf_weights(e, o.zipf_s);
@@ -483,13 +498,19 @@ CapacitySweep capacity_sweep(const Scenario& s, const CapacityOptions& o) {
   base.model.moe_expert_capacity_factor = 0;
   base.model.moe_pad_expert_input_to_capacity = false;
   const Estimate eb = estimate(base);
-  sw.dropless_a2a_bytes = ep_all_to_all_bytes(eb.comm);
+  sw.ep_rule = sw.dispatcher == Dispatcher::kAllToAll   ? EpTrafficRule::kScalesWithSlots
+               : sw.dispatcher == Dispatcher::kAllGather ? EpTrafficRule::kUnchanged
+                                                         : EpTrafficRule::kUpperBound;
+  sw.dropless_a2a_bytes = ep_bytes(eb.comm, /*all_to_all_only=*/true);
+  sw.dropless_ep_bytes = ep_bytes(eb.comm, /*all_to_all_only=*/false);
   sw.dropless_expert_flops = routed_expert_flops(s, eb.flops);
   sw.dropless_peak_bytes = eb.memory.peak_bytes;
   sw.dropless_fits = eb.memory.fits;
   sw.micro_batches = std::max(eb.mesh.num_micro_batches, 1);
-  const auto stage = static_cast<size_t>(std::clamp<int>(eb.comm.stage, 0, static_cast<int>(eb.stage_layers.size()) - 1));
-  sw.moe_layers_on_stage = eb.stage_layers.empty() ? 0 : eb.stage_layers[stage].num_moe_layers;
+  if (!eb.stage_layers.empty()) {
+    const int last = static_cast<int>(eb.stage_layers.size()) - 1;
+    sw.moe_layers_on_stage = eb.stage_layers[static_cast<size_t>(std::clamp(eb.comm.stage, 0, last))].num_moe_layers;
+  }
   const double per_layer_mb = static_cast<double>(std::max(sw.moe_layers_on_stage, 1)) * sw.micro_batches;
   sw.dropless_a2a_bytes_per_layer_microbatch = sw.dropless_a2a_bytes / per_layer_mb;
 
@@ -505,8 +526,10 @@ CapacitySweep capacity_sweep(const Scenario& s, const CapacityOptions& o) {
     r.kept_per_expert = kept / e;
     r.slot_fill = slots > 0 ? std::min(1.0, kept / slots) : 0.0;
     r.processed_fraction = assignments > 0 ? (sw.pad_to_capacity ? slots : kept) / assignments : 0.0;
-    r.a2a_bytes = sw.dropless_a2a_bytes * r.processed_fraction;
-    r.a2a_bytes_per_layer_microbatch = sw.dropless_a2a_bytes_per_layer_microbatch * r.processed_fraction;
+    const double traffic = sw.ep_rule == EpTrafficRule::kScalesWithSlots ? r.processed_fraction : 1.0;
+    r.a2a_bytes = sw.dropless_a2a_bytes * traffic;
+    r.a2a_bytes_per_layer_microbatch = sw.dropless_a2a_bytes_per_layer_microbatch * traffic;
+    r.ep_bytes = sw.dropless_ep_bytes * traffic;
     r.expert_flops = sw.dropless_expert_flops * r.processed_fraction;
 
     Scenario sc = s;

@@ -255,9 +255,11 @@ void moe_block(std::vector<Op>& ops, const Ctx& x) {
   ops.push_back(memory_op("moe.permute", 2.0 * kAct * assignments * h));
   if (m.ep > 1)
     ops.push_back(coll("moe.dispatch.a2a", Collective::kAllToAll, CommDim::kEp, m.ep, assignments * h * dispatch_bytes));
-  // Tokens the local experts process (balanced routing: what this rank sent), gathered over ETP.
-  const double expert_tokens = assignments * m.etp;
-  if (m.etp > 1)
+  // Tokens the local experts process (balanced routing: what this rank sent), gathered over
+  // ETP when tokens arrive sequence-parallel (without SP every TP rank already holds them).
+  const bool etp_gather = m.etp > 1 && m.sp;
+  const double expert_tokens = etp_gather ? assignments * m.etp : assignments;
+  if (etp_gather)
     ops.push_back(coll("moe.dispatch.etp.allgather", Collective::kAllGather, CommDim::kTp, m.etp, expert_tokens * h * kAct));
   const int local_experts = std::max(1, md.num_experts / m.ep);
   const double gate = md.swiglu ? 2.0 : 1.0;
@@ -265,8 +267,10 @@ void moe_block(std::vector<Op>& ops, const Ctx& x) {
   ops.push_back(gemm("moe.experts.fc1", M, static_cast<int64_t>(gate * f_e / m.etp), md.hidden_size, local_experts, x));
   ops.push_back(memory_op("moe.experts.act", kAct * expert_tokens * (gate + 1.0) * f_e / m.etp));
   ops.push_back(gemm("moe.experts.fc2", M, md.hidden_size, static_cast<int64_t>(f_e / m.etp), local_experts, x));
-  if (m.etp > 1)
+  if (etp_gather)
     ops.push_back(coll("moe.combine.etp.reducescatter", Collective::kReduceScatter, CommDim::kTp, m.etp, expert_tokens * h * kAct));
+  if (m.etp > 1 && !m.sp)  // expert outputs are partial sums over the ETP shards of f_e
+    ops.push_back(coll("moe.combine.etp.allreduce", Collective::kAllReduce, CommDim::kTp, m.etp, expert_tokens * h * kAct));
   if (m.ep > 1)
     ops.push_back(coll("moe.combine.a2a", Collective::kAllToAll, CommDim::kEp, m.ep, assignments * h * kAct));
   ops.push_back(memory_op("moe.unpermute", 2.0 * kAct * assignments * h));

@@ -169,8 +169,16 @@ TEST(CommTp, SequenceParallelSplitsEachAllReduceIntoAgAndRsOfEqualTotal) {
   EXPECT_DOUBLE_EQ(sent(c, "tp.embedding.allgather"), 8 * kMiB);
   EXPECT_DOUBLE_EQ(sent(c, "tp.output.allgather"), 8 * kMiB);
   EXPECT_DOUBLE_EQ(sent(c, "tp.output.reducescatter"), 8 * kMiB);
-  EXPECT_DOUBLE_EQ(dim(c, CommDim::kTp), 288 * kMiB);
-  EXPECT_DOUBLE_EQ(dim(c, CommDim::kTp), without_sp);
+  // Activation traffic is unchanged by SP; SP adds the once-per-step all-reduce of the
+  // TP-replicated parameters' fp32 grads: 2 RMSNorms x 4 layers + the final norm = 9 h.
+  const double grad_sync = 9.0 * 1024.0 * 4.0;
+  const CommItem* g = find(c, "tp.allreduce.grads");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->kind, Collective::kAllReduce);
+  EXPECT_DOUBLE_EQ(g->calls, 1.0);
+  EXPECT_DOUBLE_EQ(g->sent_bytes, grad_sync);  // AR over 2 sends S
+  EXPECT_DOUBLE_EQ(dim(c, CommDim::kTp), 288 * kMiB + grad_sync);
+  EXPECT_DOUBLE_EQ(dim(c, CommDim::kTp) - grad_sync, without_sp);
 }
 
 TEST(CommTp, FourWayTpTotalsAgreeWithAndWithoutSp) {
@@ -181,8 +189,10 @@ TEST(CommTp, FourWayTpTotalsAgreeWithAndWithoutSp) {
   EXPECT_DOUBLE_EQ(dim(ar, CommDim::kTp), 18 * 24 * kMiB);
   s.parallel.sequence_parallel = true;
   const Comm sp = run(s);
-  EXPECT_DOUBLE_EQ(dim(sp, CommDim::kTp), 36 * 12 * kMiB);
-  EXPECT_DOUBLE_EQ(dim(sp, CommDim::kTp), dim(ar, CommDim::kTp));
+  const double grad_sync = 1.5 * 9.0 * 1024.0 * 4.0;  // 2(t-1)/t x 9h fp32 norm grads
+  EXPECT_DOUBLE_EQ(sent(sp, "tp.allreduce.grads"), grad_sync);
+  EXPECT_DOUBLE_EQ(dim(sp, CommDim::kTp) - grad_sync, 36 * 12 * kMiB);
+  EXPECT_DOUBLE_EQ(dim(sp, CommDim::kTp) - grad_sync, dim(ar, CommDim::kTp));
 }
 
 TEST(CommTp, FullRecomputeRepeatsForwardCollectives) {
@@ -200,6 +210,31 @@ TEST(CommTp, FullRecomputeRepeatsForwardCollectives) {
   s.parallel.sequence_parallel = false;
   s.parallel.recompute_method = RecomputeMethod::kBlock;
   EXPECT_DOUBLE_EQ(calls(run(s), "tp.allreduce"), 16.0 + 2.0);
+}
+
+TEST(CommTp, BlockRecomputeCountsTheFirstLayersOfEachModelChunk) {
+  Scenario s = dense_scenario();
+  s.model.num_layers = 8;
+  layout(s, 2, 1, 2, 4);
+  s.parallel.num_layers_per_virtual_pipeline_stage = 2;  // vp = 2: 2 chunks of 2 per rank
+  s.parallel.recompute_granularity = RecomputeGranularity::kFull;
+  s.parallel.recompute_method = RecomputeMethod::kBlock;
+  s.parallel.recompute_num_layers = 1;
+  // Stage 0: 4 layers x 4 AR + 1 recomputed layer per chunk x 2 chunks x 2 fwd AR.
+  EXPECT_DOUBLE_EQ(calls(run(s), "tp.allreduce"), 16.0 + 4.0);
+}
+
+TEST(CommTp, FullRecomputeOfMoeLayersRepeatsAttentionAndSharedExpert) {
+  Scenario s = moe_scenario();
+  s.model.moe_shared_expert_intermediate_size = 1024;
+  layout(s, 2, 1, 1, 2, /*ep=*/2, /*etp=*/1);
+  s.parallel.sequence_parallel = true;
+  s.parallel.recompute_granularity = RecomputeGranularity::kFull;
+  const Comm c = run(s);
+  // Per layer: attention + shared expert, each AG + RS fwd, RS + AG bwd, AG + RS recompute.
+  EXPECT_DOUBLE_EQ(calls(c, "tp.sp.allgather"), 4.0 * 2.0 * 3.0);  // layers x blocks x 3
+  EXPECT_DOUBLE_EQ(calls(c, "tp.sp.reducescatter"), 24.0);
+  EXPECT_DOUBLE_EQ(calls(c, "ep.a2a.dispatch"), 8.0);
 }
 
 TEST(CommTp, SelectiveMlpRecomputeRepeatsMlpCollectivesOnly) {
@@ -250,6 +285,9 @@ TEST(CommTp, MlaEntersThroughCompressedLatents) {
   // h-wide: MLP enter (fwd AG) + attention and MLP exits (bwd AG) = 3 per layer.
   EXPECT_DOUBLE_EQ(calls(c, "tp.sp.allgather"), 12.0);
   EXPECT_DOUBLE_EQ(calls(c, "tp.sp.reducescatter"), 12.0);
+  // Replicated over TP and summed once per step (fp32): the duplicated down projections
+  // h x (384 + 256 + 64), 2 RMSNorms per layer and the final norm.
+  EXPECT_DOUBLE_EQ(sent(c, "tp.allreduce.grads"), (4.0 * (1024.0 * 704 + 2 * 1024) + 1024) * 4.0);
   s.parallel.sequence_parallel = false;
   c = run(s);
   EXPECT_DOUBLE_EQ(sent(c, "tp.allreduce.mla"), 44 * kMiB);  // bwd AR, 4 x 11 MiB
@@ -592,7 +630,9 @@ TEST(CommPp, BusiestStageIsTheOneWithMostLayers) {
   EXPECT_EQ(run(s).stage, 1);
   s.parallel.num_layers_in_first_pipeline_stage = 0;
   s.parallel.num_layers_in_last_pipeline_stage = 3;  // {1, 1, 1, 3}
-  EXPECT_EQ(run(s).stage, 3);
+  const Comm last = run(s);
+  EXPECT_EQ(last.stage, 3);
+  EXPECT_DOUBLE_EQ(calls(last, "pp.sendrecv"), 4.0);  // gradients back only, 4 micro-batches
 }
 
 // ---------------------------------------------------------------------------------
@@ -795,8 +835,17 @@ TEST(CommScenario, DeepSeekLikeLayoutHasEveryFamily) {
   const Comm c = run(s);
   expect_consistent(c);
   EXPECT_EQ(c.stage, 1);  // 4 + 4 layers, MTP on the last stage
-  EXPECT_GT(c.num_items, 15);
+  const char* expected[] = {
+      "tp.sp.allgather", "tp.sp.reducescatter", "tp.sp.allgather.mla",
+      "tp.sp.reducescatter.mla", "tp.embedding.reducescatter", "tp.embedding.allgather",
+      "tp.output.allgather", "tp.output.reducescatter", "tp.allreduce.grads", "cp.a2a",
+      "cp.p2p.kv", "ep.a2a.dispatch", "ep.a2a.combine", "ep.a2a.bwd", "etp.allgather.dispatch",
+      "etp.reducescatter.combine", "pp.sendrecv", "dp.reducescatter.grads",
+      "dp.allgather.params", "edp.reducescatter.grads", "edp.allgather.params",
+      "emb.allreduce.grads"};
+  EXPECT_EQ(c.num_items, 22);
   EXPECT_LE(c.num_items, Comm::kMaxItems);
+  for (const char* name : expected) EXPECT_NE(find(c, name), nullptr) << name;
   for (CommDim d : {CommDim::kTp, CommDim::kCp, CommDim::kEp, CommDim::kPp, CommDim::kDp,
                     CommDim::kEdp, CommDim::kEmb}) {
     EXPECT_GT(dim(c, d), 0.0) << static_cast<int>(d);

@@ -32,10 +32,14 @@
 
 namespace {
 
-// Recorded bounds (absolute relative error of the allocated peak, in %).
-constexpr double kMeanErrorBoundPct = 100.0;
-constexpr double kWorstErrorBoundPct = 1000.0;
-constexpr int kMinEvaluatedRows = 1;
+// Recorded bounds: what the model achieved when this test was written (mean 6.7%, worst
+// 122.2%, 40 of 45 evaluated rows within 10%), rounded slightly so that regressions fail.
+// The worst row runs with fine-grained activation offloading to the host, a flag the CSV
+// does not carry (docs/validation-memory.md lists every row's omitted flags).
+constexpr double kMeanErrorBoundPct = 7.5;
+constexpr double kWorstErrorBoundPct = 125.0;
+constexpr int kMinEvaluatedRows = 44;
+constexpr int kMinRowsWithin10Pct = 39;
 
 const char* kCsv = LCM_SHARED_DIR "/reference/validation/megatron_functional_tests_h100.csv";
 
@@ -212,9 +216,10 @@ TEST(MegatronCiMemory, AllocatedPeakWithinRecordedBounds) {
   std::printf("\n%-84s %10s %10s %8s %5s\n", "test case", "pred GiB", "meas GiB", "err %", "stage");
   double sum_abs = 0, worst = 0;
   std::string worst_name;
-  int n = 0;
+  int n = 0, within10 = 0;
   for (const Result& r : results) {
     if (!r.evaluated) continue;
+    within10 += std::fabs(r.error_pct) <= 10.0 ? 1 : 0;
     std::printf("%-84s %10.3f %10.3f %+8.1f %5d\n", r.name.c_str(), r.predicted / kGiB,
                 r.measured / kGiB, r.error_pct, r.worst_stage);
     sum_abs += std::fabs(r.error_pct);
@@ -229,10 +234,11 @@ TEST(MegatronCiMemory, AllocatedPeakWithinRecordedBounds) {
     std::printf("SKIPPED %-76s %s\n", r.name.c_str(), r.skip_reason.c_str());
   }
   const double mean = n > 0 ? sum_abs / n : 0.0;
-  std::printf("evaluated %d of %zu rows; mean |error| %.1f%%, worst %.1f%% (%s)\n", n,
-              results.size(), mean, worst, worst_name.c_str());
+  std::printf("evaluated %d of %zu rows; mean |error| %.1f%%, worst %.1f%% (%s); %d within 10%%\n",
+              n, results.size(), mean, worst, worst_name.c_str(), within10);
 
   EXPECT_GE(n, kMinEvaluatedRows);
+  EXPECT_GE(within10, kMinRowsWithin10Pct);
   EXPECT_LE(mean, kMeanErrorBoundPct);
   EXPECT_LE(worst, kWorstErrorBoundPct) << worst_name;
 }

@@ -1,1 +1,503 @@
+// Memory model: the published closed forms it must reproduce (Korthikanti et al. 2022
+// Table 2, Megatron's bytes per parameter, ZeRO stages, formulas.md §3.3 in-flight counts)
+// and the behaviour of each term. docs/memory-model.md derives every number used here.
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "lcm/model/memory.hpp"
+#include "lcm/model/mesh.hpp"
+#include "lcm/model/params.hpp"
+
+namespace lcm {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// The paper's GPT configuration: LayerNorm, GeLU MLP of 4h, MHA, unfused attention,
+// dropout on (1-byte masks), bf16 activations. s <= 4096 keeps Megatron's fused softmax
+// kernel, which saves bf16 probabilities as the paper assumes.
+Scenario gpt_paper(int tp, bool sp) {
+  Scenario s;
+  s.name = "korthikanti";
+  ModelSpec& m = s.model;
+  m.num_layers = 48;
+  m.hidden_size = 6144;
+  m.ffn_hidden_size = 4 * 6144;
+  m.num_attention_heads = 64;
+  m.num_query_groups = 64;
+  m.kv_channels = 96;
+  m.vocab_size = 51200;
+  m.swiglu = false;
+  m.normalization = Normalization::kLayerNorm;
+  m.position_embedding_type = PositionEmbedding::kLearnedAbsolute;
+  m.max_position_embeddings = 2048;
+  m.hidden_dropout = 0.1;
+  m.attention_dropout = 0.1;
+  s.training.seq_length = 2048;
+  s.training.micro_batch_size = 1;
+  s.training.global_batch_size = 8;
+  s.training.attention_backend = AttentionBackend::kUnfused;
+  s.parallel.tensor_model_parallel_size = tp;
+  s.parallel.sequence_parallel = sp;
+  s.num_gpus = tp;
+  s.hardware.gpu.hbm_bytes = 80e9;
+  return s;
+}
+
+double sbh(const Scenario& s) {
+  return static_cast<double>(s.training.seq_length) * s.training.micro_batch_size *
+         static_cast<double>(s.model.hidden_size);
+}
+
+double per_layer(const Scenario& s) {
+  return layer_activation_bytes(s, derive_mesh(s), false).total();
+}
+
+void expect_rel(double got, double want, double rel = 1e-12) {
+  EXPECT_NEAR(got, want, std::fabs(want) * rel) << "got " << got << " want " << want;
+}
+
+// ---- Korthikanti et al. 2022, Table 2 (bytes per layer).
+TEST(MemoryKorthikanti, NoParallelism) {
+  const Scenario s = gpt_paper(1, false);
+  const double a = 64, h = 6144, sq = 2048;
+  expect_rel(per_layer(s), sbh(s) * (34.0 + 5.0 * a * sq / h));
+}
+
+TEST(MemoryKorthikanti, TensorParallelOnly) {
+  const Scenario s = gpt_paper(8, false);
+  const double a = 64, h = 6144, sq = 2048, t = 8;
+  expect_rel(per_layer(s), sbh(s) * (10.0 + 24.0 / t + 5.0 * a * sq / (h * t)));
+}
+
+TEST(MemoryKorthikanti, TensorPlusSequenceParallel) {
+  const Scenario s = gpt_paper(8, true);
+  const double a = 64, h = 6144, sq = 2048, t = 8;
+  expect_rel(per_layer(s), sbh(s) / t * (34.0 + 5.0 * a * sq / h));
+}
+
+TEST(MemoryKorthikanti, TensorParallelSelectiveRecompute) {
+  Scenario s = gpt_paper(8, false);
+  s.parallel.recompute_granularity = RecomputeGranularity::kSelective;
+  s.parallel.recompute_modules = kRecomputeCoreAttn;
+  expect_rel(per_layer(s), sbh(s) * (10.0 + 24.0 / 8.0));
+}
+
+TEST(MemoryKorthikanti, TensorSequenceParallelSelectiveRecompute) {
+  Scenario s = gpt_paper(8, true);
+  s.parallel.recompute_granularity = RecomputeGranularity::kSelective;
+  s.parallel.recompute_modules = kRecomputeCoreAttn;
+  expect_rel(per_layer(s), 34.0 * sbh(s) / 8.0);
+}
+
+TEST(MemoryKorthikanti, FullRecomputeKeepsLayerInput) {
+  Scenario s = gpt_paper(8, false);
+  s.parallel.recompute_granularity = RecomputeGranularity::kFull;
+  s.parallel.recompute_num_layers = 1;
+  expect_rel(per_layer(s), 2.0 * sbh(s));
+  s.parallel.sequence_parallel = true;
+  expect_rel(per_layer(s), 2.0 * sbh(s) / 8.0);
+}
+
+// ---- Where the generalised accounting departs from the paper.
+TEST(MemoryLayer, FusedAttentionDropsScoreTermsKeepsLse) {
+  Scenario s = gpt_paper(1, false);
+  s.training.attention_backend = AttentionBackend::kFused;
+  const double a = 64, sq = 2048;
+  // 34 sbh plus the fp32 log-sum-exp (4 bytes per head and token); no s^2 term.
+  expect_rel(per_layer(s), 34.0 * sbh(s) + 4.0 * a * sq);
+}
+
+TEST(MemoryLayer, DropoutOffRemovesMasksAndDroppedProbabilities) {
+  Scenario s = gpt_paper(1, false);
+  s.model.hidden_dropout = 0.0;
+  s.model.attention_dropout = 0.0;
+  const double a = 64, h = 6144, sq = 2048;
+  // Two 1-byte hidden masks and 3 a s^2 b (mask + dropped-out copy) disappear.
+  expect_rel(per_layer(s), sbh(s) * (32.0 + 2.0 * a * sq / h));
+}
+
+TEST(MemoryLayer, GqaStoresOnlyGroupKeysAndValues) {
+  Scenario mha = gpt_paper(1, false);
+  Scenario gqa = mha;
+  gqa.model.num_query_groups = 8;
+  const double T = 2048, dh = 96, a = 64, g = 8;
+  // K and V: 2 s b g d_h bytes each instead of 2 s b a d_h.
+  expect_rel(per_layer(mha) - per_layer(gqa), 2.0 * 2.0 * T * (a - g) * dh);
+}
+
+TEST(MemoryLayer, SwigluMlp) {
+  Scenario s = gpt_paper(1, false);
+  s.model.swiglu = true;
+  s.model.ffn_hidden_size = 16384;
+  s.model.hidden_dropout = 0.0;
+  const Mesh m = derive_mesh(s);
+  const double T = 2048, h = 6144, f = 16384;
+  // fc1 input 2Th, fc1 output 2*2Tf, SwiGLU output 2Tf.
+  expect_rel(layer_activation_bytes(s, m, false).mlp, 2.0 * T * h + 4.0 * T * f + 2.0 * T * f);
+}
+
+TEST(MemoryLayer, LongSequenceUnfusedSoftmaxKeepsFp32Probabilities) {
+  Scenario s = gpt_paper(1, false);
+  s.model.attention_dropout = 0.0;
+  s.model.hidden_dropout = 0.0;
+  const double a = 64, h = 6144;
+  s.training.seq_length = 8192;  // beyond the fused softmax kernel (sk <= 4096)
+  const double sq = 8192;
+  // fp32 probabilities (4) plus their bf16 cast (2) per score element.
+  expect_rel(per_layer(s), sbh(s) * (32.0 + 6.0 * a * sq / h));
+}
+
+TEST(MemoryLayer, ContextParallelDividesPerTokenTerms) {
+  Scenario s = gpt_paper(1, false);
+  s.training.attention_backend = AttentionBackend::kFused;
+  const double base = per_layer(s);
+  s.parallel.context_parallel_size = 4;
+  s.num_gpus = 4;
+  expect_rel(per_layer(s), base / 4.0);
+}
+
+Scenario moe_model() {
+  Scenario s;
+  ModelSpec& m = s.model;
+  m.num_layers = 8;
+  m.hidden_size = 4096;
+  m.ffn_hidden_size = 14336;
+  m.num_attention_heads = 32;
+  m.num_query_groups = 8;
+  m.kv_channels = 128;
+  m.vocab_size = 32000;
+  m.swiglu = true;
+  m.add_bias_linear = false;
+  m.normalization = Normalization::kRMSNorm;
+  m.position_embedding_type = PositionEmbedding::kRope;
+  m.num_experts = 8;
+  m.moe_router_topk = 2;
+  m.moe_ffn_hidden_size = 14336;
+  m.hidden_dropout = 0.0;
+  m.attention_dropout = 0.0;
+  s.training.seq_length = 4096;
+  s.training.micro_batch_size = 1;
+  s.training.global_batch_size = 8;
+  s.parallel.tensor_model_parallel_size = 2;
+  s.parallel.sequence_parallel = true;
+  s.parallel.expert_model_parallel_size = 4;
+  s.parallel.expert_tensor_parallel_size = 1;
+  s.num_gpus = 8;
+  s.hardware.gpu.hbm_bytes = 80e9;
+  return s;
+}
+
+TEST(MemoryLayer, MoeExpertTermsScaleWithTopK) {
+  Scenario s = moe_model();
+  const Mesh m = derive_mesh(s);
+  const double Ts = 4096.0 / 2, h = 4096, fe = 14336, E = 8;
+  const double k2 = layer_activation_bytes(s, m, true).mlp;
+  s.model.moe_router_topk = 4;
+  const double k4 = layer_activation_bytes(s, m, true).mlp;
+  // Per extra token copy: permuted input 2h, fc1 output 2*2fe, SwiGLU output 2fe, fp32 prob.
+  expect_rel(k4 - k2, 2.0 * Ts * (2.0 * h + 4.0 * fe + 2.0 * fe + 4.0));
+  // Whole block at k=2: norm output 2Ts h + router 11 Ts E + expert terms.
+  expect_rel(k2, 2.0 * Ts * h + 11.0 * Ts * E + 2.0 * Ts * (2.0 * h + 6.0 * fe + 4.0));
+}
+
+TEST(MemoryLayer, MoeSelectiveModules) {
+  Scenario s = moe_model();
+  const Mesh m = derive_mesh(s);
+  const double Ts = 2048, fe = 14336, k = 2;
+  const double none = layer_activation_bytes(s, m, true).mlp;
+  s.parallel.recompute_granularity = RecomputeGranularity::kSelective;
+  s.parallel.recompute_modules = kRecomputeMoeAct;
+  expect_rel(none - layer_activation_bytes(s, m, true).mlp, 2.0 * Ts * k * fe);
+  s.parallel.recompute_modules = kRecomputeMoe;
+  expect_rel(layer_activation_bytes(s, m, true).mlp, 2.0 * Ts * 4096);
+}
+
+TEST(MemoryLayer, CapacityPaddingScalesExpertTokens) {
+  Scenario s = moe_model();
+  const Mesh m = derive_mesh(s);
+  const double dropless = layer_activation_bytes(s, m, true).mlp;
+  s.model.moe_expert_capacity_factor = 1.5;
+  s.model.moe_pad_expert_input_to_capacity = true;
+  const double padded = layer_activation_bytes(s, m, true).mlp;
+  const double Ts = 2048, h = 4096, E = 8;
+  const double fixed = 2.0 * Ts * h + 11.0 * Ts * E;  // norm output and router: not padded
+  expect_rel(padded - fixed, 1.5 * (dropless - fixed));
+}
+
+TEST(MemoryLayer, MlaUpProjectionRecompute) {
+  Scenario s = moe_model();
+  ModelSpec& md = s.model;
+  md.multi_latent_attention = true;
+  md.num_attention_heads = 32;
+  md.q_lora_rank = 1536;
+  md.kv_lora_rank = 512;
+  md.qk_head_dim = 128;
+  md.qk_pos_emb_head_dim = 64;
+  md.v_head_dim = 128;
+  const Mesh m = derive_mesh(s);
+  const double T = 4096, t = 2, a = 32;
+  const double full = layer_activation_bytes(s, m, false).attention;
+  s.parallel.recompute_granularity = RecomputeGranularity::kSelective;
+  s.parallel.recompute_modules = kRecomputeMlaUpProj;
+  // Query and key (a (d_n + d_r) each) and the kv_up output (a (d_n + d_v)) are recomputed.
+  expect_rel(full - layer_activation_bytes(s, m, false).attention,
+             2.0 * T * a * ((128 + 64) * 2.0 + (128 + 128)) / t);
+  // The separate input norm's output is recomputed with `layernorm`.
+  s.parallel.recompute_modules = kRecomputeMlaUpProj | kRecomputeLayernorm;
+  const double Ts = T / t, h = 4096;
+  expect_rel(full - layer_activation_bytes(s, m, false).attention,
+             2.0 * T * a * ((128 + 64) * 2.0 + (128 + 128)) / t + 2.0 * Ts * h);
+}
+
+// ---- Model state: bytes per parameter.
+struct OneStage {
+  Scenario s;
+  Mesh m;
+  std::vector<StageLayers> layers;
+  std::vector<GpuParams> params;
+};
+
+OneStage one_stage(int num_gpus, double dense, double expert) {
+  OneStage o;
+  o.s = gpt_paper(1, false);
+  o.s.num_gpus = num_gpus;
+  o.s.training.global_batch_size = num_gpus;
+  o.m = derive_mesh(o.s);
+  o.layers = stage_layers(o.s, o.m);
+  o.params = {GpuParams{dense, expert}};
+  return o;
+}
+
+double state_bytes(const StageMemory& st) {
+  return st.weights + st.grads + st.main_params + st.optimizer_states;
+}
+
+TEST(MemoryState, EighteenBytesPerParamWithoutDistributedOptimizer) {
+  const OneStage o = one_stage(8, 1e9, 0);
+  const Memory mem = estimate_memory(o.s, o.m, o.layers, o.params);
+  expect_rel(state_bytes(mem.stages[0]) / 1e9, 18.0);
+  EXPECT_EQ(mem.stages[0].fsdp_gather_buffers, 0.0);
+}
+
+TEST(MemoryState, SixPlusTwelveOverDWithDistributedOptimizer) {
+  OneStage o = one_stage(8, 1e9, 0);
+  o.s.parallel.use_distributed_optimizer = true;
+  const Memory mem = estimate_memory(o.s, o.m, o.layers, o.params);
+  expect_rel(state_bytes(mem.stages[0]) / 1e9, 6.0 + 12.0 / 8.0);
+}
+
+TEST(MemoryState, DenseShardsOverDpTimesCpExpertOverEdp) {
+  OneStage o = one_stage(8, 0, 0);
+  o.s.model.num_experts = 8;
+  o.s.model.moe_router_topk = 2;
+  o.s.parallel.context_parallel_size = 2;
+  o.s.parallel.expert_model_parallel_size = 4;
+  o.s.parallel.use_distributed_optimizer = true;
+  o.m = derive_mesh(o.s);
+  ASSERT_EQ(o.m.dp, 4);
+  ASSERT_EQ(o.m.edp, 2);
+  o.params = {GpuParams{1e9, 2e9}};
+  const Memory mem = estimate_memory(o.s, o.m, o.layers, o.params);
+  expect_rel(state_bytes(mem.stages[0]), 1e9 * (6.0 + 12.0 / 8.0) + 2e9 * (6.0 + 12.0 / 2.0));
+}
+
+TEST(MemoryState, ZeroStages) {
+  OneStage o = one_stage(8, 1e9, 0);
+  o.s.parallel.data_parallel_sharding_strategy = DpSharding::kOptimGrads;
+  Memory mem = estimate_memory(o.s, o.m, o.layers, o.params);
+  expect_rel(state_bytes(mem.stages[0]) / 1e9, 2.0 + 16.0 / 8.0);  // ZeRO-2
+  o.s.parallel.data_parallel_sharding_strategy = DpSharding::kOptimGradsParams;
+  mem = estimate_memory(o.s, o.m, o.layers, o.params);
+  expect_rel(state_bytes(mem.stages[0]) / 1e9, 18.0 / 8.0);  // ZeRO-3
+  EXPECT_GT(mem.stages[0].fsdp_gather_buffers, 0.0);
+}
+
+TEST(MemoryState, PrecisionAwareOptimizerDtypes) {
+  OneStage o = one_stage(8, 1e9, 0);
+  o.s.training.exp_avg_dtype = DType::kBf16;
+  o.s.training.exp_avg_sq_dtype = DType::kBf16;
+  o.s.training.grad_reduce_in_fp32 = false;
+  const Memory mem = estimate_memory(o.s, o.m, o.layers, o.params);
+  expect_rel(state_bytes(mem.stages[0]) / 1e9, 2.0 + 2.0 + 4.0 + 4.0);
+}
+
+TEST(MemoryState, Fp8CachesLinearWeights) {
+  OneStage o = one_stage(8, 1e9, 0);
+  o.s.training.precision = Precision::kFp8;
+  const Memory mem = estimate_memory(o.s, o.m, o.layers, o.params);
+  const double vh = static_cast<double>(o.m.padded_vocab) * 6144;  // tied: one copy on pp=1
+  expect_rel(mem.stages[0].fp8_weight_cache, 2.0 * (1e9 - vh));
+}
+
+// ---- Pipeline in-flight micro-batches (formulas.md §3.3).
+Scenario pipeline(int p, int vp_layers, int gbs) {
+  Scenario s = gpt_paper(1, false);
+  s.model.num_layers = 48;
+  s.parallel.pipeline_model_parallel_size = p;
+  s.parallel.num_layers_per_virtual_pipeline_stage = vp_layers;
+  s.num_gpus = p;
+  s.training.global_batch_size = gbs;
+  return s;
+}
+
+std::vector<double> in_flight(const Scenario& s) {
+  const Mesh m = derive_mesh(s);
+  const auto layers = stage_layers(s, m);
+  const std::vector<GpuParams> params(layers.size(), GpuParams{1e6, 0});
+  const Memory mem = estimate_memory(s, m, layers, params);
+  std::vector<double> out;
+  for (const auto& st : mem.stages) out.push_back(st.in_flight_microbatches);
+  return out;
+}
+
+TEST(MemoryPipeline, OneFOneBHoldsPMinusR) {
+  EXPECT_EQ(in_flight(pipeline(4, 0, 16)), (std::vector<double>{4, 3, 2, 1}));
+  // Fewer micro-batches than stages: min(p - r, m).
+  EXPECT_EQ(in_flight(pipeline(4, 0, 2)), (std::vector<double>{2, 2, 2, 1}));
+}
+
+TEST(MemoryPipeline, InterleavedWarmup) {
+  // p=4, v=2 (48 layers, 6 per virtual stage), m=16: rank r holds 2(p-r-1)+(v-1)p+1 chunk
+  // micro-batches, i.e. (that)/v stage micro-batches.
+  const std::vector<double> f = in_flight(pipeline(4, 6, 16));
+  EXPECT_DOUBLE_EQ(f[0], 11.0 / 2);
+  EXPECT_DOUBLE_EQ(f[3], 5.0 / 2);
+  // First stage = L (1 + (p-1)/(p v)) layer-micro-batches: f0 * (L/p) layers.
+  EXPECT_DOUBLE_EQ(f[0] * 12, 48.0 * (1.0 + 3.0 / 8.0));
+  // All-warmup when the warmup reaches m*v: m=4, v=2 -> 8 chunks on rank 0.
+  EXPECT_DOUBLE_EQ(in_flight(pipeline(4, 6, 4))[0], 4.0);
+}
+
+TEST(MemoryPipeline, OverlapMoeCommAddsOneChunk) {
+  Scenario s = pipeline(4, 6, 16);
+  s.parallel.overlap_moe_expert_parallel_comm = true;
+  EXPECT_DOUBLE_EQ(in_flight(s)[0], 12.0 / 2);
+  Scenario s1 = pipeline(4, 0, 16);
+  s1.parallel.overlap_moe_expert_parallel_comm = true;
+  EXPECT_DOUBLE_EQ(in_flight(s1)[0], 5.0);
+}
+
+TEST(MemoryPipeline, FirstStageHoldsMostActivations) {
+  const Scenario s = pipeline(4, 0, 16);
+  const Mesh m = derive_mesh(s);
+  const auto layers = stage_layers(s, m);
+  const std::vector<GpuParams> params(layers.size(), GpuParams{1e6, 0});
+  const Memory mem = estimate_memory(s, m, layers, params);
+  for (size_t r = 1; r < mem.stages.size(); ++r)
+    EXPECT_GT(mem.stages[0].activations, mem.stages[r].activations);
+  EXPECT_GT(mem.stages.back().logits_and_loss, 0.0);
+  EXPECT_EQ(mem.stages.front().logits_and_loss, 0.0);
+}
+
+// ---- Loss side.
+TEST(MemoryLoss, Fp32LogitsAtLongContext) {
+  Scenario s = gpt_paper(1, false);
+  s.model.vocab_size = 128256;
+  s.training.seq_length = 32768;
+  s.training.attention_backend = AttentionBackend::kFused;
+  const Mesh m = derive_mesh(s);
+  ASSERT_EQ(m.padded_vocab, 128256);
+  const auto layers = stage_layers(s, m);
+  const Memory mem = estimate_memory(s, m, layers, {GpuParams{1e9, 0}});
+  // fp32 logits 4 s b V = 15.66 GiB, plus the bf16 logits they are cast from (2 s b V).
+  const double fp32_logits = 4.0 * 32768.0 * 128256.0;
+  EXPECT_NEAR(fp32_logits / kGiB, 15.66, 0.01);
+  expect_rel(mem.stages[0].logits_and_loss, fp32_logits * 6.0 / 4.0);
+  // Vocab-parallel: each TP rank holds V/t columns.
+  Scenario t8 = s;
+  t8.parallel.tensor_model_parallel_size = 8;
+  t8.num_gpus = 8;
+  const Mesh m8 = derive_mesh(t8);
+  const Memory mem8 = estimate_memory(t8, m8, stage_layers(t8, m8), {GpuParams{1e9, 0}});
+  expect_rel(mem8.stages[0].logits_and_loss, 6.0 * 32768.0 * m8.padded_vocab / 8.0);
+}
+
+TEST(MemoryLoss, MtpKeepsAnotherSoftmaxPerDepth) {
+  Scenario s = gpt_paper(1, false);
+  s.model.mtp_num_layers = 1;
+  const Mesh m = derive_mesh(s);
+  const Memory mem = estimate_memory(s, m, stage_layers(s, m), {GpuParams{1e9, 0}});
+  expect_rel(mem.stages[0].logits_and_loss, 10.0 * 2048.0 * m.padded_vocab);
+}
+
+// ---- Recompute transient, CP buffers, allowances and totals.
+TEST(MemoryTotals, FullRecomputeTransientIsOneLayer) {
+  Scenario s = gpt_paper(1, false);
+  s.training.attention_backend = AttentionBackend::kFused;
+  s.model.vocab_size = 128;  // keep the loss buffers below the recompute transient
+  s.parallel.recompute_granularity = RecomputeGranularity::kFull;
+  s.parallel.recompute_num_layers = 1;
+  const Mesh m = derive_mesh(s);
+  const Memory mem = estimate_memory(s, m, stage_layers(s, m), {GpuParams{1e9, 0}});
+  Scenario none = s;
+  none.parallel.recompute_granularity = RecomputeGranularity::kNone;
+  const double layer = layer_activation_bytes(none, m, false).total();
+  EXPECT_GT(mem.stages[0].transient_peak + mem.stages[0].logits_and_loss, layer);
+  EXPECT_LT(mem.stages[0].transient_peak + mem.stages[0].logits_and_loss, 3.0 * layer);
+  // 48 checkpoints of 2 s b h.
+  expect_rel(mem.stages[0].activations, 48.0 * 2.0 * sbh(s) + 2.0 * 2.0 * sbh(s) + sbh(s));
+}
+
+TEST(MemoryTotals, ContextParallelP2pBuffers) {
+  Scenario s = gpt_paper(1, false);
+  s.training.attention_backend = AttentionBackend::kFused;
+  s.parallel.context_parallel_size = 4;
+  s.num_gpus = 4;
+  const Mesh m = derive_mesh(s);
+  const Memory mem = estimate_memory(s, m, stage_layers(s, m), {GpuParams{1e9, 0}});
+  // Two KV blocks (send + receive) of 2 (s/c) b g d_h bf16 values.
+  expect_rel(mem.stages[0].comm_buffers, 2.0 * 2.0 * 512.0 * 2.0 * 64 * 96);
+  s.parallel.cp_comm_type = CpCommType::kAllGather;
+  const Memory ag = estimate_memory(s, m, stage_layers(s, m), {GpuParams{1e9, 0}});
+  EXPECT_EQ(ag.stages[0].comm_buffers, 0.0);
+}
+
+TEST(MemoryTotals, AllowancesAndFit) {
+  Scenario s = moe_model();
+  s.hardware.allowances.cuda_context = 0.5 * kGiB;
+  s.hardware.allowances.nccl_per_communicator = 100e6;
+  s.hardware.allowances.cublas_workspace = 64e6;
+  s.hardware.allowances.fragmentation_fraction = 0.05;
+  s.hardware.allowances.activation_uncertainty = 0.1;
+  const Mesh m = derive_mesh(s);  // tp 2, dp 4, ep 4, etp 1, edp 2
+  const auto layers = stage_layers(s, m);
+  const Memory mem = estimate_memory(s, m, layers, {GpuParams{1e9, 1e9}});
+  const StageMemory& st = mem.stages[0];
+  // tp, dp, ep, etp (1 != tp 2 -> none), edp: 4 communicators.
+  EXPECT_DOUBLE_EQ(st.nccl_buffers, 4 * 100e6);
+  expect_rel(st.allocated, st.weights + st.grads + st.main_params + st.optimizer_states +
+                               st.fsdp_gather_buffers + st.fp8_weight_cache + st.activations +
+                               st.logits_and_loss + st.transient_peak + st.comm_buffers +
+                               st.workspaces);
+  expect_rel(st.fragmentation, 0.05 * st.allocated);
+  expect_rel(st.peak, st.allocated + 0.5 * kGiB + 4 * 100e6 + 64e6 + st.fragmentation);
+  EXPECT_LT(st.peak_low, st.peak);
+  EXPECT_GT(st.peak_high, st.peak);
+  EXPECT_DOUBLE_EQ(mem.peak_bytes, st.peak);
+  EXPECT_DOUBLE_EQ(mem.allocated_peak_bytes, st.allocated);
+  EXPECT_DOUBLE_EQ(mem.hbm_bytes, 80e9);
+  EXPECT_EQ(mem.fits, st.peak_high <= 80e9);
+
+  s.hardware.gpu.hbm_bytes = 1e9;
+  EXPECT_FALSE(estimate_memory(s, m, layers, {GpuParams{1e9, 1e9}}).fits);
+}
+
+TEST(MemoryTotals, WorstStageIsTheLargestPeak) {
+  const Scenario s = pipeline(4, 0, 16);
+  const Mesh m = derive_mesh(s);
+  const auto layers = stage_layers(s, m);
+  const std::vector<GpuParams> params(layers.size(), GpuParams{1e6, 0});
+  const Memory mem = estimate_memory(s, m, layers, params);
+  double best = 0;
+  int at = -1;
+  for (const auto& st : mem.stages)
+    if (st.peak > best) best = st.peak, at = st.stage;
+  EXPECT_EQ(mem.worst_stage, at);
+  EXPECT_DOUBLE_EQ(mem.peak_bytes, best);
+}
+
+}  // namespace
+}  // namespace lcm

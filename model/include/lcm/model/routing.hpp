@@ -87,8 +87,8 @@ struct MonteCarloOptions {
 struct DropStats {
   double mean = 0;     // mean drop fraction over the samples
   double sd = 0;       // sample standard deviation of the per-sample drop fraction
-  double ci_low = 0;   // 95% confidence interval of the mean: mean -+ 1.96 sd / sqrt(N)
-  double ci_high = 0;
+  double ci_low = 0;   // 95% confidence interval of the mean: mean -+ 1.96 sd / sqrt(N),
+  double ci_high = 0;  // clipped to [0, 1]; when no sample drops, [0, 3/N * (T - C)/T]
   int64_t samples = 0;
 };
 
@@ -152,12 +152,34 @@ struct CapacityRow {
   double kept_per_expert = 0;      // assignments an expert computes, mean over experts: T*k*(1-drop)/E
   double slot_fill = 0;            // kept / (E*C): share of capacity slots holding a token
   double processed_fraction = 0;   // expert rows computed / (T*k): (1-drop), or E*C/(T*k) when padded
-  double a2a_bytes = 0;            // EP all-to-all bytes sent per GPU per step (busiest stage)
+  // Expert-parallel traffic per GPU per step (busiest stage of the comm model).
+  double a2a_bytes = 0;            // all-to-all items: dispatch + combine, fwd + bwd
   double a2a_bytes_per_layer_microbatch = 0;  // a2a_bytes / (MoE layers on that stage * micro-batches)
+  double ep_bytes = 0;             // every EP item (a2a + ETP all-gather / reduce-scatter)
   double expert_flops = 0;         // routed-expert GEMM FLOPs per step, all GPUs
   bool layout_valid = true;        // scenario with this CF passes validate_scenario
   double peak_bytes = 0;           // estimate() peak memory per GPU, worst stage
   bool fits = true;
+};
+
+// Where T came from: the scenario's routing group, --tokens, or the measured loads' total / k.
+enum class TokensSource { kScenario, kOverride, kLoads };
+
+constexpr const char* to_string(TokensSource t) {
+  switch (t) {
+    case TokensSource::kScenario: return "scenario";
+    case TokensSource::kOverride: return "--tokens";
+    case TokensSource::kLoads: return "loads";
+  }
+  return "?";
+}
+
+// How the dispatcher's EP traffic follows the routed slots.
+enum class EpTrafficRule {
+  kScalesWithSlots,  // alltoall: every EP item carries the routed slots (kept, or E*C padded)
+  kUnchanged,        // allgather: every token is gathered whether its experts keep it or not
+  kUpperBound,       // flex (DeepEP): one copy per (token, destination rank); drops shrink it
+                     // by less than the kept fraction, so the dropless volume is kept as a bound
 };
 
 struct CapacitySweep {
@@ -168,16 +190,18 @@ struct CapacitySweep {
   int experts = 0;
   int topk = 0;
   int64_t tokens = 0;              // T used for the drop statistics
-  bool tokens_from_scenario = true;
+  TokensSource tokens_source = TokensSource::kScenario;
   int64_t scenario_tokens = 0;     // routing_group_tokens of the scenario (volumes are for it)
   double measured_assignments = 0; // kMeasured: sum of the loads as given
   bool pad_to_capacity = false;
   Dispatcher dispatcher = Dispatcher::kAllToAll;
+  EpTrafficRule ep_rule = EpTrafficRule::kScalesWithSlots;
   int ep = 1;
   std::vector<double> inclusion;   // q_e per expert (kMeasured: loads / sum * k)
   // Dropless reference (capacity factor unset), from estimate().
   double dropless_a2a_bytes = 0;
   double dropless_a2a_bytes_per_layer_microbatch = 0;
+  double dropless_ep_bytes = 0;
   double dropless_expert_flops = 0;
   double dropless_peak_bytes = 0;
   bool dropless_fits = true;

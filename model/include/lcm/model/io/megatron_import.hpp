@@ -36,4 +36,17 @@ Result<std::vector<MegatronFlag>> parse_megatron_model_config(const std::string&
 Result<Scenario> import_megatron(const std::vector<MegatronFlag>& flags, int num_gpus,
                                  const HardwareSpec& hardware, const std::string& name);
 
+// The same import plus what the importer did not take over one to one, for `lcm import` to
+// show: `notes` lists approximations and flags that change cost but that lcm does not model
+// (e.g. "--window-size 127,0: sliding-window attention is counted as full causal
+// attention"); `ignored_flags` lists the known Megatron flags without effect on cost (data
+// paths, logging, checkpointing, learning-rate schedule, ...).
+struct MegatronImportReport {
+  Scenario scenario;
+  std::vector<std::string> notes;
+  std::vector<std::string> ignored_flags;
+};
+Result<MegatronImportReport> import_megatron_report(const std::vector<MegatronFlag>& flags, int num_gpus,
+                                                    const HardwareSpec& hardware, const std::string& name);
+
 }  // namespace lcm::io

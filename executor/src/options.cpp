@@ -1,0 +1,257 @@
+// Command-line parsing of lcm-exec (see options.hpp).
+#include "options.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+#include "error.hpp"
+
+namespace lcm::exec {
+
+const char* to_string(GemmDType t) { return t == GemmDType::kBf16 ? "bf16" : "fp8_e4m3"; }
+
+namespace {
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t end = std::min(s.find(sep, start), s.size());
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+int64_t parse_int(std::string_view flag, std::string_view v) {
+  int64_t out = 0;
+  const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p != v.data() + v.size())
+    throw UsageError(std::string(flag) + ": '" + std::string(v) + "' is not an integer");
+  return out;
+}
+
+double parse_double(std::string_view flag, std::string_view v) {
+  try {
+    size_t used = 0;
+    const double d = std::stod(std::string(v), &used);
+    if (used == v.size() && std::isfinite(d)) return d;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(std::string(flag) + ": '" + std::string(v) + "' is not a number");
+}
+
+}  // namespace
+
+int64_t parse_size(std::string_view s) {
+  if (s.empty()) throw UsageError("empty size");
+  int64_t mult = 1;
+  const char last = s.back();
+  if (last == 'K' || last == 'k') mult = int64_t{1} << 10;
+  else if (last == 'M' || last == 'm') mult = int64_t{1} << 20;
+  else if (last == 'G' || last == 'g') mult = int64_t{1} << 30;
+  const std::string_view digits = mult == 1 ? s : s.substr(0, s.size() - 1);
+  const int64_t v = parse_int("size", digits);
+  if (v < 0 || v > (int64_t{1} << 62) / mult) throw UsageError("size '" + std::string(s) + "' out of range");
+  return v * mult;
+}
+
+std::vector<int64_t> sweep_sizes(const SizeSweep& s) {
+  std::vector<int64_t> out;
+  if (s.min_bytes <= 0 || s.max_bytes < s.min_bytes) throw UsageError("-b/-e: need 0 < min <= max");
+  if (s.step_bytes <= 0 && s.factor <= 1.0) throw UsageError("-f: the factor must be > 1");
+  for (int64_t b = s.min_bytes; b <= s.max_bytes && out.size() < 4096;) {
+    out.push_back(b);
+    const int64_t next = s.step_bytes > 0 ? b + s.step_bytes : static_cast<int64_t>(std::llround(static_cast<double>(b) * s.factor));
+    b = next > b ? next : b + 1;
+  }
+  return out;
+}
+
+std::vector<GemmShape> model_shapes() {
+  // M = tokens; N, K from hidden / ffn (Llama 3 8B: 4096/14336, 32 heads, 8 KV groups;
+  // Llama 3 70B: 8192/28672, 64 heads, 8 KV groups; Mixtral 8x7B: 4096/14336, 8 experts,
+  // top-2, so 16K tokens give 4K tokens per expert). QKV: (heads + 2 groups) x 128;
+  // MLP up is the fused gate+up projection of SwiGLU (2 x ffn).
+  return {
+      {8192, 8192, 8192, "square-8k"},
+      {4096, 6144, 4096, "llama3-8b.qkv@4k"},
+      {8192, 28672, 4096, "llama3-8b.mlp-up@8k"},
+      {8192, 4096, 14336, "llama3-8b.mlp-down@8k"},
+      {16384, 10240, 8192, "llama3-70b.qkv@16k"},
+      {16384, 8192, 8192, "llama3-70b.attn-out@16k"},
+      {4096, 8192, 28672, "llama3-70b.mlp-down@4k"},
+      {16384, 6144, 4096, "mixtral-8x7b.qkv@16k"},
+      {4096, 28672, 4096, "mixtral-8x7b.expert-up@16k"},
+      {4096, 4096, 14336, "mixtral-8x7b.expert-down@16k"},
+  };
+}
+
+std::vector<GemmShape> parse_shapes(std::string_view s) {
+  if (s == "models") return model_shapes();
+  std::vector<GemmShape> out;
+  for (std::string_view item : split(s, ',')) {
+    const auto dims = split(item, 'x');
+    if (dims.size() != 3) throw UsageError("--shapes: '" + std::string(item) + "': expected MxNxK");
+    GemmShape g{parse_int("--shapes", dims[0]), parse_int("--shapes", dims[1]), parse_int("--shapes", dims[2]), ""};
+    if (g.m < 1 || g.n < 1 || g.k < 1) throw UsageError("--shapes: '" + std::string(item) + "': dimensions must be positive");
+    if (g.n % 16 != 0 || g.k % 16 != 0)
+      throw UsageError("--shapes: '" + std::string(item) + "': N and K must be multiples of 16 (cuBLASLt fp8/bf16 alignment)");
+    out.push_back(g);
+  }
+  if (out.empty()) throw UsageError("--shapes: no shape given");
+  return out;
+}
+
+Inject parse_inject(std::string_view s) {
+  Inject in;
+  const size_t at = s.find('@');
+  const std::string_view kind = s.substr(0, at);
+  if (kind == "stall") in.kind = Inject::Kind::kStall;
+  else if (kind == "corrupt") in.kind = Inject::Kind::kCorrupt;
+  else if (kind == "kill") in.kind = Inject::Kind::kKill;
+  else throw UsageError("--inject: '" + std::string(kind) + "': expected stall, corrupt or kill");
+  if (at == std::string_view::npos) throw UsageError("--inject: expected KIND@rank=R[,point=P][,seconds=S]");
+  for (std::string_view item : split(s.substr(at + 1), ',')) {
+    const size_t eq = item.find('=');
+    const std::string_view key = item.substr(0, eq);
+    const std::string_view val = eq == std::string_view::npos ? std::string_view{} : item.substr(eq + 1);
+    if (key == "rank") in.rank = static_cast<int>(parse_int("--inject rank", val));
+    else if (key == "point") in.point = static_cast<int>(parse_int("--inject point", val));
+    else if (key == "seconds") in.seconds = parse_double("--inject seconds", val);
+    else throw UsageError("--inject: unknown key '" + std::string(key) + "' (rank, point, seconds)");
+  }
+  if (in.rank < 0) throw UsageError("--inject: rank=R is required");
+  return in;
+}
+
+std::string usage() {
+  std::ostringstream o;
+  o << "usage: mpirun -np N lcm-exec bench <gemm|collectives|membw> [options]\n"
+       "\n"
+       "Measures the hardware lcm plans for: one MPI rank per GPU; every point is warmed up,\n"
+       "timed with CUDA events per repetition (median, min, max), run over rotating buffers of\n"
+       "at least max(100 MB, 2 x L2) and checked for correctness.\n"
+       "\n"
+       "common options:\n"
+       "  --out DIR            results: summary.csv, summary.json, trace_rank<R>.json (atomic writes)\n"
+       "  --resume             skip points that DIR/summary.json already holds as correct\n"
+       "  --timeout S          seconds any wait may take (NCCL init, split, a point) [300]\n"
+       "  -w, --warmup N       warm-up repetitions [gemm 10, collectives 5, membw 5]\n"
+       "  -n, --iters N        timed repetitions (raised to the buffer-set count) [gemm 50, collectives 20, membw 20]\n"
+       "  --seed N             data pattern seed [1]\n"
+       "  --rotate BYTES       distinct buffer bytes to rotate through [max(100M, 2 x L2)]\n"
+       "  --inject KIND@rank=R[,point=P][,seconds=S]\n"
+       "                       fault injection: stall (rank R sleeps S s, default 3 x timeout, before\n"
+       "                       point P's timed loop), corrupt (one output element of point P is\n"
+       "                       overwritten before the check), kill (SIGKILL before point P)\n"
+       "\n"
+       "bench gemm:\n"
+       "  --shapes MxNxK,...   C[M,N] = A[M,K] B[K,N]; 'models' = Llama 3 8B/70B, Mixtral 8x7B GEMMs [8192x8192x8192]\n"
+       "  --dtype LIST         bf16, fp8 (e4m3 in, bf16 out, TN layout, per-tensor scales) [bf16,fp8]\n"
+       "  --algos K            time the cuBLASLt heuristic's first K candidates, keep the fastest [1]\n"
+       "  --workspace BYTES    cuBLASLt workspace [32M]\n"
+       "\n"
+       "bench collectives:\n"
+       "  --layout SPEC        tp=2,cp=4,ep=2,etp=1,pp=1[,order=tp-cp-ep-dp-pp]; dp, edp derived ['']\n"
+       "  --group G            world, tp, cp, dp, pp, ep, etp, edp [world]\n"
+       "  --ops LIST           all_reduce,all_gather,reduce_scatter,all_to_all,send_recv [all]\n"
+       "  -b, -e SIZE          min and max bytes, K/M/G suffixes [1M, 1G]\n"
+       "  -f F, -i BYTES       multiplicative [2] or additive step\n"
+       "  -d TYPE              float, bf16 [float]\n"
+       "\n"
+       "bench membw:\n"
+       "  --methods LIST       memcpy (cudaMemcpyAsync D2D), kernel (16-byte vector copy) [both]\n"
+       "  -b, -e, -f, -i       size sweep as above [1M, 1G, 2]\n"
+       "\n"
+       "exit codes: 0 ok, 1 runtime error, 2 usage, 5 collective timeout / NCCL error (all\n"
+       "communicators aborted), 6 a correctness check failed\n";
+  return o.str();
+}
+
+Options parse_args(int argc, const char* const* argv) {
+  Options o;
+  for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
+  int i = 1;
+  const auto next_positional = [&]() -> std::string_view { return i < argc ? std::string_view(argv[i++]) : std::string_view{}; };
+  std::string_view cmd = next_positional();
+  if (cmd == "-h" || cmd == "--help" || cmd.empty()) {
+    o.help = true;
+    return o;
+  }
+  if (cmd != "bench") throw UsageError("unknown command '" + std::string(cmd) + "' (expected: bench)");
+  const std::string_view fam = next_positional();
+  if (fam == "gemm") o.family = Family::kGemm;
+  else if (fam == "collectives") o.family = Family::kCollectives;
+  else if (fam == "membw") o.family = Family::kMembw;
+  else if (fam == "-h" || fam == "--help") { o.help = true; return o; }
+  else throw UsageError("bench: unknown benchmark '" + std::string(fam) + "' (gemm, collectives, membw)");
+  o.shapes = {{8192, 8192, 8192, "square-8k"}};
+
+  for (; i < argc; ++i) {
+    std::string flag = argv[i];
+    std::string value;
+    bool has_inline = false;
+    if (flag.rfind("--", 0) == 0) {
+      const size_t eq = flag.find('=');
+      if (eq != std::string::npos) {
+        value = flag.substr(eq + 1);
+        flag = flag.substr(0, eq);
+        has_inline = true;
+      }
+    }
+    const auto arg = [&]() -> std::string {
+      if (has_inline) return value;
+      if (i + 1 >= argc) throw UsageError(flag + ": missing value");
+      return argv[++i];
+    };
+    if (flag == "-h" || flag == "--help") o.help = true;
+    else if (flag == "--out") o.out_dir = arg();
+    else if (flag == "--resume") o.resume = true;
+    else if (flag == "--timeout") o.timeout_s = parse_double(flag, arg());
+    else if (flag == "-w" || flag == "--warmup") o.warmup = static_cast<int>(parse_int(flag, arg()));
+    else if (flag == "-n" || flag == "--iters") o.iters = static_cast<int>(parse_int(flag, arg()));
+    else if (flag == "--seed") o.seed = static_cast<uint64_t>(parse_int(flag, arg()));
+    else if (flag == "--rotate") o.rotate_bytes = static_cast<double>(parse_size(arg()));
+    else if (flag == "--inject") o.inject = parse_inject(arg());
+    else if (flag == "--layout") o.layout = arg();
+    else if (flag == "--group") {
+      const std::string g = arg();
+      const auto pg = parse_group(g);
+      if (!pg) throw UsageError("--group: '" + g + "' (expected world, tp, cp, dp, pp, ep, etp, edp)");
+      o.group = *pg;
+    } else if (flag == "--ops" || flag == "--methods") {
+      o.ops.clear();
+      for (std::string_view s : split(arg(), ',')) o.ops.emplace_back(s);
+    } else if (flag == "-d" || flag == "--dtype") {
+      const std::string v = arg();
+      if (o.family == Family::kGemm) {
+        o.gemm_dtypes.clear();
+        for (std::string_view s : split(v, ',')) {
+          if (s == "bf16") o.gemm_dtypes.push_back(GemmDType::kBf16);
+          else if (s == "fp8" || s == "fp8_e4m3") o.gemm_dtypes.push_back(GemmDType::kFp8E4M3);
+          else throw UsageError("--dtype: '" + std::string(s) + "' (gemm: bf16, fp8)");
+        }
+      } else {
+        if (v != "float" && v != "bf16") throw UsageError("-d: '" + v + "' (float, bf16)");
+        o.dtype = v;
+      }
+    } else if (flag == "-b" || flag == "--minbytes") o.sweep.min_bytes = parse_size(arg());
+    else if (flag == "-e" || flag == "--maxbytes") o.sweep.max_bytes = parse_size(arg());
+    else if (flag == "-f" || flag == "--stepfactor") o.sweep.factor = parse_double(flag, arg());
+    else if (flag == "-i" || flag == "--stepbytes") o.sweep.step_bytes = parse_size(arg());
+    else if (flag == "--shapes") o.shapes = parse_shapes(arg());
+    else if (flag == "--algos") o.algos = static_cast<int>(parse_int(flag, arg()));
+    else if (flag == "--workspace") o.workspace_bytes = parse_size(arg());
+    else throw UsageError("unknown option '" + flag + "' (see lcm-exec --help)");
+  }
+  if (o.timeout_s <= 0) throw UsageError("--timeout must be positive");
+  if (o.warmup < -1 || o.iters == 0 || o.iters < -1) throw UsageError("-w must be >= 0 and -n >= 1");
+  if (o.algos < 1 || o.algos > 64) throw UsageError("--algos: 1..64");
+  if (o.resume && o.out_dir.empty()) throw UsageError("--resume needs --out DIR");
+  if (o.family != Family::kGemm) (void)sweep_sizes(o.sweep);  // validates -b/-e/-f/-i
+  return o;
+}
+
+}  // namespace lcm::exec

@@ -1,0 +1,77 @@
+// Command line of lcm-exec: `lcm-exec bench <gemm|collectives|membw> [options]`.
+//
+// Sizes follow nccl-tests: `-b 1M -e 1G -f 2` with K/M/G = 2^10/2^20/2^30 bytes. Times are
+// seconds on the command line and microseconds in every output.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "layout.hpp"
+
+namespace lcm::exec {
+
+enum class Family : uint8_t { kGemm, kCollectives, kMembw };
+
+// Fault injection (reliability.md §3.9): deterministic (rank, point) triggers.
+struct Inject {
+  enum class Kind : uint8_t { kNone, kStall, kCorrupt, kKill };
+  Kind kind = Kind::kNone;
+  int rank = -1;
+  int point = 0;         // 0-based index of the measured point it hits
+  double seconds = 0;    // stall: how long the rank sleeps before the timed loop (0: 3 x timeout)
+};
+
+struct SizeSweep {
+  int64_t min_bytes = int64_t{1} << 20;
+  int64_t max_bytes = int64_t{1} << 30;
+  double factor = 2.0;   // multiplicative step (-f); ignored when step_bytes > 0
+  int64_t step_bytes = 0;  // additive step (-i)
+};
+
+enum class GemmDType : uint8_t { kBf16, kFp8E4M3 };
+const char* to_string(GemmDType t);
+
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;  // C[m,n] = A[m,k] * B[k,n]; m = tokens
+  std::string label;            // e.g. "llama3-70b.qkv@16k"; empty for user shapes
+};
+
+struct Options {
+  Family family = Family::kGemm;
+  bool help = false;
+  std::string out_dir;          // --out; empty: console only
+  bool resume = false;
+  double timeout_s = 300.0;     // every wait: init, split, each measured point
+  int warmup = -1;              // -w; -1: the family's default
+  int iters = -1;               // -n; -1: the family's default
+  uint64_t seed = 1;
+  double rotate_bytes = 0;      // distinct buffer bytes to rotate through; 0: max(100 MB, 2 x L2)
+  Inject inject;
+  // collectives
+  std::string layout = "";      // --layout; empty: every dimension 1 (dp = world)
+  Group group = Group::kWorld;  // --group
+  std::vector<std::string> ops; // --ops (collectives) or --methods (membw); empty: all
+  std::string dtype = "float";  // collectives: float | bf16
+  SizeSweep sweep;
+  // gemm
+  std::vector<GemmShape> shapes;
+  std::vector<GemmDType> gemm_dtypes{GemmDType::kBf16, GemmDType::kFp8E4M3};
+  int algos = 1;                // heuristic candidates to time; 1 = the heuristic's first choice
+  int64_t workspace_bytes = int64_t{32} << 20;
+  std::string command_line;
+};
+
+// Throws UsageError. argv[0] is the program.
+Options parse_args(int argc, const char* const* argv);
+std::string usage();
+
+int64_t parse_size(std::string_view s);  // "64M" -> 67108864; plain digits are bytes
+std::vector<int64_t> sweep_sizes(const SizeSweep& s);
+std::vector<GemmShape> parse_shapes(std::string_view s);  // "MxNxK,..." or "models"
+std::vector<GemmShape> model_shapes();  // Llama 3 8B/70B and Mixtral 8x7B GEMMs at 4K-16K tokens
+Inject parse_inject(std::string_view s);  // "stall@rank=1[,seconds=S][,point=P]"
+
+}  // namespace lcm::exec

@@ -1,0 +1,49 @@
+// What the numbers were measured on: GPU, driver, CUDA / NCCL / cuBLASLt / MPI versions,
+// clocks, and the NCCL_* environment. NVML is opened with dlopen when present, so the
+// binary needs no driver library to start (CI runs the test binaries without a GPU).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace lcm::exec {
+
+struct DeviceInfo {
+  int device = 0;
+  std::string name;
+  std::string pci_bus_id;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  double l2_bytes = 0;
+  double hbm_bytes = 0;
+};
+
+struct Clocks {  // MHz; -1 where NVML is unavailable
+  int sm_mhz = -1, mem_mhz = -1;
+  int sm_max_mhz = -1, mem_max_mhz = -1;
+  int temperature_c = -1;
+  int power_limit_w = -1;
+};
+
+struct SystemInfo {
+  std::string hostname;
+  DeviceInfo device;
+  std::string driver_version;  // NVML, e.g. "580.159.04"; empty when unavailable
+  int cuda_driver_version = 0;  // cudaDriverGetVersion, e.g. 13000
+  int cuda_runtime_version = 0;
+  int nccl_version = 0;         // ncclGetVersion, e.g. 22803
+  size_t cublaslt_version = 0;
+  std::string mpi_library;
+  Clocks clocks;
+  nlohmann::json nccl_env = nlohmann::json::object();  // inherited NCCL_* variables
+};
+
+DeviceInfo query_device(int device);
+Clocks query_clocks(const std::string& pci_bus_id);
+SystemInfo query_system(int device);
+nlohmann::json to_json(const SystemInfo& s);
+nlohmann::json to_json(const Clocks& c);
+std::string version_string(int nccl_code);  // 22803 -> "2.28.3"
+
+}  // namespace lcm::exec

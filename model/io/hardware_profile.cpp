@@ -1,0 +1,232 @@
+// Hardware profiles (hwprofiles/*.yaml): one GPU in a node of gpus_per_node behind NVSwitch
+// plus its NIC. Keys carry their unit (_TFLOPs, _GBps, _GiB, _GB, _MiB, _us) and are
+// converted once here to FLOP/s, bytes/s, bytes and seconds. Every key is required and
+// unknown keys are errors (docs/hardware-profiles.md).
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+#include <set>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "lcm/model/io/scenario_loader.hpp"
+#include "yaml_read.hpp"
+
+#ifndef LCM_SOURCE_DIR
+#define LCM_SOURCE_DIR ""
+#endif
+
+namespace lcm::io {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kTera = 1e12, kGiga = 1e9, kGiB = 1024.0 * 1024 * 1024, kMiB = 1024.0 * 1024, kMicro = 1e-6;
+
+struct Key {
+  std::string_view name;
+  // Store a parsed value; returns "" or what was expected.
+  std::function<std::string(const YAML::Node&, HardwareSpec&)> set;
+};
+
+Key real_key(std::string_view name, double scale, double min, bool exclusive, double max,
+             std::function<double&(HardwareSpec&)> acc) {
+  return {name, [=](const YAML::Node& n, HardwareSpec& h) -> std::string {
+            auto r = read_double(n, min, exclusive);
+            if (failed(r)) return why(r);
+            if (std::get<0>(r) > max) return fmt::format("expected a number <= {}, got {}", max, n.Scalar());
+            acc(h) = std::get<0>(r) * scale;
+            return {};
+          }};
+}
+
+Key int_key(std::string_view name, std::function<int&(HardwareSpec&)> acc) {
+  return {name, [=](const YAML::Node& n, HardwareSpec& h) -> std::string {
+            auto r = read_int(n, 1, 1 << 20);
+            if (failed(r)) return why(r);
+            acc(h) = static_cast<int>(std::get<0>(r));
+            return {};
+          }};
+}
+
+const double kInf = std::numeric_limits<double>::infinity();
+
+std::vector<Key> top_keys() {
+  return {
+      {"name",
+       [](const YAML::Node& n, HardwareSpec& h) -> std::string {
+         auto r = read_string(n);
+         if (failed(r)) return why(r);
+         h.name = h.gpu.name = std::get<0>(r);
+         return {};
+       }},
+      real_key("peak_bf16_dense_TFLOPs", kTera, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.gpu.peak_bf16_flops; }),
+      real_key("peak_fp8_dense_TFLOPs", kTera, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.gpu.peak_fp8_flops; }),
+      real_key("hbm_capacity_GiB", kGiB, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.gpu.hbm_bytes; }),
+      real_key("hbm_capacity_GB", kGiga, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.gpu.hbm_bytes; }),
+      real_key("hbm_capacity_MiB", kMiB, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.gpu.hbm_bytes; }),
+      real_key("hbm_bw_GBps", kGiga, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.gpu.hbm_bw; }),
+      int_key("num_sms", [](HardwareSpec& h) -> int& { return h.gpu.num_sms; }),
+      real_key("l2_MiB", kMiB, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.gpu.l2_bytes; }),
+      int_key("gpus_per_node", [](HardwareSpec& h) -> int& { return h.interconnect.gpus_per_node; }),
+      real_key("nvlink_bw_GBps", kGiga, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.interconnect.nvlink_bw; }),
+      real_key("nvlink_latency_us", kMicro, 0, false, kInf,
+               [](HardwareSpec& h) -> double& { return h.interconnect.nvlink_latency; }),
+      real_key("nic_bw_GBps", kGiga, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.interconnect.nic_bw; }),
+      real_key("nic_latency_us", kMicro, 0, false, kInf, [](HardwareSpec& h) -> double& { return h.interconnect.nic_latency; }),
+  };
+}
+
+// Achieved fractions of a peak: (0, 1].
+std::vector<Key> efficiency_keys() {
+  auto frac = [](std::string_view name, std::function<double&(HardwareSpec&)> acc) {
+    return real_key(name, 1.0, 0, true, 1.0, std::move(acc));
+  };
+  return {
+      frac("gemm", [](HardwareSpec& h) -> double& { return h.efficiency.gemm; }),
+      frac("attention_fwd", [](HardwareSpec& h) -> double& { return h.efficiency.attention_fwd; }),
+      frac("attention_bwd", [](HardwareSpec& h) -> double& { return h.efficiency.attention_bwd; }),
+      frac("hbm", [](HardwareSpec& h) -> double& { return h.efficiency.hbm; }),
+      frac("nvlink", [](HardwareSpec& h) -> double& { return h.efficiency.nvlink; }),
+      frac("nic", [](HardwareSpec& h) -> double& { return h.efficiency.nic; }),
+  };
+}
+
+std::vector<Key> allowance_keys() {
+  return {
+      real_key("cuda_context_GiB", kGiB, 0, false, kInf, [](HardwareSpec& h) -> double& { return h.allowances.cuda_context; }),
+      real_key("nccl_per_communicator_MiB", kMiB, 0, false, kInf,
+               [](HardwareSpec& h) -> double& { return h.allowances.nccl_per_communicator; }),
+      real_key("cublas_workspace_MiB", kMiB, 0, false, kInf,
+               [](HardwareSpec& h) -> double& { return h.allowances.cublas_workspace; }),
+      real_key("fragmentation_fraction", 1.0, 0, false, 0.999,
+               [](HardwareSpec& h) -> double& { return h.allowances.fragmentation_fraction; }),
+      real_key("activation_uncertainty_fraction", 1.0, 0, false, 0.999,
+               [](HardwareSpec& h) -> double& { return h.allowances.activation_uncertainty; }),
+  };
+}
+
+std::vector<std::string> names_of(const std::vector<Key>& keys, std::initializer_list<const char*> extra = {}) {
+  std::vector<std::string> out;
+  for (const Key& k : keys) out.emplace_back(k.name);
+  for (const char* e : extra) out.emplace_back(e);
+  return out;
+}
+
+// Parse one mapping against its keys; `required` lists keys that must appear (the HBM
+// capacity is one of three spellings, checked by the caller).
+std::optional<ConfigError> parse_block(const YAML::Node& map, const std::vector<Key>& keys, const std::string& prefix,
+                                       const std::vector<std::string>& extra_names, HardwareSpec& h,
+                                       const std::string& file, std::set<std::string>& seen) {
+  std::vector<std::string> valid = names_of(keys);
+  valid.insert(valid.end(), extra_names.begin(), extra_names.end());
+  for (const auto& kv : map) {
+    const Loc loc = loc_of(kv.first.Mark(), file);
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+    const std::string dotted = prefix.empty() ? key : prefix + "." + key;
+    if (std::find(extra_names.begin(), extra_names.end(), key) != extra_names.end()) continue;
+    const auto it = std::find_if(keys.begin(), keys.end(), [&](const Key& k) { return k.name == key; });
+    if (it == keys.end()) return error_at(loc, dotted, unknown_message("key", key, valid));
+    if (!seen.insert(dotted).second) return error_at(loc, dotted, "duplicate key");
+    if (std::string err = it->set(kv.second, h); !err.empty()) return error_at(loc, dotted, err);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<HardwareSpec> load_hardware_profile(const std::string& path) {
+  std::string text;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return ConfigError{path, 0, 0, "", "cannot read hardware profile"};
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  auto doc = parse_yaml(text, path);
+  if (!doc) return doc.error();
+  const YAML::Node& root = doc.value();
+  const Loc top{path, 1, 1};
+  if (!root.IsMap()) return error_at(top, "", "expected a hardware profile mapping, got " + describe(root));
+
+  HardwareSpec h;
+  std::set<std::string> seen;
+  const std::vector<Key> top_k = top_keys(), eff_k = efficiency_keys(), alw_k = allowance_keys();
+  if (auto e = parse_block(root, top_k, "", {"efficiency", "allowances"}, h, path, seen)) return *e;
+  for (const auto& [block, keys] : {std::pair{"efficiency", &eff_k}, std::pair{"allowances", &alw_k}}) {
+    const YAML::Node n = root[block];
+    if (!n) return error_at(top, block, fmt::format("missing required block '{}:'", block));
+    Loc bl;
+    for (const auto& kv : root)
+      if (kv.first.Scalar() == block) bl = loc_of(kv.first.Mark(), path);
+    if (!n.IsMap()) return error_at(bl, block, "expected a mapping, got " + describe(n));
+    if (auto e = parse_block(n, *keys, block, {}, h, path, seen)) return *e;
+    for (const Key& k : *keys)
+      if (!seen.count(std::string(block) + "." + std::string(k.name)))
+        return error_at(bl, std::string(block) + "." + std::string(k.name), fmt::format("missing required key '{}'", k.name));
+  }
+  int capacity = 0;
+  for (const char* k : {"hbm_capacity_GiB", "hbm_capacity_GB", "hbm_capacity_MiB"}) capacity += seen.count(k);
+  if (capacity != 1)
+    return error_at(top, "hbm_capacity_GiB",
+                    capacity == 0 ? "missing required key: one of hbm_capacity_GiB, hbm_capacity_GB, hbm_capacity_MiB"
+                                  : "give the HBM capacity once (hbm_capacity_GiB, _GB or _MiB)");
+  for (const Key& k : top_k) {
+    const std::string name(k.name);
+    if (name.rfind("hbm_capacity_", 0) == 0) continue;
+    if (!seen.count(name)) return error_at(top, name, fmt::format("missing required key '{}'", name));
+  }
+  return h;
+}
+
+namespace {
+
+std::vector<std::string> default_profile_dirs() {
+  std::vector<std::string> dirs;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    dirs.push_back((exe.parent_path() / ".." / "hwprofiles").lexically_normal().string());
+    dirs.push_back((exe.parent_path() / ".." / "share" / "lcm" / "hwprofiles").lexically_normal().string());
+  }
+  if (std::string_view(LCM_SOURCE_DIR).size()) dirs.push_back((fs::path(LCM_SOURCE_DIR) / "hwprofiles").string());
+  return dirs;
+}
+
+}  // namespace
+
+Result<std::string> find_hardware_profile(const std::string& name_or_path, const std::vector<std::string>& dirs) {
+  const std::string& ref = name_or_path;
+  const Loc here{"<hardware>", 0, 0};
+  if (ref.empty()) return error_at(here, "hardware.profile", "empty hardware profile name");
+  const bool is_path = ref.find('/') != std::string::npos || ref.ends_with(".yaml") || ref.ends_with(".yml");
+  std::error_code ec;
+  if (is_path) {
+    if (fs::is_regular_file(ref, ec)) return ref;
+    return error_at(here, "hardware.profile", fmt::format("hardware profile file '{}' not found", ref));
+  }
+  std::vector<std::string> search = dirs;
+  for (const std::string& d : default_profile_dirs()) search.push_back(d);
+  std::vector<std::string> available;
+  for (const std::string& d : search) {
+    const fs::path p = fs::path(d) / (ref + ".yaml");
+    if (fs::is_regular_file(p, ec)) return p.string();
+    for (const auto& e : fs::directory_iterator(d, ec))
+      if (e.path().extension() == ".yaml") available.push_back(e.path().stem().string());
+  }
+  std::sort(available.begin(), available.end());
+  available.erase(std::unique(available.begin(), available.end()), available.end());
+  std::string msg = unknown_message("hardware profile", ref, available) + "; available: ";
+  for (size_t i = 0; i < available.size(); ++i) msg += (i ? ", " : "") + available[i];
+  if (available.empty()) msg += "none";
+  msg += "; searched:";
+  for (const std::string& d : search) msg += " " + d;
+  return error_at(here, "hardware.profile", msg);
+}
+
+}  // namespace lcm::io

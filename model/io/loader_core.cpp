@@ -1,0 +1,229 @@
+// Overrides, derived defaults and layout validation shared by every scenario input.
+#include "loader_core.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "lcm/model/io/enums.hpp"
+#include "lcm/model/mesh.hpp"
+
+namespace lcm::io {
+
+namespace {
+
+// A derived key's problem is shown at the key it is derived from when it was not written.
+const std::map<std::string, std::string>& implied_by() {
+  static const std::map<std::string, std::string> m = {
+      {"model.num_query_groups", "model.num_attention_heads"},
+      {"model.kv_channels", "model.hidden_size"},
+      {"model.moe_ffn_hidden_size", "model.ffn_hidden_size"},
+      {"model.add_qkv_bias", "model.add_bias_linear"},
+      {"model.moe_layer_pattern", "model.moe_layer_freq"},
+      {"parallel.expert_tensor_parallel_size", "parallel.tensor_model_parallel_size"},
+      {"parallel.data_parallel_sharding_strategy", "parallel.use_distributed_optimizer"},
+      {"parallel.use_distributed_optimizer", "parallel.data_parallel_sharding_strategy"},
+  };
+  return m;
+}
+
+std::string section_of(const std::string& dotted) {
+  const size_t dot = dotted.find('.');
+  return dot == std::string::npos ? std::string() : dotted.substr(0, dot);
+}
+
+}  // namespace
+
+ConfigError error_for_key(const KeyLocations& where, const std::string& dotted, std::string message) {
+  auto shown = [&](const std::string& k) {
+    const auto it = where.display.find(k);
+    return it != where.display.end() ? it->second : k;
+  };
+  // The key itself, or its parent for sub-keys (model.rope_scaling.factor -> model.rope_scaling).
+  for (std::string k = dotted; !k.empty();) {
+    if (const auto it = where.keys.find(k); it != where.keys.end())
+      return error_at(it->second, shown(dotted == k ? k : dotted), std::move(message));
+    const size_t dot = k.rfind('.');
+    if (dot == std::string::npos || section_of(k) == k.substr(0, dot)) break;
+    k = k.substr(0, dot);
+  }
+  if (const auto it = implied_by().find(dotted); it != implied_by().end()) {
+    if (const auto w = where.keys.find(it->second); w != where.keys.end())
+      return error_at(w->second, shown(dotted),
+                      std::move(message) + fmt::format(" (derived from {})", shown(it->second)));
+  }
+  if (const auto it = where.sections.find(section_of(dotted)); it != where.sections.end())
+    return error_at(it->second, shown(dotted), std::move(message));
+  return error_at(where.document, shown(dotted), std::move(message));
+}
+
+// ---- overrides ------------------------------------------------------------------------
+
+namespace {
+
+YAML::Node value_node(const std::string& value) {
+  try {
+    YAML::Node n = YAML::Load(value);
+    if (n.IsDefined()) return n;
+  } catch (...) {
+    // Not YAML (e.g. "a2a+p2p" is fine, but "[1,2" is not): treat as a plain string.
+  }
+  return YAML::Node(value);
+}
+
+std::vector<std::string> all_dotted_keys() {
+  std::vector<std::string> out;
+  for (const FieldSpec& f : scenario_fields()) {
+    out.push_back(dotted_key(f.section, f.key));
+    if (f.section != Section::kTop) out.emplace_back(f.key);
+  }
+  for (std::string_view sub : kRopeScalingKeys) out.push_back("model.rope_scaling." + std::string(sub));
+  return out;
+}
+
+}  // namespace
+
+std::optional<ConfigError> apply_overrides(const std::vector<Override>& overrides, ScenarioDraft& d,
+                                           KeyLocations& where) {
+  const Loc set_loc{"--set", 0, 0};
+  for (const Override& ov : overrides) {
+    std::string key = ov.key;
+    // Sections and sub-keys: [section.]key[.sub]
+    std::vector<std::string> parts;
+    for (size_t pos = 0;;) {
+      const size_t dot = key.find('.', pos);
+      parts.push_back(key.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos));
+      if (dot == std::string::npos) break;
+      pos = dot + 1;
+    }
+    const FieldSpec* field = nullptr;
+    std::string sub;
+    size_t i = 0;
+    if (const auto sec = parse_section(parts[0]); sec && parts.size() >= 2) {
+      field = find_field(*sec, parts[1]);
+      i = 2;
+    } else {
+      const auto named = fields_named(parts[0]);
+      if (named.size() > 1) {
+        std::string options;
+        for (const FieldSpec* f : named) options += (options.empty() ? "" : " or ") + dotted_key(f->section, f->key);
+        return error_at(set_loc, ov.key, fmt::format("ambiguous key; write {}", options));
+      }
+      if (named.size() == 1) field = named[0];
+      i = 1;
+    }
+    if (field && i < parts.size()) {
+      if (field->key != "rope_scaling" || i + 1 != parts.size()) field = nullptr;
+      else sub = parts[i];
+    }
+    if (!field) return error_at(set_loc, ov.key, unknown_message("key", ov.key, all_dotted_keys()));
+    const std::string dotted = dotted_key(field->section, field->key);
+    YAML::Node node = value_node(ov.value);
+    if (!sub.empty()) {
+      YAML::Node m(YAML::NodeType::Map);
+      m[sub] = node;
+      node = m;
+    }
+    if (std::string err = field->parse(node, d); !err.empty())
+      return error_at(set_loc, sub.empty() ? dotted : dotted + "." + sub, err);
+    d.present.insert(dotted);
+    where.keys[dotted] = set_loc;
+    if (field->key == "rope_scaling") {
+      for (const auto& kv : node) {
+        d.present.insert(dotted + "." + kv.first.Scalar());
+        where.keys[dotted + "." + kv.first.Scalar()] = set_loc;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// ---- derived defaults -------------------------------------------------------------------
+
+std::optional<ConfigError> finish_draft(ScenarioDraft& d, const KeyLocations& where) {
+  auto given = [&](const char* k) { return d.present.count(k) > 0; };
+  ModelSpec& m = d.s.model;
+  ParallelSpec& p = d.s.parallel;
+
+  for (const FieldSpec& f : scenario_fields()) {
+    const std::string k = dotted_key(f.section, f.key);
+    if (f.required && !given(k.c_str()))
+      return error_for_key(where, k, fmt::format("missing required key '{}'", f.key));
+  }
+  if (std::string err = expand_moe_layer_freq(d); !err.empty())
+    return error_for_key(where, "model.moe_layer_freq", err);
+
+  const bool has_dense = m.num_experts == 0 || m.moe_layer_pattern.end() != std::find(m.moe_layer_pattern.begin(),
+                                                                                       m.moe_layer_pattern.end(), 0);
+  if (has_dense && !given("model.ffn_hidden_size"))
+    return error_for_key(where, "model.ffn_hidden_size",
+                         m.num_experts == 0 ? "missing required key 'ffn_hidden_size'"
+                                            : "missing required key 'ffn_hidden_size' (width of the dense layers "
+                                              "that moe_layer_freq leaves non-MoE)");
+  if (!given("model.num_query_groups")) m.num_query_groups = m.num_attention_heads;
+  if (!given("model.kv_channels")) {
+    if (m.hidden_size % m.num_attention_heads != 0)
+      return error_for_key(where, "model.kv_channels",
+                           fmt::format("kv_channels not given and hidden_size ({}) is not divisible by "
+                                       "num_attention_heads ({}); set kv_channels",
+                                       m.hidden_size, m.num_attention_heads));
+    m.kv_channels = m.hidden_size / m.num_attention_heads;
+  }
+  if (m.num_experts > 0 && !given("model.moe_ffn_hidden_size")) {
+    if (!given("model.ffn_hidden_size"))
+      return error_for_key(where, "model.moe_ffn_hidden_size",
+                           "missing required key 'moe_ffn_hidden_size' (expert width; defaults to ffn_hidden_size, "
+                           "which is not given either)");
+    m.moe_ffn_hidden_size = m.ffn_hidden_size;
+  }
+  if (!given("model.add_qkv_bias")) m.add_qkv_bias = m.add_bias_linear;  // Megatron validate_args
+  if (!given("parallel.expert_tensor_parallel_size")) p.expert_tensor_parallel_size = p.tensor_model_parallel_size;
+
+  const bool udo = given("parallel.use_distributed_optimizer");
+  const bool strat = given("parallel.data_parallel_sharding_strategy");
+  if (udo && !strat) {
+    p.data_parallel_sharding_strategy = p.use_distributed_optimizer ? DpSharding::kOptim : DpSharding::kNoShard;
+  } else if (!udo && strat) {
+    p.use_distributed_optimizer = p.data_parallel_sharding_strategy != DpSharding::kNoShard;
+  } else if (udo && strat) {
+    if (p.use_distributed_optimizer && p.data_parallel_sharding_strategy == DpSharding::kNoShard)
+      return error_for_key(where, "parallel.data_parallel_sharding_strategy",
+                           "no_shard contradicts use_distributed_optimizer: true (which shards the optimizer "
+                           "state: optim); use optim, optim_grads or optim_grads_params");
+    if (!p.use_distributed_optimizer && p.data_parallel_sharding_strategy == DpSharding::kOptim)
+      return error_for_key(where, "parallel.data_parallel_sharding_strategy",
+                           "optim is the distributed optimizer; set use_distributed_optimizer: true");
+  }
+
+  const RopeScaling& rs = m.rope_scaling;
+  if (rs.type != RopeScalingType::kNone) {
+    if (!given("model.rope_scaling.factor"))
+      return error_for_key(where, "model.rope_scaling.factor",
+                           fmt::format("rope_scaling.factor is required when rope_scaling.type is {}",
+                                       to_string(rs.type)));
+    if (rs.type != RopeScalingType::kLinear && !given("model.rope_scaling.original_max_position_embeddings"))
+      return error_for_key(where, "model.rope_scaling.original_max_position_embeddings",
+                           fmt::format("rope_scaling.original_max_position_embeddings is required when "
+                                       "rope_scaling.type is {}",
+                                       to_string(rs.type)));
+  }
+  return std::nullopt;
+}
+
+std::optional<ConfigError> check_layout(const Scenario& s, const KeyLocations& where) {
+  const std::vector<Problem> problems = validate_scenario(s);
+  if (problems.empty()) return std::nullopt;
+  std::string message = problems.front().message;
+  if (problems.size() > 1) {
+    std::vector<std::string> others;
+    for (size_t i = 1; i < problems.size(); ++i) {
+      const std::string& k = problems[i].key;
+      if (std::find(others.begin(), others.end(), k) == others.end()) others.push_back(k);
+    }
+    message += fmt::format(" (and {} more: {})", problems.size() - 1, fmt::join(others, ", "));
+  }
+  return error_for_key(where, problems.front().key, message);
+}
+
+}  // namespace lcm::io

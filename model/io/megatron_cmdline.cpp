@@ -1,0 +1,178 @@
+// Megatron-LM inputs -> flags: a shell command line (quotes, backslash-newline
+// continuations, `torchrun ... pretrain_gpt.py` prefix, --flag=value) or the MODEL_ARGS
+// block of a functional-test model_config.yaml. Values are kept as text; the importer
+// interprets them.
+#include <fmt/format.h>
+
+#include "lcm/model/io/megatron_import.hpp"
+#include "megatron_flags.hpp"
+#include "yaml_read.hpp"
+
+namespace lcm::io {
+
+namespace {
+
+struct Token {
+  std::string text;
+  int line = 0, column = 0;
+  bool quoted = false;
+};
+
+// Shell-like word splitting with positions. Handles '...', "..." (with \" \\ \$ escapes),
+// backslash escapes, backslash-newline continuations and # comments.
+Result<std::vector<Token>> tokenize(const std::string& s, const std::string& file) {
+  std::vector<Token> out;
+  int line = 1, col = 1;
+  size_t i = 0;
+  auto advance = [&](size_t n = 1) {
+    for (size_t k = 0; k < n && i < s.size(); ++k, ++i) {
+      if (s[i] == '\n') ++line, col = 1;
+      else ++col;
+    }
+  };
+  while (i < s.size()) {
+    const char c = s[i];
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ';') {
+      advance();
+      continue;
+    }
+    if (c == '\\' && i + 1 < s.size() && (s[i + 1] == '\n' || (s[i + 1] == '\r' && i + 2 < s.size() && s[i + 2] == '\n'))) {
+      advance(s[i + 1] == '\r' ? 3 : 2);
+      continue;
+    }
+    if (c == '#') {
+      while (i < s.size() && s[i] != '\n') advance();
+      continue;
+    }
+    Token t;
+    t.line = line;
+    t.column = col;
+    while (i < s.size()) {
+      const char d = s[i];
+      if (d == ' ' || d == '\t' || d == '\r' || d == '\n' || d == ';') break;
+      if (d == '\\') {
+        if (i + 1 < s.size() && s[i + 1] == '\n') {
+          advance(2);
+          break;
+        }
+        advance();
+        if (i < s.size()) t.text += s[i], advance();
+        continue;
+      }
+      if (d == '\'' || d == '"') {
+        const int ql = line, qc = col;
+        t.quoted = true;
+        advance();
+        while (i < s.size() && s[i] != d) {
+          if (d == '"' && s[i] == '\\' && i + 1 < s.size() && std::string_view("\"\\$`\n").find(s[i + 1]) != std::string_view::npos) {
+            advance();
+            if (s[i] != '\n') t.text += s[i];
+            advance();
+            continue;
+          }
+          t.text += s[i];
+          advance();
+        }
+        if (i >= s.size()) return ConfigError{file, ql, qc, "", fmt::format("unterminated {} quote", d == '"' ? "double" : "single")};
+        advance();
+        continue;
+      }
+      t.text += d;
+      advance();
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+bool is_flag_token(const Token& t) { return t.text.size() > 2 && t.text.rfind("--", 0) == 0; }
+bool looks_like_option(const Token& t) {
+  return t.text.size() >= 2 && t.text[0] == '-' && !(t.text[1] >= '0' && t.text[1] <= '9') && t.text[1] != '.';
+}
+
+}  // namespace
+
+Result<std::vector<MegatronFlag>> parse_megatron_command_line(const std::string& text, const std::string& display_name) {
+  auto toks = tokenize(text, display_name);
+  if (!toks) return toks.error();
+  const std::vector<Token>& t = toks.value();
+  // Skip the launcher: everything up to the training script (`... pretrain_gpt.py`).
+  size_t start = 0;
+  for (size_t i = 0; i < t.size(); ++i)
+    if (!t[i].quoted && t[i].text.size() > 3 && t[i].text.ends_with(".py")) start = i + 1;
+  if (start == 0 && !t.empty() && !is_flag_token(t[0]))
+    return ConfigError{display_name, t[0].line, t[0].column, "",
+                       fmt::format("expected Megatron flags (--flag value ...) or a launcher line ending in the "
+                                   "training script (torchrun ... pretrain_gpt.py --flag ...), got '{}'",
+                                   t[0].text)};
+  std::vector<MegatronFlag> flags;
+  for (size_t i = start; i < t.size();) {
+    const Token& tok = t[i];
+    if (!is_flag_token(tok))
+      return ConfigError{display_name, tok.line, tok.column, "",
+                         fmt::format("unexpected argument '{}' (not a --flag, and {} takes no value)", tok.text,
+                                     flags.empty() ? std::string("nothing before it") : "--" + flags.back().name)};
+    MegatronFlag f;
+    f.file = display_name;
+    f.line = tok.line;
+    f.column = tok.column;
+    std::string body = tok.text.substr(2);
+    const size_t eq = body.find('=');
+    ++i;
+    if (eq != std::string::npos) {
+      f.name = body.substr(0, eq);
+      f.value = body.substr(eq + 1);
+    } else {
+      f.name = body;
+      const MegatronFlagName* known = find_megatron_flag(f.name);
+      if (!known || known->takes_value) {  // values up to the next option (nargs='+' flags take several)
+        std::string value;
+        while (i < t.size() && !looks_like_option(t[i])) value += (value.empty() ? "" : " ") + t[i++].text;
+        f.value = value;
+      }
+    }
+    flags.push_back(std::move(f));
+  }
+  return flags;
+}
+
+Result<std::vector<MegatronFlag>> parse_megatron_model_config(const std::string& yaml_text, const std::string& display_name) {
+  auto doc = parse_yaml(yaml_text, display_name);
+  if (!doc) return doc.error();
+  const YAML::Node& root = doc.value();
+  const Loc top{display_name, 1, 1};
+  if (!root.IsMap()) return error_at(top, "", "expected a model_config.yaml mapping with a MODEL_ARGS block");
+  YAML::Node args;
+  Loc args_loc = top;
+  for (const auto& kv : root)
+    if (kv.first.IsScalar() && kv.first.Scalar() == "MODEL_ARGS") args = kv.second, args_loc = loc_of(kv.first.Mark(), display_name);
+  if (!args.IsDefined()) return error_at(top, "MODEL_ARGS", "no MODEL_ARGS block (a Megatron functional-test model_config.yaml has one)");
+  if (!args.IsMap()) return error_at(args_loc, "MODEL_ARGS", "expected a mapping of --flag: value, got " + describe(args));
+  std::vector<MegatronFlag> flags;
+  for (const auto& kv : args) {
+    const Loc loc = loc_of(kv.first.Mark(), display_name);
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+    if (key.size() < 3 || key.rfind("--", 0) != 0)
+      return error_at(loc, key, "MODEL_ARGS keys are Megatron flags spelled with leading dashes, e.g. --num-layers");
+    MegatronFlag f;
+    f.name = key.substr(2);
+    f.file = display_name;
+    f.line = loc.line;
+    f.column = loc.column;
+    const YAML::Node& v = kv.second;
+    if (v.IsSequence()) {
+      for (const auto& e : v) {
+        if (!e.IsScalar()) return error_at(loc, key, "expected a list of plain values, got a nested " + describe(e));
+        f.value += (f.value.empty() ? "" : " ") + e.Scalar();
+      }
+    } else if (v.IsScalar()) {
+      f.value = v.Scalar();
+    } else if (!v.IsNull()) {
+      return error_at(loc, key, "expected a value, got " + describe(v));
+    }
+    flags.push_back(std::move(f));
+  }
+  return flags;
+}
+
+}  // namespace lcm::io
