@@ -16,10 +16,10 @@ namespace lcm::exec {
 namespace {
 
 constexpr BenchFamily kFamilies[] = {
-    {Family::kGemm, "gemm", "cuBLASLt GEMM, bf16 and fp8 e4m3 (TFLOP/s)", 10, 50, run_gemm_bench},
-    {Family::kCollectives, "collectives", "NCCL collectives on a layout group (algbw, busbw)", 5, 20,
+    {Family::kGemm, "gemm", "cuBLASLt GEMM, bf16 and fp8 e4m3 (TFLOP/s)", 10, 50, 0.5, run_gemm_bench},
+    {Family::kCollectives, "collectives", "NCCL collectives on a layout group (algbw, busbw)", 5, 20, 0.0,
      run_collectives_bench},
-    {Family::kMembw, "membw", "device-to-device copy bandwidth (GB/s)", 5, 20, run_membw_bench},
+    {Family::kMembw, "membw", "device-to-device copy bandwidth (GB/s)", 5, 20, 0.0, run_membw_bench},
 };
 
 }  // namespace

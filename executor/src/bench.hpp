@@ -39,6 +39,7 @@ struct RunContext {
   explicit RunContext(const Options& o) : opt(o) {}
   double now_us() const;          // trace time: µs since origin_us
   int warmup(int family_default) const { return opt.warmup >= 0 ? opt.warmup : family_default; }
+  double warmup_seconds(double family_default) const { return opt.warmup_s >= 0 ? opt.warmup_s : family_default; }
   int iters(int family_default) const { return opt.iters > 0 ? opt.iters : family_default; }
   double rotate_bytes() const;
   // Fault injection for the current point on this rank: stall sleeps, kill raises SIGKILL.
@@ -55,6 +56,7 @@ struct BenchFamily {
   const char* what;
   int default_warmup;
   int default_iters;
+  double default_warmup_s;  // minimum warm-up time
   void (*run)(RunContext&);
 };
 

@@ -168,13 +168,14 @@ void run_collectives_bench(RunContext& ctx) {
         buf.recv.push_back(rp);
         kernels::fill_coll_input(sp, et, send_n, seed + static_cast<uint64_t>(s), me, stream);
       }
-      const auto launch = [&](int s, const char* phase) {
+      const std::string op_warm = op + " (warm-up)";
+      const auto launch = [&](int s, const std::string& what) {
         a.send = buf.send[static_cast<size_t>(s)];
         a.recv = buf.recv[static_cast<size_t>(s)];
-        comms.complete_call(c->launch(a), comm, op + phase);
+        comms.complete_call(c->launch(a), comm, what);
       };
-      for (int i = 0; i < warmup; ++i) launch(i % sets, " (warm-up)");
-      comms.wait_stream(stream, op + " (warm-up)");
+      for (int i = 0; i < warmup; ++i) launch(i % sets, op_warm);
+      comms.wait_stream(stream, op_warm);
       for (int s = 0; s < sets; ++s) LCM_CUDA_CHECK(cudaMemsetAsync(buf.recv[static_cast<size_t>(s)], 0xff, recv_n * es, stream));
       LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
 
@@ -188,7 +189,7 @@ void run_collectives_bench(RunContext& ctx) {
       ev.record_base(stream);
       for (int i = 0; i < reps; ++i) {
         ev.record_start(i, stream);
-        launch(i % sets, "");
+        launch(i % sets, op);
         ev.record_end(i, stream);
       }
       const std::string what = op + " [" + c->name + ", " + std::to_string(size) + " B, comm " + gname + " ranks " +

@@ -5,6 +5,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -15,6 +16,7 @@ namespace lcm::exec {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr int kAbortGraceSeconds = 30;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -78,11 +80,23 @@ Comms::Comms(const Layout& layout, int rank, double timeout_s, const std::vector
     sub_cfg.blocking = 0;
     const std::string name = std::string("lcm.") + to_string(g);
     sub_cfg.commName = name.c_str();
-    const ncclResult_t rs = ncclCommSplit(comms_[0].comm, sub.split.color, sub.split.key, &sub.comm, &sub_cfg);
-    comms_.push_back(sub);
     const std::string what = std::string("ncclCommSplit(") + to_string(g) + ")";
-    complete_call(rs, comms_.back().comm, what);
-    complete_call(ncclSuccess, comms_[0].comm, what);
+    // Non-blocking split: NCCL leaves *newcomm NULL until the split has completed and then
+    // writes it from its init thread, so `child` must outlive the wait; progress and errors
+    // show on the parent meanwhile.
+    ncclComm_t child = nullptr;
+    const ncclResult_t rs = ncclCommSplit(comms_[0].comm, sub.split.color, sub.split.key, &child, &sub_cfg);
+    complete_call(rs, comms_[0].comm, what);
+    const auto t0 = Clock::now();
+    while ((sub.comm = __atomic_load_n(&child, __ATOMIC_ACQUIRE)) == nullptr) {
+      ncclResult_t st = ncclSuccess;
+      if (ncclCommGetAsyncError(comms_[0].comm, &st) != ncclSuccess || (st != ncclSuccess && st != ncclInProgress))
+        fail(what, std::string("failed: ") + ncclGetErrorString(st) + " (" + ncclGetLastError(nullptr) + ")", false);
+      if (seconds_since(t0) > timeout_s_) fail(what, "did not complete within " + fmt_seconds(timeout_s_) + " (timeout)", true);
+      std::this_thread::yield();
+    }
+    comms_.push_back(sub);
+    complete_call(ncclSuccess, comms_.back().comm, what);
   }
 }
 
@@ -115,7 +129,22 @@ void Comms::fail(const std::string& what, const std::string& why, bool timeout,
     const std::string d = detail();
     if (!d.empty()) msg += "; " + d;
   }
+  // Say what happened before aborting: the message must get out even if an abort hangs.
+  std::fprintf(stderr, "lcm-exec: %s; aborting all NCCL communicators\n", msg.c_str());
+  std::fflush(stderr);
+  // Bound the abort itself: if ncclCommAbort does not return, leave anyway (the launcher
+  // then ends the other ranks).
+  static std::atomic<bool> aborted{false};
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(kAbortGraceSeconds));
+    if (!aborted.load()) {
+      std::fprintf(stderr, "lcm-exec: ncclCommAbort did not return within %d s; exiting\n", kAbortGraceSeconds);
+      std::fflush(stderr);
+      std::_Exit(kExitCommFailure);
+    }
+  }).detach();
   abort_all();
+  aborted.store(true);
   msg += "; all NCCL communicators aborted";
   throw CommFailure(msg, what, timeout);
 }

@@ -109,9 +109,11 @@ GemmRunner::GemmRunner(cudaStream_t stream, int64_t workspace_bytes)
     : stream_(stream), workspace_bytes_(static_cast<size_t>(workspace_bytes)) {
   LCM_CUBLAS_CHECK(cublasLtCreate(&lt_));
   if (workspace_bytes_ > 0) LCM_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
-  LCM_CUDA_CHECK(cudaMalloc(&scales_, 2 * sizeof(float)));
-  const float s[2] = {kFp8ScaleB, kFp8ScaleA};  // cuBLASLt's A is the weight, its B the activation
-  LCM_CUDA_CHECK(cudaMemcpy(scales_, s, sizeof s, cudaMemcpyHostToDevice));
+  // Two scale scalars 256 bytes apart (each as aligned as a fresh allocation).
+  LCM_CUDA_CHECK(cudaMalloc(&scales_, 128 * sizeof(float)));
+  const float sw = kFp8ScaleB, sx = kFp8ScaleA;  // cuBLASLt's A is the weight, its B the activation
+  LCM_CUDA_CHECK(cudaMemcpy(scales_, &sw, sizeof sw, cudaMemcpyHostToDevice));
+  LCM_CUDA_CHECK(cudaMemcpy(scales_ + 64, &sx, sizeof sx, cudaMemcpyHostToDevice));
 }
 
 GemmRunner::~GemmRunner() {
@@ -154,7 +156,7 @@ void GemmRunner::setup(const GemmProblem& p, int sets, uint64_t seed, int max_al
   LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
   if (fp8) {
     const float* sa = scales_;
-    const float* sb = scales_ + 1;
+    const float* sb = scales_ + 64;
     LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa));
     LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb));
     // weight W row-major [n,k] == column-major [k,n], ld = k, transposed by op T.
@@ -181,7 +183,10 @@ void GemmRunner::setup(const GemmProblem& p, int sets, uint64_t seed, int max_al
   } else if (st != CUBLAS_STATUS_NOT_SUPPORTED) {
     LCM_CUBLAS_CHECK(st);
   }
-  if (algos_.empty()) return;
+  if (algos_.empty()) {
+    unsupported_reason_ = "cuBLASLt heuristic offers no algorithm";
+    return;
+  }
 
   const size_t e = in_bytes(p.dtype);
   sets_.resize(static_cast<size_t>(sets));
@@ -192,9 +197,40 @@ void GemmRunner::setup(const GemmProblem& p, int sets, uint64_t seed, int max_al
     LCM_CUDA_CHECK(cudaMalloc(&x.d, m * n * 2));
     kernels::fill_uniform(x.a, in_type(p.dtype), m * k, seed_a(s), stream_);
     kernels::fill_uniform(x.b, in_type(p.dtype), k * n, seed_b(s), stream_);
-    LCM_CUDA_CHECK(cudaMemsetAsync(x.d, 0xff, m * n * 2, stream_));  // NaN: unwritten output fails the check
+  }
+  c_null_ = fp8;
+  validate_algos();
+  for (Set& x : sets_)  // NaN: an output the timed loop leaves unwritten fails the check
+    LCM_CUDA_CHECK(cudaMemsetAsync(x.d, 0xff, m * n * 2, stream_));
+  LCM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+// Keeps the candidates cublasLtMatmul accepts (a heuristic answer is not a promise: e.g.
+// fp8 with C aliasing D is refused at launch); if none, retries with the other C mode.
+void GemmRunner::validate_algos() {
+  std::vector<cublasLtMatmulHeuristicResult_t> ok;
+  cublasStatus_t last = CUBLAS_STATUS_SUCCESS;
+  for (int attempt = 0; attempt < 2 && ok.empty(); ++attempt) {
+    if (attempt == 1) c_null_ = !c_null_;
+    for (const auto& h : algos_) {
+      const cublasStatus_t st = launch(0, h);
+      if (st == CUBLAS_STATUS_SUCCESS) ok.push_back(h);
+      else last = st;
+    }
   }
   LCM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (ok.empty()) {
+    c_null_ = false;
+    unsupported_reason_ = std::string("cublasLtMatmul refused every heuristic candidate: ") + cublasLtGetStatusName(last);
+  }
+  algos_ = std::move(ok);
+}
+
+cublasStatus_t GemmRunner::launch(int set, const cublasLtMatmulHeuristicResult_t& h) {
+  const Set& x = sets_.at(static_cast<size_t>(set));
+  const float alpha = 1.0f, beta = 0.0f;
+  return cublasLtMatmul(lt_, op_, &alpha, x.b, la_, x.a, lb_, &beta, c_null_ ? nullptr : x.d, lc_, x.d, lc_, &h.algo,
+                        workspace_, workspace_bytes_, stream_);
 }
 
 nlohmann::json GemmRunner::algo_json(int i) const {
@@ -209,16 +245,11 @@ nlohmann::json GemmRunner::algo_json(int i) const {
   cublasLtMatmulAlgoConfigGetAttribute(&h.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
   cublasLtMatmulAlgoConfigGetAttribute(&h.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster, &w);
   return {{"heuristic_index", i}, {"algo_id", id},   {"tile_id", tile},         {"stages_id", stages},
-          {"splitk", splitk},     {"cluster_shape_id", cluster}, {"workspace_bytes", h.workspaceSize}, {"waves", h.wavesCount}};
+          {"splitk", splitk},     {"cluster_shape_id", cluster}, {"workspace_bytes", h.workspaceSize}, {"waves", h.wavesCount},
+          {"c_matrix", c_null_ ? "none (beta = 0)" : "aliases D"}};
 }
 
-void GemmRunner::enqueue(int set) {
-  const Set& x = sets_.at(static_cast<size_t>(set));
-  const cublasLtMatmulHeuristicResult_t& h = algos_.at(static_cast<size_t>(selected_));
-  const float alpha = 1.0f, beta = 0.0f;
-  LCM_CUBLAS_CHECK(cublasLtMatmul(lt_, op_, &alpha, x.b, la_, x.a, lb_, &beta, x.d, lc_, x.d, lc_, &h.algo,
-                                  workspace_, workspace_bytes_, stream_));
-}
+void GemmRunner::enqueue(int set) { LCM_CUBLAS_CHECK(launch(set, algos_.at(static_cast<size_t>(selected_)))); }
 
 GemmCheck GemmRunner::verify(int set, uint64_t sample_seed) {
   const Set& x = sets_.at(static_cast<size_t>(set));

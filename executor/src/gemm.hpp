@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "options.hpp"
@@ -66,6 +67,7 @@ class GemmRunner {
   // `max_algos` candidates. supported() is false when it offers none.
   void setup(const GemmProblem& p, int sets, uint64_t seed, int max_algos);
   bool supported() const { return !algos_.empty(); }
+  const std::string& unsupported_reason() const { return unsupported_reason_; }
   int num_algos() const { return static_cast<int>(algos_.size()); }
   void select_algo(int i) { selected_ = i; }
   int selected_algo() const { return selected_; }
@@ -93,11 +95,15 @@ class GemmRunner {
   GemmProblem p_;
   uint64_t seed_ = 0;
   std::vector<Set> sets_;
-  float* scales_ = nullptr;  // fp8: {sa, sb} on the device
+  float* scales_ = nullptr;  // fp8: weight scale at [0], activation scale at [64], on the device
   cublasLtMatmulDesc_t op_ = nullptr;
   cublasLtMatrixLayout_t la_ = nullptr, lb_ = nullptr, lc_ = nullptr;
   std::vector<cublasLtMatmulHeuristicResult_t> algos_;
   int selected_ = 0;
+  bool c_null_ = false;  // pass no C matrix (beta = 0), as torch._scaled_mm does for fp8
+  std::string unsupported_reason_;
+  cublasStatus_t launch(int set, const cublasLtMatmulHeuristicResult_t& h);
+  void validate_algos();
 };
 
 }  // namespace lcm::exec

@@ -82,17 +82,17 @@ __global__ void count_wrong_words_kernel(const uint32_t* p, size_t n, uint64_t s
 __global__ void copy_vec16_kernel(uint4* __restrict__ dst, const uint4* __restrict__ src, size_t n) {
   const size_t stride = size_t{gridDim.x} * blockDim.x;
   size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x;
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    const uint4 a = src[i];
-    const uint4 b = src[i + stride];
-    const uint4 c = src[i + 2 * stride];
-    const uint4 d = src[i + 3 * stride];
-    dst[i] = a;
-    dst[i + stride] = b;
-    dst[i + 2 * stride] = c;
-    dst[i + 3 * stride] = d;
+  for (; i + 3 * stride < n; i += 4 * stride) {  // streaming (evict-first) loads and stores
+    const uint4 a = __ldcs(src + i);
+    const uint4 b = __ldcs(src + i + stride);
+    const uint4 c = __ldcs(src + i + 2 * stride);
+    const uint4 d = __ldcs(src + i + 3 * stride);
+    __stcs(dst + i, a);
+    __stcs(dst + i + stride, b);
+    __stcs(dst + i + 2 * stride, c);
+    __stcs(dst + i + 3 * stride, d);
   }
-  for (; i < n; i += stride) dst[i] = src[i];
+  for (; i < n; i += stride) __stcs(dst + i, __ldcs(src + i));
 }
 
 __global__ void fill_coll_kernel(void* p, ElemType t, size_t n, uint64_t seed, int rank) {

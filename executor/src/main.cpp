@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <ctime>
 #include <exception>
+#include <filesystem>
 
 #include "bench.hpp"
 #include "error.hpp"
@@ -44,8 +45,11 @@ std::vector<std::string> gather_device_lines(int rank, int world, int device, co
 }
 
 [[noreturn]] void fail_and_abort(RunContext& ctx, int code, const std::string& kind, const std::string& message,
-                                 const std::string& op) {
-  std::fprintf(stderr, "lcm-exec: FAILED (%s): %s\n", kind.c_str(), message.c_str());
+                                 const std::string& op, bool printed) {
+  if (printed)  // Comms already printed the message before aborting the communicators
+    std::fprintf(stderr, "lcm-exec: rank %d: FAILED (%s); exit code %d\n", ctx.rank, kind.c_str(), code);
+  else
+    std::fprintf(stderr, "lcm-exec: FAILED (%s): %s; exit code %d\n", kind.c_str(), message.c_str(), code);
   std::fflush(stderr);
   std::fflush(stdout);
   if (ctx.comms) ctx.comms->abort_all();
@@ -118,7 +122,10 @@ int main(int argc, char** argv) {
     trace->set_other("origin_unix_us", origin);
     trace->set_other("gpu", sys.device.name);
     ctx.trace = trace.get();
-    if (!opt.out_dir.empty()) ctx.trace_path = opt.out_dir + "/trace_rank" + std::to_string(ctx.rank) + ".json";
+    if (!opt.out_dir.empty()) {
+      std::filesystem::create_directories(opt.out_dir);  // every rank: the directory may not be shared
+      ctx.trace_path = opt.out_dir + "/trace_rank" + std::to_string(ctx.rank) + ".json";
+    }
 
     std::set<std::string> done;
     if (ctx.rank == 0) {
@@ -133,6 +140,7 @@ int main(int argc, char** argv) {
           {"system", to_json(sys)},
           {"devices", devices},
           {"config", {{"warmup", ctx.warmup(family.default_warmup)},
+                      {"warmup_s", ctx.warmup_seconds(family.default_warmup_s)},
                       {"iters", ctx.iters(family.default_iters)},
                       {"timeout_s", opt.timeout_s},
                       {"seed", opt.seed},
@@ -156,14 +164,14 @@ int main(int argc, char** argv) {
     family.run(ctx);
     if (ctx.comms) ctx.comms->finalize();
   } catch (const CommFailure& f) {
-    fail_and_abort(ctx, kExitCommFailure, f.timeout() ? "timeout" : "nccl error", f.what(), f.op());
+    fail_and_abort(ctx, kExitCommFailure, f.timeout() ? "timeout" : "nccl error", f.what(), f.op(), ctx.comms != nullptr);
   } catch (const UsageError& e) {
     if (ctx.rank == 0) std::fprintf(stderr, "lcm-exec: %s\n", e.what());
     if (ctx.comms) ctx.comms->abort_all();
     MPI_Finalize();
     return kExitUsage;
   } catch (const std::exception& e) {
-    fail_and_abort(ctx, kExitRuntime, "runtime error", "rank " + std::to_string(ctx.rank) + ": " + e.what(), "");
+    fail_and_abort(ctx, kExitRuntime, "runtime error", "rank " + std::to_string(ctx.rank) + ": " + e.what(), "", false);
   }
 
   MPI_Barrier(MPI_COMM_WORLD);

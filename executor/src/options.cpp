@@ -139,6 +139,8 @@ std::string usage() {
        "  --resume             skip points that DIR/summary.json already holds as correct\n"
        "  --timeout S          seconds any wait may take (NCCL init, split, a point) [300]\n"
        "  -w, --warmup N       warm-up repetitions [gemm 10, collectives 5, membw 5]\n"
+       "  --warmup-ms MS       and repeat them until at least MS ms have passed, so a power-limited\n"
+       "                       GPU reaches its sustained clock before timing [gemm 500, others 0]\n"
        "  -n, --iters N        timed repetitions (raised to the buffer-set count) [gemm 50, collectives 20, membw 20]\n"
        "  --seed N             data pattern seed [1]\n"
        "  --rotate BYTES       distinct buffer bytes to rotate through [max(100M, 2 x L2)]\n"
@@ -212,6 +214,10 @@ Options parse_args(int argc, const char* const* argv) {
     else if (flag == "--timeout") o.timeout_s = parse_double(flag, arg());
     else if (flag == "-w" || flag == "--warmup") o.warmup = static_cast<int>(parse_int(flag, arg()));
     else if (flag == "-n" || flag == "--iters") o.iters = static_cast<int>(parse_int(flag, arg()));
+    else if (flag == "--warmup-ms") {
+      o.warmup_s = parse_double(flag, arg()) / 1000.0;
+      if (o.warmup_s < 0) throw UsageError("--warmup-ms must be >= 0");
+    }
     else if (flag == "--seed") o.seed = static_cast<uint64_t>(parse_int(flag, arg()));
     else if (flag == "--rotate") o.rotate_bytes = static_cast<double>(parse_size(arg()));
     else if (flag == "--inject") o.inject = parse_inject(arg());
@@ -223,7 +229,8 @@ Options parse_args(int argc, const char* const* argv) {
       o.group = *pg;
     } else if (flag == "--ops" || flag == "--methods") {
       o.ops.clear();
-      for (std::string_view s : split(arg(), ',')) o.ops.emplace_back(s);
+      const std::string list = arg();
+      for (std::string_view s : split(list, ',')) o.ops.emplace_back(s);
     } else if (flag == "-d" || flag == "--dtype") {
       const std::string v = arg();
       if (o.family == Family::kGemm) {

@@ -46,6 +46,7 @@ struct Options {
   bool resume = false;
   double timeout_s = 300.0;     // every wait: init, split, each measured point
   int warmup = -1;              // -w; -1: the family's default
+  double warmup_s = -1;         // --warmup-ms / 1000: warm up at least this long; -1: family default
   int iters = -1;               // -n; -1: the family's default
   uint64_t seed = 1;
   double rotate_bytes = 0;      // distinct buffer bytes to rotate through; 0: max(100 MB, 2 x L2)

@@ -137,9 +137,21 @@ std::optional<ConfigError> parse_block(const YAML::Node& map, const std::vector<
   return std::nullopt;
 }
 
+Result<HardwareSpec> load_profile(const std::string& path);
+
 }  // namespace
 
 Result<HardwareSpec> load_hardware_profile(const std::string& path) {
+  try {
+    return load_profile(path);
+  } catch (const std::exception& e) {  // any library exception becomes an input error
+    return ConfigError{path, 0, 0, "", std::string("cannot load hardware profile: ") + e.what()};
+  }
+}
+
+namespace {
+
+Result<HardwareSpec> load_profile(const std::string& path) {
   std::string text;
   {
     std::ifstream in(path, std::ios::binary);
@@ -183,8 +195,6 @@ Result<HardwareSpec> load_hardware_profile(const std::string& path) {
   }
   return h;
 }
-
-namespace {
 
 std::vector<std::string> default_profile_dirs() {
   std::vector<std::string> dirs;

@@ -90,9 +90,31 @@ bool looks_like_option(const Token& t) {
   return t.text.size() >= 2 && t.text[0] == '-' && !(t.text[1] >= '0' && t.text[1] <= '9') && t.text[1] != '.';
 }
 
+Result<std::vector<MegatronFlag>> split_command_line(const std::string& text, const std::string& display_name);
+Result<std::vector<MegatronFlag>> read_model_args(const std::string& yaml_text, const std::string& display_name);
+
+template <class F>
+Result<std::vector<MegatronFlag>> guarded(const std::string& file, F f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return ConfigError{file, 0, 0, "", std::string("cannot read: ") + e.what()};
+  }
+}
+
 }  // namespace
 
 Result<std::vector<MegatronFlag>> parse_megatron_command_line(const std::string& text, const std::string& display_name) {
+  return guarded(display_name, [&] { return split_command_line(text, display_name); });
+}
+
+Result<std::vector<MegatronFlag>> parse_megatron_model_config(const std::string& yaml_text, const std::string& display_name) {
+  return guarded(display_name, [&] { return read_model_args(yaml_text, display_name); });
+}
+
+namespace {
+
+Result<std::vector<MegatronFlag>> split_command_line(const std::string& text, const std::string& display_name) {
   auto toks = tokenize(text, display_name);
   if (!toks) return toks.error();
   const std::vector<Token>& t = toks.value();
@@ -136,43 +158,61 @@ Result<std::vector<MegatronFlag>> parse_megatron_command_line(const std::string&
   return flags;
 }
 
-Result<std::vector<MegatronFlag>> parse_megatron_model_config(const std::string& yaml_text, const std::string& display_name) {
+Result<std::vector<MegatronFlag>> read_model_args(const std::string& yaml_text, const std::string& display_name) {
   auto doc = parse_yaml(yaml_text, display_name);
   if (!doc) return doc.error();
   const YAML::Node& root = doc.value();
   const Loc top{display_name, 1, 1};
   if (!root.IsMap()) return error_at(top, "", "expected a model_config.yaml mapping with a MODEL_ARGS block");
   YAML::Node args;
+  bool found = false;
   Loc args_loc = top;
   for (const auto& kv : root)
-    if (kv.first.IsScalar() && kv.first.Scalar() == "MODEL_ARGS") args = kv.second, args_loc = loc_of(kv.first.Mark(), display_name);
-  if (!args.IsDefined()) return error_at(top, "MODEL_ARGS", "no MODEL_ARGS block (a Megatron functional-test model_config.yaml has one)");
+    if (kv.first.IsScalar() && kv.first.Scalar() == "MODEL_ARGS")
+      args = kv.second, args_loc = loc_of(kv.first.Mark(), display_name), found = true;
+  if (!found) return error_at(top, "MODEL_ARGS", "no MODEL_ARGS block (a Megatron functional-test model_config.yaml has one)");
+  if (args.IsNull()) return std::vector<MegatronFlag>{};  // "MODEL_ARGS:" with no flags
   if (!args.IsMap()) return error_at(args_loc, "MODEL_ARGS", "expected a mapping of --flag: value, got " + describe(args));
-  std::vector<MegatronFlag> flags;
+  // YAML merge keys ("<<: *BASE_MODEL_ARGS", used by some functional tests): the merged
+  // map's flags come first, so the flags written in MODEL_ARGS itself win (argparse: last wins).
+  std::vector<YAML::Node> maps;
   for (const auto& kv : args) {
-    const Loc loc = loc_of(kv.first.Mark(), display_name);
-    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
-    if (key.size() < 3 || key.rfind("--", 0) != 0)
-      return error_at(loc, key, "MODEL_ARGS keys are Megatron flags spelled with leading dashes, e.g. --num-layers");
-    MegatronFlag f;
-    f.name = key.substr(2);
-    f.file = display_name;
-    f.line = loc.line;
-    f.column = loc.column;
-    const YAML::Node& v = kv.second;
-    if (v.IsSequence()) {
-      for (const auto& e : v) {
-        if (!e.IsScalar()) return error_at(loc, key, "expected a list of plain values, got a nested " + describe(e));
-        f.value += (f.value.empty() ? "" : " ") + e.Scalar();
+    if (!kv.first.IsScalar() || kv.first.Scalar() != "<<") continue;
+    if (kv.second.IsMap()) maps.push_back(kv.second);
+    else if (kv.second.IsSequence())
+      for (const auto& m : kv.second)
+        if (m.IsMap()) maps.push_back(m);
+  }
+  maps.push_back(args);
+  std::vector<MegatronFlag> flags;
+  for (const YAML::Node& map : maps) {
+    for (const auto& kv : map) {
+      const Loc loc = loc_of(kv.first.Mark(), display_name);
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+      if (key == "<<") continue;
+      if (key.size() < 3 || key.rfind("--", 0) != 0)
+        return error_at(loc, key, "MODEL_ARGS keys are Megatron flags spelled with leading dashes, e.g. --num-layers");
+      MegatronFlag f;
+      f.name = key.substr(2);
+      f.file = display_name;
+      f.line = loc.line;
+      f.column = loc.column;
+      const YAML::Node& v = kv.second;
+      if (v.IsSequence()) {
+        for (const auto& e : v) {
+          if (!e.IsScalar()) return error_at(loc, key, "expected a list of plain values, got a nested " + describe(e));
+          f.value += (f.value.empty() ? "" : " ") + e.Scalar();
+        }
+      } else if (v.IsScalar()) {
+        f.value = v.Scalar();
+      } else if (!v.IsNull()) {
+        return error_at(loc, key, "expected a value, got " + describe(v));
       }
-    } else if (v.IsScalar()) {
-      f.value = v.Scalar();
-    } else if (!v.IsNull()) {
-      return error_at(loc, key, "expected a value, got " + describe(v));
+      flags.push_back(std::move(f));
     }
-    flags.push_back(std::move(f));
   }
   return flags;
 }
 
+}  // namespace
 }  // namespace lcm::io

@@ -410,12 +410,16 @@ Result<MegatronDraft> megatron_to_draft(const std::vector<MegatronFlag>& flags, 
 Result<MegatronImportReport> import_megatron_report(const std::vector<MegatronFlag>& flags, int num_gpus,
                                                     const HardwareSpec& hardware, const std::string& name) {
   const std::string file = flags.empty() ? std::string("<megatron>") : flags.front().file;
-  auto md = megatron_to_draft(flags, num_gpus, hardware, name, Loc{file, 0, 0});
-  if (!md) return md.error();
-  MegatronDraft& m = md.value();
-  if (auto e = finish_draft(m.draft, m.where)) return *e;
-  if (auto e = check_layout(m.draft.s, m.where)) return *e;
-  return MegatronImportReport{std::move(m.draft.s), std::move(m.notes), std::move(m.ignored)};
+  try {
+    auto md = megatron_to_draft(flags, num_gpus, hardware, name, Loc{file, 0, 0});
+    if (!md) return md.error();
+    MegatronDraft& m = md.value();
+    if (auto e = finish_draft(m.draft, m.where)) return *e;
+    if (auto e = check_layout(m.draft.s, m.where)) return *e;
+    return MegatronImportReport{std::move(m.draft.s), std::move(m.notes), std::move(m.ignored)};
+  } catch (const std::exception& e) {  // any library exception becomes an input error
+    return ConfigError{file, 0, 0, "", std::string("cannot import: ") + e.what()};
+  }
 }
 
 Result<Scenario> import_megatron(const std::vector<MegatronFlag>& flags, int num_gpus, const HardwareSpec& hardware,

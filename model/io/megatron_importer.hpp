@@ -51,6 +51,7 @@ class MegatronImporter {
   void map_recompute();
 
   std::map<std::string, const MegatronFlag*, std::less<>> by_name_;
+  bool interleave_dropped_ = false;  // Megatron interleaves, lcm's mapping could not
   int num_gpus_;
   const HardwareSpec& hardware_;
   std::string name_;

@@ -42,6 +42,7 @@ struct LayoutMapping {
   std::vector<int> layout_per_rank;   // transformer layers per pipeline rank, as written
   std::vector<int> modelled_per_rank;  // as lcm models them
   std::string note;               // "" when exact
+  bool interleave_dropped = false;  // the layout interleaves but lcm models it without
 };
 std::variant<LayoutMapping, std::string> map_pipeline_layout(std::string_view layout, int num_layers, int pp);
 

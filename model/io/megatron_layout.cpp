@@ -116,13 +116,24 @@ std::variant<LayoutMapping, std::string> map_pipeline_layout(std::string_view la
     if (!found)
       return fmt::format("pipeline layout '{}' cannot be approximated by lcm's first/middle/last split", layout);
   }
+  // Keep the interleaved schedule when an even split with equal virtual stages is within one
+  // layer of the layout on every rank (the schedule matters more than one layer of balance).
+  if (vp > 1 && out.layers_per_virtual_stage == 0 && num_layers % (pp * vp) == 0) {
+    const int even = num_layers / pp;
+    if (std::all_of(per.begin(), per.end(), [&](int v) { return std::abs(v - even) <= 1; })) {
+      out.first = out.last = 0;
+      out.layers_per_virtual_stage = num_layers / (pp * vp);
+    }
+  }
   out.modelled_per_rank = split_even(num_layers, pp, out.first, out.last);
   const bool interleave_dropped = vp > 1 && out.layers_per_virtual_stage == 0;
+  out.interleave_dropped = interleave_dropped;
   if (out.modelled_per_rank != per || interleave_dropped) {
     out.note = fmt::format("--pipeline-model-parallel-layout '{}' puts [{}] transformer layers on the pipeline ranks; "
                            "modelled as [{}]",
                            layout, fmt::join(per, ", "), fmt::join(out.modelled_per_rank, ", "));
     if (interleave_dropped) out.note += fmt::format(" without interleaving its {} uneven virtual stages per rank", vp);
+    else if (vp > 1) out.note += fmt::format(" with {} equal virtual stages of {} layers per rank", vp, out.layers_per_virtual_stage);
   }
   return out;
 }

@@ -145,8 +145,8 @@ YAML::Node emit_rope_scaling(const Scenario& s) {
   YAML::Node n(YAML::NodeType::Map);
   const RopeScaling& rs = s.model.rope_scaling;
   n["type"] = std::string(to_string(rs.type));
-  n["factor"] = real_text(rs.factor);
-  n["original_max_position_embeddings"] = rs.original_max_position_embeddings;
+  if (rs.type != RopeScalingType::kNone || rs.factor != 1.0) n["factor"] = real_text(rs.factor);
+  if (rs.original_max_position_embeddings > 0) n["original_max_position_embeddings"] = rs.original_max_position_embeddings;
   n.SetStyle(YAML::EmitterStyle::Flow);
   return n;
 }
@@ -276,7 +276,7 @@ std::vector<FieldSpec> build() {
                [](const S& s) { return YAML::Node(s.model.name); }});
   f.push_back(integer(M, "num_layers", [](S& s) -> auto& { return s.model.num_layers; }, 1, true));
   f.push_back(integer(M, "hidden_size", [](S& s) -> auto& { return s.model.hidden_size; }, 1, true));
-  f.push_back(integer(M, "ffn_hidden_size", [](S& s) -> auto& { return s.model.ffn_hidden_size; }, 1));
+  f.push_back(integer(M, "ffn_hidden_size", [](S& s) -> auto& { return s.model.ffn_hidden_size; }, 0));
   f.push_back(integer(M, "num_attention_heads", [](S& s) -> auto& { return s.model.num_attention_heads; }, 1, true));
   f.push_back(integer(M, "num_query_groups", [](S& s) -> auto& { return s.model.num_query_groups; }, 1));
   f.push_back(integer(M, "kv_channels", [](S& s) -> auto& { return s.model.kv_channels; }, 1));
@@ -292,12 +292,12 @@ std::vector<FieldSpec> build() {
   f.push_back(enumeration(M, "normalization", [](S& s) -> auto& { return s.model.normalization; }));
   f.push_back(enumeration(M, "position_embedding_type",
                           [](S& s) -> auto& { return s.model.position_embedding_type; }));
-  f.push_back(integer(M, "max_position_embeddings", [](S& s) -> auto& { return s.model.max_position_embeddings; }, 1));
+  f.push_back(optional_count(M, "max_position_embeddings", [](S& s) -> auto& { return s.model.max_position_embeddings; }));
   f.push_back(real(M, "rotary_base", [](S& s) -> auto& { return s.model.rotary_base; }, 0.0, true));
   f.push_back({M, "rope_scaling", false, parse_rope_scaling, emit_rope_scaling});
   f.push_back(integer(M, "num_experts", [](S& s) -> auto& { return s.model.num_experts; }, 0));
   f.push_back(integer(M, "moe_router_topk", [](S& s) -> auto& { return s.model.moe_router_topk; }, 1));
-  f.push_back(integer(M, "moe_ffn_hidden_size", [](S& s) -> auto& { return s.model.moe_ffn_hidden_size; }, 1));
+  f.push_back(integer(M, "moe_ffn_hidden_size", [](S& s) -> auto& { return s.model.moe_ffn_hidden_size; }, 0));
   f.push_back(integer(M, "moe_shared_expert_intermediate_size",
                       [](S& s) -> auto& { return s.model.moe_shared_expert_intermediate_size; }, 0));
   f.push_back({M, "moe_layer_freq", false, parse_moe_layer_freq, emit_moe_layer_freq});

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -133,8 +134,10 @@ Result<Scenario> load_megatron_config(const std::string& text, const std::string
   none.document = Loc{file, 1, 1};
   auto hw = resolve_hardware(opts.hardware, opts, base_dir.empty() ? fs::current_path() : base_dir, none);
   if (!hw) return hw.error();
-  std::string name = fs::path(file).parent_path().filename().string();
-  if (name.empty()) name = fs::path(file).stem().string();
+  // Functional tests live in test_cases/<group>/<test name>/model_config.yaml.
+  std::string name = fs::path(file).stem().string();
+  if (fs::path(file).filename() == "model_config.yaml" && !fs::path(file).parent_path().filename().empty())
+    name = fs::path(file).parent_path().filename().string();
   auto md = megatron_to_draft(flags.value(), opts.num_gpus, hw.value(), name, Loc{file, 1, 1});
   if (!md) return md.error();
   MegatronDraft& m = md.value();
@@ -173,19 +176,33 @@ Result<Scenario> load_impl(const std::string& text, const std::string& file, con
   return s;
 }
 
+// Every input error is a ConfigError; anything thrown below (yaml-cpp, std::filesystem,
+// allocation) is turned into one rather than escaping to the caller.
+Result<Scenario> guarded(const std::string& file, const std::function<Result<Scenario>()>& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return ConfigError{file, 0, 0, "", std::string("cannot load: ") + e.what()};
+  } catch (...) {
+    return ConfigError{file, 0, 0, "", "cannot load: unknown error"};
+  }
+}
+
 }  // namespace
 
 Result<Scenario> load_scenario(const std::string& path, const LoadOptions& opts) {
-  std::string text;
-  if (auto err = read_text(path, &text)) return ConfigError{path, 0, 0, "", *err};
-  fs::path base = fs::path(path).parent_path();
-  if (base.empty()) base = ".";
-  return load_impl(text, path, opts, base);
+  return guarded(path, [&]() -> Result<Scenario> {
+    std::string text;
+    if (auto err = read_text(path, &text)) return ConfigError{path, 0, 0, "", *err};
+    fs::path base = fs::path(path).parent_path();
+    if (base.empty()) base = ".";
+    return load_impl(text, path, opts, base);
+  });
 }
 
 Result<Scenario> load_scenario_string(const std::string& yaml_text, const std::string& display_name,
                                       const LoadOptions& opts) {
-  return load_impl(yaml_text, display_name, opts, fs::path());
+  return guarded(display_name, [&] { return load_impl(yaml_text, display_name, opts, fs::path()); });
 }
 
 }  // namespace lcm::io

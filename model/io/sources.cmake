@@ -10,6 +10,8 @@ set(LCM_MODEL_IO_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/hardware_profile.cpp
   ${CMAKE_CURRENT_LIST_DIR}/megatron_cmdline.cpp
   ${CMAKE_CURRENT_LIST_DIR}/megatron_flags.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/megatron_flag_names.cpp
   ${CMAKE_CURRENT_LIST_DIR}/megatron_import.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/megatron_import_job.cpp
   ${CMAKE_CURRENT_LIST_DIR}/megatron_layout.cpp
 )

@@ -27,7 +27,7 @@ Result<YAML::Node> parse_yaml(const std::string& text, const std::string& file) 
   try {
     return YAML::Load(text);
   } catch (const YAML::DeepRecursion& e) {
-    return error_at(loc_of(e.mark, file), "", "YAML nesting too deep: " + e.msg);
+    return error_at(loc_of(e.mark, file), "", fmt::format("YAML nesting too deep (more than {} levels)", e.depth()));
   } catch (const YAML::ParserException& e) {
     return error_at(loc_of(e.mark, file), "", "malformed YAML: " + e.msg);
   } catch (const YAML::Exception& e) {
@@ -72,7 +72,7 @@ std::string quoted_hint(const YAML::Node& n) {
 }
 
 std::string bound_text(int64_t min, int64_t max) {
-  if (max == INT64_MAX) return min == INT64_MIN ? "" : fmt::format(" >= {}", min);
+  if (max >= INT32_MAX) return min == INT64_MIN ? "" : fmt::format(" >= {}", min);
   return fmt::format(" in [{}, {}]", min, max);
 }
 

@@ -22,7 +22,7 @@ constexpr double kLn2Pi = 1.8378770664093454836;  // ln(2*pi)
 // ---------------------------------------------------------------------------------
 // Binomial pmf in log space, saddle-point form (Loader 2000, "Fast and accurate
 // computation of binomial probabilities"): no cancellation between lgamma terms, so the
-// relative error stays ~1e-14 for n up to 1e9.
+// relative error of one pmf value stays ~1e-14 for n up to 1e9.
 // ---------------------------------------------------------------------------------
 
 // ln(n!) - ln(sqrt(2 pi n) (n/e)^n), the Stirling-series remainder.
@@ -426,79 +426,66 @@ double routed_expert_flops(const Scenario& s, const Flops& f) {
   return v;
 }
 
+// The routing group: expert weights p (for sampling), the measured loads scaled to the
+// group, and T*k. Fills the sweep's T, its source and the inclusion probabilities q.
+struct GroupRouting {
+  std::vector<double> weights;
+  std::vector<double> scaled_loads;
+  double assignments = 0;
+};
+
+GroupRouting set_up_routing(const CapacityOptions& o, CapacitySweep& sw) {
+  const int e = sw.experts, k = sw.topk;
+  GroupRouting g;
+  g.weights.assign(static_cast<size_t>(e), 1.0 / e);
+  if (o.routing == RoutingKind::kMeasured) {
+    assert(o.loads.size() == static_cast<size_t>(e));
+    sw.measured_assignments = std::accumulate(o.loads.begin(), o.loads.end(), 0.0);
+    assert(sw.measured_assignments > 0);
+    sw.tokens_source = o.tokens > 0 ? TokensSource::kOverride : TokensSource::kLoads;
+    sw.tokens = o.tokens > 0 ? o.tokens : std::llround(sw.measured_assignments / k);
+    g.assignments = o.tokens > 0 ? static_cast<double>(o.tokens) * k : sw.measured_assignments;
+    g.scaled_loads = o.loads;
+    for (double& l : g.scaled_loads) l *= g.assignments / sw.measured_assignments;
+    for (double l : o.loads) sw.inclusion.push_back(l / sw.measured_assignments * k);
+    return g;
+  }
+  sw.tokens_source = o.tokens > 0 ? TokensSource::kOverride : TokensSource::kScenario;
+  sw.tokens = o.tokens > 0 ? o.tokens : sw.scenario_tokens;
+  g.assignments = static_cast<double>(sw.tokens) * k;
+  if (o.routing == RoutingKind::kZipf) {
+    g.weights = zipf_weights(e, o.zipf_s);
+    sw.inclusion = topk_inclusion_probabilities(g.weights, k);
+  } else {
+    sw.inclusion.assign(static_cast<size_t>(e), static_cast<double>(k) / e);
+  }
+  return g;
+}
+
 // Drop fraction (mean and CI) per capacity, for the chosen routing and method.
-std::vector<DropStats> drop_stats(const CapacityOptions& o, const CapacitySweep& sw,
-                                  const std::vector<double>& weights,
-                                  const std::vector<double>& scaled_loads,
+std::vector<DropStats> drop_stats(const CapacityOptions& o, const CapacitySweep& sw, const GroupRouting& g,
                                   const std::vector<int64_t>& caps) {
-  std::vector<DropStats> out(caps.size());
   if (sw.method == DropMethod::kMonteCarlo)
-    return monte_carlo_drop_fraction(weights, sw.tokens, sw.topk, caps, o.mc);
+    return monte_carlo_drop_fraction(g.weights, sw.tokens, sw.topk, caps, o.mc);
+  std::vector<DropStats> out(caps.size());
   for (size_t i = 0; i < caps.size(); ++i) {
     const double d = sw.method == DropMethod::kMeasured
-                         ? measured_drop_fraction(scaled_loads, static_cast<double>(caps[i]))
+                         ? measured_drop_fraction(g.scaled_loads, static_cast<double>(caps[i]))
                          : expected_drop_fraction(sw.inclusion, sw.tokens, sw.topk, caps[i]);
     out[i] = DropStats{d, 0.0, d, d, 0};
   }
   return out;
 }
 
-}  // namespace
-
-CapacitySweep capacity_sweep(const Scenario& s, const CapacityOptions& o) {
-  assert(s.model.num_experts > 0 && s.model.moe_router_topk >= 1);
-  CapacitySweep sw;
-  const Mesh mesh = derive_mesh(s);
-  const int e = s.model.num_experts, k = s.model.moe_router_topk;
-  sw.routing = o.routing;
-  sw.method = o.routing == RoutingKind::kMeasured ? DropMethod::kMeasured : o.method;
-  sw.zipf_s = o.routing == RoutingKind::kZipf ? o.zipf_s : 0.0;
-  sw.mc = o.mc;
-  sw.experts = e;
-  sw.topk = k;
-  sw.scenario_tokens = routing_group_tokens(s, mesh);
-  sw.pad_to_capacity = o.pad_to_capacity || s.model.moe_pad_expert_input_to_capacity;
-  sw.dispatcher = s.model.moe_token_dispatcher_type;
-  sw.ep = mesh.ep;
-
-  // Routing distribution: expert weights p (sampling) and inclusion probabilities q.
-  std::vector<double> weights(static_cast<size_t>(e), 1.0 / e), scaled_loads;
-  double assignments = 0;  // T*k of one routing group
-  if (o.routing == RoutingKind::kMeasured) {
-    assert(o.loads.size() == static_cast<size_t>(e));
-    sw.measured_assignments = std::accumulate(o.loads.begin(), o.loads.end(), 0.0);
-    assert(sw.measured_assignments > 0);
-    sw.tokens_source = o.tokens > 0 ? TokensSource::kOverride : TokensSource::kLoads;
-    assignments = o.tokens > 0 ? static_cast<double>(o.tokens) * k : sw.measured_assignments;
-    sw.tokens = o.tokens > 0 ? o.tokens : std::llround(sw.measured_assignments / k);
-    scaled_loads = o.loads;
-    for (double& l : scaled_loads) l *= assignments / sw.measured_assignments;
-    for (double l : o.loads) sw.inclusion.push_back(l / sw.measured_assignments * k);
-  } else {
-    sw.tokens_source = o.tokens > 0 ? TokensSource::kOverride : TokensSource::kScenario;
-    sw.tokens = o.tokens > 0 ? o.tokens : sw.scenario_tokens;
-    assignments = static_cast<double>(sw.tokens) * k;
-    if (o.routing == RoutingKind::kZipf) weights = zipf_weights(e, o.zipf_s);
-    sw.inclusion = o.routing == RoutingKind::kZipf
-                       ? topk_inclusion_probabilities(weights, k)
-                       : std::vector<double>(static_cast<size_t>(e), static_cast<double>(k) / e);
-  }
-
-  std::vector<int64_t> caps;
-  for (double cf : o.capacity_factors) {
-    assert(cf > 0);
-    caps.push_back(o.routing == RoutingKind::kMeasured && o.tokens <= 0
-                       ? capacity_for_assignments(assignments, e, cf)
-                       : capacity(sw.tokens, k, e, cf));
-  }
-  const std::vector<DropStats> drops = drop_stats(o, sw, weights, scaled_loads, caps);
-
-  // Dropless reference: the volumes every capacity factor scales.
+// The dropless scenario's traffic, routed-expert FLOPs and memory: what every capacity
+// factor scales.
+void set_dropless_reference(const Scenario& s, CapacitySweep& sw) {
   Scenario base = s;
   base.model.moe_expert_capacity_factor = 0;
   base.model.moe_pad_expert_input_to_capacity = false;
   const Estimate eb = estimate(base);
-  sw.ep_rule = sw.dispatcher == Dispatcher::kAllToAll   ? EpTrafficRule::kScalesWithSlots
+  sw.ep = eb.mesh.ep;
+  sw.ep_rule = sw.dispatcher == Dispatcher::kAllToAll    ? EpTrafficRule::kScalesWithSlots
                : sw.dispatcher == Dispatcher::kAllGather ? EpTrafficRule::kUnchanged
                                                          : EpTrafficRule::kUpperBound;
   sw.dropless_a2a_bytes = ep_bytes(eb.comm, /*all_to_all_only=*/true);
@@ -509,42 +496,72 @@ CapacitySweep capacity_sweep(const Scenario& s, const CapacityOptions& o) {
   sw.micro_batches = std::max(eb.mesh.num_micro_batches, 1);
   if (!eb.stage_layers.empty()) {
     const int last = static_cast<int>(eb.stage_layers.size()) - 1;
-    sw.moe_layers_on_stage = eb.stage_layers[static_cast<size_t>(std::clamp(eb.comm.stage, 0, last))].num_moe_layers;
+    sw.moe_layers_on_stage =
+        eb.stage_layers[static_cast<size_t>(std::clamp(eb.comm.stage, 0, last))].num_moe_layers;
   }
   const double per_layer_mb = static_cast<double>(std::max(sw.moe_layers_on_stage, 1)) * sw.micro_batches;
   sw.dropless_a2a_bytes_per_layer_microbatch = sw.dropless_a2a_bytes / per_layer_mb;
+}
 
-  for (size_t i = 0; i < caps.size(); ++i) {
-    CapacityRow r;
-    r.cf = o.capacity_factors[i];
-    r.capacity = caps[i];
-    r.drop_fraction = drops[i].mean;
-    r.drop_ci_low = drops[i].ci_low;
-    r.drop_ci_high = drops[i].ci_high;
-    const double kept = assignments * (1.0 - r.drop_fraction);
-    const double slots = static_cast<double>(e) * static_cast<double>(r.capacity);
-    r.kept_per_expert = kept / e;
-    r.slot_fill = slots > 0 ? std::min(1.0, kept / slots) : 0.0;
-    r.processed_fraction = assignments > 0 ? (sw.pad_to_capacity ? slots : kept) / assignments : 0.0;
-    const double traffic = sw.ep_rule == EpTrafficRule::kScalesWithSlots ? r.processed_fraction : 1.0;
-    r.a2a_bytes = sw.dropless_a2a_bytes * traffic;
-    r.a2a_bytes_per_layer_microbatch = sw.dropless_a2a_bytes_per_layer_microbatch * traffic;
-    r.ep_bytes = sw.dropless_ep_bytes * traffic;
-    r.expert_flops = sw.dropless_expert_flops * r.processed_fraction;
+CapacityRow make_row(const Scenario& s, const CapacitySweep& sw, double cf, int64_t cap, const DropStats& drop,
+                     double assignments) {
+  CapacityRow r;
+  r.cf = cf;
+  r.capacity = cap;
+  r.drop_fraction = drop.mean;
+  r.drop_ci_low = drop.ci_low;
+  r.drop_ci_high = drop.ci_high;
+  const double kept = assignments * (1.0 - r.drop_fraction);
+  const double slots = static_cast<double>(sw.experts) * static_cast<double>(cap);
+  r.kept_per_expert = kept / sw.experts;
+  r.slot_fill = slots > 0 ? std::min(1.0, kept / slots) : 0.0;
+  r.processed_fraction = assignments > 0 ? (sw.pad_to_capacity ? slots : kept) / assignments : 0.0;
+  const double traffic = sw.ep_rule == EpTrafficRule::kScalesWithSlots ? r.processed_fraction : 1.0;
+  r.a2a_bytes = sw.dropless_a2a_bytes * traffic;
+  r.a2a_bytes_per_layer_microbatch = sw.dropless_a2a_bytes_per_layer_microbatch * traffic;
+  r.ep_bytes = sw.dropless_ep_bytes * traffic;
+  r.expert_flops = sw.dropless_expert_flops * r.processed_fraction;
 
-    Scenario sc = s;
-    sc.model.moe_expert_capacity_factor = r.cf;
-    sc.model.moe_pad_expert_input_to_capacity = sw.pad_to_capacity;
-    r.layout_valid = validate_scenario(sc).empty();
-    if (r.layout_valid) {
-      const Estimate ec = estimate(sc);
-      r.peak_bytes = ec.memory.peak_bytes;
-      r.fits = ec.memory.fits;
-    } else {
-      r.fits = false;
-    }
-    sw.rows.push_back(r);
+  Scenario sc = s;
+  sc.model.moe_expert_capacity_factor = cf;
+  sc.model.moe_pad_expert_input_to_capacity = sw.pad_to_capacity;
+  r.layout_valid = validate_scenario(sc).empty();
+  if (r.layout_valid) {
+    const Estimate ec = estimate(sc);
+    r.peak_bytes = ec.memory.peak_bytes;
+    r.fits = ec.memory.fits;
+  } else {
+    r.fits = false;
   }
+  return r;
+}
+
+}  // namespace
+
+CapacitySweep capacity_sweep(const Scenario& s, const CapacityOptions& o) {
+  assert(s.model.num_experts > 0 && s.model.moe_router_topk >= 1);
+  CapacitySweep sw;
+  sw.routing = o.routing;
+  sw.method = o.routing == RoutingKind::kMeasured ? DropMethod::kMeasured : o.method;
+  sw.zipf_s = o.routing == RoutingKind::kZipf ? o.zipf_s : 0.0;
+  sw.mc = o.mc;
+  sw.experts = s.model.num_experts;
+  sw.topk = s.model.moe_router_topk;
+  sw.scenario_tokens = routing_group_tokens(s, derive_mesh(s));
+  sw.pad_to_capacity = o.pad_to_capacity || s.model.moe_pad_expert_input_to_capacity;
+  sw.dispatcher = s.model.moe_token_dispatcher_type;
+  const GroupRouting g = set_up_routing(o, sw);
+
+  std::vector<int64_t> caps;
+  for (double cf : o.capacity_factors) {
+    assert(cf > 0);
+    caps.push_back(sw.tokens_source == TokensSource::kLoads ? capacity_for_assignments(g.assignments, sw.experts, cf)
+                                                            : capacity(sw.tokens, sw.topk, sw.experts, cf));
+  }
+  const std::vector<DropStats> drops = drop_stats(o, sw, g, caps);
+  set_dropless_reference(s, sw);
+  for (size_t i = 0; i < caps.size(); ++i)
+    sw.rows.push_back(make_row(s, sw, o.capacity_factors[i], caps[i], drops[i], g.assignments));
   return sw;
 }
 

@@ -45,6 +45,11 @@ void check_sizes(const Scenario& s, Checker& check) {
   check(m.make_vocab_size_divisible_by > 0, "model.make_vocab_size_divisible_by",
         "make_vocab_size_divisible_by must be positive");
   check(m.num_experts >= 0, "model.num_experts", "num_experts must be non-negative");
+  const bool has_dense_layer = m.num_experts <= 0 || (!m.moe_layer_pattern.empty() &&
+                                                      std::find(m.moe_layer_pattern.begin(), m.moe_layer_pattern.end(),
+                                                                0) != m.moe_layer_pattern.end());
+  check(!has_dense_layer || m.ffn_hidden_size > 0, "model.ffn_hidden_size",
+        "ffn_hidden_size must be positive (the model has dense MLP layers)");
   check(t.seq_length > 0, "training.seq_length", "seq_length must be positive");
   check(t.micro_batch_size > 0, "training.micro_batch_size", "micro_batch_size must be positive");
   check(t.global_batch_size > 0, "training.global_batch_size", "global_batch_size must be positive");
@@ -80,12 +85,18 @@ void check_world(const Scenario& s, Checker& check) {
                       gpn, s.hardware.name));
   const int model_size = tp * pp * cp;
   const bool world_ok = world % model_size == 0;
-  check(world_ok, "hardware.num_gpus",
+  // Blame the first factor (tp, then pp, then cp) that breaks the divisibility.
+  const char* world_key = world % tp != 0             ? "parallel.tensor_model_parallel_size"
+                          : world % (tp * pp) != 0    ? "parallel.pipeline_model_parallel_size"
+                                                      : "parallel.context_parallel_size";
+  check(world_ok, world_key,
         fmt::format("world size ({}) is not divisible by tensor_model_parallel_size * pipeline_model_parallel_size * "
                     "context_parallel_size ({} * {} * {} = {})",
                     world, tp, pp, cp, model_size));
   const int expert_size = etp * ep * pp;
-  check(world % expert_size == 0, "parallel.expert_model_parallel_size",
+  const char* expert_key = world % etp != 0 ? "parallel.expert_tensor_parallel_size" : "parallel.expert_model_parallel_size";
+  // With ep 1 and etp == tp the expert grid divides the world whenever the dense grid does.
+  check(world % expert_size == 0 || (!world_ok && ep == 1 && etp == tp), expert_key,
         fmt::format("world size ({}) is not divisible by expert_tensor_parallel_size * expert_model_parallel_size * "
                     "pipeline_model_parallel_size ({} * {} * {} = {})",
                     world, etp, ep, pp, expert_size));

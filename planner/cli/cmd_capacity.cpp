@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -86,8 +87,9 @@ std::optional<double> parse_skew(const std::string& text, int experts, std::stri
 }
 
 std::optional<std::vector<double>> read_loads(const std::string& path, std::string* error) {
+  std::error_code ec;
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  if (!in || std::filesystem::is_directory(path, ec)) {
     *error = fmt::format("{}: cannot read the loads file", path);
     return std::nullopt;
   }

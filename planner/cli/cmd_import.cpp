@@ -24,8 +24,10 @@ bool read_file(const std::string& path, std::string* text) {
 }
 
 struct ImportOptions {
-  std::string input;               // file with a command line or a model_config.yaml; "-" = stdin
-  std::vector<std::string> flags;  // or the flags themselves after "--"
+  // One file with a command line or a model_config.yaml ("-" = stdin), or the Megatron
+  // flags themselves after "--".
+  std::vector<std::string> args;
+  std::string input;
   int gpus = 0;
   std::string hw;
   std::string name;
@@ -40,19 +42,20 @@ void register_import(CLI::App& app, int& exit_code) {
   auto* cmd = imp->add_subcommand(
       "megatron", "Megatron-LM command line (--flag value ...) or functional-test model_config.yaml -> scenario YAML");
   auto o = std::make_shared<ImportOptions>();
-  cmd->add_option("input", o->input,
-                  "File holding a Megatron command line or a model_config.yaml ('-' for stdin); or give the flags "
-                  "after '--'");
+  cmd->add_option("input", o->args,
+                  "File holding a Megatron command line or a model_config.yaml ('-' for stdin); or the flags "
+                  "themselves after '--'");
   cmd->add_option("--gpus", o->gpus, "Number of GPUs of the job")->required()->check(CLI::PositiveNumber);
   cmd->add_option("--hw", o->hw, "Hardware profile name or path (e.g. h200-sxm)")->required();
   cmd->add_option("--name", o->name, "Scenario name (default: the input file name)");
   cmd->add_option("-o,--output", o->output, "Write the scenario to FILE (atomically) instead of stdout");
-  cmd->allow_extras();
-  cmd->callback([o, cmd, &exit_code] {
+  cmd->callback([o, &exit_code] {
     exit_code = kExitBadInput;
     std::string text, display;
     bool yaml = false;
-    if (!o->input.empty()) {
+    const bool is_file = o->args.size() == 1 && (o->args[0] == "-" || o->args[0].rfind("-", 0) != 0);
+    if (is_file) o->input = o->args[0];
+    if (is_file) {
       display = o->input;
       if (o->input == "-") {
         std::ostringstream ss;
@@ -66,7 +69,7 @@ void register_import(CLI::App& app, int& exit_code) {
       yaml = text.find("MODEL_ARGS") != std::string::npos;
     } else {
       display = "<command line>";
-      for (const std::string& f : cmd->remaining()) text += (text.empty() ? "" : " ") + f;
+      for (const std::string& f : o->args) text += (text.empty() ? "" : " ") + f;
       if (text.empty()) {
         std::cerr << "lcm: import megatron: give an input file or the Megatron flags after '--'\n";
         return;

@@ -78,16 +78,16 @@ std::string method_note(const CapacitySweep& sw) {
 }
 
 std::string traffic_note(const CapacitySweep& sw) {
-  if (sw.ep <= 1 || sw.dropless_a2a_bytes == 0)
-    return fmt::format("EP traffic: ep = {} with the {} dispatcher: no expert-parallel all-to-all.", sw.ep,
-                       to_string(sw.dispatcher));
+  if (sw.dropless_ep_bytes == 0)
+    return fmt::format("EP traffic: none (ep = {}, {} dispatcher).", sw.ep, to_string(sw.dispatcher));
   switch (sw.ep_rule) {
     case EpTrafficRule::kScalesWithSlots:
       return fmt::format("EP traffic: the comm model's dropless all-to-all (dispatch + combine, fwd + bwd, busiest "
                          "stage) times {}.", sw.pad_to_capacity ? "E C / (T k): padded slots travel" : "(1 - drop): "
                          "dropped assignments are masked before dispatch");
     case EpTrafficRule::kUnchanged:
-      return "EP traffic: allgather dispatcher gathers every token whatever is dropped; unchanged.";
+      return "EP traffic: the allgather dispatcher all-gathers and reduce-scatters every token whatever is dropped "
+             "(no all-to-all; ep_bytes in JSON/CSV), so it does not change with CF.";
     case EpTrafficRule::kUpperBound:
       return "EP traffic: flex dispatcher sends one copy per (token, destination rank); the dropless volume is "
              "shown as an upper bound.";
@@ -118,7 +118,8 @@ std::vector<Table> capacity_tables(const Scenario& s, const CapacitySweep& sw, c
     ref.push_back(c);
   t.rows.push_back(ref);
   for (const CapacityRow& r : sw.rows) {
-    std::vector<std::string> row = {fmt::format("{:g}", r.cf), std::to_string(r.capacity), fmt_percent(r.drop_fraction)};
+    std::vector<std::string> row = {fmt::format("{:g}", r.cf), std::to_string(r.capacity),
+                                    fmt_percent(r.drop_fraction)};
     if (mc) row.push_back(fmt::format("{} .. {}", fmt_percent(r.drop_ci_low), fmt_percent(r.drop_ci_high)));
     row.push_back(fmt_fixed(r.kept_per_expert, 1));
     row.push_back(fmt_fixed(100.0 * r.slot_fill, 1));
@@ -130,18 +131,23 @@ std::vector<Table> capacity_tables(const Scenario& s, const CapacitySweep& sw, c
   }
 
   t.notes.push_back(routing_note(sw, loads_source));
+  if (s.model.moe_router_num_groups > 0 && sw.routing != RoutingKind::kMeasured)
+    t.notes.push_back(fmt::format("Group-limited routing (moe_router_num_groups = {}, group_topk = {}) is not "
+                                  "modelled: tokens choose among all {} experts.", s.model.moe_router_num_groups,
+                                  s.model.moe_router_group_topk, sw.experts));
   if (sw.tokens_source == TokensSource::kScenario) {
+    const bool sp = s.parallel.sequence_parallel && s.parallel.tensor_model_parallel_size > 1;
     t.notes.push_back(fmt::format("T = micro_batch {} x seq {} / (cp {}{}) = {} tokens per router call on one rank "
                                   "(--tokens overrides).", s.training.micro_batch_size, s.training.seq_length,
                                   s.parallel.context_parallel_size,
-                                  s.parallel.sequence_parallel ? fmt::format(" x tp {}, sequence parallel",
-                                                                             s.parallel.tensor_model_parallel_size)
-                                                               : std::string(""),
+                                  sp ? fmt::format(" x tp {}, sequence parallel", s.parallel.tensor_model_parallel_size)
+                                     : std::string(""),
                                   sw.tokens));
   } else {
     t.notes.push_back(fmt::format("T = {} tokens per routing group ({}); traffic, FLOPs and memory are the "
                                   "scenario's ({} tokens per group) scaled by the processed fraction.",
-                                  sw.tokens, sw.tokens_source == TokensSource::kLoads ? "measured total / k" : "--tokens",
+                                  sw.tokens,
+                                  sw.tokens_source == TokensSource::kLoads ? "measured total / k" : "--tokens",
                                   sw.scenario_tokens));
   }
   t.notes.push_back(method_note(sw));
@@ -175,7 +181,7 @@ Table capacity_csv_table(const Scenario& s, const CapacitySweep& sw) {
   return t;
 }
 
-nlohmann::json capacity_json(const Scenario& s, const CapacitySweep& sw, const std::string& loads_source) {
+nlohmann::ordered_json capacity_json(const Scenario& s, const CapacitySweep& sw, const std::string& loads_source) {
   ordered_json j;
   j["schema_version"] = 1;
   j["scenario"] = s.name;
@@ -376,18 +382,22 @@ io::Result<std::vector<double>> parse_csv_loads(const std::vector<TextLine>& lin
   for (size_t i = first; i < lines.size(); ++i) {
     const std::vector<std::string> f = split_commas(lines[i].text);
     if (f.size() != width)
-      return load_error(file, lines[i].number, fmt::format("expected {} comma-separated fields, got {}", width, f.size()));
+      return load_error(file, lines[i].number,
+                        fmt::format("expected {} comma-separated fields, got {}", width, f.size()));
     const auto e = parse_index(f[expert_col]);
-    if (!e) return load_error(file, lines[i].number, fmt::format("expert '{}': expected an index 0, 1, ...", f[expert_col]));
+    if (!e)
+      return load_error(file, lines[i].number, fmt::format("expert '{}': expected an index 0, 1, ...", f[expert_col]));
     const auto v = parse_count(f[load_col]);
-    if (!v) return load_error(file, lines[i].number, fmt::format("load '{}': expected a non-negative number", f[load_col]));
+    if (!v)
+      return load_error(file, lines[i].number, fmt::format("load '{}': expected a non-negative number", f[load_col]));
     const auto idx = static_cast<size_t>(*e);
     if (idx >= loads.size()) {
       loads.resize(idx + 1, 0.0);
       defined_at.resize(idx + 1, 0);
     }
     if (defined_at[idx] != 0)
-      return load_error(file, lines[i].number, fmt::format("expert {} listed twice (first on line {})", idx, defined_at[idx]));
+      return load_error(file, lines[i].number,
+                        fmt::format("expert {} listed twice (first on line {})", idx, defined_at[idx]));
     loads[idx] = *v;
     defined_at[idx] = lines[i].number;
   }
@@ -427,7 +437,8 @@ io::Result<std::vector<double>> parse_expert_loads(const std::string& raw, const
       std::vector<double> loads;
       for (const TextLine& l : lines) {
         const auto v = parse_count(l.text);
-        if (!v) return load_error(file, l.number, fmt::format("'{}': expected one non-negative count per line", l.text));
+        if (!v)
+          return load_error(file, l.number, fmt::format("'{}': expected one non-negative count per line", l.text));
         loads.push_back(*v);
       }
       parsed = loads;

@@ -45,10 +45,12 @@ void for_memory_terms(const StageMemory& m, F&& f) {
   f("main_params", m.main_params, true);
   f("optimizer_states", m.optimizer_states, true);
   f("fsdp_gather_buffers", m.fsdp_gather_buffers, true);
+  f("fp8_weight_cache", m.fp8_weight_cache, true);
   f("activations", m.activations, true);
   f("logits_and_loss", m.logits_and_loss, true);
   f("transient_peak", m.transient_peak, true);
   f("comm_buffers", m.comm_buffers, true);
+  f("workspaces", m.workspaces, true);
   f("cuda_context", m.cuda_context, false);
   f("nccl_buffers", m.nccl_buffers, false);
   f("cublas_workspace", m.cublas_workspace, false);
@@ -79,7 +81,7 @@ std::string gib(double b) { return fmt_bytes_gib(b); }
 
 }  // namespace
 
-nlohmann::json estimate_json(const Scenario& s, const Estimate& e) {
+nlohmann::ordered_json estimate_json(const Scenario& s, const Estimate& e) {
   ordered_json j;
   j["schema_version"] = kEstimateSchemaVersion;
   j["scenario"] = ordered_json{{"name", s.name},

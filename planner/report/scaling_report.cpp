@@ -83,7 +83,7 @@ Table scaling_csv_table(const Scenario& s, const std::vector<ScalingRow>& rows, 
   return t;
 }
 
-nlohmann::json scaling_json(const Scenario& s, const std::vector<ScalingRow>& rows, const Crossover& x) {
+nlohmann::ordered_json scaling_json(const Scenario& s, const std::vector<ScalingRow>& rows, const Crossover& x) {
   nlohmann::ordered_json j;
   j["schema_version"] = 1;
   j["scenario"] = s.name;

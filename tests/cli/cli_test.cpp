@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct CmdResult {
   int code = -1;
   std::string out;
   std::string err;
@@ -30,14 +30,14 @@ std::string slurp(const fs::path& p) {
 }
 
 // Runs `lcm ARGS` from the source tree root; captures stdout and stderr.
-Run lcm(const std::string& args) {
+CmdResult lcm(const std::string& args) {
   const fs::path tmp = fs::temp_directory_path() / ("lcm_cli_test_" + std::to_string(::getpid()));
   fs::create_directories(tmp);
   const fs::path out = tmp / "out", err = tmp / "err";
   const std::string cmd = std::string("cd '") + LCM_SOURCE_DIR + "' && '" + LCM_BINARY_DIR + "/bin/lcm' " + args +
                           " >'" + out.string() + "' 2>'" + err.string() + "' </dev/null";
   const int status = std::system(cmd.c_str());
-  Run r;
+  CmdResult r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = slurp(out);
   r.err = slurp(err);
@@ -63,7 +63,7 @@ size_t csv_fields(const std::string& line) {
 }
 
 TEST(Cli, EstimateJsonHasTheDocumentedSchema) {
-  const Run r = lcm("estimate scenarios/llama3.1-8b.yaml --format json");
+  const CmdResult r = lcm("estimate scenarios/llama3.1-8b.yaml --format json");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("schema_version"), 1);
@@ -83,7 +83,7 @@ TEST(Cli, EstimateJsonHasTheDocumentedSchema) {
 }
 
 TEST(Cli, EstimateCsvParses) {
-  const Run r = lcm("estimate scenarios/mixtral-8x7b.yaml --format csv");
+  const CmdResult r = lcm("estimate scenarios/mixtral-8x7b.yaml --format csv");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto ls = lines(r.out);
   ASSERT_GT(ls.size(), 20u);
@@ -92,7 +92,7 @@ TEST(Cli, EstimateCsvParses) {
 }
 
 TEST(Cli, EstimateMarkdownRendersTables) {
-  const Run r = lcm("estimate scenarios/deepseek-v3.yaml --format md");
+  const CmdResult r = lcm("estimate scenarios/deepseek-v3.yaml --format md");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto ls = lines(r.out);
   int tables = 0;
@@ -100,7 +100,11 @@ TEST(Cli, EstimateMarkdownRendersTables) {
     if (ls[i].rfind("|---", 0) == 0 && ls[i - 1].rfind("|", 0) == 0) {
       ++tables;
       // Every row of the table has as many cells as the header.
-      const auto cells = [](const std::string& l) { return std::count(l.begin(), l.end(), '|'); };
+      const auto cells = [](const std::string& l) {  // unescaped pipes
+        long n = 0;
+        for (size_t c = 0; c < l.size(); ++c) n += l[c] == '|' && (c == 0 || l[c - 1] != '\\');
+        return n;
+      };
       for (size_t k = i + 1; k < ls.size() && !ls[k].empty() && ls[k][0] == '|'; ++k)
         EXPECT_EQ(cells(ls[k]), cells(ls[i - 1])) << ls[k];
     }
@@ -109,7 +113,7 @@ TEST(Cli, EstimateMarkdownRendersTables) {
 }
 
 TEST(Cli, SetOverrideChangesTheLayout) {
-  const Run r = lcm("estimate scenarios/llama3.1-8b.yaml --format json --set tensor_model_parallel_size=2 "
+  const CmdResult r = lcm("estimate scenarios/llama3.1-8b.yaml --format json --set tensor_model_parallel_size=2 "
                     "--set context_parallel_size=4 --set pipeline_model_parallel_size=1");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -118,7 +122,7 @@ TEST(Cli, SetOverrideChangesTheLayout) {
 }
 
 TEST(Cli, BadOverrideIsExitCode2WithOneLine) {
-  const Run r = lcm("estimate scenarios/llama3.1-8b.yaml --set tensor_model_parallel_size=3");
+  const CmdResult r = lcm("estimate scenarios/llama3.1-8b.yaml --set tensor_model_parallel_size=3");
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(r.out.empty());
   EXPECT_NE(r.err.find("tensor_model_parallel_size"), std::string::npos) << r.err;
@@ -126,13 +130,13 @@ TEST(Cli, BadOverrideIsExitCode2WithOneLine) {
 }
 
 TEST(Cli, UnknownOverrideKeyIsExitCode2) {
-  const Run r = lcm("estimate scenarios/llama3.1-8b.yaml --set tensor_parallel_size=2");
+  const CmdResult r = lcm("estimate scenarios/llama3.1-8b.yaml --set tensor_parallel_size=2");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("tensor_model_parallel_size"), std::string::npos) << r.err;  // did-you-mean
 }
 
 TEST(Cli, MissingFileIsExitCode2) {
-  const Run r = lcm("estimate scenarios/no-such-file.yaml");
+  const CmdResult r = lcm("estimate scenarios/no-such-file.yaml");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("no-such-file.yaml"), std::string::npos) << r.err;
 }
@@ -140,13 +144,13 @@ TEST(Cli, MissingFileIsExitCode2) {
 TEST(Cli, MalformedYamlNamesLineAndColumn) {
   const fs::path bad = fs::temp_directory_path() / "lcm_cli_bad.yaml";
   std::ofstream(bad) << "model:\n  num_layers: [1, 2\n";
-  const Run r = lcm("estimate '" + bad.string() + "'");
+  const CmdResult r = lcm("estimate '" + bad.string() + "'");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find(bad.string() + ":"), std::string::npos) << r.err;
 }
 
 TEST(Cli, ScalingJsonAndCrossover) {
-  const Run r = lcm("scaling scenarios/llama3.1-8b.yaml --seq 4K,32K,128K,1M --format json");
+  const CmdResult r = lcm("scaling scenarios/llama3.1-8b.yaml --seq 4K,32K,128K,1M --format json");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j.at("rows").size(), 4u);
@@ -155,13 +159,13 @@ TEST(Cli, ScalingJsonAndCrossover) {
 }
 
 TEST(Cli, ScalingTableMarksTheCrossover) {
-  const Run r = lcm("scaling scenarios/llama3.1-8b.yaml --seq 4K,32K,128K,1M");
+  const CmdResult r = lcm("scaling scenarios/llama3.1-8b.yaml --seq 4K,32K,128K,1M");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("dense crossover at 43008"), std::string::npos) << r.out;
 }
 
 TEST(Cli, ScalingBadSeqIsExitCode2) {
-  const Run r = lcm("scaling scenarios/llama3.1-8b.yaml --seq 4X");
+  const CmdResult r = lcm("scaling scenarios/llama3.1-8b.yaml --seq 4X");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("4X"), std::string::npos) << r.err;
 }
@@ -170,7 +174,7 @@ TEST(Cli, OutputFileIsWrittenAtomically) {
   const fs::path dir = fs::temp_directory_path() / "lcm_cli_out";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const Run r = lcm("estimate scenarios/qwen3-30b-a3b.yaml --format json -o '" + (dir / "e.json").string() + "'");
+  const CmdResult r = lcm("estimate scenarios/qwen3-30b-a3b.yaml --format json -o '" + (dir / "e.json").string() + "'");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(r.out.empty());
   EXPECT_NO_THROW((void)nlohmann::json::parse(slurp(dir / "e.json")));
@@ -183,7 +187,7 @@ TEST(Cli, ImportMegatronCommandLineRoundTrips) {
   const fs::path dir = fs::temp_directory_path() / "lcm_cli_import";
   fs::create_directories(dir);
   const fs::path out = dir / "imported.yaml";
-  const Run r = lcm(
+  const CmdResult r = lcm(
       "import megatron --gpus 8 --hw h100-sxm -o '" + out.string() +
       "' -- --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 "
       "--group-query-attention --num-query-groups 8 --seq-length 8192 --max-position-embeddings 8192 "
@@ -191,7 +195,7 @@ TEST(Cli, ImportMegatronCommandLineRoundTrips) {
       "--swiglu --normalization RMSNorm --position-embedding-type rope --disable-bias-linear "
       "--untie-embeddings-and-output-weights --vocab-size 128256 --bf16 --use-distributed-optimizer");
   ASSERT_EQ(r.code, 0) << r.err;
-  const Run e = lcm("estimate '" + out.string() + "' --format json");
+  const CmdResult e = lcm("estimate '" + out.string() + "' --format json");
   ASSERT_EQ(e.code, 0) << e.err;
   const auto j = nlohmann::json::parse(e.out);
   EXPECT_EQ(j.at("mesh").at("tp"), 2);
@@ -200,14 +204,14 @@ TEST(Cli, ImportMegatronCommandLineRoundTrips) {
 }
 
 TEST(Cli, ImportUnknownMegatronFlagIsExitCode2) {
-  const Run r = lcm("import megatron --gpus 8 --hw h100-sxm -- --num-layers 2 --hiden-size 64");
+  const CmdResult r = lcm("import megatron --gpus 8 --hw h100-sxm -- --num-layers 2 --hiden-size 64");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("hidden-size"), std::string::npos) << r.err;
 }
 
 TEST(Cli, EveryCommandHasHelp) {
   for (const char* c : {"", "estimate ", "scaling ", "import ", "import megatron "}) {
-    const Run r = lcm(std::string(c) + "-h");
+    const CmdResult r = lcm(std::string(c) + "-h");
     EXPECT_EQ(r.code, 0) << c << r.err;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << c;
   }

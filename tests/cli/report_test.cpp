@@ -26,8 +26,8 @@ TEST(Report, MarkdownEscapesPipesAndAlignsNumbers) {
 
 TEST(Report, TextRightAlignsNumbers) {
   const std::string txt = render_text(sample());
-  EXPECT_NE(txt.find("  a|b             1.5\n"), std::string::npos) << txt;
-  EXPECT_NE(txt.find("  quote\"d, comma   -2\n"), std::string::npos) << txt;
+  EXPECT_NE(txt.find("  a|b               1.5\n"), std::string::npos) << txt;
+  EXPECT_NE(txt.find("  quote\"d, comma     -2\n"), std::string::npos) << txt;
 }
 
 TEST(Report, NumberFormats) {

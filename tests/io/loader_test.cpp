@@ -1,1 +1,274 @@
-#include <gtest/gtest.h>
+// Scenario loader: happy paths with exact values, derived defaults, value forms, overrides.
+#include <fstream>
+
+#include "io_test_util.hpp"
+#include "lcm/model/io/enums.hpp"
+
+namespace lcm::io::test {
+namespace {
+
+TEST(Loader, BaseScenarioExactValuesAndDerivedDefaults) {
+  auto r = load_text(kBaseScenario);
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  const Scenario& s = r.value();
+  EXPECT_EQ(s.name, "base");
+  EXPECT_EQ(s.model.name, "tiny");
+  EXPECT_EQ(s.model.num_layers, 8);
+  EXPECT_EQ(s.model.hidden_size, 1024);
+  EXPECT_EQ(s.model.ffn_hidden_size, 4096);
+  EXPECT_EQ(s.model.num_attention_heads, 16);
+  EXPECT_EQ(s.model.vocab_size, 32000);
+  // Derived as Megatron derives them.
+  EXPECT_EQ(s.model.num_query_groups, 16);       // = heads (MHA)
+  EXPECT_EQ(s.model.kv_channels, 64);            // = hidden / heads
+  EXPECT_TRUE(s.model.add_qkv_bias);             // = add_bias_linear (default true)
+  EXPECT_EQ(s.parallel.expert_tensor_parallel_size, 2);  // = tp
+  // Documented defaults.
+  EXPECT_EQ(s.model.make_vocab_size_divisible_by, 128);
+  EXPECT_EQ(s.model.normalization, Normalization::kLayerNorm);
+  EXPECT_EQ(s.model.num_experts, 0);
+  EXPECT_TRUE(s.model.moe_layer_pattern.empty());
+  EXPECT_EQ(s.training.precision, Precision::kBf16);
+  EXPECT_EQ(s.training.attention_backend, AttentionBackend::kFused);
+  EXPECT_EQ(s.parallel.data_parallel_sharding_strategy, DpSharding::kNoShard);
+  EXPECT_FALSE(s.parallel.use_distributed_optimizer);
+  EXPECT_EQ(s.parallel.recompute_modules, static_cast<uint32_t>(kRecomputeCoreAttn));
+  EXPECT_EQ(rank_order_to_string(s.parallel.order), "tp-cp-ep-dp-pp");
+  EXPECT_TRUE(s.flop_convention.causal_halved);
+  EXPECT_FALSE(s.flop_convention.include_recompute);
+  // Hardware resolved from the profile.
+  EXPECT_EQ(s.num_gpus, 8);
+  EXPECT_EQ(s.hardware.name, "h200-sxm");
+  EXPECT_DOUBLE_EQ(s.hardware.gpu.hbm_bytes, 143771.0 * 1024 * 1024);
+}
+
+TEST(Loader, EveryKeyParsed) {
+  const std::string text = R"(name: full
+model:
+  name: m
+  num_layers: 4
+  hidden_size: 512
+  ffn_hidden_size: 1536
+  num_attention_heads: 8
+  num_query_groups: 2
+  kv_channels: 96
+  vocab_size: 1000
+  make_vocab_size_divisible_by: 64
+  untie_embeddings_and_output_weights: true
+  swiglu: true
+  add_bias_linear: false
+  add_qkv_bias: true
+  qk_layernorm: true
+  normalization: RMSNorm
+  position_embedding_type: rope
+  max_position_embeddings: 4096
+  rotary_base: 500000.5
+  rope_scaling: {type: yarn, factor: 2.5, original_max_position_embeddings: 2048}
+  num_experts: 8
+  moe_router_topk: 2
+  moe_ffn_hidden_size: 256
+  moe_shared_expert_intermediate_size: 512
+  moe_layer_freq: [0, 1, 1, 1]
+  moe_expert_capacity_factor: 1.25
+  moe_pad_expert_input_to_capacity: true
+  moe_token_dispatcher_type: flex
+  moe_router_score_function: sigmoid
+  moe_router_num_groups: 4
+  moe_router_group_topk: 2
+  moe_router_enable_expert_bias: true
+  mtp_num_layers: 1
+training:
+  seq_length: 4K
+  micro_batch_size: 2
+  global_batch_size: 8
+  precision: fp8
+  attention_backend: unfused
+  grad_reduce_in_fp32: false
+  main_params_dtype: bf16
+  exp_avg_dtype: bf16
+  exp_avg_sq_dtype: fp8
+parallel:
+  tensor_model_parallel_size: 2
+  sequence_parallel: true
+  pipeline_model_parallel_size: 2
+  num_layers_per_virtual_pipeline_stage: 1
+  context_parallel_size: 2
+  cp_comm_type: a2a+p2p
+  hierarchical_context_parallel_sizes: [2, 1]
+  expert_model_parallel_size: 2
+  expert_tensor_parallel_size: 1
+  use_distributed_optimizer: true
+  data_parallel_sharding_strategy: optim_grads
+  recompute_granularity: selective
+  recompute_modules: [core_attn, moe_act, layernorm]
+  rank_order: tp-cp-ep-pp-dp
+  overlap_grad_reduce: true
+  overlap_param_gather: true
+  tp_comm_overlap: true
+  overlap_moe_expert_parallel_comm: true
+  moe_fp8_dispatch: true
+hardware:
+  profile: h100-sxm
+  num_gpus: 8
+flop_convention:
+  causal_halved: false
+  include_recompute: true
+)";
+  auto r = load_text(text);
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  const Scenario& s = r.value();
+  const ModelSpec& m = s.model;
+  EXPECT_EQ(m.num_query_groups, 2);
+  EXPECT_EQ(m.kv_channels, 96);
+  EXPECT_EQ(m.make_vocab_size_divisible_by, 64);
+  EXPECT_TRUE(m.untie_embeddings_and_output_weights && m.swiglu && m.add_qkv_bias && m.qk_layernorm);
+  EXPECT_FALSE(m.add_bias_linear);
+  EXPECT_EQ(m.normalization, Normalization::kRMSNorm);
+  EXPECT_EQ(m.max_position_embeddings, 4096);
+  EXPECT_DOUBLE_EQ(m.rotary_base, 500000.5);
+  EXPECT_EQ(m.rope_scaling.type, RopeScalingType::kYarn);
+  EXPECT_DOUBLE_EQ(m.rope_scaling.factor, 2.5);
+  EXPECT_EQ(m.rope_scaling.original_max_position_embeddings, 2048);
+  EXPECT_EQ(m.moe_layer_pattern, (std::vector<uint8_t>{0, 1, 1, 1}));
+  EXPECT_DOUBLE_EQ(m.moe_expert_capacity_factor, 1.25);
+  EXPECT_TRUE(m.moe_pad_expert_input_to_capacity);
+  EXPECT_EQ(m.moe_token_dispatcher_type, Dispatcher::kFlex);
+  EXPECT_EQ(m.moe_router_score_function, RouterScore::kSigmoid);
+  EXPECT_EQ(m.moe_router_num_groups, 4);
+  EXPECT_EQ(m.moe_router_group_topk, 2);
+  EXPECT_TRUE(m.moe_router_enable_expert_bias);
+  EXPECT_EQ(m.moe_shared_expert_intermediate_size, 512);
+  EXPECT_EQ(m.mtp_num_layers, 1);
+  EXPECT_EQ(s.training.seq_length, 4096);
+  EXPECT_EQ(s.training.precision, Precision::kFp8);
+  EXPECT_EQ(s.training.attention_backend, AttentionBackend::kUnfused);
+  EXPECT_FALSE(s.training.grad_reduce_in_fp32);
+  EXPECT_EQ(s.training.main_params_dtype, DType::kBf16);
+  EXPECT_EQ(s.training.exp_avg_sq_dtype, DType::kFp8);
+  const ParallelSpec& p = s.parallel;
+  EXPECT_EQ(p.num_layers_per_virtual_pipeline_stage, 1);
+  EXPECT_EQ(p.cp_comm_type, CpCommType::kA2AP2P);
+  EXPECT_EQ(p.hierarchical_context_parallel_sizes, (std::vector<int>{2, 1}));
+  EXPECT_EQ(p.expert_tensor_parallel_size, 1);
+  EXPECT_EQ(p.data_parallel_sharding_strategy, DpSharding::kOptimGrads);
+  EXPECT_EQ(p.recompute_modules, static_cast<uint32_t>(kRecomputeCoreAttn | kRecomputeMoeAct | kRecomputeLayernorm));
+  EXPECT_EQ(rank_order_to_string(p.order), "tp-cp-ep-pp-dp");
+  EXPECT_TRUE(p.overlap_grad_reduce && p.overlap_param_gather && p.tp_comm_overlap &&
+              p.overlap_moe_expert_parallel_comm && p.moe_fp8_dispatch);
+  EXPECT_FALSE(s.flop_convention.causal_halved);
+  EXPECT_TRUE(s.flop_convention.include_recompute);
+  EXPECT_EQ(s.hardware.name, "h100-sxm");
+}
+
+TEST(Loader, SeqLengthSuffixes) {
+  for (const auto& [text, value] : std::vector<std::pair<std::string, int64_t>>{
+           {"4K", 4096}, {"32K", 32768}, {"128K", 131072}, {"1M", 1048576}, {"8192", 8192}}) {
+    auto r = load_text(base_with("seq_length: 8192", "seq_length: " + text), {"max_position_embeddings=2000000"});
+    ASSERT_TRUE(r.ok()) << text << ": " << r.error().str();
+    EXPECT_EQ(r.value().training.seq_length, value) << text;
+  }
+}
+
+TEST(Loader, MoeLayerFreqForms) {
+  const std::string moe = "  num_experts: 4\n  moe_layer_freq: ";
+  auto load_freq = [&](const std::string& freq) {
+    return load_text(base_with("  position_embedding_type: rope\n", "  position_embedding_type: rope\n" + moe + freq + "\n"));
+  };
+  auto every2 = load_freq("2");  // Megatron: layer i is MoE iff i % 2 == 0
+  ASSERT_TRUE(every2.ok()) << every2.error().str();
+  EXPECT_EQ(every2.value().model.moe_layer_pattern, (std::vector<uint8_t>{1, 0, 1, 0, 1, 0, 1, 0}));
+  auto all = load_freq("1");
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(all.value().model.moe_layer_pattern.empty());
+  EXPECT_EQ(all.value().model.moe_ffn_hidden_size, 4096);  // = ffn_hidden_size
+  for (const std::string& form : {std::string("\"([0]*3+[1]*5)\""), std::string("\"[0]*3+[1]*5\""),
+                                  std::string("[0, 0, 0, 1, 1, 1, 1, 1]")}) {
+    auto r = load_freq(form);
+    ASSERT_TRUE(r.ok()) << form << ": " << r.error().str();
+    EXPECT_EQ(r.value().model.moe_layer_pattern, (std::vector<uint8_t>{0, 0, 0, 1, 1, 1, 1, 1})) << form;
+  }
+}
+
+TEST(Loader, DistributedOptimizerAndShardingStrategy) {
+  auto udo = load_text(kBaseScenario, {"use_distributed_optimizer=true"});
+  ASSERT_TRUE(udo.ok());
+  EXPECT_EQ(udo.value().parallel.data_parallel_sharding_strategy, DpSharding::kOptim);
+  auto fsdp = load_text(kBaseScenario, {"data_parallel_sharding_strategy=optim_grads_params"});
+  ASSERT_TRUE(fsdp.ok());
+  EXPECT_TRUE(fsdp.value().parallel.use_distributed_optimizer);
+  auto both = load_text(kBaseScenario, {"use_distributed_optimizer=true", "data_parallel_sharding_strategy=optim_grads"});
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both.value().parallel.data_parallel_sharding_strategy, DpSharding::kOptimGrads);
+}
+
+TEST(Loader, AliasesOfEnumSpellings) {
+  auto r = load_text(kBaseScenario, {"cp_comm_type=allgather", "attention_backend=flash"});
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(r.value().parallel.cp_comm_type, CpCommType::kAllGather);
+  EXPECT_EQ(r.value().training.attention_backend, AttentionBackend::kFused);
+}
+
+TEST(Overrides, ParseOverride) {
+  auto ok = parse_override(" parallel.tensor_model_parallel_size = 4 ");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok.value().key, "parallel.tensor_model_parallel_size");
+  EXPECT_EQ(ok.value().value, "4");
+  EXPECT_THAT(parse_override("tensor_model_parallel_size").error().str(), testing::HasSubstr("expected KEY=VALUE"));
+  EXPECT_THAT(parse_override("tensor_model_parallel_size=").error().str(), testing::HasSubstr("missing value"));
+  EXPECT_THAT(parse_override("Tensor-Size=4").error().str(), testing::HasSubstr("Megatron-Core field name"));
+}
+
+TEST(Overrides, BareAndSectionKeysApplyAfterTheFileAndLastWins) {
+  auto r = load_text(kBaseScenario, {"tensor_model_parallel_size=4", "parallel.tensor_model_parallel_size=1",
+                                     "seq_length=16K", "model.rope_scaling.type=linear", "rope_scaling.factor=2"});
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  const Scenario& s = r.value();
+  EXPECT_EQ(s.parallel.tensor_model_parallel_size, 1);
+  EXPECT_EQ(s.parallel.expert_tensor_parallel_size, 1);  // derived after the overrides
+  EXPECT_EQ(s.training.seq_length, 16384);
+  EXPECT_EQ(s.model.rope_scaling.type, RopeScalingType::kLinear);
+  EXPECT_DOUBLE_EQ(s.model.rope_scaling.factor, 2.0);
+}
+
+TEST(Overrides, GoThroughTheSameChecksWithLocationSet) {
+  EXPECT_EQ(error_of(load_text(kBaseScenario, {"tensor_model_parallel_size=two"})),
+            "--set: parallel.tensor_model_parallel_size: expected an integer >= 1, got 'two'");
+  EXPECT_EQ(error_of(load_text(kBaseScenario, {"hiden_size=4"})).substr(0, 49),
+            "--set: hiden_size: unknown key 'hiden_size'; did ");
+  EXPECT_THAT(error_of(load_text(kBaseScenario, {"name=x"})), testing::HasSubstr("ambiguous key; write name or model.name"));
+  // An override that breaks the layout is reported at "--set".
+  EXPECT_THAT(error_of(load_text(kBaseScenario, {"tensor_model_parallel_size=3"})),
+              testing::StartsWith("--set: parallel.tensor_model_parallel_size: world size (8) is not divisible"));
+  auto r = load_text(kBaseScenario, {"tensor_model_parallel_size=8", "num_attention_heads=12", "kv_channels=64"});
+  EXPECT_THAT(error_of(r), testing::StartsWith("--set: model.num_attention_heads: num_attention_heads (12) must be a "
+                                               "multiple of tensor_model_parallel_size (8) (and 1 more: "
+                                               "model.num_query_groups)"));
+}
+
+TEST(Loader, ProfileFoundNextToTheScenarioFile) {
+  // load_scenario resolves `profile: h200-sxm` through <scenario dir>/../hwprofiles.
+  auto r = load_scenario(source_dir() + "/scenarios/llama3.1-8b.yaml");
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(r.value().hardware.name, "h200-sxm");
+  auto found = find_hardware_profile("h100-sxm", {});
+  ASSERT_TRUE(found.ok()) << found.error().str();
+  EXPECT_THAT(found.value(), testing::EndsWith("hwprofiles/h100-sxm.yaml"));
+  auto by_path = find_hardware_profile(profile_dir() + "/h200-sxm.yaml", {"/nonexistent"});
+  ASSERT_TRUE(by_path.ok());
+  EXPECT_EQ(by_path.value(), profile_dir() + "/h200-sxm.yaml");
+}
+
+TEST(Loader, MegatronModelConfigThroughLoadScenario) {
+  const std::string path = data_dir() + "/megatron/gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed.yaml";
+  LoadOptions o = opts_with({"global_batch_size=64"});
+  o.num_gpus = 8;
+  o.hardware = "h100-sxm";
+  auto r = load_scenario(path, o);
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(r.value().hardware.name, "h100-sxm");
+  EXPECT_EQ(r.value().training.global_batch_size, 64);  // override applied after import
+  EXPECT_EQ(r.value().parallel.expert_model_parallel_size, 4);
+}
+
+}  // namespace
+}  // namespace lcm::io::test

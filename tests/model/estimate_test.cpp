@@ -2,6 +2,7 @@
 // any scenario), checked on a dense and an MoE layout with pipeline stages.
 #include <gtest/gtest.h>
 
+#include "../common/test_hardware.hpp"
 #include "../common/test_models.hpp"
 #include "lcm/model/estimate.hpp"
 
@@ -24,9 +25,7 @@ Scenario moe_pp_scenario() {
   s.parallel.use_distributed_optimizer = true;
   s.parallel.data_parallel_sharding_strategy = DpSharding::kOptim;
   s.num_gpus = 64;
-  s.hardware.name = "test";
-  s.hardware.gpu.hbm_bytes = 141.0 * (1 << 30);
-  s.hardware.interconnect.gpus_per_node = 8;
+  s.hardware = testing::test_h100();
   s.hardware.allowances.cuda_context = 0.5 * (1 << 30);
   s.hardware.allowances.fragmentation_fraction = 0.05;
   s.hardware.allowances.activation_uncertainty = 0.1;

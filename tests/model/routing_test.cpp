@@ -82,6 +82,10 @@ TEST(Capacity, MatchesMegatronGetCapacity) {
   // so C = 56 where exact arithmetic gives 55.
   EXPECT_EQ(capacity(400, 1, 8, 1.1), 56);
   EXPECT_EQ(capacity(800, 1, 8, 1.1), 111);
+  // The order matters: (20/3)*1.05 = 7.000000000000001 -> 8 where 20*1.05/3 = 7.0 -> 7, and
+  // (45/3)*2.2 = 33.0 -> 33 where 45*2.2/3 = 33.00000000000001 -> 34.
+  EXPECT_EQ(capacity(10, 2, 3, 1.05), 8);
+  EXPECT_EQ(capacity(45, 1, 3, 2.2), 33);
   EXPECT_EQ(capacity(8, 1, 8, 0.5), 1);
   EXPECT_EQ(capacity(8, 1, 8, 0.5, /*min_capacity=*/4), 4);
   EXPECT_EQ(capacity(8, 1, 8, 2.0, /*min_capacity=*/4), 4);
@@ -156,9 +160,10 @@ TEST(ExactDrops, BinomialExcessMatchesDirectSumForLargeN) {
     const auto c = static_cast<int64_t>(std::llround(mean + z * sd));
     long double direct = 0;
     for (int64_t x = c + 1; x <= n; ++x) {
-      const long double lp = std::lgamma(static_cast<long double>(n) + 1) - std::lgamma(static_cast<long double>(x) + 1) -
-                             std::lgamma(static_cast<long double>(n - x) + 1) + x * std::log(static_cast<long double>(q)) +
-                             (n - x) * std::log1p(-static_cast<long double>(q));
+      using ld = long double;
+      const ld lp = std::lgamma(static_cast<ld>(n) + 1) - std::lgamma(static_cast<ld>(x) + 1) -
+                    std::lgamma(static_cast<ld>(n - x) + 1) + x * std::log(static_cast<ld>(q)) +
+                    (n - x) * std::log1p(-static_cast<ld>(q));
       const long double term = (x - c) * std::exp(lp);
       direct += term;
       if (x > mean && term < 1e-30L) break;
@@ -171,6 +176,21 @@ TEST(ExactDrops, BinomialExcessMatchesDirectSumForLargeN) {
   EXPECT_NEAR(expected_binomial_excess(n, q, -5), static_cast<double>(mean) + 5, 1e-9);
   EXPECT_EQ(expected_binomial_excess(10, 1.0, 4), 6.0);
   EXPECT_EQ(expected_binomial_excess(10, 0.0, 4), 0.0);
+}
+
+TEST(ExactDrops, BinomialExcessMatchesSymmetricClosedFormUpToABillion) {
+  // X ~ Bin(n, 1/2), n even: E[max(0, X - n/2)] = E|X - n/2| / 2 = (n/4) C(n, n/2) 2^-n, and
+  // C(n, n/2) 2^-n = sqrt(2/(pi n)) (1 - 1/(4n) + 1/(32n^2) + O(n^-3)).
+  for (int64_t n : {int64_t{100000}, int64_t{10000000}, int64_t{1000000000}}) {
+    const long double nn = static_cast<long double>(n);
+    const long double pmf_mid =
+        std::sqrt(2.0L / (3.14159265358979323846L * nn)) * (1 - 1 / (4 * nn) + 1 / (32 * nn * nn));
+    const double ref = static_cast<double>(nn / 4 * pmf_mid);
+    EXPECT_NEAR(expected_binomial_excess(n, 0.5, n / 2), ref, 1e-12 * ref) << "n = " << n;
+    // One step up removes P(X > n/2) = (1 - pmf_mid) / 2.
+    const double step = expected_binomial_excess(n, 0.5, n / 2) - expected_binomial_excess(n, 0.5, n / 2 + 1);
+    EXPECT_NEAR(step, static_cast<double>((1 - pmf_mid) / 2), 1e-9) << "n = " << n;
+  }
 }
 
 // ---------------------------------------------------------------------------------
@@ -211,7 +231,8 @@ TEST(Inclusion, ZipfZeroIsBalanced) {
   for (size_t i = 0; i < q.size(); ++i) EXPECT_DOUBLE_EQ(q[i], 0.25);
   for (double cf : {0.8, 1.0, 1.25, 2.0}) {
     const int64_t c = capacity(4096, 2, 8, cf);
-    EXPECT_DOUBLE_EQ(expected_drop_fraction(q, 4096, 2, c), expected_drop_fraction(std::vector<double>(8, 0.25), 4096, 2, c));
+    EXPECT_DOUBLE_EQ(expected_drop_fraction(q, 4096, 2, c),
+                     expected_drop_fraction(std::vector<double>(8, 0.25), 4096, 2, c));
   }
 }
 
@@ -361,6 +382,39 @@ TEST(CapacitySweep, DropsScaleVolumesAndPaddingUsesAllSlots) {
     EXPECT_DOUBLE_EQ(r.expert_flops, padded.dropless_expert_flops * r.processed_fraction);
   }
   EXPECT_NEAR(padded.rows[2].processed_fraction, 2.0, 1e-12);
+
+  // Padded slots are what the comm model itself sends for a padded scenario (E*C slots):
+  // the sweep's scaling and estimate_comm agree where both are defined.
+  for (const CapacityRow& r : padded.rows) {
+    Scenario sc = s;
+    sc.model.moe_expert_capacity_factor = r.cf;
+    sc.model.moe_pad_expert_input_to_capacity = true;
+    const Comm c = estimate(sc).comm;
+    double a2a = 0, ep = 0;
+    for (int i = 0; i < c.num_items; ++i) {
+      const CommItem& it = c.items[static_cast<size_t>(i)];
+      if (it.dim != CommDim::kEp) continue;
+      ep += it.sent_bytes;
+      if (it.kind == Collective::kAllToAll) a2a += it.sent_bytes;
+    }
+    EXPECT_NEAR(r.a2a_bytes, a2a, 1e-9 * a2a) << "CF " << r.cf;
+    EXPECT_NEAR(r.ep_bytes, ep, 1e-9 * ep) << "CF " << r.cf;
+  }
+}
+
+TEST(CapacitySweep, AllGatherDispatcherTrafficDoesNotShrink) {
+  Scenario s = mixtral_scenario();
+  s.model.moe_token_dispatcher_type = Dispatcher::kAllGather;
+  CapacityOptions o;
+  o.capacity_factors = {1.0};
+  o.routing = RoutingKind::kZipf;
+  o.zipf_s = 1.0;
+  const CapacitySweep sw = capacity_sweep(s, o);
+  EXPECT_EQ(sw.ep_rule, EpTrafficRule::kUnchanged);
+  ASSERT_GT(sw.rows[0].drop_fraction, 0.1);
+  EXPECT_EQ(sw.rows[0].ep_bytes, sw.dropless_ep_bytes);
+  EXPECT_GT(sw.dropless_ep_bytes, 0.0);
+  EXPECT_LT(sw.rows[0].expert_flops, sw.dropless_expert_flops);  // experts still skip drops
 }
 
 TEST(CapacitySweep, MeasuredLoadsAndTokenOverride) {

@@ -1,6 +1,7 @@
 // Scaling table and the attention-vs-MLP crossover (hand-derived closed forms).
 #include <gtest/gtest.h>
 
+#include "../common/test_hardware.hpp"
 #include "../common/test_models.hpp"
 #include "lcm/model/scaling.hpp"
 
@@ -17,9 +18,7 @@ Scenario scenario_for(const ModelSpec& m) {
   s.parallel.tensor_model_parallel_size = 8;
   s.parallel.sequence_parallel = true;
   s.num_gpus = 8;
-  s.hardware.name = "test";
-  s.hardware.gpu.hbm_bytes = 141e9;
-  s.hardware.interconnect.gpus_per_node = 8;
+  s.hardware = testing::test_h100();
   return s;
 }
 

@@ -155,8 +155,12 @@ Op ring_op(double seconds) {
 }
 
 TEST(StepTime, CpRingHiddenVsExposed) {
-  const Scenario s = pipeline_scenario(1, 1, 1);
+  Scenario s = pipeline_scenario(1, 1, 1);
+  s.num_gpus = 2;
+  s.parallel.context_parallel_size = 2;
   Mesh m;
+  m.world = 2;
+  m.cp = 2;  // the CP pair shares a node: the ring runs over NVLink
   m.num_micro_batches = 1;
   Schedule hidden = uniform_schedule(1, 1, 1, 0, 0), exposed = hidden;
   hidden.stages[0].dense.fwd = {ring_op(1.5e-3), attention_op(2e-3)};

@@ -30,7 +30,7 @@ namespace lcm {
 
 // Megatron get_capacity(num_tokens = tokens*topk, num_experts, capacity_factor,
 // min_capacity): ceil((tokens*topk / experts) * cf) evaluated in double precision in
-// the same order as Megatron (so 10 * 1.1 = 11.000000000000002 rounds up to 12 there and
+// the same order as Megatron (so (400/8) * 1.1 = 55.00000000000001 gives 56 there and
 // here), then raised to min_capacity (<= 0: none; Megatron's router passes none).
 int64_t capacity(int64_t tokens, int topk, int experts, double cf, int64_t min_capacity = 0);
 // The same for a total of `assignments` token-expert pairs (measured loads).
@@ -64,8 +64,8 @@ std::vector<double> topk_inclusion_probabilities(const std::vector<double>& weig
 // ---------------------------------------------------------------------------------
 
 // E[max(0, X - c)] for X ~ Binomial(n, q), summed over the binomial pmf from the short
-// side of c (log-space saddle-point pmf, terms below 1e-17 cut off). Exact to ~1e-13
-// relative for n up to 1e9.
+// side of c (log-space saddle-point pmf; the sum stops at terms below 1e-18 of it).
+// Accurate to ~1e-13 relative for n up to 1e9.
 double expected_binomial_excess(int64_t n, double q, int64_t c);
 
 // Expected drop fraction E[sum_e max(0, n_e - C)] / (T*k) when every token independently

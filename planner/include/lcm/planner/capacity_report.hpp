@@ -19,7 +19,7 @@ namespace lcm::report {
 std::vector<Table> capacity_tables(const Scenario& s, const CapacitySweep& sw,
                                    const std::string& loads_source = "");
 Table capacity_csv_table(const Scenario& s, const CapacitySweep& sw);
-nlohmann::json capacity_json(const Scenario& s, const CapacitySweep& sw,
+nlohmann::ordered_json capacity_json(const Scenario& s, const CapacitySweep& sw,
                              const std::string& loads_source = "");
 
 // Per-expert loads (token-expert assignments routed to each expert in one routing group),

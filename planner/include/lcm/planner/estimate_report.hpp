@@ -15,7 +15,7 @@ namespace lcm::report {
 
 inline constexpr int kEstimateSchemaVersion = 1;
 
-nlohmann::json estimate_json(const Scenario& s, const Estimate& e);
+nlohmann::ordered_json estimate_json(const Scenario& s, const Estimate& e);
 std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e);
 Table estimate_long_table(const Scenario& s, const Estimate& e);  // the CSV rendering
 

@@ -14,6 +14,6 @@ namespace lcm::report {
 std::vector<Table> scaling_tables(const Scenario& s, const std::vector<ScalingRow>& rows,
                                   const Crossover& x);
 Table scaling_csv_table(const Scenario& s, const std::vector<ScalingRow>& rows, const Crossover& x);
-nlohmann::json scaling_json(const Scenario& s, const std::vector<ScalingRow>& rows, const Crossover& x);
+nlohmann::ordered_json scaling_json(const Scenario& s, const std::vector<ScalingRow>& rows, const Crossover& x);
 
 }  // namespace lcm::report
