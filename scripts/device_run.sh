@@ -6,7 +6,9 @@
 #   summary.csv/json and trace) and the summary.json of the two gemm runs and of collectives.
 # Every step is time-boxed and the script goes on after a failed step, so one call always
 # brings back what it could measure. Usage (device machine, repository root):
-#   OUT=/tmp/out bash scripts/device_run.sh
+#   OUT=/tmp/out bash scripts/device_run.sh [all|verify]
+# `verify` skips the long comparison and keeps: the tests, membw, an fp8 algorithm sweep
+# and the failure drills (its $OUT: log, results.tar.gz, membw and fp8-sweep summaries).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -16,6 +18,7 @@ RES=$ROOT/build/device-results
 rm -rf "$RES"
 mkdir -p "$RES"
 exec > >(tee -a "$OUT/device_log.txt") 2>&1
+MODE=${1:-all}
 
 export PATH=/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -63,6 +66,20 @@ CUBLASLT_LOG_LEVEL=1 timeout 150 build/bin/lcm_executor_gpu_tests --gtest_filter
 
 section "membw (2 ranks, one per GPU)"
 timeout 120 $MPI -np 2 "$EXE" bench membw -b 1M -e 4G -f 4 --out "$RES/membw"
+[ "$MODE" = verify ] && keep membw
+
+if [ "$MODE" = verify ]; then
+  section "fp8 GEMM 4096x8192x28672: the heuristic's first 16 candidates (1 rank)"
+  timeout 120 $MPI -np 1 "$EXE" bench gemm --shapes 4096x8192x28672 --dtype fp8 --algos 16 --out "$RES/gemm_fp8_algos16"
+  keep gemm_fp8_algos16
+  python3 - "$RES/gemm_fp8_algos16/summary.json" <<'PY'
+import json, sys
+for p in json.load(open(sys.argv[1]))["points"]:
+    print(p["shape"], p["dtype"], round(p["tflops"], 1), "TFLOP/s with", p["extra"]["algo"])
+PY
+fi
+
+if [ "$MODE" = all ]; then
 
 # GEMM: lcm-exec, torch, torch, lcm-exec (A-B-B-A), so that neither side gets the cooler GPU.
 section "gemm run 1: lcm-exec bf16 + fp8, model shapes, heuristic first choice (1 rank)"
@@ -92,9 +109,27 @@ python3 scripts/compare_torch.py table --lcm-gemm "$RES/gemm/summary.json" "$RES
   --torch-coll "$RES/compare/torch_coll.json" --lcm-coll-alt "$RES/coll_torchnccl/summary.json" \
   --out "$RES/compare/comparison.md"
 cp "$RES/compare/comparison.md" "$RES/compare/torch_gemm.json" "$RES/compare/torch_coll.json" "$OUT/" 2>/dev/null
+fi  # MODE = all
+
+# Failure drill: rank 1 sleeps 300 s before the timed loop; rank 0 must give up after
+# --timeout 10 s, name the op and the rank that never arrived, write its results, abort.
+for lib in system torch; do
+  XL=()
+  if [ "$lib" = torch ]; then
+    [ -n "${TORCH_NCCL_LIB:-}" ] || TORCH_NCCL_LIB=$(python3 -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null)
+    [ -f "$TORCH_NCCL_LIB/libnccl.so.2" ] || continue
+    XL=(-x LD_LIBRARY_PATH="$TORCH_NCCL_LIB:${LD_LIBRARY_PATH:-}")
+  fi
+  section "failure drill: stall rank 1, --timeout 10 ($lib NCCL)"
+  t1=$(date +%s%N)
+  timeout 120 $MPI -np 2 "${XL[@]}" "$EXE" bench collectives --layout tp=2 --group tp --ops all_reduce -b 1M -e 1M \
+    -w 2 -n 5 --timeout 10 --inject stall@rank=1,seconds=300 --out "$RES/stall_$lib" 2>&1 | grep -v -E '^\s*$'
+  echo "drill ($lib NCCL): exit code ${PIPESTATUS[0]} after $(( ($(date +%s%N) - t1) / 1000000 )) ms"
+  python3 -c "import json; j=json.load(open('$RES/stall_$lib/summary.json')); print('summary status:', j['status'], j.get('failure'))"
+done
 
 section "two-GPU tests (mpirun)"
-timeout 200 build/bin/lcm_executor_gpu_tests --gtest_filter='MpirunTwoGpus.*' 2>&1 | grep -E '^\[ +(OK|FAILED|SKIPPED|PASSED) |Failure|Skipped|^\[=|exit|FAILED \(' | head -60
+timeout 200 build/bin/lcm_executor_gpu_tests --gtest_filter='MpirunTwoGpus.*' 2>&1 | grep -vE '^\[ RUN' | tail -150
 
 section "collect"
 tar -C "$RES" -czf "$OUT/results.tar.gz" . 2>/dev/null

@@ -16,7 +16,7 @@ namespace lcm::exec {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kAbortGraceSeconds = 30;
+constexpr int kAbortGraceSeconds = 10;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -57,6 +57,16 @@ void wait_stream(cudaStream_t s, double timeout_s, const std::string& what) {
 
 Comms::Comms(const Layout& layout, int rank, double timeout_s, const std::vector<Group>& extra)
     : rank_(rank), timeout_s_(timeout_s) {
+  try {
+    create(layout, extra);
+  } catch (const CommFailure&) {
+    abort_all_bounded();  // no owner will exist to do it
+    throw;
+  }
+}
+
+void Comms::create(const Layout& layout, const std::vector<Group>& extra) {
+  const int rank = rank_;
   ncclUniqueId id{};
   if (rank == 0 && ncclGetUniqueId(&id) != ncclSuccess) throw ExecError("ncclGetUniqueId failed");
   LCM_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD));
@@ -129,24 +139,30 @@ void Comms::fail(const std::string& what, const std::string& why, bool timeout,
     const std::string d = detail();
     if (!d.empty()) msg += "; " + d;
   }
-  // Say what happened before aborting: the message must get out even if an abort hangs.
-  std::fprintf(stderr, "lcm-exec: %s; aborting all NCCL communicators\n", msg.c_str());
+  // Say what happened at once; the caller writes the finished results, then aborts every
+  // communicator (abort_all_bounded), which can itself hang on a peer that is still alive.
+  std::fprintf(stderr, "lcm-exec: %s\n", msg.c_str());
   std::fflush(stderr);
-  // Bound the abort itself: if ncclCommAbort does not return, leave anyway (the launcher
-  // then ends the other ranks).
+  throw CommFailure(msg, what, timeout);
+}
+
+void Comms::abort_all_bounded() noexcept {
   static std::atomic<bool> aborted{false};
-  std::thread([] {
+  std::fprintf(stderr, "lcm-exec: rank %d: aborting all NCCL communicators\n", rank_);
+  std::fflush(stderr);
+  std::thread([rank = rank_] {
     std::this_thread::sleep_for(std::chrono::seconds(kAbortGraceSeconds));
     if (!aborted.load()) {
-      std::fprintf(stderr, "lcm-exec: ncclCommAbort did not return within %d s; exiting\n", kAbortGraceSeconds);
+      std::fprintf(stderr, "lcm-exec: rank %d: ncclCommAbort did not return within %d s; exiting with code %d\n", rank,
+                   kAbortGraceSeconds, kExitCommFailure);
       std::fflush(stderr);
       std::_Exit(kExitCommFailure);
     }
   }).detach();
   abort_all();
   aborted.store(true);
-  msg += "; all NCCL communicators aborted";
-  throw CommFailure(msg, what, timeout);
+  std::fprintf(stderr, "lcm-exec: rank %d: communicators aborted\n", rank_);
+  std::fflush(stderr);
 }
 
 void Comms::complete_call(ncclResult_t r, ncclComm_t comm, const std::string& what) {

@@ -3,8 +3,8 @@
 //
 // Every wait is the nccl-tests testStreamSynchronize pattern (reliability.md §3.1): spin
 // on cudaStreamQuery, check ncclCommGetAsyncError on every communicator, and once the
-// deadline (--timeout) passes or NCCL reports an error, abort every communicator and throw
-// CommFailure naming the rank and the op. ArrivalProbe names the peers that never reached
+// deadline (--timeout) passes or NCCL reports an error, throw CommFailure naming the rank and
+// the op; main() writes the finished results, then aborts every communicator. ArrivalProbe names the peers that never reached
 // the op (the flight-recorder idea of reliability.md §3.10: "name the first rank whose seq
 // lags").
 #pragma once
@@ -60,6 +60,9 @@ class Comms {
   // text is appended to the message (progress, peers that never arrived).
   void wait_stream(cudaStream_t s, const std::string& what, const std::function<std::string()>& detail = {});
   void abort_all() noexcept;
+  // abort_all(), but if it has not returned after a grace period (10 s) the process exits
+  // with code 5: ncclCommAbort can block while a stalled peer is still alive.
+  void abort_all_bounded() noexcept;
   void finalize();  // ncclCommFinalize (polled) + ncclCommDestroy, sub-communicators first
 
  private:
@@ -68,6 +71,9 @@ class Comms {
     GroupSplit split;
     ncclComm_t comm = nullptr;
   };
+  void create(const Layout& layout, const std::vector<Group>& extra);
+  // Prints the failure and throws CommFailure; aborting is left to the owner, after it has
+  // written what is finished.
   [[noreturn]] void fail(const std::string& what, const std::string& why, bool timeout,
                          const std::function<std::string()>& detail = {});
   int rank_;

@@ -51,8 +51,9 @@ struct SampleGrid {
 SampleGrid sample_grid(const GemmProblem& p, uint64_t seed);
 
 // Compares got[r * cols.size() + c] = C[rows[r], cols[c]] with the float64 reference.
-// Tolerance per element: |ref| / 128 + sum_k |a_k b_k| / 65536 (bf16 output rounding is at
-// most |ref| / 256; fp32 accumulation error is far below the second term).
+// Tolerance per element: |ref| / 128 + sum_k |a_k b_k| x (2^-16 bf16, 2^-13 fp8): bf16 output
+// rounding is at most |ref| / 256; the second term covers the accumulation (fp32 for bf16,
+// Hopper's reduced-precision fp8 MMA accumulation for fp8).
 GemmCheck check_gemm(const GemmProblem& p, uint64_t seed_a, uint64_t seed_b, const SampleGrid& g,
                      const std::vector<float>& got);
 

@@ -3,8 +3,8 @@
 //   mpirun -np N lcm-exec bench <gemm|collectives|membw> [options]
 //
 // One MPI rank per GPU (the local rank picks the device). Only this file exits: on a
-// collective timeout or NCCL error every communicator is aborted, the finished points and
-// the trace are written, the stalled rank and op are printed, and the job ends non-zero.
+// collective timeout or NCCL error the stalled rank and op are printed, the finished points
+// and the trace are written, every communicator is aborted, and the job ends non-zero.
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -46,13 +46,13 @@ std::vector<std::string> gather_device_lines(int rank, int world, int device, co
 
 [[noreturn]] void fail_and_abort(RunContext& ctx, int code, const std::string& kind, const std::string& message,
                                  const std::string& op, bool printed) {
-  if (printed)  // Comms already printed the message before aborting the communicators
+  if (printed)  // Comms printed the message when it detected the failure
     std::fprintf(stderr, "lcm-exec: rank %d: FAILED (%s); exit code %d\n", ctx.rank, kind.c_str(), code);
   else
     std::fprintf(stderr, "lcm-exec: FAILED (%s): %s; exit code %d\n", kind.c_str(), message.c_str(), code);
   std::fflush(stderr);
   std::fflush(stdout);
-  if (ctx.comms) ctx.comms->abort_all();
+  // Write what is finished first: aborting a communicator can block on a live, stalled peer.
   try {
     if (ctx.trace) {
       ctx.trace->instant("abort", "lcm", 0, ctx.now_us(), {{"kind", kind}, {"op", op}, {"message", message}});
@@ -63,6 +63,7 @@ std::vector<std::string> gather_device_lines(int rank, int world, int device, co
   } catch (const std::exception& e) {
     std::fprintf(stderr, "lcm-exec: rank %d: could not write results after the failure: %s\n", ctx.rank, e.what());
   }
+  if (ctx.comms) ctx.comms->abort_all_bounded();
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
 }

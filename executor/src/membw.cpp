@@ -129,6 +129,8 @@ void run_membw_bench(RunContext& ctx) {
         std::fflush(stdout);
         free_all();
         ctx.finish_point(rec);
+      } catch (const CommFailure&) {
+        throw;  // a copy may still be running (timeout): cudaFree would wait for it
       } catch (...) {
         free_all();
         throw;

@@ -110,15 +110,14 @@ std::vector<Key> allowance_keys() {
   };
 }
 
-std::vector<std::string> names_of(const std::vector<Key>& keys, std::initializer_list<const char*> extra = {}) {
+std::vector<std::string> names_of(const std::vector<Key>& keys) {
   std::vector<std::string> out;
   for (const Key& k : keys) out.emplace_back(k.name);
-  for (const char* e : extra) out.emplace_back(e);
   return out;
 }
 
-// Parse one mapping against its keys; `required` lists keys that must appear (the HBM
-// capacity is one of three spellings, checked by the caller).
+// Parse one mapping against its keys (`extra_names`: sub-blocks parsed separately). Records
+// each key in `seen`; the caller checks that the required ones are there.
 std::optional<ConfigError> parse_block(const YAML::Node& map, const std::vector<Key>& keys, const std::string& prefix,
                                        const std::vector<std::string>& extra_names, HardwareSpec& h,
                                        const std::string& file, std::set<std::string>& seen) {
@@ -208,9 +207,7 @@ std::vector<std::string> default_profile_dirs() {
   return dirs;
 }
 
-}  // namespace
-
-Result<std::string> find_hardware_profile(const std::string& name_or_path, const std::vector<std::string>& dirs) {
+Result<std::string> find_profile(const std::string& name_or_path, const std::vector<std::string>& dirs) {
   const std::string& ref = name_or_path;
   const Loc here{"<hardware>", 0, 0};
   if (ref.empty()) return error_at(here, "hardware.profile", "empty hardware profile name");
@@ -237,6 +234,16 @@ Result<std::string> find_hardware_profile(const std::string& name_or_path, const
   msg += "; searched:";
   for (const std::string& d : search) msg += " " + d;
   return error_at(here, "hardware.profile", msg);
+}
+
+}  // namespace
+
+Result<std::string> find_hardware_profile(const std::string& name_or_path, const std::vector<std::string>& dirs) {
+  try {
+    return find_profile(name_or_path, dirs);
+  } catch (const std::exception& e) {  // a directory that cannot be listed
+    return ConfigError{"<hardware>", 0, 0, "hardware.profile", std::string("cannot search profiles: ") + e.what()};
+  }
 }
 
 }  // namespace lcm::io

@@ -255,10 +255,12 @@ void MegatronImporter::map_position_embedding() {
   from("model.position_embedding_type", get("position-embedding-type") ? "position-embedding-type" : "use-rotary-position-embeddings");
   if (on("no-position-embedding") && pet != "rope")
     fail("no-position-embedding", "--no-position-embedding is deprecated, use --position-embedding-type");
-  if (!get("max-position-embeddings"))
-    fail_missing("max-position-embeddings", "missing --max-position-embeddings (Megatron requires it)");
-  m.max_position_embeddings = *integer("max-position-embeddings", 1);
-  from("model.max_position_embeddings", "max-position-embeddings");
+  // Megatron requires --max-position-embeddings; flag subsets (e.g. tables of CI runs) often
+  // omit it, so it is then taken as --seq-length (map_training) with a note.
+  if (get("max-position-embeddings")) {
+    m.max_position_embeddings = *integer("max-position-embeddings", 1);
+    from("model.max_position_embeddings", "max-position-embeddings");
+  }
   m.rotary_base = real("rotary-base", 0, true).value_or(10000.0);
   from("model.rotary_base", "rotary-base");
 

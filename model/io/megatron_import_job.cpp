@@ -34,6 +34,12 @@ void MegatronImporter::map_training() {
   if (!seq) fail_missing("seq-length", "missing --seq-length");
   t.seq_length = *seq;
   from("training.seq_length", seq_flag);
+  if (!get("max-position-embeddings")) {
+    out_.draft.s.model.max_position_embeddings = t.seq_length;
+    from("model.max_position_embeddings", seq_flag);
+    note(fmt::format("--max-position-embeddings not given (Megatron requires it): taken as --seq-length {}",
+                     t.seq_length));
+  }
   if (out_.draft.s.model.max_position_embeddings < t.seq_length)
     fail("max-position-embeddings", fmt::format("max_position_embeddings ({}) must be greater than or equal to "
                                                 "seq_length ({}).",

@@ -6,8 +6,6 @@
 #include "io_test_util.hpp"
 #include "lcm/model/io/enums.hpp"
 #include "lcm/model/io/megatron_import.hpp"
-#include "megatron_flags.hpp"     // private (model/io): the flag tables
-#include "megatron_importer.hpp"  // private: mapped_megatron_flags()
 
 namespace lcm::io::test {
 namespace {
@@ -345,6 +343,14 @@ TEST(MegatronImport, MissingRequiredAndBadValues) {
                         "seq_length (2048)."));
 }
 
+TEST(MegatronImport, MaxPositionEmbeddingsTakenFromSeqLengthWithANote) {
+  auto r = import_line("--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 2048 "
+                       "--micro-batch-size 1 --bf16");
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(r.value().scenario.model.max_position_embeddings, 2048);
+  EXPECT_THAT(r.value().notes, testing::Contains(HasSubstr("--max-position-embeddings not given")));
+}
+
 TEST(MegatronImport, LayoutProblemsPointAtTheFlag) {
   EXPECT_EQ(import_error(kMinimal + "--tensor-model-parallel-size 3"),
             "run.sh:1:135: --tensor-model-parallel-size: world size (8) is not divisible by tensor_model_parallel_size "
@@ -467,31 +473,3 @@ TEST(MegatronFixtures, ErrorsPointIntoTheModelConfig) {
 }  // namespace
 }  // namespace lcm::io::test
 
-// ---- the flag tables themselves ------------------------------------------------------------
-
-namespace lcm::io::test {
-namespace {
-
-TEST(MegatronFlagTables, MappedAndRuledFlagsAreRealMegatronFlags) {
-  for (std::string_view f : mapped_megatron_flags()) EXPECT_NE(find_megatron_flag(f), nullptr) << f;
-  for (const FlagRule& r : flag_rules()) {
-    EXPECT_NE(find_megatron_flag(r.name), nullptr) << r.name;
-    const auto mapped = mapped_megatron_flags();
-    EXPECT_EQ(std::find(mapped.begin(), mapped.end(), r.name), mapped.end()) << r.name << " is both mapped and ruled";
-  }
-}
-
-TEST(MegatronFlagTables, NamesAreSortedAndKnowTheirArity) {
-  const auto names = megatron_flag_names();
-  ASSERT_GT(names.size(), 900u);
-  EXPECT_TRUE(std::is_sorted(names.begin(), names.end(),
-                             [](const MegatronFlagName& a, const MegatronFlagName& b) { return a.name < b.name; }));
-  ASSERT_NE(find_megatron_flag("bf16"), nullptr);
-  EXPECT_FALSE(find_megatron_flag("bf16")->takes_value);
-  EXPECT_TRUE(find_megatron_flag("num-layers")->takes_value);
-  EXPECT_FALSE(find_megatron_flag("disable-bias-linear")->takes_value);  // store_false of add_bias_linear
-  EXPECT_EQ(find_megatron_flag("no-such-flag"), nullptr);
-}
-
-}  // namespace
-}  // namespace lcm::io::test
