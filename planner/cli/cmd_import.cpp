@@ -93,12 +93,19 @@ void register_import(CLI::App& app, int& exit_code) {
     }
     std::string name = o->name;
     if (name.empty()) name = o->input.empty() || o->input == "-" ? "imported" : o->input;
-    auto s = io::import_megatron(flags.value(), o->gpus, hw.value(), name);
-    if (!s) {
-      std::cerr << "lcm: " << s.error().str() << "\n";
+    auto r = io::import_megatron_report(flags.value(), o->gpus, hw.value(), name);
+    if (!r) {
+      std::cerr << "lcm: " << r.error().str() << "\n";
       return;
     }
-    exit_code = write_output(o->output, io::scenario_to_yaml(s.value(), o->hw)) ? kExitOk : kExitFailure;
+    // What the scenario cannot carry is said, never dropped silently.
+    for (const std::string& n : r.value().notes) std::cerr << "lcm: note: " << n << "\n";
+    if (!r.value().ignored_flags.empty()) {
+      std::cerr << "lcm: note: ignored (no effect on cost):";
+      for (const std::string& f : r.value().ignored_flags) std::cerr << " --" << f;
+      std::cerr << "\n";
+    }
+    exit_code = write_output(o->output, io::scenario_to_yaml(r.value().scenario, o->hw)) ? kExitOk : kExitFailure;
   });
 }
 

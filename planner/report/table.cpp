@@ -11,10 +11,23 @@ namespace lcm::report {
 
 namespace {
 
+// A cell is numeric (right-aligned) when it is a plain number, optionally with a unit
+// suffix of one word ("46.70 B", "1.5e+18", "-2", "12.5 %").
 bool looks_numeric(const std::string& s) {
   if (s.empty()) return false;
-  const char c = s[0];
-  return (c >= '0' && c <= '9') || ((c == '-' || c == '+' || c == '.') && s.size() > 1);
+  size_t i = 0;
+  if (s[i] == '-' || s[i] == '+') ++i;
+  bool digit = false;
+  for (; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c >= '0' && c <= '9') digit = true;
+    else if (c == '.' || c == 'e' || c == 'E' || ((c == '-' || c == '+') && i > 0 && (s[i - 1] == 'e' || s[i - 1] == 'E'))) continue;
+    else break;
+  }
+  if (!digit) return false;
+  if (i == s.size()) return true;
+  if (s[i] != ' ') return false;
+  return s.find(' ', i + 1) == std::string::npos;  // one trailing unit word
 }
 
 std::vector<size_t> column_widths(const Table& t) {
