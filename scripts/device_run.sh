@@ -46,8 +46,11 @@ CMAKE_ARGS=(-S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLCM_BUILD_GUI=OF
             -DCMAKE_CUDA_ARCHITECTURES=90)
 if ! cmake "${CMAKE_ARGS[@]}" > "$RES/configure.log" 2>&1; then
   tail -5 "$RES/configure.log"
-  # The image may lack Debian-packaged C++ libraries the project uses; .devdeps carries
-  # Debian 12's (yaml-cpp, fmt, CLI11, nlohmann-json, GoogleTest), unpacked outside /.
+  # An image without the Debian-packaged C++ libraries the project uses: unpack Debian 12's
+  # (outside /) from .devdeps, an ignored folder filled on a Debian 12 machine with
+  #   apt-get download libgtest-dev libgmock-dev nlohmann-json3-dev libyaml-cpp-dev \
+  #     libyaml-cpp0.7 libfmt-dev libfmt9 libcli11-dev
+  # and carried with the call. The 2026-11 image has them all; this path was not needed.
   echo "configure failed on the image's packages; retrying with the carried .devdeps"
   mkdir -p /tmp/devdeps
   for f in .devdeps/*.deb; do dpkg -x "$f" /tmp/devdeps; done

@@ -77,7 +77,7 @@ std::vector<ScalingRow> scaling_table(const Scenario& base, const std::vector<in
     r.step_mlp = fw.dense_mlp + bw.dense_mlp + fw.routed_experts + bw.routed_experts +
                  fw.shared_experts + bw.shared_experts;
     if (r.layout_valid) {
-      const Estimate e = estimate(s);
+      const Estimate e = estimate(s, EstimateOptions{.with_time = false});
       const StageMemory& worst = e.memory.stages[static_cast<size_t>(e.memory.worst_stage)];
       const StageLayers& wl = e.stage_layers[static_cast<size_t>(e.memory.worst_stage)];
       r.activation_bytes = worst.activations;

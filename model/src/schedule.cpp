@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 namespace lcm {
@@ -30,7 +31,9 @@ std::string op_name(const Op& op, const char* prefix) {
 
 namespace {
 
-constexpr double kAct = 2.0;  // bytes per bf16 activation element
+constexpr double kAct = 2.0;
+
+bool starts_with(const char* s, const char* prefix) { return std::strncmp(s, prefix, std::strlen(prefix)) == 0; }  // bytes per bf16 activation element
 
 // Everything about one micro-batch on one rank that the op shapes need.
 struct Ctx {
@@ -316,7 +319,7 @@ std::vector<Op> backward_of(const std::vector<Op>& fwd) {
       case OpKind::kCollective:
         if (o.coll.kind == Collective::kAllGather) o.coll.kind = Collective::kReduceScatter;
         else if (o.coll.kind == Collective::kReduceScatter) o.coll.kind = Collective::kAllGather;
-        if (std::string(o.base).rfind("attn.cp.kv.allgather", 0) == 0) o.coll.kind = Collective::kReduceScatter;
+        if (starts_with(o.base, "attn.cp.kv.allgather")) o.coll.kind = Collective::kReduceScatter;
         break;
       case OpKind::kSendRecv:
         if (o.coll.dim == CommDim::kCp) o.coll.message_bytes *= 2.0;  // KV + dKV
@@ -331,7 +334,7 @@ std::vector<Op> backward_of(const std::vector<Op>& fwd) {
 std::vector<Op> recompute_of(const std::vector<Op>& fwd, const ParallelSpec& par, bool full) {
   std::vector<Op> out;
   auto has = [&](uint32_t bit) { return (par.recompute_modules & bit) != 0; };
-  auto prefix = [](const Op& o, const char* p) { return std::string(o.base).rfind(p, 0) == 0; };
+  auto prefix = [](const Op& o, const char* p) { return starts_with(o.base, p); };
   for (const Op& f : fwd) {
     bool take = full;
     if (!full && par.recompute_granularity == RecomputeGranularity::kSelective) {
@@ -354,23 +357,15 @@ std::vector<Op> recompute_of(const std::vector<Op>& fwd, const ParallelSpec& par
   return out;
 }
 
-LayerSchedule layer_schedule(const Ctx& x, bool moe, int repeat, int full_recompute_repeat) {
-  LayerSchedule l;
-  l.repeat = repeat;
-  if (repeat == 0) return l;
+LayerOps layer_ops(const Ctx& x, bool moe) {
+  LayerOps l;
   attention_block(l.fwd, x);
   if (moe) moe_block(l.fwd, x);
   else dense_mlp_block(l.fwd, x);
   const ParallelSpec& par = x.s->parallel;
-  if (par.recompute_granularity == RecomputeGranularity::kFull) {
-    l.recompute = recompute_of(l.fwd, par, true);
-    l.recompute_repeat = full_recompute_repeat;
-  } else if (par.recompute_granularity == RecomputeGranularity::kSelective) {
-    l.recompute = recompute_of(l.fwd, par, false);
-    l.recompute_repeat = l.recompute.empty() ? 0 : repeat;
-  }
+  if (par.recompute_granularity != RecomputeGranularity::kNone)
+    l.recompute = recompute_of(l.fwd, par, par.recompute_granularity == RecomputeGranularity::kFull);
   l.bwd = backward_of(l.fwd);
-  for (Op& o : l.fwd) o.pass = Pass::kFwd;
   return l;
 }
 
@@ -388,11 +383,12 @@ void head_ops(std::vector<Op>& ops, const Ctx& x, const char* norm_base, const c
 
 // One MTP depth (DeepSeek-V3): eh_proj over [embedding of the shifted tokens; hidden],
 // a transformer layer of the kind of the model's last layer, its own norm, head and loss.
-LayerSchedule mtp_schedule(const Ctx& x, int depth) {
+// MTP layers are not recomputed (Megatron only applies uniform full recompute to them;
+// the FLOP model counts that, the schedule leaves it out).
+LayerOps mtp_ops(const Ctx& x) {
   const ModelSpec& md = x.s->model;
   const bool moe = md.num_experts > 0 && is_moe_layer(md, md.num_layers - 1);
-  LayerSchedule l;
-  l.repeat = depth;
+  LayerOps l;
   l.fwd.push_back(memory_op("mtp.embed", 2.0 * kAct * static_cast<double>(x.tokens) * x.h));
   l.fwd.push_back(gemm("mtp.eh_proj", x.tokens, static_cast<int64_t>(x.h / x.t), 2 * md.hidden_size, 1, x));
   attention_block(l.fwd, x);
@@ -466,26 +462,39 @@ Schedule build_schedule(const Scenario& s, const Mesh& m, const std::vector<Stag
   Schedule out;
   out.num_micro_batches = m.num_micro_batches;
   out.vp = m.vp;
+  int dense_layers = 0, moe_layers = 0, mtp_layers = 0;
+  for (const StageLayers& sl : layers) {
+    dense_layers += sl.num_layers - sl.num_moe_layers;
+    moe_layers += sl.num_moe_layers;
+    mtp_layers += sl.num_mtp_layers;
+  }
+  if (dense_layers > 0) out.dense = layer_ops(x, false);
+  if (moe_layers > 0) out.moe = layer_ops(x, true);
+  if (mtp_layers > 0) out.mtp = mtp_ops(x);
+  const bool selective = s.parallel.recompute_granularity == RecomputeGranularity::kSelective;
   out.stages.reserve(layers.size());
   const double pp_bytes = static_cast<double>(x.sp_tokens) * x.h * kAct;
   for (size_t r = 0; r < layers.size(); ++r) {
     const StageLayers& sl = layers[r];
     StageSchedule st;
     st.stage = static_cast<int>(r);
-    const int dense = sl.num_layers - sl.num_moe_layers;
-    const int dense_rc = sl.num_recomputed_layers - sl.num_recomputed_moe_layers;
-    st.dense = layer_schedule(x, false, dense, dense_rc);
-    st.moe = layer_schedule(x, true, sl.num_moe_layers, sl.num_recomputed_moe_layers);
+    st.dense = sl.num_layers - sl.num_moe_layers;
+    st.moe = sl.num_moe_layers;
+    st.mtp = sl.num_mtp_layers;
+    st.dense_recomputed = out.dense.recompute.empty() ? 0
+                          : selective ? st.dense : sl.num_recomputed_layers - sl.num_recomputed_moe_layers;
+    st.moe_recomputed = out.moe.recompute.empty() ? 0 : selective ? st.moe : sl.num_recomputed_moe_layers;
     const bool first = r == 0, last = r + 1 == layers.size();
     if (first) {
       st.pre_fwd.push_back(memory_op("embed", 2.0 * kAct * static_cast<double>(x.tokens) * x.h));
       tp_exit(st.pre_fwd, "embed.sp.reducescatter", "embed.tp.allreduce", x);
+      st.pre_bwd = backward_of(st.pre_fwd);
     } else {
-      Op recv = coll("pp.recv", Collective::kSendRecv, CommDim::kPp, 2, pp_bytes);
-      st.pre_fwd.push_back(recv);
+      st.pre_fwd.push_back(coll("pp.recv", Collective::kSendRecv, CommDim::kPp, 2, pp_bytes));
+      st.pre_bwd.push_back(coll("pp.send.grad", Collective::kSendRecv, CommDim::kPp, 2, pp_bytes));
+      st.pre_bwd.back().pass = Pass::kBwd;
     }
     if (last) {
-      if (sl.num_mtp_layers > 0) st.mtp = mtp_schedule(x, sl.num_mtp_layers);
       head_ops(st.post_fwd, x, "final.norm", "logits.sp.allgather", "logits", "loss");
       st.post_bwd = backward_of(st.post_fwd);
     } else {
@@ -493,15 +502,7 @@ Schedule build_schedule(const Scenario& s, const Mesh& m, const std::vector<Stag
       st.post_bwd.push_back(coll("pp.recv.grad", Collective::kSendRecv, CommDim::kPp, 2, pp_bytes));
       st.post_bwd.back().pass = Pass::kBwd;
     }
-    if (first) {
-      st.pre_bwd = backward_of(st.pre_fwd);
-    } else {
-      st.pre_bwd.push_back(coll("pp.send.grad", Collective::kSendRecv, CommDim::kPp, 2, pp_bytes));
-      st.pre_bwd.back().pass = Pass::kBwd;
-    }
     st.step = step_ops(s, m, sl, params[r]);
-    for (Op& o : st.pre_fwd) o.pass = Pass::kFwd;
-    for (Op& o : st.post_fwd) o.pass = Pass::kFwd;
     out.stages.push_back(std::move(st));
   }
   return out;

@@ -71,13 +71,26 @@ void add_list(const std::vector<Op>& ops, double repeat, const ParallelSpec& par
   }
 }
 
-void add_layers(const LayerSchedule& l, bool backward, const ParallelSpec& par, const MeshTopology& topo,
-                const HardwareSpec& hw, PassTime& out) {
-  if (!backward) {
-    add_list(l.fwd, l.repeat, par, topo, hw, out);
-  } else {
-    add_list(l.recompute, l.recompute_repeat, par, topo, hw, out);
-    add_list(l.bwd, l.repeat, par, topo, hw, out);
+// Times of one layer kind's lists, computed once and scaled by each stage's counts.
+struct LayerTimes {
+  PassTime fwd, recompute, bwd;
+};
+
+LayerTimes layer_times(const LayerOps& l, const ParallelSpec& par, const MeshTopology& topo, const HardwareSpec& hw) {
+  LayerTimes t;
+  add_list(l.fwd, 1, par, topo, hw, t.fwd);
+  add_list(l.recompute, 1, par, topo, hw, t.recompute);
+  add_list(l.bwd, 1, par, topo, hw, t.bwd);
+  return t;
+}
+
+void accumulate(PassTime& into, const PassTime& p, double times) {
+  if (times <= 0) return;
+  into.total += times * p.total;
+  for (size_t i = 0; i < into.compute.size(); ++i) into.compute[i] += times * p.compute[i];
+  for (size_t i = 0; i < into.exposed.size(); ++i) {
+    into.exposed[i] += times * p.exposed[i];
+    into.hidden[i] += times * p.hidden[i];
   }
 }
 
@@ -91,17 +104,22 @@ StepTime step_time(const Scenario& s, const Mesh& m, const Schedule& sched, cons
   out.stages.reserve(sched.stages.size());
   double worst = -1, sum_fb = 0;
   double dp_exposed_worst = 0, dp_hidden_worst = 0, opt_worst = 0;
+  const LayerTimes dense = layer_times(sched.dense, par, topo, hw);
+  const LayerTimes moe = layer_times(sched.moe, par, topo, hw);
+  const LayerTimes mtp = layer_times(sched.mtp, par, topo, hw);
   for (const StageSchedule& st : sched.stages) {
     PassTime f, b;
     add_list(st.pre_fwd, 1, par, topo, hw, f);
-    add_layers(st.dense, false, par, topo, hw, f);
-    add_layers(st.moe, false, par, topo, hw, f);
-    add_layers(st.mtp, false, par, topo, hw, f);
+    accumulate(f, dense.fwd, st.dense);
+    accumulate(f, moe.fwd, st.moe);
+    accumulate(f, mtp.fwd, st.mtp);
     add_list(st.post_fwd, 1, par, topo, hw, f);
     add_list(st.post_bwd, 1, par, topo, hw, b);
-    add_layers(st.mtp, true, par, topo, hw, b);
-    add_layers(st.moe, true, par, topo, hw, b);
-    add_layers(st.dense, true, par, topo, hw, b);
+    accumulate(b, mtp.bwd, st.mtp);
+    accumulate(b, moe.recompute, st.moe_recomputed);
+    accumulate(b, moe.bwd, st.moe);
+    accumulate(b, dense.recompute, st.dense_recomputed);
+    accumulate(b, dense.bwd, st.dense);
     add_list(st.pre_bwd, 1, par, topo, hw, b);
     // With interleaving Megatron overlaps pipeline p2p with compute (--overlap-p2p-comm).
     if (m.vp > 1) {
@@ -124,7 +142,7 @@ StepTime step_time(const Scenario& s, const Mesh& m, const Schedule& sched, cons
     // or forward (params) of the step's micro-batches except the last bucket, taken as
     // one layer's share.
     double dp_exposed = 0, dp_hidden = 0, opt = 0;
-    const int layers_here = std::max(1, st.dense.repeat + st.moe.repeat);
+    const int layers_here = std::max(1, st.dense + st.moe);
     for (const Op& op : st.step) {
       const double tt = op_time(op, topo, hw);
       if (op.kind == OpKind::kMemoryBound) {

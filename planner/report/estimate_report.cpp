@@ -79,6 +79,32 @@ ordered_json mesh_json(const Mesh& m) {
 
 std::string gib(double b) { return fmt_bytes_gib(b); }
 
+constexpr const char* kOpClassNames[kNumOpClasses] = {"gemm", "attention", "memory_bound"};
+
+ordered_json time_json(const StepTime& t) {
+  ordered_json compute, exposed;
+  for (int i = 0; i < kNumOpClasses; ++i) compute[kOpClassNames[i]] = t.compute[static_cast<size_t>(i)];
+  for (int d = 0; d < kNumCommDims; ++d)
+    exposed[to_string(static_cast<CommDim>(d))] = t.exposed_comm[static_cast<size_t>(d)];
+  ordered_json stages = ordered_json::array();
+  for (const StageTime& st : t.stages)
+    stages.push_back(ordered_json{{"stage", st.stage}, {"fwd_s", st.fwd}, {"bwd_s", st.bwd}});
+  return ordered_json{{"step_s", t.step_s},
+                      {"tokens_per_s_per_gpu", t.tokens_per_s_per_gpu},
+                      {"model_tflops_per_gpu", t.model_tflops_per_gpu},
+                      {"mfu", t.mfu},
+                      {"hfu", t.hfu},
+                      {"bottleneck_stage", t.bottleneck_stage},
+                      {"pipeline_s", t.pipeline},
+                      {"bubble_s", t.bubble},
+                      {"dp_exposed_s", t.dp_exposed},
+                      {"dp_hidden_s", t.dp_hidden},
+                      {"optimizer_s", t.optimizer},
+                      {"compute_s", compute},
+                      {"exposed_comm_s", exposed},
+                      {"stages", stages}};
+}
+
 }  // namespace
 
 nlohmann::ordered_json estimate_json(const Scenario& s, const Estimate& e) {
@@ -166,6 +192,7 @@ nlohmann::ordered_json estimate_json(const Scenario& s, const Estimate& e) {
   for (int d = 0; d < kNumCommDims; ++d) {
     by_dim[to_string(static_cast<CommDim>(d))] = e.comm.sent_bytes_by_dim[static_cast<size_t>(d)];
   }
+  if (e.has_time) j["time"] = time_json(e.time);
   j["comm"] = ordered_json{{"stage", e.comm.stage},
                            {"total_sent_bytes", e.comm.total_sent_bytes},
                            {"sent_bytes_by_dim", by_dim},
@@ -181,6 +208,7 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
   sum.title = fmt::format("lcm estimate: {} ({} on {} x {})", s.name, s.model.name, s.num_gpus,
                           s.hardware.name);
   sum.header = {"quantity", "value"};
+  sum.align_numbers = false;
   sum.rows = {
       {"mesh", fmt::format("tp={} cp={} pp={} vp={} dp={} | ep={} etp={} edp={}{}", m.tp, m.cp, m.pp,
                            m.vp, m.dp, m.ep, m.etp, m.edp, m.sp ? " | sp" : "")},
@@ -197,6 +225,15 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
                    e.memory.fits ? "" : "  DOES NOT FIT")},
       {"comm sent / GPU / step (GiB)", gib(e.comm.total_sent_bytes)},
   };
+  if (e.has_time) {
+    const StepTime& t = e.time;
+    sum.rows.push_back({"step time (s)", fmt::format("{:.3f} (bubble {:.3f}, DP exposed {:.3f}, optimizer {:.3f})",
+                                                     t.step_s, t.bubble, t.dp_exposed, t.optimizer)});
+    sum.rows.push_back({"tokens/s/GPU", fmt::format("{:.0f}", t.tokens_per_s_per_gpu)});
+    sum.rows.push_back({"model TFLOP/s/GPU, MFU, HFU",
+                        fmt::format("{:.1f}, {:.1f}%, {:.1f}% (of dense BF16 peak)", t.model_tflops_per_gpu,
+                                    100 * t.mfu, 100 * t.hfu)});
+  }
   out.push_back(sum);
 
   Table p;
@@ -267,6 +304,25 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
                       gib(it.sent_bytes)});
   }
   out.push_back(c);
+
+  if (e.has_time) {
+    const StepTime& t = e.time;
+    Table tt;
+    tt.title = fmt::format("Step time breakdown (bottleneck stage {}, per step)", t.bottleneck_stage);
+    tt.header = {"part", "seconds", "share %"};
+    auto row = [&](const std::string& k, double v) {
+      if (v <= 0) return;
+      tt.rows.push_back({k, fmt_fixed(v, 4), fmt_fixed(100.0 * v / t.step_s, 1)});
+    };
+    for (int i = 0; i < kNumOpClasses; ++i) row(std::string("compute: ") + kOpClassNames[i], t.compute[static_cast<size_t>(i)]);
+    for (int d = 0; d < kNumCommDims; ++d)
+      row(std::string("exposed comm: ") + to_string(static_cast<CommDim>(d)), t.exposed_comm[static_cast<size_t>(d)]);
+    row("pipeline bubble", t.bubble);
+    row("optimizer", t.optimizer);
+    tt.rows.push_back({"step", fmt_fixed(t.step_s, 4), "100.0"});
+    tt.notes.push_back("Exposed DP communication includes the non-overlapped last bucket.");
+    out.push_back(tt);
+  }
   return out;
 }
 

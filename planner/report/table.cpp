@@ -48,7 +48,7 @@ std::string render_text(const Table& t) {
   if (!t.title.empty()) out += t.title + "\n";
   auto line = [&](const std::vector<std::string>& cells, bool header) {
     for (size_t i = 0; i < cells.size(); ++i) {
-      const bool right = !header && looks_numeric(cells[i]);
+      const bool right = !header && t.align_numbers && looks_numeric(cells[i]);
       out += i ? "  " : "  ";
       out += right ? fmt::format("{:>{}}", cells[i], w[i]) : fmt::format("{:<{}}", cells[i], w[i]);
     }
@@ -79,7 +79,7 @@ std::string render_markdown(const Table& t) {
   for (const auto& h : t.header) out += " " + esc(h) + " |";
   out += "\n|";
   for (size_t i = 0; i < t.header.size(); ++i) {
-    const bool numeric = !t.rows.empty() && looks_numeric(t.rows.front()[i]);
+    const bool numeric = t.align_numbers && !t.rows.empty() && looks_numeric(t.rows.front()[i]);
     out += numeric ? "---:|" : "---|";
   }
   out += "\n";

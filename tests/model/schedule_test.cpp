@@ -50,11 +50,13 @@ double list_flops(const std::vector<Op>& ops) {
 // of the stage's work for its micro-batches; dp pipelines run side by side.
 double schedule_model_flops(const Built& b) {
   double per_pipeline = 0;
-  for (const StageSchedule& st : b.sched.stages) {
+  const Schedule& sc = b.sched;
+  for (const StageSchedule& st : sc.stages) {
     double mb = list_flops(st.pre_fwd) + list_flops(st.post_fwd) + list_flops(st.post_bwd) + list_flops(st.pre_bwd);
-    for (const LayerSchedule* l : {&st.dense, &st.moe, &st.mtp})
-      mb += l->repeat * (list_flops(l->fwd) + list_flops(l->bwd));
-    per_pipeline += mb * b.sched.num_micro_batches;
+    mb += st.dense * (list_flops(sc.dense.fwd) + list_flops(sc.dense.bwd));
+    mb += st.moe * (list_flops(sc.moe.fwd) + list_flops(sc.moe.bwd));
+    mb += st.mtp * (list_flops(sc.mtp.fwd) + list_flops(sc.mtp.bwd));
+    per_pipeline += mb * sc.num_micro_batches;
   }
   return per_pipeline * b.mesh.tp * b.mesh.cp * b.mesh.dp;
 }
@@ -99,17 +101,18 @@ TEST(Schedule, StableNamesAndShapes) {
   const Built b = build(s);
   ASSERT_EQ(b.sched.stages.size(), 1u);
   const StageSchedule& st = b.sched.stages[0];
-  EXPECT_EQ(st.moe.repeat, 32);
-  EXPECT_EQ(st.dense.repeat, 0);
+  EXPECT_EQ(st.moe, 32);
+  EXPECT_EQ(st.dense, 0);
+  EXPECT_TRUE(b.sched.dense.empty());
   std::set<std::string> names;
-  for (const Op& o : st.moe.fwd) EXPECT_TRUE(names.insert(op_name(o, "L.")).second) << op_name(o, "L.");
-  for (const Op& o : st.moe.bwd) EXPECT_TRUE(names.insert(op_name(o, "L.")).second) << op_name(o, "L.");
+  for (const Op& o : b.sched.moe.fwd) EXPECT_TRUE(names.insert(op_name(o, "L.")).second) << op_name(o, "L.");
+  for (const Op& o : b.sched.moe.bwd) EXPECT_TRUE(names.insert(op_name(o, "L.")).second) << op_name(o, "L.");
   for (const char* n : {"L.attn.qkv.fwd", "L.attn.core.fwd", "L.attn.sp.allgather.fwd", "L.moe.dispatch.a2a.fwd",
                         "L.moe.experts.fc1.fwd", "L.moe.combine.a2a.fwd", "L.moe.experts.fc1.bwd.wgrad",
                         "L.attn.qkv.bwd.dgrad", "L.attn.core.bwd", "L.attn.sp.reducescatter.bwd"})
     EXPECT_TRUE(names.count(n)) << n;
   // QKV: M = tokens (8192), N = (32 + 2·8)·128 / tp 2 = 3072, K = 4096.
-  for (const Op& o : st.moe.fwd) {
+  for (const Op& o : b.sched.moe.fwd) {
     if (op_name(o, "L.") == "L.attn.qkv.fwd") {
       EXPECT_EQ(o.gemm.m, 8192);
       EXPECT_EQ(o.gemm.n, 3072);

@@ -92,12 +92,12 @@ Schedule uniform_schedule(int pp, int vp, int m, double f, double b) {
   Schedule sch;
   sch.num_micro_batches = m;
   sch.vp = vp;
+  sch.dense.fwd = {mem(f, Pass::kFwd)};
+  sch.dense.bwd = {mem(b, Pass::kBwd)};
   for (int r = 0; r < pp; ++r) {
     StageSchedule st;
     st.stage = r;
-    st.dense.repeat = 1;
-    st.dense.fwd = {mem(f, Pass::kFwd)};
-    st.dense.bwd = {mem(b, Pass::kBwd)};
+    st.dense = 1;
     sch.stages.push_back(st);
   }
   return sch;
@@ -163,8 +163,8 @@ TEST(StepTime, CpRingHiddenVsExposed) {
   m.cp = 2;  // the CP pair shares a node: the ring runs over NVLink
   m.num_micro_batches = 1;
   Schedule hidden = uniform_schedule(1, 1, 1, 0, 0), exposed = hidden;
-  hidden.stages[0].dense.fwd = {ring_op(1.5e-3), attention_op(2e-3)};
-  exposed.stages[0].dense.fwd = {ring_op(3e-3), attention_op(2e-3)};
+  hidden.dense.fwd = {ring_op(1.5e-3), attention_op(2e-3)};
+  exposed.dense.fwd = {ring_op(3e-3), attention_op(2e-3)};
   const StepTime th = step_time(s, m, hidden, Flops{});
   const StepTime te = step_time(s, m, exposed, Flops{});
   const size_t cp = static_cast<size_t>(CommDim::kCp);

@@ -9,6 +9,7 @@
 #include "lcm/model/mesh.hpp"
 #include "lcm/model/params.hpp"
 #include "lcm/model/specs.hpp"
+#include "lcm/model/step_time.hpp"
 
 namespace lcm {
 
@@ -20,9 +21,15 @@ struct Estimate {
   Flops flops;
   Memory memory;
   Comm comm;
+  bool has_time = false;
+  StepTime time;  // step time, throughput, MFU and breakdown (when has_time)
+};
+
+struct EstimateOptions {
+  bool with_time = true;  // build the op schedule and the step time
 };
 
 // Precondition: validate_scenario(s) is empty (callers report problems first).
-Estimate estimate(const Scenario& s);
+Estimate estimate(const Scenario& s, const EstimateOptions& opts = {});
 
 }  // namespace lcm

@@ -84,32 +84,35 @@ struct Op {
 // ".bwd.wgrad"; step ops have none), e.g. op_name(op, "L.") == "L.attn.qkv.bwd.wgrad".
 std::string op_name(const Op& op, const char* prefix);
 
-// The ops of one kind of transformer layer for one micro-batch. `repeat` layers of this
-// kind sit on the stage; `recompute_repeat` of them run the recompute ops right before
-// their backward (all of them for selective recompute; per recompute_method /
-// recompute_num_layers for full recompute).
-struct LayerSchedule {
+// The ops of one kind of transformer layer for one micro-batch. Every layer of a kind has
+// the same shapes, so the schedule holds one list per kind and the stages say how many
+// layers of each kind they run (and how many of those recompute before their backward:
+// all of them for selective recompute; per recompute_method / recompute_num_layers for
+// full recompute).
+struct LayerOps {
   std::vector<Op> fwd;
   std::vector<Op> recompute;
   std::vector<Op> bwd;  // execution order
-  int repeat = 0;
-  int recompute_repeat = 0;
+  bool empty() const { return fwd.empty(); }
 };
 
 struct StageSchedule {
   int stage = 0;
-  std::vector<Op> pre_fwd;   // embedding (first stage), pipeline receive
-  LayerSchedule dense;       // dense-MLP layers
-  LayerSchedule moe;         // MoE layers
-  LayerSchedule mtp;         // MTP blocks (last stage)
-  std::vector<Op> post_fwd;  // final norm, logits, loss (last stage), pipeline send
-  std::vector<Op> post_bwd;  // their backward (last stage), pipeline receive of grads
-  std::vector<Op> pre_bwd;   // embedding backward (first stage), pipeline send of grads
+  int dense = 0, dense_recomputed = 0;  // dense-MLP layers on this rank (all chunks)
+  int moe = 0, moe_recomputed = 0;      // MoE layers
+  int mtp = 0;                          // MTP depths (last stage)
+  std::vector<Op> pre_fwd;   // embedding (first stage) or pipeline receive
+  std::vector<Op> post_fwd;  // final norm, logits, loss (last stage) or pipeline send
+  std::vector<Op> post_bwd;  // their backward (last stage) or receive of the output grad
+  std::vector<Op> pre_bwd;   // embedding backward (first stage) or send of the input grad
   std::vector<Op> step;      // once per step: grad reduce-scatter / all-reduce, param
                              // all-gather, embedding grad sync, optimizer
 };
 
 struct Schedule {
+  LayerOps dense;  // one dense-MLP transformer layer
+  LayerOps moe;    // one MoE transformer layer
+  LayerOps mtp;    // one MTP depth (eh_proj, a layer, its head and loss)
   std::vector<StageSchedule> stages;  // index = pipeline rank
   int num_micro_batches = 1;
   int vp = 1;

@@ -14,6 +14,7 @@ struct Table {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> notes;             // printed below (text / Markdown only)
+  bool align_numbers = true;                  // right-align numeric cells (text / Markdown)
 };
 
 std::string render_text(const Table& t);
