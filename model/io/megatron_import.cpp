@@ -27,7 +27,7 @@ constexpr std::string_view kMapped[] = {
     "moe-expert-capacity-factor", "moe-pad-expert-input-to-capacity", "moe-token-dispatcher-type",
     "moe-router-score-function", "moe-router-num-groups", "moe-router-group-topk", "moe-router-enable-expert-bias",
     "moe-dispatch-fwd-dtype", "multi-latent-attention", "q-lora-rank", "kv-lora-rank", "qk-head-dim",
-    "qk-pos-emb-head-dim", "v-head-dim", "mtp-num-layers",
+    "qk-pos-emb-head-dim", "v-head-dim", "mtp-num-layers", "hidden-dropout", "attention-dropout",
     // training
     "seq-length", "encoder-seq-length", "micro-batch-size", "global-batch-size", "step-batch-size-schedule", "bf16",
     "fp16", "fp8-format", "attention-backend", "transformer-impl", "use-flash-attn", "grad-reduce-in-bf16",
@@ -238,6 +238,11 @@ void MegatronImporter::map_model() {
   }
   m.mtp_num_layers = static_cast<int>(integer("mtp-num-layers", 0).value_or(0));
   from("model.mtp_num_layers", "mtp-num-layers");
+  // Dropout keeps 1-byte masks (memory only); Megatron's defaults are 0.1.
+  m.hidden_dropout = real("hidden-dropout", 0, false).value_or(0.1);
+  from("model.hidden_dropout", "hidden-dropout");
+  m.attention_dropout = real("attention-dropout", 0, false).value_or(0.1);
+  from("model.attention_dropout", "attention-dropout");
   map_position_embedding();
   map_vocab();
   map_moe();

@@ -330,6 +330,8 @@ std::vector<FieldSpec> build() {
   f.push_back(integer(M, "qk_pos_emb_head_dim", [](S& s) -> auto& { return s.model.qk_pos_emb_head_dim; }, 0));
   f.push_back(integer(M, "v_head_dim", [](S& s) -> auto& { return s.model.v_head_dim; }, 0));
   f.push_back(integer(M, "mtp_num_layers", [](S& s) -> auto& { return s.model.mtp_num_layers; }, 0));
+  f.push_back(real(M, "hidden_dropout", [](S& s) -> auto& { return s.model.hidden_dropout; }, 0.0, false));
+  f.push_back(real(M, "attention_dropout", [](S& s) -> auto& { return s.model.attention_dropout; }, 0.0, false));
   // ---- training ----
   f.push_back({T, "seq_length", true,
                [](const YAML::Node& n, ScenarioDraft& d) -> std::string {

@@ -204,10 +204,12 @@ uint32_t selective_modules(const ParallelSpec& p) {
 // at its peak, in units of "stage micro-batches" (all v chunks of the rank = 1).
 double in_flight(const Scenario& sc, const Mesh& m, int rank) {
   const int p = m.pp, mb = std::max(1, m.num_micro_batches);
-  const int extra = sc.parallel.overlap_moe_expert_parallel_comm ? 1 : 0;
   if (m.vp <= 1) {
+    // Without interleaving (Megatron allows EP A2A overlap only with pp == 1 here), the
+    // combined 1F1B pairs micro-batch i+1's forward with i's backward layer by layer:
+    // the peak stays at about one micro-batch, no extra in flight.
     // 1F1B: p - r - 1 warmup forwards, then one more forward before the first backward.
-    return static_cast<double>(std::min(p - rank, mb) + extra);
+    return static_cast<double>(std::min(p - rank, mb));
   }
   // Interleaved 1F1B (schedules.py): warmup = 2(p - r - 1) + (v - 1) * G model-chunk
   // forwards, G = microbatch_group_size_per_vp_stage (default p); all chunks when that
@@ -215,6 +217,8 @@ double in_flight(const Scenario& sc, const Mesh& m, int rank) {
   const int total = mb * m.vp;
   const int warmup = 2 * (p - rank - 1) + (m.vp - 1) * p;
   const int chunks = warmup >= total ? total : warmup + 1;
+  // --overlap-moe-expert-parallel-comm schedules one extra warmup chunk (formulas.md §3.3).
+  const int extra = sc.parallel.overlap_moe_expert_parallel_comm ? 1 : 0;
   return static_cast<double>(std::min(chunks + extra, total)) / m.vp;
 }
 

@@ -226,6 +226,9 @@ void check_moe(const Scenario& s, Checker& check) {
     check(m.moe_router_group_topk == 0, "model.moe_router_group_topk",
           "moe_router_group_topk needs moe_router_num_groups (group-limited routing)");
   }
+  check(m.hidden_dropout >= 0 && m.hidden_dropout < 1, "model.hidden_dropout", "hidden_dropout must be in [0, 1)");
+  check(m.attention_dropout >= 0 && m.attention_dropout < 1, "model.attention_dropout",
+        "attention_dropout must be in [0, 1)");
   check(!m.moe_pad_expert_input_to_capacity || m.moe_expert_capacity_factor > 0, "model.moe_pad_expert_input_to_capacity",
         "moe_pad_expert_input_to_capacity requires moe_expert_capacity_factor");
   if (p.overlap_moe_expert_parallel_comm) {

@@ -102,7 +102,7 @@ void register_import(CLI::App& app, int& exit_code) {
     for (const std::string& n : r.value().notes) std::cerr << "lcm: note: " << n << "\n";
     if (!r.value().ignored_flags.empty()) {
       std::cerr << "lcm: note: ignored (no effect on cost):";
-      for (const std::string& f : r.value().ignored_flags) std::cerr << " --" << f;
+      for (const std::string& f : r.value().ignored_flags) std::cerr << " " << f;
       std::cerr << "\n";
     }
     exit_code = write_output(o->output, io::scenario_to_yaml(r.value().scenario, o->hw)) ? kExitOk : kExitFailure;

@@ -32,10 +32,10 @@
 
 namespace {
 
-// Recorded bounds: what the model achieved when this test was written (mean 6.7%, worst
-// 122.2%, 40 of 45 evaluated rows within 10%), rounded slightly so that regressions fail.
-// The worst row runs with fine-grained activation offloading to the host, a flag the CSV
-// does not carry (docs/validation-memory.md lists every row's omitted flags).
+// Recorded bounds: what the model achieves with the real importer (mean 4.0%, worst 27.8%,
+// 40 of 44 evaluated rows within 10%), rounded slightly so that regressions fail. The worst
+// row relies on flags the CSV does not carry (dropout 0, interleaving); docs/validation-memory.md
+// lists every row's omitted flags.
 constexpr double kMeanErrorBoundPct = 4.5;
 constexpr double kWorstErrorBoundPct = 30.0;
 constexpr int kMinEvaluatedRows = 44;
