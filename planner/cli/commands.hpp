@@ -9,5 +9,6 @@ void register_estimate(CLI::App& app, int& exit_code);
 void register_scaling(CLI::App& app, int& exit_code);
 void register_import(CLI::App& app, int& exit_code);
 void register_capacity(CLI::App& app, int& exit_code);
+void register_trace(CLI::App& app, int& exit_code);
 
 }  // namespace lcm::cli

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   lcm::cli::register_scaling(app, exit_code);
   lcm::cli::register_import(app, exit_code);
   lcm::cli::register_capacity(app, exit_code);
+  lcm::cli::register_trace(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -209,8 +209,21 @@ TEST(Cli, ImportUnknownMegatronFlagIsExitCode2) {
   EXPECT_NE(r.err.find("hidden-size"), std::string::npos) << r.err;
 }
 
+TEST(Cli, TraceWritesChromeTraceJson) {
+  const fs::path out = fs::temp_directory_path() / "lcm_cli_trace.json";
+  fs::remove(out);
+  const CmdResult r = lcm("trace scenarios/llama3.1-8b.yaml --detail layer -o '" + out.string() + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(slurp(out));
+  ASSERT_TRUE(j.at("traceEvents").is_array());
+  EXPECT_GT(j.at("traceEvents").size(), 10u);
+  EXPECT_EQ(j.at("displayTimeUnit"), "ms");
+  const CmdResult bad = lcm("trace scenarios/llama3.1-8b.yaml --detail fine -o '" + out.string() + "'");
+  EXPECT_EQ(bad.code, 2);
+}
+
 TEST(Cli, EveryCommandHasHelp) {
-  for (const char* c : {"", "estimate ", "scaling ", "import ", "import megatron "}) {
+  for (const char* c : {"", "estimate ", "scaling ", "import ", "import megatron ", "capacity ", "trace "}) {
     const CmdResult r = lcm(std::string(c) + "-h");
     EXPECT_EQ(r.code, 0) << c << r.err;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << c;

@@ -1,0 +1,208 @@
+// Predicted Chrome trace of one step (see trace.hpp). Only places ops in time: every
+// duration comes from the model's op_time(); the pipeline order is 1F1B.
+#include "lcm/planner/trace.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "lcm/model/timing.hpp"
+
+namespace lcm::report {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+constexpr const char* kStreamNames[kNumStreams] = {"compute", "TP", "CP", "EP", "DP", "PP"};
+
+int tid(Stream s) { return static_cast<int>(s); }
+
+const char* pass_name(Pass p) {
+  switch (p) {
+    case Pass::kFwd: return "fwd";
+    case Pass::kBwd: return "bwd";
+    case Pass::kRecompute: return "recompute";
+    case Pass::kStep: return "step";
+  }
+  return "";
+}
+
+// Collects events for one stage (one pid) and advances its compute cursor.
+struct StageWriter {
+  const Scenario& s;
+  const MeshTopology& topo;
+  const TraceOptions& opts;
+  ordered_json& events;
+  int pid;
+  double cursor = 0;  // compute-stream time, seconds
+  double stream_free[kNumStreams] = {};  // when each communication stream is next free
+
+  void event(const std::string& name, int thread, double start, double dur, ordered_json args) {
+    events.push_back(ordered_json{{"name", name},
+                                  {"cat", "predicted"},
+                                  {"ph", "X"},
+                                  {"ts", start * 1e6},
+                                  {"dur", dur * 1e6},
+                                  {"pid", pid},
+                                  {"tid", thread},
+                                  {"args", std::move(args)}});
+  }
+
+  // Places one op list. Compute ops run back to back on the compute stream. A collective
+  // the model hides (CP ring exchange; TP with tp_comm_overlap; EP with A2A overlap) runs
+  // on its stream beside the compute that follows it; other collectives block the compute
+  // stream while they run on theirs.
+  void ops(const std::vector<Op>& list, const char* prefix, int micro_batch) {
+    const ParallelSpec& par = s.parallel;
+    for (const Op& op : list) {
+      const double t = op_time(op, topo, s.hardware) * op.calls;
+      if (t <= 0) continue;
+      const bool comm = op.kind == OpKind::kCollective || op.kind == OpKind::kSendRecv;
+      const bool hidden = comm && (op.overlappable || (par.tp_comm_overlap && op.coll.dim == CommDim::kTp) ||
+                                   (par.overlap_moe_expert_parallel_comm && op.coll.dim == CommDim::kEp));
+      ordered_json args;
+      if (opts.detail == TraceDetail::kOp) {
+        args = ordered_json{{"micro_batch", micro_batch}};
+        if (op.kind == OpKind::kGemm)
+          args["gemm_mnk"] = {op.gemm.m, op.gemm.n, op.gemm.k}, args["groups"] = op.gemm.groups;
+        if (op.flops > 0) args["flops"] = op.flops;
+        if (op.kind == OpKind::kMemoryBound) args["bytes"] = op.bytes;
+        if (comm) {
+          args["group_size"] = op.coll.group_size;
+          args["message_bytes"] = op.coll.message_bytes;
+          args["calls"] = op.calls;
+          args["overlapped"] = hidden;
+        }
+      }
+      // A stream runs one op at a time: a hidden collective starts when both the compute
+      // reaches it and its stream is free; an exposed one also holds the compute stream.
+      const size_t sidx = static_cast<size_t>(tid(op.stream));
+      const double start = comm ? std::max(cursor, stream_free[sidx]) : cursor;
+      if (opts.detail == TraceDetail::kOp) event(op_name(op, prefix), tid(op.stream), start, t, std::move(args));
+      if (comm) stream_free[sidx] = start + t;
+      if (!hidden) cursor = start + t;
+    }
+  }
+
+  // One layer kind for one pass, `count` times; in layer detail one event per layer.
+  void layers(const std::vector<Op>& list, int count, const char* prefix, const char* kind, Pass pass,
+              int micro_batch) {
+    for (int i = 0; i < count; ++i) {
+      const double start = cursor;
+      ops(list, prefix, micro_batch);
+      if (opts.detail == TraceDetail::kLayer && cursor > start)
+        event(std::string(prefix) + kind + "." + pass_name(pass), tid(Stream::kCompute), start, cursor - start,
+              ordered_json{{"micro_batch", micro_batch}});
+    }
+  }
+};
+
+struct PassRef {
+  bool fwd;
+  int micro_batch;
+};
+
+// 1F1B order of one stage: warm-up forwards, then one forward / one backward, then the
+// remaining backwards (Megatron schedules.py, non-interleaved).
+std::vector<PassRef> one_f_one_b(int p, int r, int m) {
+  std::vector<PassRef> order;
+  const int warmup = std::min(p - r - 1, m);
+  for (int i = 0; i < warmup; ++i) order.push_back({true, i});
+  for (int i = 0; i < m - warmup; ++i) {
+    order.push_back({true, warmup + i});
+    order.push_back({false, i});
+  }
+  for (int i = m - warmup; i < m; ++i) order.push_back({false, i});
+  return order;
+}
+
+}  // namespace
+
+ordered_json predicted_trace(const Scenario& s, const Estimate& e, const Schedule& sched, const TraceOptions& opts) {
+  const MeshTopology topo = mesh_topology(s, e.mesh);
+  const int p = static_cast<int>(sched.stages.size());
+  int m = std::max(1, sched.num_micro_batches);
+  if (opts.max_micro_batches > 0) m = std::min(m, opts.max_micro_batches);
+
+  ordered_json events = ordered_json::array();
+  std::vector<StageWriter> writers;
+  writers.reserve(static_cast<size_t>(p));
+  for (int r = 0; r < p; ++r) {
+    writers.push_back(StageWriter{s, topo, opts, events, r});
+    events.push_back(ordered_json{{"name", "process_name"}, {"ph", "M"}, {"pid", r}, {"tid", 0},
+                                  {"args", {{"name", "pipeline stage " + std::to_string(r)}}}});
+    events.push_back(ordered_json{{"name", "process_sort_index"}, {"ph", "M"}, {"pid", r}, {"tid", 0},
+                                  {"args", {{"sort_index", r}}}});
+    for (int t = 0; t < kNumStreams; ++t)
+      events.push_back(ordered_json{{"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", t},
+                                    {"args", {{"name", kStreamNames[t]}}}});
+  }
+
+  // Event-driven 1F1B: a forward waits for the previous stage's forward of the same
+  // micro-batch, a backward for the next stage's backward of it.
+  std::vector<std::vector<PassRef>> order(static_cast<size_t>(p));
+  std::vector<size_t> next(static_cast<size_t>(p), 0);
+  std::vector<std::vector<double>> fwd_end(static_cast<size_t>(p), std::vector<double>(static_cast<size_t>(m), -1));
+  std::vector<std::vector<double>> bwd_end = fwd_end;
+  for (int r = 0; r < p; ++r) order[static_cast<size_t>(r)] = one_f_one_b(p, r, m);
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (int r = 0; r < p; ++r) {
+      const size_t ri = static_cast<size_t>(r);
+      while (next[ri] < order[ri].size()) {
+        const PassRef pr = order[ri][next[ri]];
+        const size_t mb = static_cast<size_t>(pr.micro_batch);
+        double ready = 0;
+        if (pr.fwd && r > 0) ready = fwd_end[ri - 1][mb];
+        if (!pr.fwd && r + 1 < p) ready = bwd_end[ri + 1][mb];
+        if (ready < 0) break;  // dependency not scheduled yet
+        StageWriter& w = writers[ri];
+        w.cursor = std::max(w.cursor, ready);
+        const StageSchedule& st = sched.stages[ri];
+        if (pr.fwd) {
+          w.ops(st.pre_fwd, "", pr.micro_batch);
+          w.layers(sched.dense.fwd, st.dense, "L.", "dense", Pass::kFwd, pr.micro_batch);
+          w.layers(sched.moe.fwd, st.moe, "L.", "moe", Pass::kFwd, pr.micro_batch);
+          w.layers(sched.mtp.fwd, st.mtp, "MTP.", "mtp", Pass::kFwd, pr.micro_batch);
+          w.ops(st.post_fwd, "", pr.micro_batch);
+          fwd_end[ri][mb] = w.cursor;
+        } else {
+          w.ops(st.post_bwd, "", pr.micro_batch);
+          w.layers(sched.mtp.bwd, st.mtp, "MTP.", "mtp", Pass::kBwd, pr.micro_batch);
+          for (int i = 0; i < st.moe; ++i) {
+            if (i < st.moe_recomputed) w.layers(sched.moe.recompute, 1, "L.", "moe", Pass::kRecompute, pr.micro_batch);
+            w.layers(sched.moe.bwd, 1, "L.", "moe", Pass::kBwd, pr.micro_batch);
+          }
+          for (int i = 0; i < st.dense; ++i) {
+            if (i < st.dense_recomputed)
+              w.layers(sched.dense.recompute, 1, "L.", "dense", Pass::kRecompute, pr.micro_batch);
+            w.layers(sched.dense.bwd, 1, "L.", "dense", Pass::kBwd, pr.micro_batch);
+          }
+          w.ops(st.pre_bwd, "", pr.micro_batch);
+          bwd_end[ri][mb] = w.cursor;
+        }
+        ++next[ri];
+        progress = true;
+      }
+    }
+  }
+  double end = 0;
+  for (int r = 0; r < p; ++r) {
+    StageWriter& w = writers[static_cast<size_t>(r)];
+    w.ops(sched.stages[static_cast<size_t>(r)].step, "", -1);
+    end = std::max(end, w.cursor);
+  }
+
+  ordered_json other{{"generator", "lcm trace"},
+                     {"scenario", s.name},
+                     {"micro_batches_shown", m},
+                     {"micro_batches_per_step", sched.num_micro_batches},
+                     {"trace_end_s", end},
+                     {"schedule", e.mesh.vp > 1 ? "interleaved 1F1B shown as 1F1B over whole stages" : "1F1B"}};
+  if (e.has_time) other["predicted_step_s"] = e.time.step_s;
+  return ordered_json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}, {"otherData", std::move(other)}};
+}
+
+}  // namespace lcm::report
