@@ -1,9 +1,10 @@
 // The benchmark table of lcm-exec and what every benchmark shares.
 //
 // Like nccl-tests' struct testColl, each benchmark family is one row of a table (name,
-// defaults, run function); main() looks the family up and never switches on it. The next
-// increment adds attention (cuDNN fused attention), moe and cp-attention rows; inside
-// `collectives`, each collective is a row of its own CollOp table (collectives.cpp).
+// defaults, run function); main() looks the family up and never switches on it. Rows:
+// gemm, collectives, membw, attention (cuDNN fused attention); moe and cp-attention come
+// next; inside `collectives`, each collective is a row of its own CollOp table
+// (collectives.cpp).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -67,6 +68,7 @@ const BenchFamily& bench_family(Family f);
 void run_gemm_bench(RunContext& ctx);
 void run_collectives_bench(RunContext& ctx);
 void run_membw_bench(RunContext& ctx);
+void run_attention_bench(RunContext& ctx);  // bench_attention.cpp (a stub without cuDNN)
 
 // MPI helpers over MPI_COMM_WORLD.
 std::vector<double> allgather_double(double v);

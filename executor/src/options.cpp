@@ -104,6 +104,55 @@ std::vector<GemmShape> parse_shapes(std::string_view s) {
   return out;
 }
 
+namespace {
+
+std::string seq_label(int64_t s) {
+  return s % 1024 == 0 ? std::to_string(s / 1024) + "k" : std::to_string(s);
+}
+
+AttnShape attn_shape(int64_t b, int64_t s, int64_t hq, int64_t hkv, int64_t d) {
+  AttnShape a{b, s, hq, hkv, d, ""};
+  a.label = (hq == hkv ? "mha" + std::to_string(hq) : "gqa" + std::to_string(hq) + "/" + std::to_string(hkv)) +
+            ".d" + std::to_string(d) + ".s" + seq_label(s) + (b > 1 ? ".b" + std::to_string(b) : "");
+  return a;
+}
+
+}  // namespace
+
+std::vector<AttnShape> attn_sweep_shapes() {
+  std::vector<AttnShape> out;
+  for (int64_t s : {4, 8, 16, 32, 64, 128}) out.push_back(attn_shape(1, s * 1024, 32, 8, 128));
+  for (int64_t d : {64, 192})
+    for (int64_t s : {4, 16, 64}) out.push_back(attn_shape(1, s * 1024, 32, 8, d));
+  return out;
+}
+
+std::vector<AttnShape> parse_attn_shapes(std::string_view s) {
+  if (s == "sweep" || s == "default") return attn_sweep_shapes();
+  std::vector<AttnShape> out;
+  for (std::string_view item : split(s, ',')) {
+    const auto dims = split(item, 'x');
+    if (dims.size() != 5) throw UsageError("--shapes: '" + std::string(item) + "': expected BxSxHQxHKVxD");
+    int64_t v[5];
+    for (size_t i = 0; i < 5; ++i) {
+      std::string_view x = dims[i];
+      int64_t mult = 1;
+      if (i == 1 && !x.empty() && (x.back() == 'K' || x.back() == 'k')) {
+        mult = 1024;
+        x.remove_suffix(1);
+      }
+      v[i] = parse_int("--shapes", x) * mult;
+      if (v[i] < 1) throw UsageError("--shapes: '" + std::string(item) + "': dimensions must be positive");
+    }
+    if (v[2] % v[3] != 0) throw UsageError("--shapes: '" + std::string(item) + "': HQ must be a multiple of HKV");
+    if (v[4] % 8 != 0 || v[4] > 256)
+      throw UsageError("--shapes: '" + std::string(item) + "': D must be a multiple of 8 and at most 256");
+    out.push_back(attn_shape(v[0], v[1], v[2], v[3], v[4]));
+  }
+  if (out.empty()) throw UsageError("--shapes: no shape given");
+  return out;
+}
+
 Inject parse_inject(std::string_view s) {
   Inject in;
   const size_t at = s.find('@');
@@ -128,7 +177,7 @@ Inject parse_inject(std::string_view s) {
 
 std::string usage() {
   std::ostringstream o;
-  o << "usage: mpirun -np N lcm-exec bench <gemm|collectives|membw> [options]\n"
+  o << "usage: mpirun -np N lcm-exec bench <gemm|collectives|membw|attention> [options]\n"
        "\n"
        "Measures the hardware lcm plans for: one MPI rank per GPU; every point is warmed up,\n"
        "timed with CUDA events per repetition (median, min, max), run over rotating buffers of\n"
@@ -138,10 +187,11 @@ std::string usage() {
        "  --out DIR            results: summary.csv, summary.json, trace_rank<R>.json (atomic writes)\n"
        "  --resume             skip points that DIR/summary.json already holds as correct\n"
        "  --timeout S          seconds any wait may take (NCCL init, split, a point) [300]\n"
-       "  -w, --warmup N       warm-up repetitions [gemm 10, collectives 5, membw 5]\n"
+       "  -w, --warmup N       warm-up repetitions [gemm 10, collectives 5, membw 5, attention 3]\n"
        "  --warmup-ms MS       and repeat them until at least MS ms have passed, so a power-limited\n"
-       "                       GPU reaches its sustained clock before timing [gemm 500, others 0]\n"
-       "  -n, --iters N        timed repetitions (raised to the buffer-set count) [gemm 50, collectives 20, membw 20]\n"
+       "                       GPU reaches its sustained clock before timing [gemm, attention 500, others 0]\n"
+       "  -n, --iters N        timed repetitions (raised to the buffer-set count) [gemm 50, collectives 20,\n"
+       "                       membw 20, attention 20]\n"
        "  --seed N             data pattern seed [1]\n"
        "  --rotate BYTES       distinct buffer bytes to rotate through [max(100M, 2 x L2)]\n"
        "  --inject KIND@rank=R[,point=P][,seconds=S]\n"
@@ -162,6 +212,15 @@ std::string usage() {
        "  -b, -e SIZE          min and max bytes, K/M/G suffixes [1M, 1G]\n"
        "  -f F, -i BYTES       multiplicative [2] or additive step\n"
        "  -d TYPE              float, bf16 [float]\n"
+       "\n"
+       "bench attention (cuDNN fused flash attention, causal, GQA, bf16; forward and backward):\n"
+       "  --shapes LIST        BxSxHQxHKVxD,... (S may end in K) or 'sweep': d128 at S = 4K..128K, d64 and\n"
+       "                       d192 at 4K, 16K, 64K, B = 1, 32 query / 8 KV heads [sweep]\n"
+       "  --scale X            softmax scale [1/sqrt(D)]\n"
+       "  --no-causal          no causal mask\n"
+       "  --check MODE         auto (every row up to S = 2048, else sampled rows), full, sampled [auto]\n"
+       "  --point-ms MS        stop adding timed repetitions past MS ms per point (at least 5) [2000]\n"
+       "  --algos K            time the heuristic's first K finalizable plans per direction, keep the fastest [1]\n"
        "\n"
        "bench membw:\n"
        "  --methods LIST       memcpy (cudaMemcpyAsync D2D), kernel (16-byte vector copy) [both]\n"
@@ -187,9 +246,11 @@ Options parse_args(int argc, const char* const* argv) {
   if (fam == "gemm") o.family = Family::kGemm;
   else if (fam == "collectives") o.family = Family::kCollectives;
   else if (fam == "membw") o.family = Family::kMembw;
+  else if (fam == "attention") o.family = Family::kAttention;
   else if (fam == "-h" || fam == "--help") { o.help = true; return o; }
-  else throw UsageError("bench: unknown benchmark '" + std::string(fam) + "' (gemm, collectives, membw)");
+  else throw UsageError("bench: unknown benchmark '" + std::string(fam) + "' (gemm, collectives, membw, attention)");
   o.shapes = {{8192, 8192, 8192, "square-8k"}};
+  if (o.family == Family::kAttention) o.attn_shapes = attn_sweep_shapes();
 
   for (; i < argc; ++i) {
     std::string flag = argv[i];
@@ -248,7 +309,24 @@ Options parse_args(int argc, const char* const* argv) {
     else if (flag == "-e" || flag == "--maxbytes") o.sweep.max_bytes = parse_size(arg());
     else if (flag == "-f" || flag == "--stepfactor") o.sweep.factor = parse_double(flag, arg());
     else if (flag == "-i" || flag == "--stepbytes") o.sweep.step_bytes = parse_size(arg());
-    else if (flag == "--shapes") o.shapes = parse_shapes(arg());
+    else if (flag == "--shapes") {
+      if (o.family == Family::kAttention) o.attn_shapes = parse_attn_shapes(arg());
+      else o.shapes = parse_shapes(arg());
+    }
+    else if (flag == "--scale") {
+      o.attn_scale = parse_double(flag, arg());
+      if (o.attn_scale <= 0) throw UsageError("--scale must be positive");
+    }
+    else if (flag == "--no-causal") o.attn_causal = false;
+    else if (flag == "--check") {
+      o.attn_check = arg();
+      if (o.attn_check != "auto" && o.attn_check != "full" && o.attn_check != "sampled")
+        throw UsageError("--check: '" + o.attn_check + "' (auto, full, sampled)");
+    }
+    else if (flag == "--point-ms") {
+      o.point_ms = parse_double(flag, arg());
+      if (o.point_ms < 0) throw UsageError("--point-ms must be >= 0");
+    }
     else if (flag == "--algos") o.algos = static_cast<int>(parse_int(flag, arg()));
     else if (flag == "--workspace") o.workspace_bytes = parse_size(arg());
     else throw UsageError("unknown option '" + flag + "' (see lcm-exec --help)");
@@ -257,7 +335,7 @@ Options parse_args(int argc, const char* const* argv) {
   if (o.warmup < -1 || o.iters == 0 || o.iters < -1) throw UsageError("-w must be >= 0 and -n >= 1");
   if (o.algos < 1 || o.algos > 64) throw UsageError("--algos: 1..64");
   if (o.resume && o.out_dir.empty()) throw UsageError("--resume needs --out DIR");
-  if (o.family != Family::kGemm) (void)sweep_sizes(o.sweep);  // validates -b/-e/-f/-i
+  if (o.family != Family::kGemm && o.family != Family::kAttention) (void)sweep_sizes(o.sweep);  // validates -b/-e/-f/-i
   return o;
 }
 

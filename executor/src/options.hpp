@@ -1,4 +1,4 @@
-// Command line of lcm-exec: `lcm-exec bench <gemm|collectives|membw> [options]`.
+// Command line of lcm-exec: `lcm-exec bench <gemm|collectives|membw|attention> [options]`.
 //
 // Sizes follow nccl-tests: `-b 1M -e 1G -f 2` with K/M/G = 2^10/2^20/2^30 bytes. Times are
 // seconds on the command line and microseconds in every output.
@@ -13,7 +13,7 @@
 
 namespace lcm::exec {
 
-enum class Family : uint8_t { kGemm, kCollectives, kMembw };
+enum class Family : uint8_t { kGemm, kCollectives, kMembw, kAttention };
 
 // Fault injection (reliability.md §3.9): deterministic (rank, point) triggers.
 struct Inject {
@@ -39,6 +39,12 @@ struct GemmShape {
   std::string label;            // e.g. "llama3-70b.qkv@16k"; empty for user shapes
 };
 
+// One attention point: causal GQA, b x s tokens, h_q query and h_kv KV heads, head dim d.
+struct AttnShape {
+  int64_t b = 1, s = 4096, hq = 32, hkv = 8, d = 128;
+  std::string label;  // e.g. "gqa32/8.d128.s16k"
+};
+
 struct Options {
   Family family = Family::kGemm;
   bool help = false;
@@ -62,6 +68,12 @@ struct Options {
   std::vector<GemmDType> gemm_dtypes{GemmDType::kBf16, GemmDType::kFp8E4M3};
   int algos = 1;                // heuristic candidates to time; 1 = the heuristic's first choice
   int64_t workspace_bytes = int64_t{32} << 20;
+  // attention
+  std::vector<AttnShape> attn_shapes;
+  double attn_scale = 0;        // --scale; 0: 1 / sqrt(d)
+  std::string attn_check = "auto";  // auto (full up to s = 2048, else sampled) | full | sampled
+  double point_ms = 2000;       // --point-ms: timed repetitions per point stop near this (>= 5 reps)
+  bool attn_causal = true;      // --no-causal
   std::string command_line;
 };
 
@@ -74,5 +86,9 @@ std::vector<int64_t> sweep_sizes(const SizeSweep& s);
 std::vector<GemmShape> parse_shapes(std::string_view s);  // "MxNxK,..." or "models"
 std::vector<GemmShape> model_shapes();  // Llama 3 8B/70B and Mixtral 8x7B GEMMs at 4K-16K tokens
 Inject parse_inject(std::string_view s);  // "stall@rank=1[,seconds=S][,point=P]"
+// "BxSxHQxHKVxD,..." (S may end in K: 16K = 16384) or "sweep": d128 at s = 4K..128K, d64 and
+// d192 at 4K, 16K, 64K; b = 1, 32 query / 8 KV heads.
+std::vector<AttnShape> parse_attn_shapes(std::string_view s);
+std::vector<AttnShape> attn_sweep_shapes();
 
 }  // namespace lcm::exec

@@ -66,7 +66,7 @@ nlohmann::json to_json(const PointRecord& p) {
       {"wrong", p.wrong}, {"checked", p.checked}, {"correct", p.correct},
       {"per_rank_median_us", p.per_rank_median_us}, {"extra", p.extra},
   };
-  if (p.family == "gemm") {
+  if (p.family == "gemm" || p.family == "attention") {
     j["shape"] = p.shape;
     j["label"] = p.label;
     j["bytes"] = p.size_bytes;

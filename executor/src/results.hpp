@@ -20,10 +20,10 @@ void write_file_atomic(const std::string& path, std::string_view content);
 
 struct PointRecord {
   std::string key;       // unique per point, e.g. "collectives/all_reduce/tp/float/1048576"
-  std::string family;    // gemm | collectives | membw
+  std::string family;    // gemm | collectives | membw | attention
   std::string op;        // trace name, e.g. "bench.gemm.4096x4096x4096", "bench.allreduce.tp"
   std::string dtype;
-  std::string shape;     // gemm: MxNxK
+  std::string shape;     // gemm: MxNxK; attention: BxSxHQxHKVxD
   std::string label;     // gemm: model GEMM name; membw: method
   int64_t size_bytes = 0;  // collectives: nccl-tests size; membw: bytes copied; gemm: A+B+D bytes
   int64_t count = 0;       // collectives: nccl-tests count (elements)
@@ -34,7 +34,7 @@ struct PointRecord {
   int root = -1;
   int warmup = 0, reps = 0, buffers = 1;
   TimeStats time;          // microseconds
-  double tflops = 0;       // gemm, at the median time
+  double tflops = 0;       // gemm, attention, at the median time
   double gbps = 0;         // membw: (read + write) bytes / median time, 1e9
   double algbw = 0, busbw = 0;  // collectives, GB/s (1e9), at the median time
   int64_t wrong = 0;

@@ -81,7 +81,7 @@ std::vector<Key> top_keys() {
   };
 }
 
-// Achieved fractions of a peak: (0, 1].
+// Achieved fractions of a peak, (0, 1], and the curve parameters of the time model.
 std::vector<Key> efficiency_keys() {
   auto frac = [](std::string_view name, std::function<double&(HardwareSpec&)> acc) {
     return real_key(name, 1.0, 0, true, 1.0, std::move(acc));
@@ -93,6 +93,14 @@ std::vector<Key> efficiency_keys() {
       frac("hbm", [](HardwareSpec& h) -> double& { return h.efficiency.hbm; }),
       frac("nvlink", [](HardwareSpec& h) -> double& { return h.efficiency.nvlink; }),
       frac("nic", [](HardwareSpec& h) -> double& { return h.efficiency.nic; }),
+      // Shape and size curves (timing.cpp): half-points and GEMM output tiles.
+      real_key("gemm_dim_half", 1.0, 0, false, kInf, [](HardwareSpec& h) -> double& { return h.efficiency.gemm_dim_half; }),
+      int_key("gemm_tile_m", [](HardwareSpec& h) -> int& { return h.efficiency.gemm_tile_m; }),
+      int_key("gemm_tile_n", [](HardwareSpec& h) -> int& { return h.efficiency.gemm_tile_n; }),
+      real_key("attention_seq_half_tokens", 1.0, 0, false, kInf,
+               [](HardwareSpec& h) -> double& { return h.efficiency.attention_seq_half; }),
+      real_key("nvlink_half_MiB", kMiB, 0, false, kInf, [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_half_bytes; }),
+      real_key("nic_half_MiB", kMiB, 0, false, kInf, [](HardwareSpec& h) -> double& { return h.efficiency.nic_half_bytes; }),
   };
 }
 

@@ -1,8 +1,15 @@
 // Step time composition (see step_time.hpp; derivations in docs/time-model.md).
+//
+// step_time() = time the op lists once (pass_time, layer_times, step_op_times), then
+// compose_step_time(). The planner calls the same pieces with op-list times shared
+// between layouts, so every floating-point operation below runs in the same order on
+// both paths and the results are bit-identical.
 #include "lcm/model/step_time.hpp"
 
 #include <algorithm>
 #include <cassert>
+#include <new>
+#include <type_traits>
 
 namespace lcm {
 
@@ -18,22 +25,96 @@ OpClass class_of(const Op& op) {
 
 size_t idx(CommDim d) { return static_cast<size_t>(d); }
 
-// Time of one op list (one pass of one layer or block), with the communication that the
-// list's compute can hide. Communication is exposed unless:
+void accumulate(PassTime& into, const PassTime& p, double times) {
+  if (times <= 0) return;
+  into.total += times * p.total;
+  for (size_t i = 0; i < into.compute.size(); ++i) into.compute[i] += times * p.compute[i];
+  for (size_t i = 0; i < into.exposed.size(); ++i) {
+    into.exposed[i] += times * p.exposed[i];
+    into.hidden[i] += times * p.hidden[i];
+  }
+}
+
+// One pipeline rank's micro-batch times and its share of the step collectives.
+struct StageResult {
+  StageTime t;
+  double fb = 0;          // t.fwd + t.bwd
+  double dp_exposed = 0;  // per step
+  double dp_hidden = 0;
+  double opt = 0;
+  double score = 0;  // what the bottleneck rank maximises
+};
+
+StageResult stage_result(const StageInputs& st, const StepInputs& in) {
+  PassTime f, b;
+  accumulate(f, *st.pre_fwd, 1);
+  accumulate(f, in.dense->fwd, st.dense);
+  accumulate(f, in.moe->fwd, st.moe);
+  accumulate(f, in.mtp->fwd, st.mtp);
+  accumulate(f, *st.post_fwd, 1);
+  accumulate(b, *st.post_bwd, 1);
+  accumulate(b, in.mtp->recompute, st.mtp_recomputed);
+  accumulate(b, in.mtp->bwd, st.mtp);
+  accumulate(b, in.moe->recompute, st.moe_recomputed);
+  accumulate(b, in.moe->bwd, st.moe);
+  accumulate(b, in.dense->recompute, st.dense_recomputed);
+  accumulate(b, in.dense->bwd, st.dense);
+  accumulate(b, *st.pre_bwd, 1);
+  // With interleaving Megatron overlaps pipeline p2p with compute (--overlap-p2p-comm).
+  if (in.vp > 1) {
+    for (PassTime* p : {&f, &b}) {
+      p->total -= p->exposed[idx(CommDim::kPp)];
+      p->hidden[idx(CommDim::kPp)] += p->exposed[idx(CommDim::kPp)];
+      p->exposed[idx(CommDim::kPp)] = 0;
+    }
+  }
+  StageResult r;
+  StageTime& t = r.t;
+  t.fwd = f.total;
+  t.bwd = b.total;
+  for (size_t i = 0; i < kNumOpClasses; ++i) t.compute[i] = f.compute[i] + b.compute[i];
+  for (size_t i = 0; i < kNumCommDims; ++i) {
+    t.exposed_comm[i] = f.exposed[i] + b.exposed[i];
+    t.hidden_comm[i] = f.hidden[i] + b.hidden[i];
+  }
+  // Data-parallel step collectives: overlappable ones hide under the backward (grads)
+  // or forward (params) of the step's micro-batches except the last bucket, taken as
+  // one layer's share.
+  const int layers_here = std::max(1, st.dense + st.moe);
+  for (int i = 0; i < st.num_step; ++i) {
+    const StepOpTime& op = st.step[i];
+    const double tt = op.time;
+    if (op.role == StepOpRole::kOptimizer) {
+      r.opt += tt;
+      continue;
+    }
+    if (op.role == StepOpRole::kExposed) {
+      r.dp_exposed += tt;
+      continue;
+    }
+    const bool grads = op.role == StepOpRole::kUnderBackward;
+    const double window = (grads ? t.bwd : t.fwd) * in.num_micro_batches;
+    const double tail = tt / layers_here;
+    const double hidden = std::min(tt - tail, window);
+    r.dp_hidden += hidden;
+    r.dp_exposed += tt - hidden;
+  }
+  r.fb = t.fwd + t.bwd;
+  r.score = r.fb + (r.dp_exposed + r.opt) / std::max(1, in.num_micro_batches);
+  return r;
+}
+
+}  // namespace
+
+// Communication is exposed unless:
 //  - it is a CP ring exchange (overlappable): hidden under the attention core;
 //  - it is TP with tp_comm_overlap: hidden under the list's GEMMs;
 //  - it is EP all-to-all with overlap_moe_expert_parallel_comm: hidden under the other
 //    micro-batch's compute (Megatron's 1F1B A2A overlap), i.e. under this list's compute.
-struct PassTime {
-  double total = 0;
-  std::array<double, kNumOpClasses> compute{};
-  std::array<double, kNumCommDims> exposed{};
-  std::array<double, kNumCommDims> hidden{};
-};
-
-void add_list(const std::vector<Op>& ops, double repeat, const ParallelSpec& par, const MeshTopology& topo,
-              const HardwareSpec& hw, PassTime& out) {
-  if (repeat <= 0 || ops.empty()) return;
+PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const MeshTopology& topo,
+                   const HardwareSpec& hw) {
+  PassTime out;
+  if (ops.empty()) return out;
   std::array<double, kNumOpClasses> compute{};
   std::array<double, kNumCommDims> comm{};
   double cp_overlappable = 0, attn = 0, gemm = 0;
@@ -63,128 +144,94 @@ void add_list(const std::vector<Op>& ops, double repeat, const ParallelSpec& par
   if (par.overlap_moe_expert_parallel_comm) hide(CommDim::kEp, total_compute);
   double total = total_compute;
   for (double e : exposed) total += e;
-  out.total += repeat * total;
-  for (int i = 0; i < kNumOpClasses; ++i) out.compute[static_cast<size_t>(i)] += repeat * compute[static_cast<size_t>(i)];
-  for (int i = 0; i < kNumCommDims; ++i) {
-    out.exposed[static_cast<size_t>(i)] += repeat * exposed[static_cast<size_t>(i)];
-    out.hidden[static_cast<size_t>(i)] += repeat * hidden[static_cast<size_t>(i)];
-  }
+  out.total = total;
+  out.compute = compute;
+  out.exposed = exposed;
+  out.hidden = hidden;
+  return out;
 }
-
-// Times of one layer kind's lists, computed once and scaled by each stage's counts.
-struct LayerTimes {
-  PassTime fwd, recompute, bwd;
-};
 
 LayerTimes layer_times(const LayerOps& l, const ParallelSpec& par, const MeshTopology& topo, const HardwareSpec& hw) {
   LayerTimes t;
-  add_list(l.fwd, 1, par, topo, hw, t.fwd);
-  add_list(l.recompute, 1, par, topo, hw, t.recompute);
-  add_list(l.bwd, 1, par, topo, hw, t.bwd);
+  t.fwd = pass_time(l.fwd, par, topo, hw);
+  t.recompute = pass_time(l.recompute, par, topo, hw);
+  t.bwd = pass_time(l.bwd, par, topo, hw);
   return t;
 }
 
-void accumulate(PassTime& into, const PassTime& p, double times) {
-  if (times <= 0) return;
-  into.total += times * p.total;
-  for (size_t i = 0; i < into.compute.size(); ++i) into.compute[i] += times * p.compute[i];
-  for (size_t i = 0; i < into.exposed.size(); ++i) {
-    into.exposed[i] += times * p.exposed[i];
-    into.hidden[i] += times * p.hidden[i];
+std::vector<StepOpTime> step_op_times(const std::vector<Op>& step, const MeshTopology& topo, const HardwareSpec& hw) {
+  std::vector<StepOpTime> out;
+  out.reserve(step.size());
+  for (const Op& op : step) {
+    StepOpTime t;
+    t.time = op_time(op, topo, hw) * op.calls;
+    if (op.kind == OpKind::kMemoryBound) t.role = StepOpRole::kOptimizer;
+    else if (!op.overlappable) t.role = StepOpRole::kExposed;
+    else if (op.coll.kind != Collective::kAllGather) t.role = StepOpRole::kUnderBackward;
+    else t.role = StepOpRole::kUnderForward;
+    out.push_back(t);
   }
+  return out;
 }
 
-}  // namespace
-
-StepTime step_time(const Scenario& s, const Mesh& m, const Schedule& sched, const Flops& flops) {
+StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops& flops, bool per_stage) {
+  assert(in.num_ranks > 0 && in.dense && in.moe && in.mtp && in.stages && in.stage_input);
   const HardwareSpec& hw = s.hardware;
-  const ParallelSpec& par = s.parallel;
-  const MeshTopology topo = mesh_topology(s, m);
   StepTime out;
-  out.stages.reserve(sched.stages.size());
+  if (per_stage) out.stages.reserve(static_cast<size_t>(in.num_ranks));
+  // Ranks sharing stage inputs share the result: compute each distinct one once, in
+  // rank order (the same values a per-rank computation gives). The cache is raw storage:
+  // this runs once per layout in the planner, and zeroing it would cost more than the sums.
+  static_assert(std::is_trivially_destructible_v<StageResult>);
+  constexpr int kMaxDistinct = 8;
+  alignas(StageResult) unsigned char storage[kMaxDistinct * sizeof(StageResult)];
+  StageResult* cached = reinterpret_cast<StageResult*>(storage);
+  int cached_input[kMaxDistinct];
+  int num_cached = 0;
+  const StageResult* bn_result = nullptr;
+  // Results beyond kMaxDistinct: the current one and the bottleneck.
+  alignas(StageResult) unsigned char overflow_storage[2 * sizeof(StageResult)];
+  StageResult* overflow = reinterpret_cast<StageResult*>(overflow_storage);
   double worst = -1, sum_fb = 0;
-  double dp_exposed_worst = 0, dp_hidden_worst = 0, opt_worst = 0;
-  const LayerTimes dense = layer_times(sched.dense, par, topo, hw);
-  const LayerTimes moe = layer_times(sched.moe, par, topo, hw);
-  const LayerTimes mtp = layer_times(sched.mtp, par, topo, hw);
-  for (const StageSchedule& st : sched.stages) {
-    PassTime f, b;
-    add_list(st.pre_fwd, 1, par, topo, hw, f);
-    accumulate(f, dense.fwd, st.dense);
-    accumulate(f, moe.fwd, st.moe);
-    accumulate(f, mtp.fwd, st.mtp);
-    add_list(st.post_fwd, 1, par, topo, hw, f);
-    add_list(st.post_bwd, 1, par, topo, hw, b);
-    accumulate(b, mtp.bwd, st.mtp);
-    accumulate(b, moe.recompute, st.moe_recomputed);
-    accumulate(b, moe.bwd, st.moe);
-    accumulate(b, dense.recompute, st.dense_recomputed);
-    accumulate(b, dense.bwd, st.dense);
-    add_list(st.pre_bwd, 1, par, topo, hw, b);
-    // With interleaving Megatron overlaps pipeline p2p with compute (--overlap-p2p-comm).
-    if (m.vp > 1) {
-      for (PassTime* p : {&f, &b}) {
-        p->total -= p->exposed[idx(CommDim::kPp)];
-        p->hidden[idx(CommDim::kPp)] += p->exposed[idx(CommDim::kPp)];
-        p->exposed[idx(CommDim::kPp)] = 0;
+  for (int r = 0; r < in.num_ranks; ++r) {
+    const int input = in.stage_input[r];
+    const StageResult* res = nullptr;
+    for (int c = 0; c < num_cached && !res; ++c)
+      if (cached_input[c] == input) res = &cached[c];
+    if (!res) {
+      if (num_cached < kMaxDistinct) {
+        res = new (&cached[num_cached]) StageResult(stage_result(in.stages[input], in));
+        cached_input[num_cached++] = input;
+      } else {
+        StageResult* slot = bn_result == &overflow[0] ? &overflow[1] : &overflow[0];
+        res = new (slot) StageResult(stage_result(in.stages[input], in));
       }
     }
-    StageTime t;
-    t.stage = st.stage;
-    t.fwd = f.total;
-    t.bwd = b.total;
-    for (int i = 0; i < kNumOpClasses; ++i) t.compute[static_cast<size_t>(i)] = f.compute[static_cast<size_t>(i)] + b.compute[static_cast<size_t>(i)];
-    for (int i = 0; i < kNumCommDims; ++i) {
-      t.exposed_comm[static_cast<size_t>(i)] = f.exposed[static_cast<size_t>(i)] + b.exposed[static_cast<size_t>(i)];
-      t.hidden_comm[static_cast<size_t>(i)] = f.hidden[static_cast<size_t>(i)] + b.hidden[static_cast<size_t>(i)];
+    sum_fb += res->fb;
+    if (res->score > worst) {
+      worst = res->score;
+      out.bottleneck_stage = r;
+      bn_result = res;
     }
-    // Data-parallel step collectives: overlappable ones hide under the backward (grads)
-    // or forward (params) of the step's micro-batches except the last bucket, taken as
-    // one layer's share.
-    double dp_exposed = 0, dp_hidden = 0, opt = 0;
-    const int layers_here = std::max(1, st.dense + st.moe);
-    for (const Op& op : st.step) {
-      const double tt = op_time(op, topo, hw);
-      if (op.kind == OpKind::kMemoryBound) {
-        opt += tt;
-        continue;
-      }
-      if (!op.overlappable) {
-        dp_exposed += tt;
-        continue;
-      }
-      const bool grads = op.coll.kind != Collective::kAllGather;
-      const double window = (grads ? t.bwd : t.fwd) * m.num_micro_batches;
-      const double tail = tt / layers_here;
-      const double hidden = std::min(tt - tail, window);
-      dp_hidden += hidden;
-      dp_exposed += tt - hidden;
+    if (per_stage) {
+      out.stages.push_back(res->t);
+      out.stages.back().stage = r;
     }
-    const double fb = t.fwd + t.bwd;
-    sum_fb += fb;
-    if (fb + (dp_exposed + opt) / std::max(1, m.num_micro_batches) > worst) {
-      worst = fb + (dp_exposed + opt) / std::max(1, m.num_micro_batches);
-      out.bottleneck_stage = st.stage;
-      dp_exposed_worst = dp_exposed;
-      dp_hidden_worst = dp_hidden;
-      opt_worst = opt;
-    }
-    out.stages.push_back(t);
   }
-  const StageTime& bn = out.stages[static_cast<size_t>(out.bottleneck_stage)];
+  const StageTime& bn = bn_result->t;
+  out.dp_exposed = bn_result->dp_exposed;
+  out.dp_hidden = bn_result->dp_hidden;
+  out.optimizer = bn_result->opt;
   const double fb_max = bn.fwd + bn.bwd;
-  const double mb = m.num_micro_batches;
+  const double mb = in.num_micro_batches;
   // 1F1B: (m-1) steady-state slots of the slowest stage plus fill and drain through all
   // stages; interleaving shrinks fill/drain by vp (Narayanan et al. 2021).
-  const double fill = (sum_fb - fb_max) / std::max(1, m.vp);
+  const double fill = (sum_fb - fb_max) / std::max(1, in.vp);
   out.pipeline = mb * fb_max + fill;
   out.bubble = fill;
-  out.dp_exposed = dp_exposed_worst;
-  out.dp_hidden = dp_hidden_worst;
-  out.optimizer = opt_worst;
   out.step_s = out.pipeline + out.dp_exposed + out.optimizer;
-  for (int i = 0; i < kNumOpClasses; ++i) out.compute[static_cast<size_t>(i)] = mb * bn.compute[static_cast<size_t>(i)];
-  for (int i = 0; i < kNumCommDims; ++i) out.exposed_comm[static_cast<size_t>(i)] = mb * bn.exposed_comm[static_cast<size_t>(i)];
+  for (size_t i = 0; i < kNumOpClasses; ++i) out.compute[i] = mb * bn.compute[i];
+  for (size_t i = 0; i < kNumCommDims; ++i) out.exposed_comm[i] = mb * bn.exposed_comm[i];
   out.exposed_comm[idx(CommDim::kDp)] += out.dp_exposed;
   const double world = s.num_gpus;
   const double tokens = static_cast<double>(s.training.global_batch_size) * static_cast<double>(s.training.seq_length);
@@ -193,6 +240,50 @@ StepTime step_time(const Scenario& s, const Mesh& m, const Schedule& sched, cons
   out.mfu = flops.model_flops / (out.step_s * world) / hw.gpu.peak_bf16_flops;
   out.hfu = flops.hardware_flops / (out.step_s * world) / hw.gpu.peak_bf16_flops;
   return out;
+}
+
+StepTime step_time(const Scenario& s, const Mesh& m, const Schedule& sched, const Flops& flops) {
+  const HardwareSpec& hw = s.hardware;
+  const ParallelSpec& par = s.parallel;
+  const MeshTopology topo = mesh_topology(s, m);
+  const LayerTimes dense = layer_times(sched.dense, par, topo, hw);
+  const LayerTimes moe = layer_times(sched.moe, par, topo, hw);
+  const LayerTimes mtp = layer_times(sched.mtp, par, topo, hw);
+  const size_t n = sched.stages.size();
+  std::vector<StageInputs> stages(n);
+  std::vector<std::array<PassTime, 4>> edges(n);
+  std::vector<std::vector<StepOpTime>> steps(n);
+  std::vector<int> stage_input(n);
+  for (size_t r = 0; r < n; ++r) {
+    const StageSchedule& st = sched.stages[r];
+    StageInputs& in = stages[r];
+    in.dense = st.dense;
+    in.dense_recomputed = st.dense_recomputed;
+    in.moe = st.moe;
+    in.moe_recomputed = st.moe_recomputed;
+    in.mtp = st.mtp;
+    in.mtp_recomputed = st.mtp_recomputed;
+    edges[r] = {pass_time(st.pre_fwd, par, topo, hw), pass_time(st.post_fwd, par, topo, hw),
+                pass_time(st.post_bwd, par, topo, hw), pass_time(st.pre_bwd, par, topo, hw)};
+    in.pre_fwd = &edges[r][0];
+    in.post_fwd = &edges[r][1];
+    in.post_bwd = &edges[r][2];
+    in.pre_bwd = &edges[r][3];
+    steps[r] = step_op_times(st.step, topo, hw);
+    in.step = steps[r].data();
+    in.num_step = static_cast<int>(steps[r].size());
+    stage_input[r] = static_cast<int>(r);
+  }
+  StepInputs in;
+  in.dense = &dense;
+  in.moe = &moe;
+  in.mtp = &mtp;
+  in.stages = stages.data();
+  in.stage_input = stage_input.data();
+  in.num_ranks = static_cast<int>(n);
+  in.vp = m.vp;
+  in.num_micro_batches = m.num_micro_batches;
+  return compose_step_time(s, in, flops, true);
 }
 
 }  // namespace lcm

@@ -56,27 +56,43 @@ MeshTopology mesh_topology(const Scenario& s, const Mesh& m) {
   return topo;
 }
 
-double gemm_efficiency(const GemmShape& g, const HardwareSpec& hw) {
+namespace {
+
+// Efficiency of one (grouped) GEMM relative to the dense peak of its dtype.
+//  - Saturation in every dimension: d / (d + gemm_dim_half). Small m or n leave SMs or
+//    operand reuse idle; a short k loop amortizes less of each output tile's fixed
+//    prologue/epilogue. `k_half_scale` stretches the k half-point: an FP8 k loop runs at
+//    twice the BF16 rate per clock while the per-tile fixed cost stays, so its half-point
+//    in k is twice as long (k_half_scale = 2 for FP8).
+//  - Edge tiles: m and n are covered by gemm_tile_m x gemm_tile_n output tiles; a partial
+//    tile at the edge costs a full one.
+//  - No wave quantization: cuBLAS on Hopper schedules tiles persistently (stream-K /
+//    split-K for few tiles), and the measured H200 shapes show no wave pattern
+//    (validation/measured/h200/kernels_probe.json and comparison.md; docs/hardware-profiles.md).
+double shape_efficiency(const GemmShape& g, double k_half_scale, const HardwareSpec& hw) {
   const EfficiencySpec& e = hw.efficiency;
   const int groups = std::max(1, g.groups);
   const double m = static_cast<double>(g.m) / groups;  // rows per grouped GEMM
   if (m <= 0 || g.n <= 0 || g.k <= 0) return e.gemm;
   const double n = static_cast<double>(g.n), k = static_cast<double>(g.k);
-  auto shape = [&](double d) { return d / (d + e.gemm_dim_half); };
-  // Wave quantization: tiles over all groups share the SMs.
-  const double tiles = std::ceil(m / e.gemm_tile_m) * std::ceil(n / e.gemm_tile_n) * groups;
-  const double sms = std::max(1, hw.gpu.num_sms);
-  const double waves = std::ceil(tiles / sms);
-  const double wave_eff = tiles / (waves * sms);
-  // Partial tiles at the edges do full-tile work.
-  const double tile_eff = (m * n * groups) / (tiles * e.gemm_tile_m * e.gemm_tile_n);
-  return e.gemm * shape(m) * shape(n) * shape(k) * wave_eff * tile_eff;
+  auto sat = [](double d, double half) { return d / (d + half); };
+  auto edge = [](double d, int tile) {
+    const double t = std::max(1, tile);
+    return d / (std::ceil(d / t) * t);
+  };
+  return e.gemm * sat(m, e.gemm_dim_half) * sat(n, e.gemm_dim_half) * sat(k, e.gemm_dim_half * k_half_scale) *
+         edge(m, e.gemm_tile_m) * edge(n, e.gemm_tile_n);
 }
+
+}  // namespace
+
+double gemm_efficiency(const GemmShape& g, const HardwareSpec& hw) { return shape_efficiency(g, 1.0, hw); }
 
 double gemm_time(const GemmShape& g, DType dtype, const HardwareSpec& hw) {
   const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
   if (flops <= 0) return 0;
-  return flops / (peak_flops(dtype, hw) * gemm_efficiency(g, hw));
+  const double k_half_scale = dtype == DType::kFp8 ? 2.0 : 1.0;
+  return flops / (peak_flops(dtype, hw) * shape_efficiency(g, k_half_scale, hw));
 }
 
 double attention_time(const AttentionShape& a, double flops, bool backward, const HardwareSpec& hw) {

@@ -3,12 +3,13 @@
 // lcm's sanity ranges. Pure: each Problem names the scenario key ("parallel.xxx") and says
 // what was expected, in Megatron's wording where Megatron has one; the loader attaches the
 // file position of the key.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "lcm/model/io/enums.hpp"
 #include "lcm/model/mesh.hpp"
@@ -17,10 +18,13 @@ namespace lcm {
 
 namespace {
 
+// Collects the broken rules. The message is formatted only when its rule is broken:
+// validate_scenario runs for every candidate layout of the planner's search.
 class Checker {
  public:
-  void operator()(bool ok, const char* key, std::string message) {
-    if (!ok) problems.push_back(Problem{key, std::move(message)});
+  template <class... Args>
+  void operator()(bool ok, const char* key, fmt::format_string<Args...> message, Args&&... args) {
+    if (!ok) problems.push_back(Problem{key, fmt::format(message, std::forward<Args>(args)...)});
   }
   std::vector<Problem> problems;
 };
@@ -35,7 +39,7 @@ void check_sizes(const Scenario& s, Checker& check) {
   const ModelSpec& m = s.model;
   const TrainingSpec& t = s.training;
   const ParallelSpec& p = s.parallel;
-  check(s.num_gpus > 0, "hardware.num_gpus", fmt::format("num_gpus must be positive, got {}", s.num_gpus));
+  check(s.num_gpus > 0, "hardware.num_gpus", "num_gpus must be positive, got {}", s.num_gpus);
   check(m.num_layers > 0, "model.num_layers", "num_layers must be positive");
   check(m.hidden_size > 0, "model.hidden_size", "hidden_size must be positive");
   check(m.num_attention_heads > 0, "model.num_attention_heads", "num_attention_heads must be positive");
@@ -68,7 +72,7 @@ void check_sizes(const Scenario& s, Checker& check) {
             hw.interconnect.nvlink_bw > 0 && hw.interconnect.nic_bw > 0,
         "hardware.profile", "the hardware profile has no peak FLOP/s, HBM size/bandwidth or link bandwidths");
   check(t.precision != Precision::kFp8 || hw.gpu.peak_fp8_flops > 0, "training.precision",
-        fmt::format("precision fp8 needs a hardware profile with peak_fp8_dense_TFLOPs ({} has none)", hw.name));
+        "precision fp8 needs a hardware profile with peak_fp8_dense_TFLOPs ({} has none)", hw.name);
 }
 
 void check_world(const Scenario& s, Checker& check) {
@@ -81,8 +85,8 @@ void check_world(const Scenario& s, Checker& check) {
   const int gpn = s.hardware.interconnect.gpus_per_node;
   if (gpn > 0)
     check(world % gpn == 0 || world < gpn, "hardware.num_gpus",
-          fmt::format("num_gpus ({}) must be a multiple of gpus_per_node ({}) of {}, or fewer than one node", world,
-                      gpn, s.hardware.name));
+          "num_gpus ({}) must be a multiple of gpus_per_node ({}) of {}, or fewer than one node", world, gpn,
+          s.hardware.name);
   const int model_size = tp * pp * cp;
   const bool world_ok = world % model_size == 0;
   // Blame the first factor (tp, then pp, then cp) that breaks the divisibility.
@@ -90,37 +94,36 @@ void check_world(const Scenario& s, Checker& check) {
                           : world % (tp * pp) != 0    ? "parallel.pipeline_model_parallel_size"
                                                       : "parallel.context_parallel_size";
   check(world_ok, world_key,
-        fmt::format("world size ({}) is not divisible by tensor_model_parallel_size * pipeline_model_parallel_size * "
-                    "context_parallel_size ({} * {} * {} = {})",
-                    world, tp, pp, cp, model_size));
+        "world size ({}) is not divisible by tensor_model_parallel_size * pipeline_model_parallel_size * "
+        "context_parallel_size ({} * {} * {} = {})",
+        world, tp, pp, cp, model_size);
   const int expert_size = etp * ep * pp;
   const char* expert_key = world % etp != 0 ? "parallel.expert_tensor_parallel_size" : "parallel.expert_model_parallel_size";
   // With ep 1 and etp == tp the expert grid divides the world whenever the dense grid does.
   check(world % expert_size == 0 || (!world_ok && ep == 1 && etp == tp), expert_key,
-        fmt::format("world size ({}) is not divisible by expert_tensor_parallel_size * expert_model_parallel_size * "
-                    "pipeline_model_parallel_size ({} * {} * {} = {})",
-                    world, etp, ep, pp, expert_size));
+        "world size ({}) is not divisible by expert_tensor_parallel_size * expert_model_parallel_size * "
+        "pipeline_model_parallel_size ({} * {} * {} = {})",
+        world, etp, ep, pp, expert_size);
   if (world_ok) {
     const int dp = world / model_size;
     check(t.global_batch_size % (static_cast<int64_t>(t.micro_batch_size) * dp) == 0, "training.global_batch_size",
-          fmt::format("global_batch_size ({}) is not divisible by micro_batch_size ({}) times data_parallel_size ({})",
-                      t.global_batch_size, t.micro_batch_size, dp));
+          "global_batch_size ({}) is not divisible by micro_batch_size ({}) times data_parallel_size ({})",
+          t.global_batch_size, t.micro_batch_size, dp);
   }
   check(m.num_attention_heads % tp == 0, "model.num_attention_heads",
-        fmt::format("num_attention_heads ({}) must be a multiple of tensor_model_parallel_size ({})",
-                    m.num_attention_heads, tp));
+        "num_attention_heads ({}) must be a multiple of tensor_model_parallel_size ({})", m.num_attention_heads, tp);
   if (!m.multi_latent_attention) {
     const int g = m.num_query_groups;
     check(g % tp == 0 || tp % g == 0, "model.num_query_groups",
-          fmt::format("num_query_groups ({}) must be a multiple or divisor of tensor_model_parallel_size ({})", g, tp));
+          "num_query_groups ({}) must be a multiple or divisor of tensor_model_parallel_size ({})", g, tp);
     check(m.num_attention_heads % g == 0, "model.num_query_groups",
-          fmt::format("num_attention_heads ({}) must be a multiple of num_query_groups ({})", m.num_attention_heads, g));
+          "num_attention_heads ({}) must be a multiple of num_query_groups ({})", m.num_attention_heads, g);
   }
   if (cp > 1)
     check(t.seq_length % (2 * cp) == 0, "training.seq_length",
-          fmt::format("seq_length ({}) should be a multiple of 2 * context_parallel_size ({}) if "
-                      "context_parallel_size > 1",
-                      t.seq_length, 2 * cp));
+          "seq_length ({}) should be a multiple of 2 * context_parallel_size ({}) if "
+          "context_parallel_size > 1",
+          t.seq_length, 2 * cp);
 }
 
 void check_pipeline(const Scenario& s, Checker& check) {
@@ -134,14 +137,14 @@ void check_pipeline(const Scenario& s, Checker& check) {
     const int middle_stages = pp - (first > 0) - (last > 0);
     check(middle_layers >= 0 && (middle_layers > 0) == (middle_stages > 0),
           first > 0 ? "parallel.num_layers_in_first_pipeline_stage" : "parallel.num_layers_in_last_pipeline_stage",
-          fmt::format("Mismatch: {} middle layers remaining but {} middle PP stages available (num_layers {}, "
-                      "first stage {}, last stage {}, pipeline_model_parallel_size {})",
-                      middle_layers, middle_stages, L, first, last, pp));
+          "Mismatch: {} middle layers remaining but {} middle PP stages available (num_layers {}, "
+          "first stage {}, last stage {}, pipeline_model_parallel_size {})",
+          middle_layers, middle_stages, L, first, last, pp);
     if (middle_stages > 0 && middle_layers > 0)
       check(middle_layers % middle_stages == 0, "model.num_layers",
-            fmt::format("number of layers at middle stage: {} must be divisible by the middle pipeline model "
-                        "parallel size {}",
-                        middle_layers, middle_stages));
+            "number of layers at middle stage: {} must be divisible by the middle pipeline model "
+            "parallel size {}",
+            middle_layers, middle_stages);
     check(vl == 0, "parallel.num_layers_per_virtual_pipeline_stage",
           "num_layers_per_virtual_pipeline_stage cannot be combined with num_layers_in_first/last_pipeline_stage "
           "(Megatron needs --num-virtual-stages-per-pipeline-rank there, which lcm does not model)");
@@ -150,15 +153,15 @@ void check_pipeline(const Scenario& s, Checker& check) {
   const int n = L + (p.account_for_embedding_in_pipeline_split ? 1 : 0) + (p.account_for_loss_in_pipeline_split ? 1 : 0);
   const std::string what = n == L ? fmt::format("{}", L) : fmt::format("{} (num_layers {} + embedding/loss)", n, L);
   check(n % pp == 0, "model.num_layers",
-        fmt::format("number of layers ({}) should be divisible by the pipeline-model-parallel size ({})", what, pp));
+        "number of layers ({}) should be divisible by the pipeline-model-parallel size ({})", what, pp);
   if (vl > 0) {
     check(pp > 1, "parallel.num_layers_per_virtual_pipeline_stage",
           "an interleaved (virtual) pipeline schedule needs pipeline_model_parallel_size > 1");
     if (n % pp == 0)
       check((n / pp) % vl == 0, "parallel.num_layers_per_virtual_pipeline_stage",
-            fmt::format("number of layers per pipeline stage ({}) must be divisible by number of layers per virtual "
-                        "pipeline stage ({})",
-                        n / pp, vl));
+            "number of layers per pipeline stage ({}) must be divisible by number of layers per virtual "
+            "pipeline stage ({})",
+            n / pp, vl);
   }
 }
 
@@ -169,23 +172,22 @@ void check_context_parallel(const Scenario& s, Checker& check) {
   if (!h.empty()) {
     const int64_t prod = std::accumulate(h.begin(), h.end(), int64_t{1}, std::multiplies<int64_t>());
     check(prod == cp, "parallel.hierarchical_context_parallel_sizes",
-          fmt::format("context_parallel_size ({}) must equal the product of hierarchical_context_parallel_sizes ({})",
-                      cp, prod));
+          "context_parallel_size ({}) must equal the product of hierarchical_context_parallel_sizes ({})", cp, prod);
   }
   if (cp <= 1 || tp <= 0) return;
   const int heads_per_tp = s.model.num_attention_heads / tp;
   if (p.cp_comm_type == CpCommType::kA2A)
     check(heads_per_tp % cp == 0, "parallel.cp_comm_type",
-          fmt::format("cp_comm_type a2a scatters heads over the CP group: attention heads per TP rank ({}) must be "
-                      "divisible by context_parallel_size ({})",
-                      heads_per_tp, cp));
+          "cp_comm_type a2a scatters heads over the CP group: attention heads per TP rank ({}) must be "
+          "divisible by context_parallel_size ({})",
+          heads_per_tp, cp);
   if (p.cp_comm_type == CpCommType::kA2AP2P) {
     check(h.size() == 2, "parallel.hierarchical_context_parallel_sizes",
           "hierarchical_context_parallel_sizes [a2a_size, p2p_size] must be set when a2a+p2p is used in cp comm");
     if (h.size() == 2 && h[0] > 0)
       check(heads_per_tp % h[0] == 0, "parallel.cp_comm_type",
-            fmt::format("cp_comm_type a2a+p2p: attention heads per TP rank ({}) must be divisible by the a2a size ({})",
-                        heads_per_tp, h[0]));
+            "cp_comm_type a2a+p2p: attention heads per TP rank ({}) must be divisible by the a2a size ({})",
+            heads_per_tp, h[0]);
   }
 }
 
@@ -195,7 +197,7 @@ void check_moe(const Scenario& s, Checker& check) {
   const int ep = p.expert_model_parallel_size, tp = p.tensor_model_parallel_size;
   if (!m.moe_layer_pattern.empty()) {
     check(static_cast<int>(m.moe_layer_pattern.size()) == m.num_layers, "model.moe_layer_freq",
-          fmt::format("moe_layer_freq lists {} layers but num_layers is {}", m.moe_layer_pattern.size(), m.num_layers));
+          "moe_layer_freq lists {} layers but num_layers is {}", m.moe_layer_pattern.size(), m.num_layers);
     const bool has_moe = std::find(m.moe_layer_pattern.begin(), m.moe_layer_pattern.end(), 1) != m.moe_layer_pattern.end();
     check(!has_moe || m.num_experts > 0, "model.moe_layer_freq", "moe_layer_freq marks MoE layers but num_experts is 0");
   }
@@ -204,24 +206,21 @@ void check_moe(const Scenario& s, Checker& check) {
           "num_experts must be non None to use expert model parallelism");
     if (m.num_experts > 0)
       check(m.num_experts % ep == 0, "model.num_experts",
-            fmt::format("Number of experts ({}) should be a multiple of expert_model_parallel_size ({})", m.num_experts,
-                        ep));
+            "Number of experts ({}) should be a multiple of expert_model_parallel_size ({})", m.num_experts, ep);
     if (tp > 1)
       check(p.sequence_parallel, "parallel.sequence_parallel",
             "When using expert parallelism and tensor parallelism for training, sequence parallelism must be used");
   }
   if (m.num_experts <= 0) return;
   check(m.moe_router_topk >= 1 && m.moe_router_topk <= m.num_experts, "model.moe_router_topk",
-        fmt::format("moe_router_topk ({}) must be between 1 and num_experts ({})", m.moe_router_topk, m.num_experts));
+        "moe_router_topk ({}) must be between 1 and num_experts ({})", m.moe_router_topk, m.num_experts);
   check(m.moe_ffn_hidden_size > 0 || !any_moe_layer(m), "model.moe_ffn_hidden_size", "moe_ffn_hidden_size must be positive");
   if (m.moe_router_num_groups > 0) {
     check(m.num_experts % m.moe_router_num_groups == 0, "model.moe_router_num_groups",
-          fmt::format("num_experts ({}) must be divisible by moe_router_num_groups ({})", m.num_experts,
-                      m.moe_router_num_groups));
+          "num_experts ({}) must be divisible by moe_router_num_groups ({})", m.num_experts, m.moe_router_num_groups);
     check(m.moe_router_group_topk >= 1 && m.moe_router_group_topk <= m.moe_router_num_groups,
-          "model.moe_router_group_topk",
-          fmt::format("moe_router_group_topk ({}) must be between 1 and moe_router_num_groups ({})",
-                      m.moe_router_group_topk, m.moe_router_num_groups));
+          "model.moe_router_group_topk", "moe_router_group_topk ({}) must be between 1 and moe_router_num_groups ({})",
+          m.moe_router_group_topk, m.moe_router_num_groups);
   } else {
     check(m.moe_router_group_topk == 0, "model.moe_router_group_topk",
           "moe_router_group_topk needs moe_router_num_groups (group-limited routing)");
@@ -255,9 +254,9 @@ void check_attention_and_embeddings(const Scenario& s, Checker& check) {
   }
   if (m.position_embedding_type == PositionEmbedding::kLearnedAbsolute)
     check(m.max_position_embeddings >= s.training.seq_length, "model.max_position_embeddings",
-          fmt::format("max_position_embeddings ({}) must be greater than or equal to seq_length ({}) with "
-                      "learned_absolute position embeddings",
-                      m.max_position_embeddings, s.training.seq_length));
+          "max_position_embeddings ({}) must be greater than or equal to seq_length ({}) with "
+          "learned_absolute position embeddings",
+          m.max_position_embeddings, s.training.seq_length);
   if (m.rope_scaling.type != RopeScalingType::kNone)
     check(m.position_embedding_type == PositionEmbedding::kRope || m.multi_latent_attention, "model.rope_scaling",
           "rope_scaling needs position_embedding_type: rope (or multi_latent_attention)");
@@ -272,13 +271,13 @@ void check_recompute_and_overlap(const Scenario& s, Checker& check) {
   const int per_rank = (s.model.num_layers + pp - 1) / pp;
   if (p.recompute_granularity == RecomputeGranularity::kFull) {
     check(p.recompute_num_layers >= 1 && p.recompute_num_layers <= per_rank, "parallel.recompute_num_layers",
-          fmt::format("When using recompute_granularity: full recompute_num_layers must be between 1 and "
-                      "num_layers_per_pipeline_rank: {}",
-                      per_rank));
+          "When using recompute_granularity: full recompute_num_layers must be between 1 and "
+          "num_layers_per_pipeline_rank: {}",
+          per_rank);
   } else {
     check(p.recompute_num_layers == 0, "parallel.recompute_num_layers",
-          fmt::format("recompute_num_layers applies only to recompute_granularity: full (got {})",
-                      to_string(p.recompute_granularity)));
+          "recompute_num_layers applies only to recompute_granularity: full (got {})",
+          to_string(p.recompute_granularity));
   }
   if (p.recompute_granularity == RecomputeGranularity::kSelective)
     check(!(p.recompute_modules & kRecomputeMlaUpProj) || s.model.multi_latent_attention, "parallel.recompute_modules",

@@ -1,19 +1,22 @@
 # Executor tests, included from tests/CMakeLists.txt only where lcm_executor is built.
 #   lcm_executor_host_tests: no GPU needed (layout colors vs lcm::group_ranks, options,
-#                            writers, the GEMM checker); run in CI.
+#                            writers, the GEMM and attention checkers); run in CI.
 #   lcm_executor_gpu_tests:  label gpu; each test skips with a reason where no GPU (or fewer
-#                            than 2 for the mpirun tests) is found.
+#                            than 2 for the mpirun tests, or no cuDNN for the attention
+#                            tests) is found.
 lcm_add_test(lcm_executor_host_tests
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/layout_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/options_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/results_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/attention_test.cpp
   LIBS lcm_executor)
 
 lcm_add_test(lcm_executor_gpu_tests
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/gpu_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/mpirun_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/attention_gpu_test.cpp
   LIBS lcm_executor
   LABELS gpu)
 add_dependencies(lcm_executor_gpu_tests lcm-exec)

@@ -35,6 +35,11 @@ TEST(BundledFiles, EveryHardwareProfileLoads) {
       EXPECT_GT(f, 0.0) << p;
       EXPECT_LE(f, 1.0) << p;
     }
+    EXPECT_GT(h.efficiency.gemm_tile_m, 0) << p;
+    EXPECT_GT(h.efficiency.gemm_tile_n, 0) << p;
+    for (double half : {h.efficiency.gemm_dim_half, h.efficiency.attention_seq_half, h.efficiency.nvlink_half_bytes,
+                        h.efficiency.nic_half_bytes})
+      EXPECT_GE(half, 0.0) << p;
   }
 }
 

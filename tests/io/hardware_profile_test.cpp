@@ -28,8 +28,19 @@ TEST(HardwareProfile, H100ConvertedOnce) {
   EXPECT_DOUBLE_EQ(h.interconnect.nvlink_latency, 3.4e-6);
   EXPECT_DOUBLE_EQ(h.interconnect.nic_bw, 50e9);
   EXPECT_DOUBLE_EQ(h.interconnect.nic_latency, 14e-6);
-  EXPECT_DOUBLE_EQ(h.efficiency.gemm, 0.803);
+  EXPECT_DOUBLE_EQ(h.efficiency.gemm, 0.734);
+  EXPECT_DOUBLE_EQ(h.efficiency.attention_fwd, 0.662);
+  EXPECT_DOUBLE_EQ(h.efficiency.attention_bwd, 0.523);
+  EXPECT_DOUBLE_EQ(h.efficiency.hbm, 0.70);
   EXPECT_DOUBLE_EQ(h.efficiency.nvlink, 0.822);
+  EXPECT_DOUBLE_EQ(h.efficiency.nic, 0.92);
+  // Curve parameters: counts stay counts, sizes convert from MiB to bytes.
+  EXPECT_DOUBLE_EQ(h.efficiency.gemm_dim_half, 80);
+  EXPECT_EQ(h.efficiency.gemm_tile_m, 128);
+  EXPECT_EQ(h.efficiency.gemm_tile_n, 128);
+  EXPECT_DOUBLE_EQ(h.efficiency.attention_seq_half, 400);
+  EXPECT_DOUBLE_EQ(h.efficiency.nvlink_half_bytes, 20.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(h.efficiency.nic_half_bytes, 4.0 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(h.allowances.cuda_context, 0.92 * 1024 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(h.allowances.nccl_per_communicator, 688.0 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(h.allowances.cublas_workspace, 64.0 * 1024 * 1024);
@@ -82,12 +93,36 @@ TEST_F(ProfileFile, MissingKeyAndBlock) {
   auto e = load_hardware_profile(edited("  nic: 0.92\n", ""));
   ASSERT_FALSE(e.ok());
   EXPECT_THAT(e.error().str(), HasSubstr("efficiency.nic: missing required key 'nic'"));
+  // The curve parameters are required too (no silent C++ defaults).
+  for (const char* key : {"gemm_dim_half", "gemm_tile_m", "gemm_tile_n", "attention_seq_half_tokens",
+                          "nvlink_half_MiB", "nic_half_MiB"}) {
+    std::ifstream in(profile_dir() + "/h100-sxm.yaml");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t at = text.find(std::string("  ") + key + ":");
+    ASSERT_NE(at, std::string::npos) << key;
+    const size_t eol = text.find('\n', at);
+    auto m = load_hardware_profile(edited(text.substr(at, eol - at + 1), ""));
+    ASSERT_FALSE(m.ok()) << key;
+    EXPECT_THAT(m.error().str(), HasSubstr(std::string("efficiency.") + key + ": missing required key"));
+  }
+}
+
+TEST_F(ProfileFile, CurveParametersAreChecked) {
+  auto tile = load_hardware_profile(edited("gemm_tile_m: 128", "gemm_tile_m: 0"));
+  ASSERT_FALSE(tile.ok());
+  EXPECT_THAT(tile.error().str(), HasSubstr("efficiency.gemm_tile_m"));
+  auto half = load_hardware_profile(edited("nvlink_half_MiB: 20", "nvlink_half_MiB: -1"));
+  ASSERT_FALSE(half.ok());
+  EXPECT_THAT(half.error().str(), HasSubstr("efficiency.nvlink_half_MiB"));
+  auto unit = load_hardware_profile(edited("nvlink_half_MiB: 20", "nvlink_half_bytes: 20"));
+  ASSERT_FALSE(unit.ok());
+  EXPECT_THAT(unit.error().str(), HasSubstr("unknown key 'nvlink_half_bytes'"));
 }
 
 TEST_F(ProfileFile, EfficiencyIsAFraction) {
-  auto r = load_hardware_profile(edited("gemm: 0.803", "gemm: 80.3"));
+  auto r = load_hardware_profile(edited("gemm: 0.734", "gemm: 73.4"));
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.error().str(), HasSubstr("efficiency.gemm: expected a number <= 1, got 80.3"));
+  EXPECT_THAT(r.error().str(), HasSubstr("efficiency.gemm: expected a number <= 1, got 73.4"));
 }
 
 TEST_F(ProfileFile, CapacityGivenOnceInOneUnit) {

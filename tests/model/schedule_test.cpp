@@ -1,9 +1,14 @@
 // The op schedule: stable names, GEMM shapes, and agreement with the FLOP model (the
 // schedule's model FLOPs, summed over ops, layers, micro-batches and ranks, equal
-// count_flops' model FLOPs: both describe the same step).
+// count_flops' model FLOPs: both describe the same step), and the fold that makes
+// estimate_comm: the schedule's communication ops, summed per Comm item over the busiest
+// stage, are estimate_comm's items.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <map>
 #include <set>
+#include <string>
 
 #include "../common/test_hardware.hpp"
 #include "../common/test_models.hpp"
@@ -32,7 +37,7 @@ struct Built {
 };
 
 Built build(const Scenario& s) {
-  EXPECT_TRUE(validate_scenario(s).empty());
+  for (const Problem& p : validate_scenario(s)) ADD_FAILURE() << p.key << ": " << p.message;
   Built b;
   b.mesh = derive_mesh(s);
   b.layers = stage_layers(s, b.mesh);
@@ -129,6 +134,276 @@ TEST(Schedule, StableNamesAndShapes) {
       EXPECT_DOUBLE_EQ(o.coll.message_bytes, 4096.0 * 2 * 4096 * 2);  // T_r·k·h·2 B
     }
   }
+}
+
+// ---------------------------------------------------------------------------------
+// The schedule is the one home of communication volumes: summing its collectives per
+// Comm item over the busiest stage (per-layer lists times layers and micro-batches,
+// recompute lists times recomputed layers, step ops once) gives estimate_comm's items.
+// ---------------------------------------------------------------------------------
+struct ItemSum {
+  CommDim dim = CommDim::kTp;
+  Collective kind = Collective::kAllReduce;
+  int group = 0;
+  double calls = 0, sent = 0;
+};
+
+bool is_comm(const Op& o) { return o.kind == OpKind::kCollective || o.kind == OpKind::kSendRecv; }
+
+std::map<std::string, ItemSum> schedule_items(const Schedule& sc, int stage) {
+  std::map<std::string, ItemSum> out;
+  auto add = [&](const std::vector<Op>& ops, double times, const char* prefix) {
+    for (const Op& o : ops) {
+      if (!is_comm(o)) {
+        EXPECT_EQ(o.item, nullptr) << op_name(o, prefix);
+        continue;
+      }
+      if (o.item == nullptr) {
+        // Only receives (the neighbour's send) and the cross-entropy all-reduce are
+        // deliberately outside Comm (communication-model.md §5, §8).
+        const std::string n = op_name(o, prefix);
+        EXPECT_TRUE(n.rfind("pp.recv", 0) == 0 || n.find("loss.tp.allreduce.fwd") != std::string::npos) << n;
+        continue;
+      }
+      if (o.coll.group_size <= 1 || times * o.calls <= 0) continue;
+      ItemSum& it = out[o.item];
+      if (it.group == 0) {
+        it.dim = o.coll.dim;
+        it.kind = o.coll.kind;
+        it.group = o.coll.group_size;
+      }
+      EXPECT_EQ(it.dim, o.coll.dim) << op_name(o, prefix);
+      EXPECT_EQ(it.kind, o.coll.kind) << op_name(o, prefix);
+      EXPECT_EQ(it.group, o.coll.group_size) << op_name(o, prefix);
+      it.calls += times * o.calls;
+      it.sent += times * o.calls * sent_bytes_per_call(o.coll.kind, o.coll.group_size, o.coll.message_bytes);
+    }
+  };
+  const StageSchedule& st = sc.stages[static_cast<size_t>(stage)];
+  const double m = sc.num_micro_batches;
+  for (const auto* l : {&st.pre_fwd, &st.post_fwd, &st.post_bwd, &st.pre_bwd}) add(*l, m, "");
+  auto layer = [&](const LayerOps& l, int n, int recomputed, const char* prefix) {
+    add(l.fwd, m * n, prefix);
+    add(l.recompute, m * recomputed, prefix);
+    add(l.bwd, m * n, prefix);
+  };
+  layer(sc.dense, st.dense, st.dense_recomputed, "L.");
+  layer(sc.moe, st.moe, st.moe_recomputed, "L.");
+  layer(sc.mtp, st.mtp, st.mtp_recomputed, "MTP.");
+  add(st.step, 1, "");
+  return out;
+}
+
+void expect_fold_matches(const Scenario& s, int min_items) {
+  SCOPED_TRACE(s.name);
+  const Built b = build(s);
+  const Comm c = estimate_comm(s, b.mesh, b.layers);
+  const std::map<std::string, ItemSum> sum = schedule_items(b.sched, c.stage);
+  EXPECT_GE(c.num_items, min_items);
+  EXPECT_EQ(sum.size(), static_cast<size_t>(c.num_items));
+  double total = 0;
+  for (int i = 0; i < c.num_items; ++i) {
+    const CommItem& it = c.items[static_cast<size_t>(i)];
+    const auto f = sum.find(it.what);
+    ASSERT_NE(f, sum.end()) << it.what;
+    EXPECT_EQ(f->second.dim, it.dim) << it.what;
+    EXPECT_EQ(f->second.kind, it.kind) << it.what;
+    EXPECT_EQ(f->second.group, it.group_size) << it.what;
+    EXPECT_NEAR(f->second.calls, it.calls, 1e-12 * it.calls) << it.what;
+    EXPECT_NEAR(f->second.sent, it.sent_bytes, 1e-12 * it.sent_bytes) << it.what;
+    total += f->second.sent;
+  }
+  EXPECT_NEAR(total, c.total_sent_bytes, 1e-12 * c.total_sent_bytes);
+}
+
+// A small DeepSeek-like model: MLA, MoE with a shared expert, one MTP depth.
+ModelSpec deepseek_like() {
+  ModelSpec md = testing::mixtral_8x7b();
+  md.name = "deepseek-like";
+  md.num_layers = 8;
+  md.hidden_size = 2048;
+  md.num_attention_heads = 16;
+  md.num_query_groups = 16;
+  md.kv_channels = 128;
+  md.moe_layer_pattern = {0, 1, 1, 1, 1, 1, 1, 1};
+  md.num_experts = 16;
+  md.moe_router_topk = 4;
+  md.moe_ffn_hidden_size = 1024;
+  md.moe_shared_expert_intermediate_size = 1024;
+  md.multi_latent_attention = true;
+  md.q_lora_rank = 512;
+  md.kv_lora_rank = 256;
+  md.qk_head_dim = 128;
+  md.qk_pos_emb_head_dim = 64;
+  md.v_head_dim = 128;
+  md.mtp_num_layers = 1;
+  return md;
+}
+
+TEST(ScheduleComm, DenseTpSpCpP2pPipeline) {
+  Scenario s = base(testing::llama3_8b(), 16);
+  s.name = "dense tp2 sp cp2 p2p pp2";
+  s.parallel.tensor_model_parallel_size = 2;
+  s.parallel.sequence_parallel = true;
+  s.parallel.context_parallel_size = 2;
+  s.parallel.pipeline_model_parallel_size = 2;
+  expect_fold_matches(s, 8);
+  s.name = "dense, ddp, no sp, full block recompute";
+  s.parallel.sequence_parallel = false;
+  s.parallel.recompute_granularity = RecomputeGranularity::kFull;
+  s.parallel.recompute_method = RecomputeMethod::kBlock;
+  s.parallel.recompute_num_layers = 3;
+  expect_fold_matches(s, 4);
+}
+
+TEST(ScheduleComm, InterleavedPipelineAndDistributedOptimizer) {
+  Scenario s = base(testing::llama3_8b(), 16);
+  s.name = "pp4 vp2 zero1";
+  s.parallel.tensor_model_parallel_size = 4;
+  s.parallel.sequence_parallel = true;
+  s.parallel.pipeline_model_parallel_size = 4;
+  s.parallel.num_layers_per_virtual_pipeline_stage = 4;
+  s.parallel.use_distributed_optimizer = true;
+  s.parallel.data_parallel_sharding_strategy = DpSharding::kOptim;
+  s.parallel.recompute_granularity = RecomputeGranularity::kFull;
+  s.parallel.recompute_method = RecomputeMethod::kUniform;
+  s.parallel.recompute_num_layers = 1;
+  expect_fold_matches(s, 6);
+}
+
+TEST(ScheduleComm, ContextParallelVariants) {
+  Scenario s = base(testing::llama3_8b(), 8);
+  s.parallel.tensor_model_parallel_size = 2;
+  s.parallel.sequence_parallel = true;
+  s.parallel.context_parallel_size = 4;
+  s.parallel.recompute_granularity = RecomputeGranularity::kSelective;
+  s.parallel.recompute_modules = kRecomputeCoreAttn | kRecomputeMlp;
+  for (CpCommType type : {CpCommType::kP2P, CpCommType::kAllGather, CpCommType::kA2A, CpCommType::kA2AP2P}) {
+    s.parallel.cp_comm_type = type;
+    s.parallel.hierarchical_context_parallel_sizes.clear();
+    if (type == CpCommType::kA2AP2P) s.parallel.hierarchical_context_parallel_sizes = {2, 2};
+    s.name = "cp4 type " + std::to_string(static_cast<int>(type));
+    expect_fold_matches(s, 3);
+  }
+}
+
+TEST(ScheduleComm, MoeTpEpEtpAndShardingStrategies) {
+  Scenario s = base(testing::mixtral_8x7b(), 32);
+  s.training.global_batch_size = 16;  // 4 micro-batches per pipeline
+  s.parallel.tensor_model_parallel_size = 2;
+  s.parallel.sequence_parallel = true;
+  s.parallel.pipeline_model_parallel_size = 2;
+  s.parallel.expert_model_parallel_size = 4;
+  s.parallel.expert_tensor_parallel_size = 2;
+  s.model.moe_expert_capacity_factor = 1.25;
+  s.model.moe_pad_expert_input_to_capacity = true;
+  s.parallel.moe_fp8_dispatch = true;
+  s.parallel.recompute_granularity = RecomputeGranularity::kSelective;
+  s.parallel.recompute_modules = kRecomputeCoreAttn | kRecomputeMoe;
+  for (DpSharding how : {DpSharding::kNoShard, DpSharding::kOptim, DpSharding::kOptimGrads,
+                         DpSharding::kOptimGradsParams}) {
+    s.parallel.data_parallel_sharding_strategy = how;
+    s.name = "moe tp2 ep4 etp2 sharding " + std::to_string(static_cast<int>(how));
+    expect_fold_matches(s, 10);
+  }
+  s.parallel.data_parallel_sharding_strategy = DpSharding::kNoShard;
+  for (Dispatcher d : {Dispatcher::kAllGather, Dispatcher::kFlex}) {
+    s.model.moe_token_dispatcher_type = d;
+    s.name = "moe dispatcher " + std::to_string(static_cast<int>(d));
+    expect_fold_matches(s, 8);
+  }
+}
+
+TEST(ScheduleComm, MlaMoeMtpOnTheBusiestStage) {
+  Scenario s = base(deepseek_like(), 32);
+  s.training.global_batch_size = 8;
+  s.parallel.tensor_model_parallel_size = 2;
+  s.parallel.sequence_parallel = true;
+  s.parallel.context_parallel_size = 2;
+  s.parallel.pipeline_model_parallel_size = 2;
+  s.parallel.expert_model_parallel_size = 4;
+  s.parallel.expert_tensor_parallel_size = 1;
+  s.parallel.data_parallel_sharding_strategy = DpSharding::kOptimGradsParams;
+  s.parallel.recompute_granularity = RecomputeGranularity::kSelective;
+  s.parallel.recompute_modules = kRecomputeCoreAttn | kRecomputeMlaUpProj | kRecomputeMoe;
+  s.name = "mla moe mtp selective";
+  {
+    const Built b = build(s);
+    EXPECT_EQ(estimate_comm(s, b.mesh, b.layers).stage, 1);  // 4 + 4 layers, MTP on the last
+    EXPECT_EQ(b.sched.stages[1].mtp_recomputed, 1);
+  }
+  expect_fold_matches(s, 18);
+  s.name = "mla moe mtp full uniform";
+  s.parallel.recompute_granularity = RecomputeGranularity::kFull;
+  s.parallel.recompute_method = RecomputeMethod::kUniform;
+  s.parallel.recompute_num_layers = 1;
+  expect_fold_matches(s, 18);
+  s.name = "mla moe mtp no sp";
+  s.parallel.tensor_model_parallel_size = 1;
+  s.parallel.sequence_parallel = false;
+  s.parallel.expert_model_parallel_size = 8;
+  expect_fold_matches(s, 8);
+}
+
+// Op names and passes of the communication the comm model derives (docs/op-schedule.md).
+TEST(ScheduleComm, CollectivesSitInTheirPasses) {
+  Scenario s = base(testing::llama3_8b(), 4);
+  s.parallel.tensor_model_parallel_size = 2;
+  s.parallel.context_parallel_size = 2;
+  s.parallel.cp_comm_type = CpCommType::kAllGather;
+  Built b = build(s);  // no SP: identity copies forward, all-reduces backward
+  std::map<std::string, const Op*> ops;
+  auto index = [&](const LayerOps& l) {
+    ops.clear();
+    for (const auto* v : {&l.fwd, &l.bwd})
+      for (const Op& o : *v) ops[op_name(o, "L.")] = &o;
+  };
+  auto item_of = [&](const char* n) {
+    const auto it = ops.find(n);
+    return it == ops.end() ? std::string("(none)") : std::string(it->second->item ? it->second->item : "(null)");
+  };
+  index(b.sched.dense);
+  EXPECT_EQ(item_of("L.attn.tp.allreduce.fwd"), "tp.allreduce");
+  EXPECT_EQ(item_of("L.attn.tp.allreduce.bwd"), "(none)");  // g's backward is an identity
+  EXPECT_EQ(item_of("L.attn.tp.copy.bwd"), "tp.allreduce");  // f's backward all-reduces
+  EXPECT_EQ(item_of("L.attn.tp.copy.fwd"), "(none)");
+  EXPECT_EQ(item_of("L.mlp.tp.copy.bwd"), "tp.allreduce");
+  // CP all-gather: K, V gathered forward and again backward; dK, dV reduce-scattered.
+  EXPECT_EQ(item_of("L.attn.cp.k.allgather.fwd"), "cp.allgather.kv");
+  EXPECT_EQ(item_of("L.attn.cp.k.regather.bwd"), "cp.allgather.kv");
+  EXPECT_EQ(item_of("L.attn.cp.k.allgather.bwd"), "cp.reducescatter.dkv");
+  EXPECT_EQ(ops.at("L.attn.cp.k.allgather.bwd")->coll.kind, Collective::kReduceScatter);
+  // The backward re-gather comes before the core's backward, the reduce-scatter after.
+  const std::vector<Op>& bwd = b.sched.dense.bwd;
+  auto pos = [&](const char* n) {
+    for (size_t i = 0; i < bwd.size(); ++i)
+      if (op_name(bwd[i], "L.") == n) return static_cast<int>(i);
+    return -1;
+  };
+  EXPECT_LT(pos("L.attn.cp.k.regather.bwd"), pos("L.attn.core.bwd"));
+  EXPECT_GT(pos("L.attn.cp.k.allgather.bwd"), pos("L.attn.core.bwd"));
+  // ETP gathers the dispatched tokens with or without SP, on the EP dimension.
+  Scenario moe = base(testing::mixtral_8x7b(), 8);
+  moe.parallel.expert_model_parallel_size = 4;
+  moe.parallel.expert_tensor_parallel_size = 2;
+  const Built bm = build(moe);
+  index(bm.sched.moe);
+  EXPECT_EQ(item_of("L.moe.dispatch.etp.allgather.fwd"), "etp.allgather.dispatch");
+  EXPECT_EQ(item_of("L.moe.dispatch.etp.allgather.bwd"), "etp.reducescatter.combine");
+  EXPECT_EQ(item_of("L.moe.combine.etp.reducescatter.fwd"), "etp.reducescatter.combine");
+  EXPECT_EQ(ops.at("L.moe.dispatch.etp.allgather.fwd")->coll.dim, CommDim::kEp);
+  EXPECT_EQ(item_of("L.moe.dispatch.a2a.fwd"), "ep.a2a.dispatch");
+  EXPECT_EQ(item_of("L.moe.dispatch.a2a.bwd"), "ep.a2a.bwd");
+  EXPECT_EQ(item_of("L.moe.combine.a2a.bwd"), "ep.a2a.bwd");
+  // The head: the output layer's copy all-reduces its input grad backward; the cross
+  // entropy all-reduces forward only.
+  const StageSchedule& st = b.sched.stages[0];
+  std::set<std::string> head;
+  for (const auto* l : {&st.post_fwd, &st.post_bwd})
+    for (const Op& o : *l) head.insert(op_name(o, ""));
+  EXPECT_TRUE(head.count("logits.tp.copy.bwd"));
+  EXPECT_TRUE(head.count("loss.tp.allreduce.fwd"));
+  EXPECT_FALSE(head.count("loss.tp.allreduce.bwd"));
 }
 
 }  // namespace

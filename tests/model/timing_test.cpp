@@ -12,16 +12,26 @@ namespace {
 
 const HardwareSpec hw = testing::test_h100();
 
-// 8192^3 bf16: 2·8192³ FLOPs at 989.4 TFLOP/s x 0.8 x (8192/8256)³ (shape) x 2048/2112
-// (2048 tiles of 128x256 over 132 SMs: 16 waves, the last 68/132 full).
+// 8192^3 bf16: 2·8192³ FLOPs at 989.4 TFLOP/s x 0.8 x (8192/8256)³ (saturation in m, n and
+// k with gemm_dim_half = 64); 8192 is a whole number of 128 x 256 tiles, so no edge waste,
+// and there is no wave term. FP8: the same at the FP8 peak, except that the k half-point
+// doubles (the k loop runs twice as fast per clock): (8192/8320) in k.
 TEST(TimingGemm, OneLargeGemm) {
   const GemmShape g{8192, 8192, 8192, 1};
   const double shape = 8192.0 / 8256.0;
-  const double eff = 0.8 * shape * shape * shape * (2048.0 / 2112.0);
+  const double eff = 0.8 * shape * shape * shape;
   const double expected = 2.0 * 8192.0 * 8192.0 * 8192.0 / (989.4e12 * eff);
   EXPECT_NEAR(gemm_efficiency(g, hw), eff, 1e-12);
   EXPECT_NEAR(gemm_time(g, DType::kBf16, hw), expected, 1e-12);
-  EXPECT_NEAR(gemm_time(g, DType::kFp8, hw), expected * 989.4 / 1978.9, 1e-12);
+  const double eff8 = 0.8 * shape * shape * (8192.0 / 8320.0);
+  EXPECT_NEAR(gemm_time(g, DType::kFp8, hw), 2.0 * 8192.0 * 8192.0 * 8192.0 / (1978.9e12 * eff8), 1e-12);
+}
+
+// A partial edge tile costs a full one: m = 8192 + 1 rows run as 65 tiles of 128.
+TEST(TimingGemm, EdgeTileCostsAFullTile) {
+  const GemmShape g{8193, 8192, 8192, 1};
+  const double eff = 0.8 * (8193.0 / 8257.0) * (8192.0 / 8256.0) * (8192.0 / 8256.0) * (8193.0 / (65.0 * 128.0));
+  EXPECT_NEAR(gemm_efficiency(g, hw), eff, 1e-12);
 }
 
 // A skinny GEMM (K = 128) loses to the shape curve: 128/(128+64) = 2/3 on K alone.

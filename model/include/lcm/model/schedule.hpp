@@ -8,8 +8,13 @@
 // Op names are stable strings: prefix + base + pass suffix, built by op_name(). Per-layer
 // ops carry the prefix "L." ("L.attn.qkv.fwd", "L.moe.dispatch.a2a.fwd",
 // "L.mlp.fc1.bwd.wgrad"), MTP blocks "MTP."; the executor and predicted traces use
-// exactly these names, so predicted and measured times line up by name.
-// docs/op-schedule.md lists them all.
+// exactly these names, so predicted and measured times line up by name. The backward of a
+// forward op keeps its name (".bwd"): "L.attn.sp.allgather.bwd" is that all-gather's
+// conjugate reduce-scatter. docs/op-schedule.md lists them all.
+//
+// The schedule is the one home of communication volumes: every collective and send/recv
+// carries its group, kind, message size, calls and the Comm item it counts in, and
+// estimate_comm (comm.hpp) is their sum over the busiest stage, from the same generator.
 #pragma once
 
 #include <cstdint>
@@ -56,11 +61,17 @@ struct AttentionShape {
   double work_fraction = 1.0;  // fraction of the seq_q x seq_kv score matrix computed
 };
 
+// The group of a collective within its dimension: the dimension's own group, or, on dim
+// ep, the expert-TP group (ETP all-gather / reduce-scatter of the alltoall dispatcher) or
+// the expert TPxEP group (allgather and flex dispatchers; the EP group when etp = 1).
+enum class CommGroup : uint8_t { kDim, kExpertTp, kExpertTpEp };
+
 struct CollectiveShape {
   Collective kind = Collective::kAllReduce;
   CommDim dim = CommDim::kTp;
   int group_size = 1;
   double message_bytes = 0;  // nccl-tests size S of one call
+  CommGroup group = CommGroup::kDim;
 };
 
 struct Op {
@@ -76,8 +87,16 @@ struct Op {
   double bytes = 0;     // memory-bound ops: bytes read + written
   double flops = 0;     // executed FLOPs (attention backward includes its recomputation of P)
   double model_flops = 0;  // FLOPs counted by the model-FLOP convention (0 for recompute)
-  int calls = 1;              // back-to-back repetitions inside one micro-batch (CP ring steps)
+  int calls = 1;              // back-to-back repetitions inside one micro-batch (CP ring steps,
+                              // pipeline sends of the stage's vp chunks); step ops: per step
+                              // (Megatron-FSDP reduce-scatters every micro-batch: calls = m)
   bool overlappable = false;  // communication that can run under compute of the same pass
+  // Communication ops: the estimate_comm item (comm.hpp, comm_item::*) this op's bytes are
+  // counted in. nullptr for compute ops and for the communication Comm leaves out:
+  // pipeline receives (the neighbour's send) and the vocab-parallel cross-entropy
+  // all-reduce (docs/communication-model.md §8). An op's backward counterpart may count in
+  // another item (an SP all-gather's backward is a reduce-scatter).
+  const char* item = nullptr;
 };
 
 // Full stable name: prefix + base + suffix (".fwd", ".recompute", ".bwd", ".bwd.dgrad",
@@ -101,6 +120,7 @@ struct StageSchedule {
   int dense = 0, dense_recomputed = 0;  // dense-MLP layers on this rank (all chunks)
   int moe = 0, moe_recomputed = 0;      // MoE layers
   int mtp = 0;                          // MTP depths (last stage)
+  int mtp_recomputed = 0;               // of which run mtp.recompute before their backward
   std::vector<Op> pre_fwd;   // embedding (first stage) or pipeline receive
   std::vector<Op> post_fwd;  // final norm, logits, loss (last stage) or pipeline send
   std::vector<Op> post_bwd;  // their backward (last stage) or receive of the output grad

@@ -51,4 +51,71 @@ struct StepTime {
 
 StepTime step_time(const Scenario& s, const Mesh& m, const Schedule& sched, const Flops& flops);
 
+// ---------------------------------------------------------------------------------
+// The pieces step_time() is composed of, for callers that time many layouts and share
+// what layouts have in common (the planner): op lists are timed once (pass_time,
+// layer_times, step_op_times) and composed per layout (compose_step_time). step_time()
+// is exactly these calls, so a composition from shared pieces is bit-identical to it.
+// ---------------------------------------------------------------------------------
+
+// Time of one op list (one pass of one layer or block) with the communication that the
+// list's compute hides. Per micro-batch, seconds.
+struct PassTime {
+  double total = 0;  // compute + exposed communication
+  std::array<double, kNumOpClasses> compute{};
+  std::array<double, kNumCommDims> exposed{};
+  std::array<double, kNumCommDims> hidden{};
+};
+PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const MeshTopology& topo,
+                   const HardwareSpec& hw);
+
+// One layer kind's lists (Schedule::dense / moe / mtp), timed.
+struct LayerTimes {
+  PassTime fwd, recompute, bwd;
+};
+LayerTimes layer_times(const LayerOps& l, const ParallelSpec& par, const MeshTopology& topo, const HardwareSpec& hw);
+
+// A once-per-step op (StageSchedule::step) reduced to its time and how it may overlap.
+enum class StepOpRole : uint8_t {
+  kOptimizer,      // memory-bound optimizer update
+  kExposed,        // not overlappable
+  kUnderBackward,  // overlappable gradient reduction: hides under the backward passes
+  kUnderForward,   // overlappable parameter all-gather: hides under the forward passes
+};
+struct StepOpTime {
+  double time = 0;  // all its calls in one step (op_time x Op::calls), seconds
+  StepOpRole role = StepOpRole::kExposed;
+};
+std::vector<StepOpTime> step_op_times(const std::vector<Op>& step, const MeshTopology& topo, const HardwareSpec& hw);
+
+// What one pipeline rank runs, its op lists already timed. Stages with equal inputs
+// have equal times, so several ranks may share one StageInputs (StepInputs::stage_input).
+struct StageInputs {
+  int dense = 0, dense_recomputed = 0;  // as StageSchedule
+  int moe = 0, moe_recomputed = 0;
+  int mtp = 0, mtp_recomputed = 0;
+  // pass_time of the StageSchedule lists pre_fwd, post_fwd, post_bwd, pre_bwd (non-null).
+  const PassTime* pre_fwd = nullptr;
+  const PassTime* post_fwd = nullptr;
+  const PassTime* post_bwd = nullptr;
+  const PassTime* pre_bwd = nullptr;
+  const StepOpTime* step = nullptr;  // step_op_times of StageSchedule::step
+  int num_step = 0;
+};
+
+struct StepInputs {
+  const LayerTimes* dense = nullptr;  // layer_times of Schedule::dense / moe / mtp
+  const LayerTimes* moe = nullptr;
+  const LayerTimes* mtp = nullptr;
+  const StageInputs* stages = nullptr;  // distinct stage inputs
+  const int* stage_input = nullptr;     // per pipeline rank: index into `stages`
+  int num_ranks = 0;                    // pipeline ranks (Mesh::pp)
+  int vp = 1;                           // Mesh::vp
+  int num_micro_batches = 1;            // Mesh::num_micro_batches
+};
+
+// The step time from timed pieces. `per_stage`: fill StepTime::stages (one entry per
+// pipeline rank); without it `stages` stays empty and nothing is allocated.
+StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops& flops, bool per_stage = true);
+
 }  // namespace lcm

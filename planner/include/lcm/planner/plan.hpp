@@ -1,0 +1,200 @@
+// The layout planner: every Megatron layout of a scenario's model and job on N GPUs,
+// checked against Megatron's rules (validate_scenario), dropped when it does not fit
+// HBM (estimate_memory), ranked by step time (the op schedule and step_time).
+//
+// A layout is the set of knobs the planner chooses (Layout); everything else (model,
+// sequence length, global batch, precision, hardware, overlap switches) is the
+// scenario's. Each layout's metrics equal those of a fresh `estimate()` of the scenario
+// with that layout applied (apply_layout): the search shares sub-results between
+// layouts (op-list times per layer kind, stage structure, memory) but composes them with
+// the model's own functions (model/step_time.hpp), so the numbers are bit-identical.
+// docs/planner.md describes the search space, the sharing and the outputs.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lcm/model/comm.hpp"
+#include "lcm/model/mesh.hpp"
+#include "lcm/model/specs.hpp"
+#include "lcm/model/step_time.hpp"
+
+namespace lcm::plan {
+
+// The knobs of one layout. Data-parallel sizes are derived (dp = N / (tp*cp*pp)).
+struct Layout {
+  int tp = 1;
+  int cp = 1;
+  CpCommType cp_comm = CpCommType::kP2P;  // p2p when cp == 1
+  int cp_a2a = 0;                         // a2a+p2p: hierarchical sizes {cp_a2a, cp / cp_a2a}
+  int pp = 1;
+  int first_stage_layers = 0;  // uneven pipeline split (0: even); Megatron
+  int last_stage_layers = 0;   // --decoder-first/last-pipeline-num-layers
+  int vl = 0;                  // layers per virtual pipeline stage (0: no interleaving)
+  int ep = 1;
+  int etp = 1;
+  int mbs = 1;
+  RecomputeGranularity recompute = RecomputeGranularity::kNone;  // full: uniform, 1 layer
+  DpSharding sharding = DpSharding::kNoShard;
+  Dispatcher dispatcher = Dispatcher::kAllToAll;
+  bool pp_before_dp = false;  // rank order tp-cp-ep-pp-dp (Megatron --use-tp-pp-dp-mapping)
+
+  bool operator==(const Layout&) const = default;
+};
+
+// Canonical total order (tp, cp, pp, ... in field order): ties in step time and memory
+// are broken by it, so results do not depend on thread scheduling.
+bool layout_less(const Layout& a, const Layout& b);
+
+// The scenario with the layout applied. Besides the layout's own fields it sets
+// sequence_parallel (on when tp > 1), use_distributed_optimizer (sharding != no_shard),
+// recompute method uniform with 1 layer for full recompute, and the scenario's overlap
+// switches where Megatron allows them: tp_comm_overlap needs tp > 1;
+// overlap_param_gather needs a sharded optimizer; overlap_moe_expert_parallel_comm needs
+// ep > 1, a non-allgather dispatcher, no full recompute and pp == 1 or interleaving.
+Scenario apply_layout(const Scenario& base, const Layout& l);
+// Writes only the fields apply_layout sets (no allocation once `out` is a copy of base).
+void apply_layout_into(const Scenario& base, const Layout& l, Scenario& out);
+// The layout a scenario is in (inverse of apply_layout on the knobs above).
+Layout layout_of(const Scenario& s);
+
+// "tp2 cp4(p2p) pp2 vp2 ep8 etp1 dp4 mbs1 sel optim alltoall" (dp/vp derived for `num_gpus`).
+std::string layout_string(const Layout& l, const Scenario& base);
+// Megatron-LM flags that define the layout (sizes always, other knobs when they differ
+// from Megatron's defaults), ready to paste: "--tensor-model-parallel-size 2 ...".
+std::vector<std::string> megatron_flags(const Scenario& s);
+
+// Metrics of one valid layout: the Estimate fields the planner ranks and reports.
+struct Metrics {
+  double step_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double mfu = 0;
+  double hfu = 0;
+  double bubble = 0;
+  double pipeline = 0;
+  double dp_exposed = 0;
+  double optimizer = 0;
+  std::array<double, kNumCommDims> exposed_comm{};  // StepTime::exposed_comm
+  std::array<double, kNumOpClasses> compute{};      // StepTime::compute
+  int bottleneck_stage = 0;
+  double peak_bytes = 0;            // Memory::peak_bytes (worst stage)
+  double allocated_peak_bytes = 0;  // Memory::allocated_peak_bytes
+  int worst_stage = 0;              // Memory::worst_stage
+  bool fits = true;                 // Memory::fits
+  double hbm_bytes = 0;
+  double miss_bytes = 0;  // max over stages of peak_high - HBM (> 0 when it does not fit)
+  int miss_stage = 0;     // the stage of that maximum
+};
+
+struct Outcome {
+  enum class Status : uint8_t { kInvalid, kOutOfMemory, kFits };
+  Status status = Status::kInvalid;
+  Metrics metrics;                // kOutOfMemory, kFits (time fields when has_time)
+  bool has_time = false;          // the search times out-of-memory layouts only near HBM
+  std::vector<Problem> problems;  // kInvalid: validate_scenario of the layout
+};
+
+// Evaluates layouts of one base scenario, sharing sub-results between calls. Not
+// thread-safe: one per thread. Every outcome equals validate_scenario + estimate() of
+// apply_layout(base, l).
+class Evaluator {
+ public:
+  explicit Evaluator(const Scenario& base);
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+  Outcome evaluate(const Layout& l);
+
+  struct Impl;
+
+ private:
+  Impl* impl_;
+};
+
+// Metrics of a full estimate (the reference the evaluator must equal).
+Metrics metrics_of_estimate(const Scenario& s);
+
+// ---------------------------------------------------------------------------------
+// Search.
+// ---------------------------------------------------------------------------------
+struct PlanOptions {
+  int top_k = 10;          // ranked groups to keep
+  int why_not = 5;         // out-of-memory layouts to keep for the why-not table
+  int threads = 0;         // 0: std::thread::hardware_concurrency()
+  double near_tie = 0.02;  // relative step-time gap reported as a near-tie
+  // Out-of-memory layouts are timed (for the why-not table) when they miss HBM by at most
+  // this fraction of it; the others are rejected on memory alone.
+  double time_miss_fraction = 0.25;
+  // Called from the calling thread about every 100 ms while the search runs.
+  std::function<void(uint64_t done, uint64_t total)> progress;
+  // Tests: keep every n-th evaluated layout (0: none) with its outcome.
+  uint64_t sample_every = 0;
+};
+
+struct Ranked {
+  Layout layout;
+  Metrics metrics;
+  // Layouts with bit-identical step time and peak memory (e.g. dispatchers the time model
+  // does not tell apart), in canonical order, at most 16.
+  std::vector<Layout> equivalent;
+  uint64_t num_equivalent = 0;
+};
+
+struct Rejection {
+  std::string key;      // validate_scenario problem key ("model.num_attention_heads")
+  std::string message;  // of the example
+  Layout example;
+  uint64_t count = 0;       // rejected candidates with a problem on this key
+  uint64_t sole_count = 0;  // ... where it is the only key (relaxing it would admit them)
+};
+
+struct NearTie {
+  int rank = 0;            // 1-based rank of the near-tied group (vs rank 1)
+  double relative = 0;     // step_s / best - 1
+  std::vector<std::string> differences;  // "cp_comm_type p2p -> a2a"
+  std::string term;        // the cost term that separates them most
+  double term_delta_s = 0; // that term's difference (this - best), seconds per step
+  double memory_delta_bytes = 0;
+};
+
+struct PlanCounts {
+  uint64_t enumerated = 0;  // candidates generated (a mesh rejected before expansion counts once)
+  uint64_t valid = 0;       // passed validate_scenario
+  uint64_t fit = 0;         // valid and fits HBM
+  uint64_t evaluated = 0;   // candidates with a result (== enumerated)
+  // Work behind them (what the sharing saves): model calls made by the search.
+  uint64_t validations = 0;      // validate_scenario
+  uint64_t schedules_built = 0;  // build_schedule
+  uint64_t timed = 0;            // layouts composed into a step time
+};
+
+struct PlanResult {
+  int num_gpus = 0;
+  PlanCounts counts;
+  double seconds = 0;  // wall time of the search
+  int threads = 1;
+  std::vector<Ranked> ranked;           // best first
+  std::vector<Ranked> out_of_memory;    // fastest layouts that do not fit, best first
+  std::vector<Rejection> rejections;    // by count, most first
+  std::vector<NearTie> near_ties;
+  bool has_closest_miss = false;        // nothing fits: the layout missing HBM by the least
+  Layout closest_miss;
+  Metrics closest_miss_metrics;
+  std::vector<std::pair<Layout, Outcome>> samples;  // PlanOptions::sample_every
+};
+
+// Precondition: `base` loads (its model and job are valid); base.num_gpus is N. The base
+// scenario's own layout is ignored.
+PlanResult search(const Scenario& base, const PlanOptions& opts = {});
+
+// The rejection that blocks the most candidates on its own (the tightest constraint);
+// null when there are none.
+const Rejection* tightest_constraint(const PlanResult& r);
+
+// Knob-by-knob differences of `b` against `a` ("pp 2 -> 4").
+std::vector<std::string> layout_differences(const Layout& a, const Layout& b, const Scenario& base);
+
+}  // namespace lcm::plan

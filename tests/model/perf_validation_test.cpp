@@ -1,0 +1,829 @@
+// Cross-check of the time model against published H100 performance tables (issue "Time
+// model and planner", Done means item 2). docs/validation-performance.md records the
+// output, the conventions and the assumptions; this file is the single source of both.
+//
+// Tables (shared/reference/validation/, read at run time):
+//  - megatron_bridge_perf_summary.csv, DGX-H100 rows: tokens/s/GPU (primary) and model
+//    TFLOP/s/GPU under Megatron-Bridge's causal-halved convention (flop_utils.py).
+//  - nemo_24.07_h100.csv: tokens/s/GPU only (the 24.07 FLOP convention is unknown; the
+//    implied FLOPs per token are printed next to ours for both conventions).
+//  - megatron_weak_scaling_h100.csv: TFLOP/s/GPU under the pre-2025 Megatron count with
+//    non-causal attention (FlopConvention{causal_halved = false}); no tokens/s published.
+//  - moe_layer_microbench_h100.csv: one MoE layer's forward and backward ms on 8 H100
+//    (EP 8), from the schedule's MoE-layer op times (op_time over the "moe." ops).
+//
+// Every row becomes a Scenario from the row itself (layout, batch, sequence, precision,
+// GPUs) plus the architecture (validation/model_architectures.csv, or the row for the
+// weak-scaling GPTs and the MoE proxies) plus assumptions that are the same for every row
+// of a table (the comment above each table's reader; the doc lists them). Recipe facts
+// that the published recipes state per model (recompute modules, EP A2A overlap, pipeline
+// layout, dispatcher) are in recipe_for() with their source; nothing is fitted per row.
+//
+// The test prints the tables (markdown) and fails when a table's mean absolute error, the
+// overall mean, or the number of rows within 20 % worsens past the bounds recorded below,
+// or when the published FLOPs per token stop matching lcm's count under the table's
+// convention. Regenerate the doc's tables with
+//   build/bin/lcm_model_tests --gtest_filter='PerfValidation.*'
+// LCM_PERF_BREAKDOWN=1 prints each row's step-time breakdown; LCM_WHATIF_NO_TP_OVERLAP=1 /
+// LCM_WHATIF_NO_EP_OVERLAP=1 drop the TP / EP overlap flags for the what-if runs the doc
+// quotes (the bounds are for the default run).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "lcm/model/estimate.hpp"
+#include "lcm/model/io/scenario_loader.hpp"
+#include "lcm/model/mesh.hpp"
+#include "lcm/model/params.hpp"
+#include "lcm/model/schedule.hpp"
+#include "lcm/model/timing.hpp"
+
+namespace {
+
+using namespace lcm;
+
+// ---------------------------------------------------------------------------------
+// Recorded bounds: what the model achieved when this test was last calibrated (2026-11-30:
+// Megatron-Bridge 46.0 %, NeMo 24.07 36.5 %, weak scaling 26.0 %, MoE layer 10.5 %, all 60
+// counted rows 37.6 %, 14 of them within 20 %; docs/validation-performance.md), rounded
+// slightly so that a regression fails. The errors are dominated by known modelling gaps
+// (the doc's "Where the model misses"); when a fix lands, tighten these.
+// ---------------------------------------------------------------------------------
+constexpr double kBridgeMaeBound = 47.0;       // tokens/s, %
+constexpr double kNemoMaeBound = 37.5;         // tokens/s, %
+constexpr double kWeakScalingMaeBound = 27.0;  // TFLOP/s (non-causal), %
+constexpr double kMoeLayerMaeBound = 11.5;     // fwd+bwd ms, %
+constexpr double kOverallMaeBound = 38.5;      // all counted rows, primary metric, %
+constexpr int kMinWithin20Pct = 13;            // counted rows within 20 % on their primary metric
+constexpr int kMinCounted = 60;                // rows evaluated and counted
+constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)
+constexpr int kMinNemoNonCausalMatches = 9;
+
+const std::string kDir = LCM_SHARED_DIR "/reference/validation/";
+
+// ---------------------------------------------------------------------------------
+// CSV
+// ---------------------------------------------------------------------------------
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == '"') {
+      if (quoted && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else {
+        quoted = !quoted;
+      }
+    } else if (c == ',' && !quoted) {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+using Row = std::map<std::string, std::string>;
+
+std::vector<Row> read_csv(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<Row> rows;
+  std::string line;
+  if (!std::getline(in, line)) return rows;
+  const std::vector<std::string> header = split_csv_line(line);
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const std::vector<std::string> cells = split_csv_line(line);
+    Row r;
+    for (size_t i = 0; i < header.size(); ++i) r[header[i]] = i < cells.size() ? cells[i] : "";
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+const std::string& get(const Row& r, const std::string& k) {
+  static const std::string empty;
+  auto it = r.find(k);
+  return it == r.end() ? empty : it->second;
+}
+
+// Integer cell; blank or "n/a" -> fallback.
+int64_t num(const Row& r, const std::string& k, int64_t fallback) {
+  const std::string& v = get(r, k);
+  if (v.empty() || v == "n/a") return fallback;
+  try {
+    return std::stoll(v);
+  } catch (...) {
+    return fallback;
+  }
+}
+
+double real(const Row& r, const std::string& k) {
+  const std::string& v = get(r, k);
+  if (v.empty()) return 0;
+  try {
+    return std::stod(v);
+  } catch (...) {
+    return 0;
+  }
+}
+
+// ---------------------------------------------------------------------------------
+// Architectures (validation/model_architectures.csv)
+// ---------------------------------------------------------------------------------
+std::map<std::string, Row> architectures() {
+  std::map<std::string, Row> out;
+  for (Row& r : read_csv(kDir + "model_architectures.csv")) out[get(r, "model")] = r;
+  return out;
+}
+
+// The table's model name -> the architecture CSV's name ("" = not there).
+std::string arch_name(const std::string& table_model) {
+  static const std::map<std::string, std::string> m = {
+      {"LLAMA3_8B", "Llama3-8B"},
+      {"LLAMA3_70B", "Llama3-70B"},
+      {"LLAMA3.1_405B", "Llama3.1-405B"},
+      {"GPT OSS 120B", "GPT-OSS-120B"},
+      {"Qwen3_30B_a3B", "Qwen3-30B-A3B"},
+      {"Qwen3_30B_a3B (tokendrop)", "Qwen3-30B-A3B"},
+      {"Qwen3_235B_a22B", "Qwen3-235B-A22B"},
+      {"Qwen3_235B_a22B (tokendrop)", "Qwen3-235B-A22B"},
+      {"DeepSeekV3 (dropless)", "DeepSeek-V3"},
+      {"GPT3-5B", "GPT3-5B (NeMo)"},
+      {"GPT3-20B", "GPT3-20B (NeMo)"},
+      {"GPT3-175B", "GPT3-175B (NeMo)"},
+      {"LLAMA2-7B", "Llama2-7B"},
+      {"LLAMA2-13B", "Llama2-13B"},
+      {"LLAMA2-70B", "Llama2-70B"},
+      {"LLAMA3-8B", "Llama3-8B"},
+      {"LLAMA3-70B", "Llama3-70B"},
+  };
+  auto it = m.find(table_model);
+  return it == m.end() ? "" : it->second;
+}
+
+// First integer after `key` in a free-text cell ("q_lora 1536, kv_lora 512, ...").
+int64_t field_after(const std::string& text, const std::string& key) {
+  const size_t p = text.find(key);
+  if (p == std::string::npos) return 0;
+  size_t i = p + key.size();
+  while (i < text.size() && !std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  int64_t v = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) v = v * 10 + (text[i++] - '0');
+  return v;
+}
+
+ModelSpec model_from_arch(const Row& a) {
+  ModelSpec m;
+  m.name = get(a, "model");
+  m.num_layers = static_cast<int>(num(a, "layers", 0));
+  m.hidden_size = num(a, "hidden", 0);
+  m.ffn_hidden_size = num(a, "ffn_hidden", 0);
+  m.num_attention_heads = static_cast<int>(num(a, "heads", 0));
+  m.num_query_groups = static_cast<int>(num(a, "kv_heads", m.num_attention_heads));  // "MLA" -> heads
+  m.kv_channels = num(a, "head_dim", m.num_attention_heads > 0 ? m.hidden_size / m.num_attention_heads : 0);
+  m.vocab_size = num(a, "vocab", 0);
+  const std::string act = get(a, "activation");
+  m.swiglu = act.find("SwiGLU") != std::string::npos || act.find("gated") == 0;
+  const bool gpt3 = m.name.rfind("GPT3", 0) == 0;
+  // GPT3 (NeMo GPTConfig): LayerNorm, biases, learned absolute positions, tied embeddings.
+  // Llama / Qwen / DeepSeek / GPT-OSS: RMSNorm, RoPE, untied ("tied_embeddings: no").
+  m.normalization = gpt3 ? Normalization::kLayerNorm : Normalization::kRMSNorm;
+  m.position_embedding_type = gpt3 ? PositionEmbedding::kLearnedAbsolute : PositionEmbedding::kRope;
+  m.untie_embeddings_and_output_weights = get(a, "tied_embeddings") == "no";
+  m.add_bias_linear = gpt3 || act.find("biases on") != std::string::npos;
+  m.hidden_dropout = 0;
+  m.attention_dropout = 0;
+  m.max_position_embeddings = 4096;
+  const int64_t experts = num(a, "experts", 0);
+  if (experts > 0) {
+    m.num_experts = static_cast<int>(experts);
+    m.moe_router_topk = static_cast<int>(num(a, "topk", 2));
+    m.moe_ffn_hidden_size = num(a, "moe_ffn_hidden", m.ffn_hidden_size);
+    m.moe_shared_expert_intermediate_size = num(a, "shared_expert_ffn", 0);
+    const std::string pat = get(a, "moe_layer_pattern");
+    std::smatch mt;
+    if (std::regex_search(pat, mt, std::regex(R"(\[0\]\*(\d+)\+\[1\]\*(\d+))"))) {
+      const int d = std::stoi(mt[1]), e = std::stoi(mt[2]);
+      m.moe_layer_pattern.assign(static_cast<size_t>(d), 0);
+      m.moe_layer_pattern.insert(m.moe_layer_pattern.end(), static_cast<size_t>(e), 1);
+    }
+  }
+  const std::string mla = get(a, "mla");
+  if (!mla.empty()) {
+    m.multi_latent_attention = true;
+    m.q_lora_rank = field_after(mla, "q_lora");
+    m.kv_lora_rank = field_after(mla, "kv_lora");
+    m.qk_head_dim = field_after(mla, "qk_nope");
+    m.qk_pos_emb_head_dim = field_after(mla, "qk_rope");
+    m.v_head_dim = field_after(mla, "v ");
+    m.num_query_groups = m.num_attention_heads;
+  }
+  if (m.name == "DeepSeek-V3") {
+    // DeepSeekV3Config (NeMo) / Megatron-Bridge recipe: sigmoid router, 8 groups top-4,
+    // expert bias, one MTP layer (the H100 recipe's pp_layout "Et|(tt|)*30mL" ends in it).
+    m.moe_router_score_function = RouterScore::kSigmoid;
+    m.moe_router_num_groups = 8;
+    m.moe_router_group_topk = 4;
+    m.moe_router_enable_expert_bias = true;
+    m.mtp_num_layers = 1;
+  }
+  if (m.name.rfind("Qwen3", 0) == 0) m.qk_layernorm = true;
+  return m;
+}
+
+// ---------------------------------------------------------------------------------
+// Scenario construction: the row's layout plus per-table assumptions plus recipe facts.
+// ---------------------------------------------------------------------------------
+struct Layout {
+  int gpus = 8, tp = 1, pp = 1, cp = 1, vp = 1, ep = 1, mbs = 1, gbs = 1;
+  int64_t seq = 4096;
+  Precision precision = Precision::kBf16;
+  bool fsdp = false;
+};
+
+// Per-model recipe facts (stated in the published recipes; same for every row of a model).
+struct Recipe {
+  RecomputeGranularity recompute = RecomputeGranularity::kNone;
+  uint32_t recompute_modules = 0;
+  bool ep_a2a_overlap = false;
+  Dispatcher dispatcher = Dispatcher::kAllToAll;
+  int first_stage_layers = 0, last_stage_layers = 0;  // uneven pipeline split (pp_layout)
+  bool grad_reduce_in_fp32 = true;
+  std::string note;
+};
+
+// Sources: NVIDIA-NeMo/Megatron-Bridge scripts/performance/configs/*/ *_workload_base_configs.py
+// and *_llm_pretrain.py (H100 presets), read 2026-08.
+Recipe recipe_for(const std::string& table, const ModelSpec& m) {
+  Recipe r;
+  if (table != "bridge") return r;
+  const std::string& n = m.name;
+  if (n.rfind("Llama", 0) == 0) r.grad_reduce_in_fp32 = false;  // set_llama3_common_configs
+  if (n == "DeepSeek-V3") {
+    r.recompute = RecomputeGranularity::kSelective;
+    r.recompute_modules = kRecomputeMlaUpProj | kRecomputeMlp;
+    r.dispatcher = Dispatcher::kFlex;  // hybridep
+    r.first_stage_layers = 7;          // pp_layout "Et|(tt|)*30mL" over pp 8 x vp 4
+    r.last_stage_layers = 6;
+    r.note = "pp_layout as first 7 / last 6 layers without interleaving (lcm cannot combine both)";
+  } else if (n == "Qwen3-235B-A22B") {
+    r.ep_a2a_overlap = true;  // moe_a2a_overlap=True, alltoall dispatcher
+  } else if (n == "Qwen3-30B-A3B") {
+    r.dispatcher = Dispatcher::kFlex;  // hybridep, moe_a2a_overlap=False
+  } else if (n == "GPT-OSS-120B") {
+    r.recompute = RecomputeGranularity::kSelective;
+    r.recompute_modules = kRecomputeLayernorm | kRecomputeMoeAct;
+    r.note = "sliding-window attention (128) on half the layers not modelled: full causal attention assumed";
+  }
+  return r;
+}
+
+struct Built {
+  Scenario s;
+  std::string problem;  // non-empty: not expressible
+};
+
+Built build(const std::string& id, const ModelSpec& model, const Layout& l, const Recipe& rc, const HardwareSpec& hw,
+            bool tp_comm_overlap) {
+  Built b;
+  Scenario& s = b.s;
+  s.name = id;
+  s.model = model;
+  s.model.moe_token_dispatcher_type = rc.dispatcher;
+  s.hardware = hw;
+  s.num_gpus = l.gpus;
+  s.training.seq_length = l.seq;
+  s.training.micro_batch_size = l.mbs;
+  s.training.global_batch_size = l.gbs;
+  s.training.precision = l.precision;
+  s.training.grad_reduce_in_fp32 = rc.grad_reduce_in_fp32;
+  ParallelSpec& p = s.parallel;
+  p.tensor_model_parallel_size = l.tp;
+  p.sequence_parallel = l.tp > 1;
+  p.pipeline_model_parallel_size = l.pp;
+  p.context_parallel_size = l.cp;
+  p.expert_model_parallel_size = model.num_experts > 0 ? l.ep : 1;
+  p.expert_tensor_parallel_size = 1;  // every MoE recipe here: ETP 1
+  p.use_distributed_optimizer = true;
+  p.data_parallel_sharding_strategy = l.fsdp ? DpSharding::kOptimGradsParams : DpSharding::kOptim;
+  p.overlap_grad_reduce = true;
+  p.overlap_param_gather = true;
+  p.tp_comm_overlap = tp_comm_overlap && l.tp > 1 && std::getenv("LCM_WHATIF_NO_TP_OVERLAP") == nullptr;
+  p.overlap_moe_expert_parallel_comm = rc.ep_a2a_overlap && l.ep > 1 && std::getenv("LCM_WHATIF_NO_EP_OVERLAP") == nullptr;
+  p.recompute_granularity = rc.recompute;
+  p.recompute_modules = rc.recompute_modules;
+  if (rc.first_stage_layers > 0 && l.pp > 1) {
+    p.num_layers_in_first_pipeline_stage = rc.first_stage_layers;
+    p.num_layers_in_last_pipeline_stage = rc.last_stage_layers;
+  } else if (l.vp > 1 && l.pp > 1) {
+    // Megatron-Bridge recipes whose layer count does not split over pp x vp chunks count
+    // the embedding and the loss as one layer each (Llama 3.1 405B: 126 + 2 = 128 = 64 x 2;
+    // Qwen3-235B: 94 + 2 = 96 = 32 x 3).
+    const int chunks = l.pp * l.vp;
+    int n = model.num_layers;
+    if (n % chunks != 0 && (n + 2) % chunks == 0) {
+      p.account_for_embedding_in_pipeline_split = true;
+      p.account_for_loss_in_pipeline_split = true;
+      n += 2;
+    }
+    p.num_layers_per_virtual_pipeline_stage = n / chunks;
+  } else if (l.pp > 1 && model.num_layers % l.pp != 0 && (model.num_layers + 2) % l.pp == 0) {
+    p.account_for_embedding_in_pipeline_split = true;
+    p.account_for_loss_in_pipeline_split = true;
+  }
+  const std::vector<Problem> probs = validate_scenario(s);
+  for (const Problem& pr : probs) b.problem += (b.problem.empty() ? "" : "; ") + pr.key + ": " + pr.message;
+  return b;
+}
+
+// ---------------------------------------------------------------------------------
+// Results
+// ---------------------------------------------------------------------------------
+struct Result {
+  std::string table, id;
+  bool evaluated = false;
+  bool counted = true;  // false: evaluated for information, outside the error statistics
+  std::string reason;  // skip reason, or a caveat for evaluated rows
+  double pred = 0, pub = 0;            // primary metric
+  double pred2 = 0, pub2 = 0;          // secondary metric (TFLOP/s, or fwd/bwd ms)
+  double pred3 = 0, pub3 = 0;
+  double flops_per_token = 0, flops_per_token_nc = 0, pub_flops_per_token = 0;
+  double err() const { return 100.0 * (pred - pub) / pub; }
+};
+
+double pct(double pred, double pub) { return pub > 0 ? 100.0 * (pred - pub) / pub : 0; }
+
+// Published FLOPs per token implied by a row (TFLOP/s / tokens/s).
+double implied_flops_per_token(double tflops, double tokens) { return tokens > 0 ? tflops * 1e12 / tokens : 0; }
+
+bool load_h100(HardwareSpec& hw) {
+  hw = HardwareSpec{};
+  auto r = io::load_hardware_profile(LCM_SOURCE_DIR "/hwprofiles/h100-sxm.yaml");
+  if (!r.ok()) {
+    ADD_FAILURE() << "cannot load h100-sxm: " << r.error().str();
+    return false;
+  }
+  hw = r.value();
+  return true;
+}
+
+// Tokens/s and model TFLOP/s of a scenario (TFLOP/s under the scenario's FLOP convention),
+// with its model FLOPs per token under both conventions.
+void predict(Scenario s, Result& res) {
+  const Estimate e = estimate(s);
+  res.pred = e.time.tokens_per_s_per_gpu;
+  res.pred2 = e.time.model_tflops_per_gpu;
+  const double tokens = static_cast<double>(s.training.global_batch_size) * static_cast<double>(s.training.seq_length);
+  const bool causal = s.flop_convention.causal_halved;
+  s.flop_convention.causal_halved = !causal;
+  const double other = count_flops(s, e.mesh).model_flops / tokens;
+  res.flops_per_token = causal ? e.flops.model_flops / tokens : other;
+  res.flops_per_token_nc = causal ? other : e.flops.model_flops / tokens;
+  res.evaluated = true;
+  if (std::getenv("LCM_PERF_BREAKDOWN") != nullptr) {
+    const StepTime& t = e.time;
+    auto ex = [&](CommDim d) { return t.exposed_comm[static_cast<size_t>(d)]; };
+    std::printf("%s: step %.3f s = pipeline %.3f (bubble %.3f) + dp %.3f + opt %.3f; gemm %.3f attn %.3f mem %.3f; "
+                "exposed tp %.3f cp %.3f ep %.3f pp %.3f dp %.3f; mb %d vp %d\n",
+                res.id.c_str(), t.step_s, t.pipeline, t.bubble, t.dp_exposed, t.optimizer, t.compute[0], t.compute[1],
+                t.compute[2], ex(CommDim::kTp), ex(CommDim::kCp), ex(CommDim::kEp), ex(CommDim::kPp), ex(CommDim::kDp),
+                e.mesh.num_micro_batches, e.mesh.vp);
+  }
+}
+
+// ---------------------------------------------------------------------------------
+// Megatron-Bridge performance summary, DGX-H100 rows.
+// Assumptions (all rows): distributed optimizer with overlapped grad reduce-scatter and
+// param all-gather; SP when TP > 1; TP comm overlap (userbuffers) for the dense Llama
+// models with TP > 1 (llama3_llm_pretrain.py sets tp_comm_overlap_cfg for H100); ETP 1;
+// FSDP column > 0 -> Megatron-FSDP (ZeRO-3 sharding over DP); "not stated" precision
+// (25.09) -> FP8, the 25.09 page's notes being about FP8 granularities and the dense
+// TFLOP/s (725 on Llama3 8B) exceeding what BF16 can reach; GEMMs at the FP8 dense peak,
+// attention in BF16. Balanced routing, dropless (the tables force balance).
+// ---------------------------------------------------------------------------------
+std::vector<Result> bridge_rows(const HardwareSpec& hw, const std::map<std::string, Row>& archs) {
+  std::vector<Result> out;
+  for (const Row& r : read_csv(kDir + "megatron_bridge_perf_summary.csv")) {
+    if (get(r, "system") != "DGX-H100") continue;
+    Result res;
+    res.table = "bridge";
+    const std::string model = get(r, "model");
+    res.id = get(r, "release") + " " + model + " " + get(r, "section").substr(0, get(r, "section").find(' ')) +
+             " " + get(r, "num_gpus") + "GPU";
+    if (get(r, "variant") != "primary") res.id += " (alt)";
+    res.pub = real(r, "tokens_per_sec_per_gpu");
+    res.pub2 = real(r, "model_tflops_per_gpu");
+    res.pub_flops_per_token = implied_flops_per_token(res.pub2, res.pub);
+    const std::string section = get(r, "section");
+    const std::string prec = get(r, "precision");
+    if (get(r, "variant") != "primary") {
+      res.reason = "parenthesized alternative (blockwise FP8): the table gives one tokens/s cell for both; counted once";
+    } else if (section.find("LoRA") != std::string::npos) {
+      res.reason = "LoRA: frozen base weights (no weight gradients, no optimizer over them) and adapters are not expressible";
+    } else if (arch_name(model).empty() || !archs.count(arch_name(model))) {
+      res.reason = "architecture not expressible or not in model_architectures.csv (Nemotron-3 Nano is a Mamba/attention hybrid MoE)";
+    } else if (prec.find("MX") != std::string::npos) {
+      res.reason = "FP8-MX (MXFP8) is Blackwell-only";
+    }
+    if (!res.reason.empty()) {
+      out.push_back(res);
+      continue;
+    }
+    const ModelSpec m = model_from_arch(archs.at(arch_name(model)));
+    Layout l;
+    l.gpus = static_cast<int>(num(r, "num_gpus", 8));
+    l.gbs = static_cast<int>(num(r, "gbs", 1));
+    l.mbs = static_cast<int>(num(r, "mbs", 1));
+    l.seq = num(r, "seq_len", 4096);
+    l.tp = static_cast<int>(num(r, "tp", 1));
+    l.pp = static_cast<int>(num(r, "pp", 1));
+    l.cp = static_cast<int>(num(r, "cp", 1));
+    l.vp = static_cast<int>(num(r, "vp", 1));
+    l.ep = static_cast<int>(num(r, "ep", 1));
+    l.fsdp = num(r, "fsdp", 0) > 0;
+    l.precision = prec == "BF16" ? Precision::kBf16 : Precision::kFp8;
+    Recipe rc = recipe_for("bridge", m);
+    if (model.find("tokendrop") != std::string::npos) {
+      rc.note = "token-drop run modelled as dropless: balanced routing drops nothing at capacity factor 1";
+    }
+    if (section.find("SFT") != std::string::npos)
+      rc.note += std::string(rc.note.empty() ? "" : "; ") + "SFT on packed 4K sequences modelled as pre-training";
+    const bool dense = m.num_experts == 0;
+    Built b = build(res.id, m, l, rc, hw, /*tp_comm_overlap=*/dense);
+    res.reason = rc.note;
+    if (!b.problem.empty()) {
+      res.reason = "layout not expressible: " + b.problem;
+      out.push_back(res);
+      continue;
+    }
+    predict(b.s, res);
+    out.push_back(res);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------
+// NeMo 24.07 performance summary (DGX-H100, FP8).
+// FLOP convention: not documented; the implied FLOPs per token (TFLOP/s / tokens/s) of every
+// pre-training row equals lcm's NON-causal count within 0.1 % (GPT3, Llama 2, Llama 3), so
+// TFLOP/s are compared with causal_halved = false (the FLOP-convention test below checks it).
+// Assumptions (all rows): as for Megatron-Bridge (distributed optimizer, overlapped DP
+// collectives, SP and TP comm overlap when TP > 1 -- the NeMo 24.07 recipes ran
+// userbuffers TP overlap for every TP > 1 GPT/Llama/Nemotron config), FP8 GEMMs, no
+// recompute (none stated), grad reduce in fp32 (NeMo 1.0 default). CP/VP blank -> 1.
+// SFT rows (packed sequences) are modelled as pre-training at the same sequence length.
+// ---------------------------------------------------------------------------------
+std::vector<Result> nemo_rows(const HardwareSpec& hw, const std::map<std::string, Row>& archs) {
+  std::vector<Result> out;
+  for (const Row& r : read_csv(kDir + "nemo_24.07_h100.csv")) {
+    Result res;
+    res.table = "nemo";
+    const std::string model = get(r, "model");
+    res.id = model + " " + get(r, "task") + " " + get(r, "num_gpus") + "GPU";
+    res.pub = real(r, "tokens_per_sec_per_gpu");
+    res.pub2 = real(r, "model_tflops_per_gpu");
+    res.pub_flops_per_token = implied_flops_per_token(res.pub2, res.pub);
+    const std::string task = get(r, "task");
+    if (task == "LoRA") {
+      res.reason = "LoRA: frozen base weights and adapters are not expressible";
+    } else if (arch_name(model).empty() || !archs.count(arch_name(model))) {
+      res.reason = "architecture not in model_architectures.csv (Nemotron-4: squared-ReLU MLP, vocab 256000 not given)";
+    }
+    if (!res.reason.empty()) {
+      out.push_back(res);
+      continue;
+    }
+    const ModelSpec m = model_from_arch(archs.at(arch_name(model)));
+    Layout l;
+    l.gpus = static_cast<int>(num(r, "num_gpus", 8));
+    l.gbs = static_cast<int>(num(r, "gbs", 1));
+    l.mbs = static_cast<int>(num(r, "mbs", 1));
+    l.seq = num(r, "seq_len", 4096);
+    l.tp = static_cast<int>(num(r, "tp", 1));
+    l.pp = static_cast<int>(num(r, "pp", 1));
+    l.cp = static_cast<int>(num(r, "cp", 1));
+    l.vp = static_cast<int>(num(r, "vp", 1));
+    l.precision = Precision::kFp8;
+    Recipe rc;
+    if (task == "SFT") rc.note = "SFT on packed sequences modelled as pre-training";
+    Built b = build(res.id, m, l, rc, hw, /*tp_comm_overlap=*/true);
+    b.s.flop_convention.causal_halved = false;
+    res.reason = rc.note;
+    if (!b.problem.empty()) {
+      res.reason = "layout not expressible: " + b.problem;
+      out.push_back(res);
+      continue;
+    }
+    predict(b.s, res);
+    out.push_back(res);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------
+// Megatron-Core r0.8.0 weak scaling (Megatron-LM README), H100, BF16.
+// Architecture from the row: GPT with MHA, 4h GeLU MLP, LayerNorm, biases, tied
+// embeddings, vocab 131072, seq 4096. Layout from the row (no VP, no CP: not stated);
+// the README names the overlap flags used: --overlap-grad-reduce --overlap-param-gather
+// --tp-comm-overlap, with the distributed optimizer and SP. Micro-batch 1.
+// Compared on TFLOP/s with the non-causal attention count of mid-2024 Megatron.
+// ---------------------------------------------------------------------------------
+std::vector<Result> weak_scaling_rows(const HardwareSpec& hw) {
+  std::vector<Result> out;
+  for (const Row& r : read_csv(kDir + "megatron_weak_scaling_h100.csv")) {
+    Result res;
+    res.table = "weak";
+    res.id = "GPT " + get(r, "model_size") + " " + get(r, "num_gpus") + "GPU";
+    res.pub = real(r, "per_gpu_tflops");
+    ModelSpec m;
+    m.name = "GPT-" + get(r, "model_size");
+    m.num_layers = static_cast<int>(num(r, "num_layers", 0));
+    m.hidden_size = num(r, "hidden_size", 0);
+    m.num_attention_heads = static_cast<int>(num(r, "attention_heads", 0));
+    m.num_query_groups = m.num_attention_heads;
+    m.kv_channels = m.hidden_size / m.num_attention_heads;
+    m.ffn_hidden_size = 4 * m.hidden_size;
+    m.vocab_size = num(r, "vocab", 131072);
+    m.normalization = Normalization::kLayerNorm;
+    m.position_embedding_type = PositionEmbedding::kRope;
+    m.hidden_dropout = 0;
+    m.attention_dropout = 0;
+    Layout l;
+    l.gpus = static_cast<int>(num(r, "num_gpus", 8));
+    l.gbs = static_cast<int>(num(r, "global_batch_size", 1));
+    l.seq = num(r, "seq_len", 4096);
+    l.tp = static_cast<int>(num(r, "tp", 1));
+    l.pp = static_cast<int>(num(r, "pp", 1));
+    Built b = build(res.id, m, l, Recipe{}, hw, /*tp_comm_overlap=*/true);
+    b.s.flop_convention.causal_halved = false;
+    if (!b.problem.empty()) {
+      res.reason = "layout not expressible: " + b.problem;
+      out.push_back(res);
+      continue;
+    }
+    Result tmp = res;
+    predict(b.s, tmp);
+    res.evaluated = true;
+    res.pred = tmp.pred2;  // primary: TFLOP/s/GPU, non-causal
+    res.pred2 = tmp.pred;  // tokens/s/GPU (no published counterpart)
+    res.flops_per_token = tmp.flops_per_token;
+    res.flops_per_token_nc = tmp.flops_per_token_nc;
+    out.push_back(res);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------
+// Single MoE layer on 8 H100 (EP 8, TP 1, 4096 tokens per rank, balanced routing):
+// forward and backward ms of the schedule's "moe." ops (router, top-k, permute, dispatch
+// all-to-all, grouped expert GEMMs, activation, combine all-to-all, unpermute), summed
+// without overlap (the benchmark times one layer on one stream). Non-gated GeLU experts
+// (the proxies do not set gated_linear_unit); no shared expert (not passed to the config).
+// FP8 rows: expert and router GEMMs at the FP8 peak. All dispatchers (alltoall, DeepEP,
+// HybridEP) are modelled as the same NCCL-style all-to-all volumes.
+// ---------------------------------------------------------------------------------
+std::vector<Result> moe_layer_rows(const HardwareSpec& hw) {
+  std::vector<Result> out;
+  for (const Row& r : read_csv(kDir + "moe_layer_microbench_h100.csv")) {
+    Result res;
+    res.table = "moe";
+    res.id = get(r, "case");
+    res.pub2 = real(r, "forward_ms");
+    res.pub3 = real(r, "backward_ms");
+    res.pub = res.pub2 + res.pub3;
+    ModelSpec m;
+    m.name = get(r, "proxy_model");
+    m.num_layers = 1;
+    m.hidden_size = num(r, "hidden", 0);
+    m.num_attention_heads = 8;
+    m.num_query_groups = 8;
+    m.kv_channels = m.hidden_size / 8;
+    m.ffn_hidden_size = num(r, "moe_ffn_hidden", 0);
+    m.num_experts = static_cast<int>(num(r, "num_experts", 0));
+    m.moe_router_topk = static_cast<int>(num(r, "topk", 2));
+    m.moe_ffn_hidden_size = m.ffn_hidden_size;
+    m.vocab_size = 32000;
+    m.swiglu = false;
+    m.add_bias_linear = false;
+    m.hidden_dropout = 0;
+    m.attention_dropout = 0;
+    m.normalization = Normalization::kRMSNorm;
+    m.position_embedding_type = PositionEmbedding::kRope;
+    if (get(r, "router_score") == "sigmoid") m.moe_router_score_function = RouterScore::kSigmoid;
+    const int groups = static_cast<int>(num(r, "router_groups", 0));
+    if (groups > 0) {
+      m.moe_router_num_groups = groups;
+      m.moe_router_group_topk = static_cast<int>(num(r, "router_group_topk", 1));
+    }
+    Layout l;
+    l.gpus = static_cast<int>(num(r, "num_gpus", 8));
+    l.ep = static_cast<int>(num(r, "ep", 8));
+    l.seq = num(r, "seq_len_per_rank", 4096);
+    l.mbs = static_cast<int>(num(r, "micro_batch", 1));
+    l.gbs = l.mbs * l.gpus;
+    l.precision = get(r, "precision").rfind("fp8", 0) == 0 ? Precision::kFp8 : Precision::kBf16;
+    Recipe rc;
+    rc.dispatcher = get(r, "dispatcher") == "alltoall" ? Dispatcher::kAllToAll : Dispatcher::kFlex;
+    Built b = build(res.id, m, l, rc, hw, false);
+    if (!b.problem.empty()) {
+      res.reason = "layout not expressible: " + b.problem;
+      out.push_back(res);
+      continue;
+    }
+    const Scenario& s = b.s;
+    const Mesh mesh = derive_mesh(s);
+    const auto layers = stage_layers(s, mesh);
+    const auto params = gpu_params(s, mesh, layers);
+    const Schedule sched = build_schedule(s, mesh, layers, params);
+    const MeshTopology topo = mesh_topology(s, mesh);
+    auto sum = [&](const std::vector<Op>& ops) {
+      double t = 0;
+      for (const Op& op : ops)
+        if (std::string(op.base).rfind("moe.", 0) == 0) t += op_time(op, topo, s.hardware) * op.calls;
+      return t * 1e3;
+    };
+    res.pred2 = sum(sched.moe.fwd);
+    res.pred3 = sum(sched.moe.bwd);
+    res.pred = res.pred2 + res.pred3;
+    res.evaluated = true;
+    if (rc.dispatcher == Dispatcher::kFlex)
+      res.reason = "DeepEP/HybridEP kernels modelled as the NCCL all-to-all volumes";
+    if (l.precision == Precision::kFp8) {
+      // Blockwise-scaled FP8 (1x128 activations, 128x128 weights; TE's blockwise recipe) has
+      // no Hopper tensor-core path at the FP8 peak and quantizes every operand per call: the
+      // published FP8 rows run 0.9-1.15x the BF16 ones. lcm's FP8 is per-tensor FP8 at the
+      // FP8 peak, so these rows are shown, not counted.
+      res.counted = false;
+      res.reason = "not counted: blockwise FP8 is not lcm's per-tensor FP8 (published FP8 is 0.9-1.15x BF16 here)";
+    }
+    out.push_back(res);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------
+// Reporting
+// ---------------------------------------------------------------------------------
+struct Summary {
+  int n = 0, within20 = 0;
+  double sum_abs = 0, sum_signed = 0;
+  double mae() const { return n > 0 ? sum_abs / n : 0; }
+  double bias() const { return n > 0 ? sum_signed / n : 0; }
+  void add(double e) {
+    ++n;
+    sum_abs += std::fabs(e);
+    sum_signed += e;
+    within20 += std::fabs(e) <= 20.0 ? 1 : 0;
+  }
+};
+
+Summary summarize(const std::vector<Result>& rows) {
+  Summary s;
+  for (const Result& r : rows)
+    if (r.evaluated && r.counted) s.add(r.err());
+  return s;
+}
+
+Summary print_table(const std::string& title, const std::vector<Result>& rows, const char* tflops_convention) {
+  std::printf("\n### %s\n\n", title.c_str());
+  const std::string t = rows.empty() ? "" : rows.front().table;
+  if (t == "bridge" || t == "nemo") {
+    std::printf("| row | pred tok/s/GPU | pub tok/s/GPU | err %% | pred TFLOP/s (%s) | pub TFLOP/s | err %% | "
+                "GFLOP/token: lcm causal / non-causal / published | note |\n"
+                "|---|---:|---:|---:|---:|---:|---:|---|---|\n",
+                tflops_convention);
+  } else if (t == "weak") {
+    std::printf("| row | pred TFLOP/s/GPU (non-causal) | pub TFLOP/s/GPU | err %% | pred tok/s/GPU | "
+                "GFLOP/token: lcm causal / non-causal |\n|---|---:|---:|---:|---:|---|\n");
+  } else {
+    std::printf("| row | pred fwd ms | pub fwd ms | err %% | pred bwd ms | pub bwd ms | err %% | pred fwd+bwd | "
+                "pub fwd+bwd | err %% | note |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+  }
+  for (const Result& r : rows) {
+    if (!r.evaluated) continue;
+    if (t == "bridge" || t == "nemo") {
+      std::printf("| %s | %.0f | %.0f | %+.1f | %.0f | %.0f | %+.1f | %.1f / %.1f / %.1f | %s |\n", r.id.c_str(), r.pred,
+                  r.pub, r.err(), r.pred2, r.pub2, pct(r.pred2, r.pub2), r.flops_per_token / 1e9,
+                  r.flops_per_token_nc / 1e9, r.pub_flops_per_token / 1e9, r.reason.c_str());
+    } else if (t == "weak") {
+      std::printf("| %s | %.1f | %.1f | %+.1f | %.0f | %.1f / %.1f |\n", r.id.c_str(), r.pred, r.pub, r.err(), r.pred2,
+                  r.flops_per_token / 1e9, r.flops_per_token_nc / 1e9);
+    } else {
+      std::printf("| %s | %.2f | %.2f | %+.1f | %.2f | %.2f | %+.1f | %.2f | %.2f | %+.1f | %s |\n", r.id.c_str(),
+                  r.pred2, r.pub2, pct(r.pred2, r.pub2), r.pred3, r.pub3, pct(r.pred3, r.pub3), r.pred, r.pub, r.err(),
+                  r.reason.c_str());
+    }
+  }
+  bool any_skipped = false;
+  for (const Result& r : rows) {
+    if (r.evaluated) continue;
+    if (!any_skipped) std::printf("\nSkipped (not expressible):\n\n");
+    any_skipped = true;
+    std::printf("- %s: %s\n", r.id.c_str(), r.reason.c_str());
+  }
+  const Summary s = summarize(rows);
+  std::printf("\n%s: %d rows counted, mean |error| %.1f %%, mean signed error %+.1f %%, %d within 20 %%\n",
+              title.c_str(), s.n, s.mae(), s.bias(), s.within20);
+  return s;
+}
+
+// Rows whose published TFLOP/s and tokens/s imply lcm's FLOPs per token under the table's
+// convention within 1 % (pre-training rows; SFT rows count packed tokens differently and
+// GPT-OSS's count in Megatron-Bridge follows its own sliding-window formula).
+int convention_matches(const std::vector<Result>& rows, bool causal) {
+  int n = 0;
+  for (const Result& r : rows) {
+    if (!r.evaluated || r.pub_flops_per_token <= 0) continue;
+    const double ours = causal ? r.flops_per_token : r.flops_per_token_nc;
+    n += std::fabs(r.pub_flops_per_token / ours - 1.0) < 0.01 ? 1 : 0;
+  }
+  return n;
+}
+
+HardwareSpec load_h100_or_fail() {
+  HardwareSpec hw;
+  load_h100(hw);
+  return hw;
+}
+
+TEST(PerfValidation, PublishedH100TablesWithinRecordedBounds) {
+  const HardwareSpec hw = load_h100_or_fail();
+  ASSERT_GT(hw.gpu.peak_bf16_flops, 0);
+  const auto archs = architectures();
+  ASSERT_FALSE(archs.empty()) << "cannot read " << kDir << "model_architectures.csv";
+
+  const auto bridge = bridge_rows(hw, archs);
+  const auto nemo = nemo_rows(hw, archs);
+  const auto weak = weak_scaling_rows(hw);
+  const auto moe = moe_layer_rows(hw);
+  ASSERT_FALSE(bridge.empty());
+  ASSERT_FALSE(nemo.empty());
+  ASSERT_FALSE(weak.empty());
+  ASSERT_FALSE(moe.empty());
+
+  const Summary sb = print_table("Megatron-Bridge performance summary, DGX-H100 (tokens/s/GPU)", bridge, "causal");
+  const Summary sn = print_table("NeMo 24.07 performance summary, DGX-H100, FP8 (tokens/s/GPU)", nemo, "non-causal");
+  const Summary sw = print_table("Megatron-Core r0.8.0 weak scaling, H100, BF16 (TFLOP/s/GPU, non-causal)", weak, "");
+  const Summary sm = print_table("MoE layer microbenchmark, 8 x H100, EP 8 (ms, forward + backward)", moe, "");
+
+  Summary all;
+  for (const auto* rows : {&bridge, &nemo, &weak, &moe})
+    for (const Result& r : *rows)
+      if (r.evaluated && r.counted) all.add(r.err());
+  std::printf("\nOverall: %d rows counted, mean |error| %.1f %%, mean signed error %+.1f %%, %d within 20 %%\n", all.n,
+              all.mae(), all.bias(), all.within20);
+
+  // FLOP conventions: Megatron-Bridge counts causal attention halved; NeMo 24.07's implied
+  // FLOPs per token match lcm's non-causal count (and not the causal one).
+  const int bridge_causal = convention_matches(bridge, true), nemo_nc = convention_matches(nemo, false),
+            nemo_causal = convention_matches(nemo, true);
+  std::printf("FLOP convention: %d Bridge rows match lcm's causal count within 1 %%; %d NeMo rows match the "
+              "non-causal count, %d the causal one\n",
+              bridge_causal, nemo_nc, nemo_causal);
+  EXPECT_GE(bridge_causal, kMinBridgeCausalMatches);
+  EXPECT_GE(nemo_nc, kMinNemoNonCausalMatches);
+  EXPECT_EQ(nemo_causal, 0);
+
+  EXPECT_GE(all.n, kMinCounted);
+  EXPECT_LE(sb.mae(), kBridgeMaeBound);
+  EXPECT_LE(sn.mae(), kNemoMaeBound);
+  EXPECT_LE(sw.mae(), kWeakScalingMaeBound);
+  EXPECT_LE(sm.mae(), kMoeLayerMaeBound);
+  EXPECT_LE(all.mae(), kOverallMaeBound);
+  EXPECT_GE(all.within20, kMinWithin20Pct);
+}
+
+// What the proposed FP8 GEMM efficiency would change (docs/validation-performance.md,
+// "Where the model misses"): FP8 GEMMs measured on the H200 reach 0.604 of the FP8 peak
+// against 0.734 of the BF16 peak for BF16 (kernels_probe.json, same curve fit). The profile
+// has no FP8-specific GEMM efficiency yet; scaling the FP8 peak by 0.604 / 0.734 in a copy
+// of the profile is exactly that change for GEMM times (the FP8 peak is used nowhere else).
+// Information only: no assertion.
+TEST(PerfValidation, WhatIfFp8GemmEfficiency) {
+  HardwareSpec hw = load_h100_or_fail();
+  ASSERT_GT(hw.gpu.peak_bf16_flops, 0);
+  if (std::getenv("LCM_WHATIF_NO_FP8") == nullptr) hw.gpu.peak_fp8_flops *= 0.604 / hw.efficiency.gemm;
+  const auto archs = architectures();
+  const Summary sb = summarize(bridge_rows(hw, archs));
+  const Summary sn = summarize(nemo_rows(hw, archs));
+  std::printf("\nWhat-if FP8 GEMM efficiency 0.604: Megatron-Bridge mean |error| %.1f %% (signed %+.1f %%, %d of %d "
+              "within 20 %%); NeMo 24.07 %.1f %% (signed %+.1f %%, %d of %d within 20 %%)\n",
+              sb.mae(), sb.bias(), sb.within20, sb.n, sn.mae(), sn.bias(), sn.within20, sn.n);
+}
+
+}  // namespace
