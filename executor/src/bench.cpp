@@ -20,7 +20,7 @@ constexpr BenchFamily kFamilies[] = {
     {Family::kCollectives, "collectives", "NCCL collectives on a layout group (algbw, busbw)", 5, 20, 0.0,
      run_collectives_bench},
     {Family::kMembw, "membw", "device-to-device copy bandwidth (GB/s)", 5, 20, 0.0, run_membw_bench},
-    {Family::kAttention, "attention", "cuDNN fused causal GQA attention, forward and backward (TFLOP/s)", 3, 20, 0.5,
+    {Family::kAttention, "attention", "cuDNN fused causal GQA attention, forward and backward (TFLOP/s)", 1, 20, 0.5,
      run_attention_bench},
 };
 

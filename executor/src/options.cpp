@@ -187,7 +187,7 @@ std::string usage() {
        "  --out DIR            results: summary.csv, summary.json, trace_rank<R>.json (atomic writes)\n"
        "  --resume             skip points that DIR/summary.json already holds as correct\n"
        "  --timeout S          seconds any wait may take (NCCL init, split, a point) [300]\n"
-       "  -w, --warmup N       warm-up repetitions [gemm 10, collectives 5, membw 5, attention 3]\n"
+       "  -w, --warmup N       warm-up repetitions [gemm 10, collectives 5, membw 5, attention 1]\n"
        "  --warmup-ms MS       and repeat them until at least MS ms have passed, so a power-limited\n"
        "                       GPU reaches its sustained clock before timing [gemm, attention 500, others 0]\n"
        "  -n, --iters N        timed repetitions (raised to the buffer-set count) [gemm 50, collectives 20,\n"

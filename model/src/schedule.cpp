@@ -6,6 +6,8 @@
 // Sources: formulas.md §2-§4, docs/communication-model.md.
 #include "lcm/model/schedule.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <string>
 
 #include "schedule_gen.hpp"
@@ -32,29 +34,35 @@ namespace {
 
 using sched::Elem;
 
-struct Collect {
-  std::vector<Elem> elems;
-  void operator()(const Elem& e) { elems.push_back(e); }
-};
+// Collects a block's elements straight into its op lists: the forward list in execution
+// order, the recompute list (forward ops rerun before the backward), and the backward list,
+// built reversed (each element's backward ops pushed last-first) and turned round at the end.
+class Collect {
+ public:
+  Collect(LayerOps& l, const sched::RecomputeSel& rc) : l_(l), rc_(rc) {}
+  void operator()(const Elem& e) {
+    sched::fwd_op(e, [&](const Op& o) { l_.fwd.push_back(o); });
+    sched::recompute_op(e, rc_, [&](const Op& o) { l_.recompute.push_back(o); });
+    const auto first = static_cast<std::ptrdiff_t>(l_.bwd.size());
+    sched::bwd_ops(e, [&](const Op& o) { l_.bwd.push_back(o); });
+    std::reverse(l_.bwd.begin() + first, l_.bwd.end());
+  }
 
-// Forward list in execution order, the recompute list (forward ops rerun before the
-// backward), and the backward list (elements reversed).
-LayerOps expand(const std::vector<Elem>& elems, const sched::RecomputeSel& rc) {
-  LayerOps l;
-  l.fwd.reserve(elems.size());
-  auto to = [](std::vector<Op>& v) { return [&v](const Op& o) { v.push_back(o); }; };
-  for (const Elem& e : elems) sched::fwd_op(e, to(l.fwd));
-  for (const Elem& e : elems) sched::recompute_op(e, rc, to(l.recompute));
-  l.bwd.reserve(elems.size() * 2);
-  for (auto it = elems.rbegin(); it != elems.rend(); ++it) sched::bwd_ops(*it, to(l.bwd));
-  return l;
-}
+ private:
+  LayerOps& l_;
+  const sched::RecomputeSel& rc_;
+};
 
 template <class Gen>
 LayerOps build(const sched::RecomputeSel& rc, Gen&& gen) {
-  Collect c;
+  LayerOps l;
+  l.fwd.reserve(48);
+  if (rc.full || rc.modules != 0) l.recompute.reserve(48);
+  l.bwd.reserve(80);
+  Collect c(l, rc);
   gen(c);
-  return expand(c.elems, rc);
+  std::reverse(l.bwd.begin(), l.bwd.end());
+  return l;
 }
 
 }  // namespace

@@ -233,33 +233,36 @@ void recompute_op(const Elem& e, const RecomputeSel& r, F&& f) {
 // bytes; collectives -> their conjugate as the element gives it.
 template <class F>
 void bwd_ops(const Elem& e, F&& f) {
-  Op o = e.op;
-  if (o.pass == Pass::kBwd) {
+  if (e.op.pass == Pass::kBwd) {
+    f(e.op);
+    return;
+  }
+  if (e.op.kind == OpKind::kGemm) {
+    const GemmShape g = e.op.gemm;
+    Op o = e.op;
+    o.pass = Pass::kBwd;
+    o.part = GemmPart::kDgrad;
+    o.gemm = GemmShape{g.m, g.k, g.n, g.groups};
+    f(o);
+    o.part = GemmPart::kWgrad;
+    o.gemm = GemmShape{g.k, g.n, g.m, g.groups};
     f(o);
     return;
   }
+  if (is_comm(e.op) && !e.has_bwd) return;
+  Op o = e.op;
   o.pass = Pass::kBwd;
   switch (o.kind) {
-    case OpKind::kGemm: {
-      const GemmShape g = o.gemm;
-      Op d = o;
-      d.part = GemmPart::kDgrad;
-      d.gemm = GemmShape{g.m, g.k, g.n, g.groups};
-      Op w = o;
-      w.part = GemmPart::kWgrad;
-      w.gemm = GemmShape{g.k, g.n, g.m, g.groups};
-      f(d);
-      f(w);
-      return;
-    }
+    case OpKind::kGemm: break;  // above
     case OpKind::kAttention:
       o.flops = 2.5 * e.op.flops;
       o.model_flops = 2.0 * e.op.model_flops;
       break;
-    case OpKind::kMemoryBound: o.bytes = 2.0 * e.op.bytes; break;
+    case OpKind::kMemoryBound:
+      o.bytes = 2.0 * e.op.bytes;
+      break;
     case OpKind::kCollective:
     case OpKind::kSendRecv:
-      if (!e.has_bwd) return;
       o.coll.kind = e.bwd_kind;
       o.coll.message_bytes = e.bwd_bytes;
       o.calls = e.bwd_calls;

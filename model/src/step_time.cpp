@@ -45,7 +45,9 @@ struct StageResult {
   double score = 0;  // what the bottleneck rank maximises
 };
 
-StageResult stage_result(const StageInputs& st, const StepInputs& in) {
+}  // namespace
+
+StageTime stage_microbatch_time(const StageInputs& st, const StepInputs& in) {
   PassTime f, b;
   accumulate(f, *st.pre_fwd, 1);
   accumulate(f, in.dense->fwd, st.dense);
@@ -68,8 +70,7 @@ StageResult stage_result(const StageInputs& st, const StepInputs& in) {
       p->exposed[idx(CommDim::kPp)] = 0;
     }
   }
-  StageResult r;
-  StageTime& t = r.t;
+  StageTime t;
   t.fwd = f.total;
   t.bwd = b.total;
   for (size_t i = 0; i < kNumOpClasses; ++i) t.compute[i] = f.compute[i] + b.compute[i];
@@ -77,6 +78,15 @@ StageResult stage_result(const StageInputs& st, const StepInputs& in) {
     t.exposed_comm[i] = f.exposed[i] + b.exposed[i];
     t.hidden_comm[i] = f.hidden[i] + b.hidden[i];
   }
+  return t;
+}
+
+namespace {
+
+StageResult stage_result(const StageTime& microbatch, const StageInputs& st, const StepInputs& in) {
+  StageResult r;
+  r.t = microbatch;
+  const StageTime& t = microbatch;
   // Data-parallel step collectives: overlappable ones hide under the backward (grads)
   // or forward (params) of the step's micro-batches except the last bucket, taken as
   // one layer's share.
@@ -101,7 +111,15 @@ StageResult stage_result(const StageInputs& st, const StepInputs& in) {
   }
   r.fb = t.fwd + t.bwd;
   r.score = r.fb + (r.dp_exposed + r.opt) / std::max(1, in.num_micro_batches);
+  r.t.step_exposed = r.dp_exposed;
+  r.t.step_hidden = r.dp_hidden;
+  r.t.optimizer = r.opt;
   return r;
+}
+
+StageResult stage_result(const StageInputs& st, const StepInputs& in) {
+  if (st.microbatch_time) return stage_result(*st.microbatch_time, st, in);
+  return stage_result(stage_microbatch_time(st, in), st, in);
 }
 
 }  // namespace

@@ -1,5 +1,4 @@
 // The layout evaluator (see evaluator_impl.hpp for what is shared and why it is exact).
-#include <bit>
 #include <cassert>
 #include <cstring>
 
@@ -30,17 +29,10 @@ uint32_t dims_of(const std::vector<Op>& ops) {
 
 uint32_t dims_of(const LayerOps& l) { return dims_of(l.fwd) | dims_of(l.recompute) | dims_of(l.bwd); }
 
-// The topology of the dimensions in `mask` (others left default).
-std::array<GroupTopology, kNumCommDims> masked(const MeshTopology& t, uint32_t mask) {
-  std::array<GroupTopology, kNumCommDims> out{};
-  for (size_t d = 0; d < kNumCommDims; ++d)
-    if (mask & (1u << d)) out[d] = t.dim[d];
-  return out;
-}
-
 TimingKey timing_key(const MeshTopology& t, uint32_t mask, const ParallelSpec& par) {
   TimingKey k;
-  k.topo = masked(t, mask);
+  for (size_t d = 0; d < kNumCommDims; ++d)
+    if (mask & (1u << d)) k.topo[d] = t.dim[d];
   k.tp_comm_overlap = par.tp_comm_overlap;
   k.overlap_moe = par.overlap_moe_expert_parallel_comm;
   return k;
@@ -51,6 +43,11 @@ bool matches(const TimingKey& k, const MeshTopology& t, uint32_t mask, const Par
   for (size_t d = 0; d < kNumCommDims; ++d)
     if ((mask & (1u << d)) && !same_topology(k.topo[d], t.dim[d])) return false;
   return true;
+}
+
+bool same_identity(bool first, bool last, const GpuParams& p, const Structure::Class& c) {
+  return first == c.first && last == c.last && bits(p.dense) == bits(c.params.dense) &&
+         bits(p.expert) == bits(c.params.expert);
 }
 
 }  // namespace
@@ -94,29 +91,29 @@ Metrics metrics_of_estimate(const Scenario& s) {
   return m;
 }
 
+template <class Lists, class Times>
+int StageListsEntry<Lists, Times>::identity_of(const Structure::Class& c) const {
+  for (size_t i = 0; i < identities.size(); ++i)
+    if (same_identity(identities[i].first, identities[i].last, identities[i].params, c)) return static_cast<int>(i);
+  return -1;
+}
+
+template <class Lists, class Times>
+bool StageListsEntry<Lists, Times>::covers(const Structure& s) const {
+  for (const Structure::Class& c : s.classes)
+    if (identity_of(c) < 0) return false;
+  return true;
+}
+
 Evaluator::Impl::Impl(const Scenario& b) : base(b), work(b) {}
 
 void Evaluator::Impl::trim() {
-  validation.clear();
-  problem_sets.clear();
-  layers.clear();
-  stages.clear();
-  structures.clear();
-  topologies.clear();
-  last_structure = nullptr;
-  last_stage = nullptr;
-  last_verdict = -2;
-  memory.valid = false;
-}
-
-int StageEntry::identity_of(const Structure::Class& c) const {
-  for (size_t i = 0; i < identities.size(); ++i) {
-    const Lists& x = identities[i];
-    if (x.first == c.first && x.last == c.last && bits(x.params.dense) == bits(c.params.dense) &&
-        bits(x.params.expert) == bits(c.params.expert))
-      return static_cast<int>(i);
-  }
-  return -1;
+  structures_.clear();
+  topologies_.clear();
+  layers_.clear();
+  edges_.clear();
+  steps_.clear();
+  last_ = Last{};
 }
 
 const LayerEntry::Timed& Evaluator::Impl::timed(LayerEntry& e, const MeshTopology& topo) {
@@ -124,43 +121,32 @@ const LayerEntry::Timed& Evaluator::Impl::timed(LayerEntry& e, const MeshTopolog
   for (const LayerEntry::Timed& t : e.timed)
     if (matches(t.key, topo, e.dims, par)) return t;
   const HardwareSpec& hw = work.hardware;
-  LayerEntry::Timed t;
+  LayerEntry::Timed& t = e.timed.emplace_back();
   t.key = timing_key(topo, e.dims, par);
   t.dense = layer_times(e.dense, par, topo, hw);
   t.moe = layer_times(e.moe, par, topo, hw);
   t.mtp = layer_times(e.mtp, par, topo, hw);
-  e.timed.push_back(std::move(t));
-  return e.timed.back();
+  return t;
 }
 
-const StageEntry::Timed& Evaluator::Impl::timed(StageEntry& e, const MeshTopology& topo) {
+template <class Entry, class TimeOne>
+const typename Entry::Timed& Evaluator::Impl::timed(Entry& e, const MeshTopology& topo, TimeOne&& time_one) {
   const ParallelSpec& par = work.parallel;
-  for (const StageEntry::Timed& t : e.timed)
-    if (matches(t.key, topo, e.dims, par)) return t;
-  const HardwareSpec& hw = work.hardware;
-  StageEntry::Timed t;
+  // Entries gain identities over time; a timing covers the identities it was made for.
+  for (const typename Entry::Timed& t : e.timed)
+    if (t.times.size() == e.identities.size() && matches(t.key, topo, e.dims, par)) return t;
+  typename Entry::Timed& t = e.timed.emplace_back();
   t.key = timing_key(topo, e.dims, par);
-  for (const StageEntry::Lists& c : e.identities) {
-    t.edges.push_back({pass_time(c.edges[0], par, topo, hw), pass_time(c.edges[1], par, topo, hw),
-                       pass_time(c.edges[2], par, topo, hw), pass_time(c.edges[3], par, topo, hw)});
-    t.step.push_back(step_op_times(c.step, topo, hw));
-  }
-  e.timed.push_back(std::move(t));
-  return e.timed.back();
+  for (const auto& id : e.identities) t.times.push_back(time_one(id.lists, par, topo, work.hardware));
+  return t;
 }
 
-// One build_schedule for the current layout fills what is missing: the layer lists, the
-// structure's stage classes, the stage lists.
-void Evaluator::Impl::fill(const Mesh& m, Structure& structure, LayerEntry* layer_entry, StageEntry* stage_entry) {
+// One build_schedule for the current layout fills what is missing: the structure's stage
+// classes, the layer lists, the stage identities of the edge and step entries.
+void Evaluator::Impl::fill(const Mesh& m, Structure& structure, LayerEntry* layer, EdgeEntry* edges, StepEntry* steps) {
   const Schedule sch = build_schedule(work, m, structure.layers, structure.params);
   ++schedules_built;
   const size_t n = sch.stages.size();
-  if (layer_entry) {
-    layer_entry->dense = sch.dense;
-    layer_entry->moe = sch.moe;
-    layer_entry->mtp = sch.mtp;
-    layer_entry->dims = dims_of(sch.dense) | dims_of(sch.moe) | dims_of(sch.mtp);
-  }
   if (!structure.has_classes) {
     structure.classes.clear();
     structure.stage_class.assign(n, 0);
@@ -180,10 +166,9 @@ void Evaluator::Impl::fill(const Mesh& m, Structure& structure, LayerEntry* laye
       int found = -1;
       for (size_t k = 0; k < structure.classes.size() && found < 0; ++k) {
         const Structure::Class& o = structure.classes[k];
-        if (o.first == c.first && o.last == c.last && o.dense == c.dense && o.dense_recomputed == c.dense_recomputed &&
-            o.moe == c.moe && o.moe_recomputed == c.moe_recomputed && o.mtp == c.mtp &&
-            o.mtp_recomputed == c.mtp_recomputed && bits(o.params.dense) == bits(c.params.dense) &&
-            bits(o.params.expert) == bits(c.params.expert))
+        if (same_identity(o.first, o.last, o.params, c) && o.dense == c.dense &&
+            o.dense_recomputed == c.dense_recomputed && o.moe == c.moe && o.moe_recomputed == c.moe_recomputed &&
+            o.mtp == c.mtp && o.mtp_recomputed == c.mtp_recomputed)
           found = static_cast<int>(k);
       }
       if (found < 0) {
@@ -194,82 +179,72 @@ void Evaluator::Impl::fill(const Mesh& m, Structure& structure, LayerEntry* laye
     }
     structure.has_classes = true;
   }
-  if (stage_entry) {
-    stage_entry->identities.clear();
-    stage_entry->dims = 0;
-    for (const Structure::Class& c : structure.classes) {
-      if (stage_entry->identity_of(c) >= 0) continue;
-      const StageSchedule& st = sch.stages[static_cast<size_t>(c.rank)];
-      StageEntry::Lists lists{c.first, c.last, c.params, {st.pre_fwd, st.post_fwd, st.post_bwd, st.pre_bwd}, st.step};
-      for (const auto& l : lists.edges) stage_entry->dims |= dims_of(l);
-      stage_entry->dims |= dims_of(lists.step);
-      stage_entry->identities.push_back(std::move(lists));
+  if (layer) {
+    layer->dense = sch.dense;
+    layer->moe = sch.moe;
+    layer->mtp = sch.mtp;
+    layer->dims = dims_of(sch.dense) | dims_of(sch.moe) | dims_of(sch.mtp);
+  }
+  for (const Structure::Class& c : structure.classes) {
+    const StageSchedule& st = sch.stages[static_cast<size_t>(c.rank)];
+    if (edges && edges->identity_of(c) < 0) {
+      edges->identities.push_back({c.first, c.last, c.params, {st.pre_fwd, st.post_fwd, st.post_bwd, st.pre_bwd}});
+      for (const auto& l : edges->identities.back().lists) edges->dims |= dims_of(l);
+    }
+    if (steps && steps->identity_of(c) < 0) {
+      steps->identities.push_back({c.first, c.last, c.params, st.step});
+      steps->dims |= dims_of(st.step);
     }
   }
 }
 
-Outcome::Status Evaluator::Impl::evaluate(const Layout& l, Metrics& out, int& problem_set, bool& is_timed,
+Outcome::Status Evaluator::Impl::evaluate(const Layout& l, Metrics& out, std::vector<Problem>& problems, bool& is_timed,
                                           double time_miss_bytes) {
   apply_layout_into(base, l, work);
-  const ParallelSpec& p = work.parallel;
-  const int tpo = p.tp_comm_overlap ? 1 : 0, pgo = p.overlap_param_gather ? 1 : 0,
-            moeo = p.overlap_moe_expert_parallel_comm ? 1 : 0;
-  const int cpc = l.cp > 1 ? static_cast<int>(l.cp_comm) : 0;
-  const int a2a = l.cp > 1 && l.cp_comm == CpCommType::kA2AP2P ? l.cp_a2a : 0;
-  const int rc = static_cast<int>(l.recompute);
-  const int sh = static_cast<int>(l.sharding);
-  const int disp = base.model.num_experts > 0 ? static_cast<int>(l.dispatcher) : -1;
-  const int order = l.pp_before_dp ? 1 : 0;
   is_timed = false;
 
   // 1. Megatron's rules.
-  const IntKey<18> vk{{l.tp, l.cp, cpc, a2a, l.pp, l.first_stage_layers, l.last_stage_layers, l.vl, l.ep, l.etp, l.mbs,
-                       rc, l.sharding == DpSharding::kNoShard ? 0 : 1, moeo ? disp : -1, tpo, pgo, moeo, 0}};
-  if (last_verdict == -2 || !(last_validation_key == vk)) {
-    auto [verdict, inserted] = validation.find_or_insert(vk);
-    if (inserted) {
-      *verdict = -1;
-      std::vector<Problem> problems = validate_scenario(work);
-      ++validations;
-      if (!problems.empty()) {
-        *verdict = static_cast<int>(problem_sets.size());
-        problem_sets.push_back(std::move(problems));
-      }
-    }
-    last_validation_key = vk;
-    last_verdict = *verdict;
-  }
-  if (last_verdict >= 0) {
-    problem_set = last_verdict;
-    return Outcome::Status::kInvalid;
-  }
+  problems = validate_scenario(work);
+  ++validations;
+  if (!problems.empty()) return Outcome::Status::kInvalid;
 
+  const ParallelSpec& p = work.parallel;
+  const int moeo = p.overlap_moe_expert_parallel_comm ? 1 : 0;
+  const int cpc = l.cp > 1 ? static_cast<int>(l.cp_comm) : 0;
+  const int a2a = l.cp > 1 && l.cp_comm == CpCommType::kA2AP2P ? l.cp_a2a : 0;
+  const int rc = static_cast<int>(l.recompute);
+  const size_t sh = static_cast<size_t>(l.sharding);
+  const int disp = base.model.num_experts > 0 ? static_cast<int>(l.dispatcher) : -1;
+  const int order = l.pp_before_dp ? 1 : 0;
   const Mesh m = derive_mesh(work);
 
   // 2. Stage structure: layers, parameters, FLOPs.
   const IntKey<9> sk{{l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.vl, l.ep, l.etp, rc}};
-  if (!last_structure || !(last_structure_key == sk)) {
-    auto& slot = structures[sk];
+  if (!last_.structure || !(last_.structure_key == sk)) {
+    auto& slot = structures_[sk];
     if (!slot) {
       slot = std::make_unique<Structure>();
       slot->layers = stage_layers(work, m);
       slot->params = gpu_params(work, m, slot->layers);
       slot->flops = count_flops(work, m);
     }
-    last_structure = slot.get();
-    last_structure_key = sk;
+    last_.structure = slot.get();
+    last_.structure_key = sk;
   }
-  Structure& structure = *last_structure;
+  Structure& structure = *last_.structure;
 
-  // 3. Memory.
-  const IntKey<16> mk{{l.tp, l.cp, cpc, a2a, l.pp, l.first_stage_layers, l.last_stage_layers, l.vl, l.ep, l.etp, l.mbs,
-                       rc, sh, tpo, pgo, moeo}};
-  if (!memory.valid || !(memory.key == mk)) {
-    memory.key = mk;
-    memory.valid = true;
-    memory_metrics(estimate_memory(work, m, structure.layers, structure.params), memory.m);
+  // 3. Memory (slots by sharding: consecutive layouts differ in it).
+  const IntKey<13> mk{{l.tp, l.cp, cpc, a2a, l.pp, l.first_stage_layers, l.last_stage_layers, l.vl, l.ep, l.etp, l.mbs,
+                       rc, moeo}};
+  if (!(last_.memory_key == mk)) {
+    last_.memory_key = mk;
+    last_.memory_valid = {};
   }
-  const Metrics& mem = memory.m;
+  if (!last_.memory_valid[sh]) {
+    memory_metrics(estimate_memory(work, m, structure.layers, structure.params), last_.memory[sh]);
+    last_.memory_valid[sh] = true;
+  }
+  const Metrics& mem = last_.memory[sh];
   out.peak_bytes = mem.peak_bytes;
   out.allocated_peak_bytes = mem.allocated_peak_bytes;
   out.worst_stage = mem.worst_stage;
@@ -281,43 +256,55 @@ Outcome::Status Evaluator::Impl::evaluate(const Layout& l, Metrics& out, int& pr
   if (!mem.fits && mem.miss_bytes > time_miss_bytes) return status;
 
   // 4. Topology of the groups under this rank order.
-  auto& topo_slot = topologies[IntKey<7>{{m.tp, m.cp, m.pp, m.ep, m.etp, order, 0}}];
+  auto& topo_slot = topologies_[IntKey<7>{{m.tp, m.cp, m.pp, m.ep, m.etp, order, 0}}];
   if (!topo_slot) topo_slot = std::make_unique<MeshTopology>(mesh_topology(work, m));
   const MeshTopology& topo = *topo_slot;
 
-  // 5. Op lists: layer kinds, stage edges and step ops.
-  auto& layer_slot = layers[IntKey<9>{{l.tp, l.cp, cpc, a2a, l.ep, l.etp, l.mbs, rc, disp}}];
+  // 5. Op lists: layer kinds, stage edges, step ops; one schedule fills what is missing.
+  auto& layer_slot = layers_[IntKey<9>{{l.tp, l.cp, cpc, a2a, l.ep, l.etp, l.mbs, rc, disp}}];
   LayerEntry* new_layer = nullptr;
   if (!layer_slot) {
     layer_slot = std::make_unique<LayerEntry>();
     new_layer = layer_slot.get();
   }
-  LayerEntry& layer_entry = *layer_slot;
-  const IntKey<10> gk{{l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.vl, l.ep, l.etp, l.mbs, sh}};
-  StageEntry* new_stage = nullptr;
-  if (!last_stage || !(last_stage_key == gk)) {
-    auto& slot = stages[gk];
-    if (!slot) {
-      slot = std::make_unique<StageEntry>();
-      new_stage = slot.get();
-    }
-    last_stage = slot.get();
-    last_stage_key = gk;
+  const IntKey<10> ek{{l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.vl, l.ep, l.etp, l.mbs, 0}};
+  if (!last_.edges || !(last_.edge_key == ek)) {
+    auto& slot = edges_[ek];
+    if (!slot) slot = std::make_unique<EdgeEntry>();
+    last_.edges = slot.get();
+    last_.edge_key = ek;
   }
-  if (new_layer || new_stage || !structure.has_classes) fill(m, structure, new_layer, new_stage);
-  StageEntry& stage_entry = *last_stage;
+  const IntKey<9> tk{{l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.ep, l.etp, l.mbs, 0}};
+  if (!(last_.step_key == tk)) {
+    last_.step_key = tk;
+    last_.steps = {};
+  }
+  if (!last_.steps[sh]) {
+    auto& slot = steps_[IntKey<10>{
+        {l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.ep, l.etp, l.mbs, static_cast<int>(sh), 0}}];
+    if (!slot) slot = std::make_unique<StepEntry>();
+    last_.steps[sh] = slot.get();
+  }
+  EdgeEntry& edges = *last_.edges;
+  StepEntry& steps = *last_.steps[sh];
+  if (new_layer || !structure.has_classes || !edges.covers(structure) || !steps.covers(structure)) {
+    fill(m, structure, new_layer, &edges, &steps);
+  }
 
   // 6. Compose.
-  const LayerEntry::Timed& lt = timed(layer_entry, topo);
-  const StageEntry::Timed& st = timed(stage_entry, topo);
+  const LayerEntry::Timed& lt = timed(*layer_slot, topo);
+  const EdgeEntry::Timed& et =
+      timed(edges, topo, [](const auto& lists, const ParallelSpec& par, const MeshTopology& t, const HardwareSpec& hw) {
+        return std::array<PassTime, 4>{pass_time(lists[0], par, t, hw), pass_time(lists[1], par, t, hw),
+                                       pass_time(lists[2], par, t, hw), pass_time(lists[3], par, t, hw)};
+      });
+  const StepEntry::Timed& st =
+      timed(steps, topo, [](const auto& lists, const ParallelSpec&, const MeshTopology& t, const HardwareSpec& hw) {
+        return step_op_times(lists, t, hw);
+      });
   const size_t nc = structure.classes.size();
-  StageInputs fixed[8];
-  std::vector<StageInputs> many;
-  StageInputs* in = fixed;
-  if (nc > 8) {
-    many.resize(nc);
-    in = many.data();
-  }
+  if (inputs_.size() < nc) inputs_.resize(nc);
+  StageInputs* in = inputs_.data();
   for (size_t k = 0; k < nc; ++k) {
     const Structure::Class& c = structure.classes[k];
     StageInputs& x = in[k];
@@ -327,15 +314,15 @@ Outcome::Status Evaluator::Impl::evaluate(const Layout& l, Metrics& out, int& pr
     x.moe_recomputed = c.moe_recomputed;
     x.mtp = c.mtp;
     x.mtp_recomputed = c.mtp_recomputed;
-    const int id = stage_entry.identity_of(c);
-    assert(id >= 0);
-    const size_t i = static_cast<size_t>(id);
-    x.pre_fwd = &st.edges[i][0];
-    x.post_fwd = &st.edges[i][1];
-    x.post_bwd = &st.edges[i][2];
-    x.pre_bwd = &st.edges[i][3];
-    x.step = st.step[i].data();
-    x.num_step = static_cast<int>(st.step[i].size());
+    const int e = edges.identity_of(c), s = steps.identity_of(c);
+    assert(e >= 0 && s >= 0);
+    const auto& edge_times = et.times[static_cast<size_t>(e)];
+    x.pre_fwd = &edge_times[0];
+    x.post_fwd = &edge_times[1];
+    x.post_bwd = &edge_times[2];
+    x.pre_bwd = &edge_times[3];
+    x.step = st.times[static_cast<size_t>(s)].data();
+    x.num_step = static_cast<int>(st.times[static_cast<size_t>(s)].size());
   }
   StepInputs si;
   si.dense = &lt.dense;
@@ -346,6 +333,14 @@ Outcome::Status Evaluator::Impl::evaluate(const Layout& l, Metrics& out, int& pr
   si.num_ranks = m.pp;
   si.vp = m.vp;
   si.num_micro_batches = m.num_micro_batches;
+  // The passes of each class do not depend on the step ops: shared by the shardings.
+  const void* pk[3] = {&structure, &lt, &et};
+  if (!std::equal(pk, pk + 3, last_.passes_key) || last_.passes.size() != nc) {
+    std::copy(pk, pk + 3, last_.passes_key);
+    last_.passes.resize(nc);
+    for (size_t k = 0; k < nc; ++k) last_.passes[k] = stage_microbatch_time(in[k], si);
+  }
+  for (size_t k = 0; k < nc; ++k) in[k].microbatch_time = &last_.passes[k];
   time_metrics(compose_step_time(work, si, structure.flops, false), out);
   is_timed = true;
   return status;
@@ -356,14 +351,10 @@ Evaluator::~Evaluator() { delete impl_; }
 
 Outcome Evaluator::evaluate(const Layout& l) {
   Outcome o;
-  int set = -1;
   bool timed = false;
-  o.status = impl_->evaluate(l, o.metrics, set, timed);
+  o.status = impl_->evaluate(l, o.metrics, o.problems, timed);
   o.has_time = timed;
-  if (o.status == Outcome::Status::kInvalid) {
-    o.problems = impl_->problem_sets[static_cast<size_t>(set)];
-    o.metrics = Metrics{};
-  }
+  if (o.status == Outcome::Status::kInvalid) o.metrics = Metrics{};
   return o;
 }
 

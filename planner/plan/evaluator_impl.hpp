@@ -1,31 +1,33 @@
 // The planner's layout evaluator (internal to planner/plan): validate_scenario, memory
-// and step time of one layout, with the sub-results layouts share cached.
+// and step time of one layout, with the sub-results that layouts share cached.
 //
-// Every cached piece is the output of a model function (validate_scenario, stage_layers,
-// gpu_params, count_flops, estimate_memory, build_schedule, mesh_topology, pass_time,
-// layer_times, step_op_times); times are composed by compose_step_time(), the function
-// step_time() itself is made of. A piece is reused for the layouts whose inputs to that
-// function are equal. The keys below list those inputs (the knobs the function reads in
-// the current model); tests/planner/plan_equality_test.cpp checks a sample of searched
-// layouts against a fresh validate_scenario + estimate(), so a model change that adds an
-// input shows up there. Keys (besides the scenario's fixed fields):
-//   validation  the layout without its rank order; the dispatcher only under EP overlap
-//               (the one rule that reads it); sharding only as sharded / not sharded;
+// Every cached piece is the output of a model function (stage_layers, gpu_params,
+// count_flops, estimate_memory, build_schedule, mesh_topology, pass_time, layer_times,
+// step_op_times, stage_microbatch_time); times are composed by compose_step_time(), the function
+// step_time() itself is made of, so equal inputs give bit-identical results. A piece is
+// reused by the layouts whose inputs to its function are equal; the keys below list the
+// knobs each function reads in the current model. tests/planner/plan_equality_test.cpp
+// checks a sample of searched layouts against a fresh validate_scenario + estimate(), so
+// a model change that adds an input shows up there (then add the knob to the key).
+//   validation  not cached: validate_scenario runs for every layout;
 //   structure   stage_layers, gpu_params, count_flops and the per-stage layer and
-//               recompute counts: tp cp pp split vp ep etp recompute;
-//   memory      estimate_memory: the layout without rank order and dispatcher (plus the
-//               overlap switches it reads);
-//   topology    mesh_topology: tp cp pp ep etp and the rank order;
-//   layer ops   the op lists of the dense / MoE / MTP layer: tp cp cp-comm ep etp
-//               micro-batch recompute dispatcher; timed once per (topology of the
-//               dimensions they use, overlap switches);
-//   stage ops   the first/last/middle stage edges and the step ops of each stage class:
-//               tp cp pp split vp ep etp micro-batch recompute sharding; timed once per
-//               (topology of the dimensions they use, overlap switches).
+//               recompute counts of the schedule: tp cp pp split vp ep etp recompute;
+//   memory      estimate_memory: the layout without rank order and dispatcher, plus the
+//               effective overlap switches;
+//   topology    mesh_topology: tp cp pp ep etp, rank order;
+//   layer ops   the dense / MoE / MTP layer op lists: tp cp cp-comm ep etp micro-batch
+//               recompute dispatcher;
+//   edge ops    each stage's embedding / head / pipeline send-recv lists: tp cp pp split
+//               vp ep etp micro-batch, per stage identity (first, last, parameters);
+//   step ops    each stage's once-per-step ops: tp cp pp split ep etp micro-batch
+//               sharding, per stage identity;
+//   timings     op lists timed once per (topology of the dimensions they use, overlap
+//               switches); stage passes once per (structure, layer timing, edge timing).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -42,7 +44,11 @@ namespace lcm::plan {
 template <size_t N>
 struct IntKey {
   std::array<int32_t, N> v{};
-  bool operator==(const IntKey&) const = default;
+  bool operator==(const IntKey& o) const {
+    int32_t diff = 0;
+    for (size_t i = 0; i < N; ++i) diff |= v[i] ^ o.v[i];
+    return diff == 0;
+  }
 };
 template <size_t N>
 struct IntKeyHash {
@@ -55,15 +61,14 @@ struct IntKeyHash {
     return static_cast<size_t>(h ^ (h >> 33));
   }
 };
-// Open-addressing hash map from IntKey to V (linear probing, no erase): the evaluator's
-// memo tables, which only grow until clear().
+
+// Open-addressing hash map from IntKey to V (linear probing, no erase): memo tables that
+// only grow until clear(). Values move when the table grows; keep them behind pointers.
 template <size_t N, class V>
 class IntMap {
  public:
   // The value for `k`, default-constructed when new.
-  V& operator[](const IntKey<N>& k) { return *find_or_insert(k).first; }
-  // Pointer to the value and whether it was inserted.
-  std::pair<V*, bool> find_or_insert(const IntKey<N>& k) {
+  V& operator[](const IntKey<N>& k) {
     if ((size_ + 1) * 4 > slots_.size() * 3) grow();
     const size_t mask = slots_.size() - 1;
     for (size_t i = IntKeyHash<N>{}(k) & mask;; i = (i + 1) & mask) {
@@ -72,25 +77,15 @@ class IntMap {
         s.used = true;
         s.key = k;
         ++size_;
-        return {&s.value, true};
+        return s.value;
       }
-      if (s.key == k) return {&s.value, false};
-    }
-  }
-  V* find(const IntKey<N>& k) {
-    if (slots_.empty()) return nullptr;
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = IntKeyHash<N>{}(k) & mask;; i = (i + 1) & mask) {
-      Slot& s = slots_[i];
-      if (!s.used) return nullptr;
-      if (s.key == k) return &s.value;
+      if (s.key == k) return s.value;
     }
   }
   void clear() {
     slots_.clear();
     size_ = 0;
   }
-  size_t size() const { return size_; }
 
  private:
   struct Slot {
@@ -104,7 +99,7 @@ class IntMap {
     slots_.resize(old.empty() ? 64 : old.size() * 2);
     size_ = 0;
     for (Slot& s : old)
-      if (s.used) *find_or_insert(s.key).first = std::move(s.value);
+      if (s.used) (*this)[s.key] = std::move(s.value);
   }
   std::vector<Slot> slots_;
   size_t size_ = 0;
@@ -116,17 +111,6 @@ struct TimingKey {
   std::array<GroupTopology, kNumCommDims> topo{};  // only the used dimensions are set
   bool tp_comm_overlap = false;
   bool overlap_moe = false;
-};
-
-// The op lists of one layer kind each, and their times.
-struct LayerEntry {
-  LayerOps dense, moe, mtp;
-  uint32_t dims = 0;  // communication dimensions the lists use (bit per CommDim)
-  struct Timed {
-    TimingKey key;
-    LayerTimes dense, moe, mtp;
-  };
-  std::vector<Timed> timed;
 };
 
 // Per (mesh, vp, recompute): stage layers, parameters, FLOPs and the stage classes.
@@ -145,71 +129,83 @@ struct Structure {
   std::vector<int> stage_class;  // per rank
 };
 
-// The stage-edge and step op lists of each stage identity (first, last, parameters), and
-// their times.
-struct StageEntry {
-  struct Lists {
+// The dense / MoE / MTP layer op lists, and their times.
+struct LayerEntry {
+  LayerOps dense, moe, mtp;
+  uint32_t dims = 0;  // communication dimensions the lists use (bit per CommDim)
+  struct Timed {
+    TimingKey key;
+    LayerTimes dense, moe, mtp;
+  };
+  std::deque<Timed> timed;  // stable addresses
+};
+
+// Op lists per stage identity (first stage, last stage, parameters held), and their times.
+template <class Lists, class Times>
+struct StageListsEntry {
+  struct Identity {
     bool first = false, last = false;
     GpuParams params;
-    std::array<std::vector<Op>, 4> edges;  // pre_fwd, post_fwd, post_bwd, pre_bwd
-    std::vector<Op> step;
+    Lists lists;
   };
-  std::vector<Lists> identities;
+  std::vector<Identity> identities;
   uint32_t dims = 0;
   struct Timed {
     TimingKey key;
-    std::vector<std::array<PassTime, 4>> edges;  // per identity
-    std::vector<std::vector<StepOpTime>> step;   // per identity
+    std::vector<Times> times;  // per identity
   };
-  std::vector<Timed> timed;
-  // The identity of a structure class (-1: not in this entry).
+  std::deque<Timed> timed;
   int identity_of(const Structure::Class& c) const;
+  bool covers(const Structure& s) const;
 };
-
-struct MemorySummary {
-  IntKey<16> key;
-  bool valid = false;
-  Metrics m;  // memory fields only
-};
+using EdgeEntry = StageListsEntry<std::array<std::vector<Op>, 4>, std::array<PassTime, 4>>;  // pre_fwd..pre_bwd
+using StepEntry = StageListsEntry<std::vector<Op>, std::vector<StepOpTime>>;
 
 struct Evaluator::Impl {
   explicit Impl(const Scenario& base);
 
   // One layout. For valid layouts fills `metrics` (the step-time fields only when the
   // layout fits HBM or misses it by at most `time_miss_bytes`; `timed` says which); for
-  // invalid ones sets `problem_set` (index into problem_sets).
-  Outcome::Status evaluate(const Layout& l, Metrics& metrics, int& problem_set, bool& timed,
+  // invalid ones `problems`.
+  Outcome::Status evaluate(const Layout& l, Metrics& metrics, std::vector<Problem>& problems, bool& timed,
                            double time_miss_bytes = 1e300);
-
-  Scenario base;
-  Scenario work;  // base with the current layout applied
-
-  IntMap<18, int> validation;  // -> index into problem_sets, -1 when valid
-  IntKey<18> last_validation_key;
-  int last_verdict = -2;  // -2: none
-  std::vector<std::vector<Problem>> problem_sets;
-
-  MemorySummary memory;
-  IntMap<9, std::unique_ptr<Structure>> structures;
-  IntMap<7, std::unique_ptr<MeshTopology>> topologies;
-  IntMap<9, std::unique_ptr<LayerEntry>> layers;
-  IntMap<10, std::unique_ptr<StageEntry>> stages;
-  // The entries of the previous layout (most layouts share them with their predecessor).
-  Structure* last_structure = nullptr;
-  IntKey<9> last_structure_key;
-  StageEntry* last_stage = nullptr;
-  IntKey<10> last_stage_key;
-
-  uint64_t schedules_built = 0;  // build_schedule calls (cache fills)
-  uint64_t validations = 0;      // validate_scenario calls
 
   // Drop the caches that grow with the search.
   void trim();
 
+  Scenario base;
+  Scenario work;  // base with the current layout applied
+  uint64_t schedules_built = 0;  // build_schedule calls (cache fills)
+  uint64_t validations = 0;      // validate_scenario calls
+
  private:
-  void fill(const Mesh& m, Structure& structure, LayerEntry* layer_entry, StageEntry* stage_entry);
+  void fill(const Mesh& m, Structure& structure, LayerEntry* layer, EdgeEntry* edges, StepEntry* steps);
   const LayerEntry::Timed& timed(LayerEntry& e, const MeshTopology& topo);
-  const StageEntry::Timed& timed(StageEntry& e, const MeshTopology& topo);
+  template <class Entry, class TimeOne>
+  const typename Entry::Timed& timed(Entry& e, const MeshTopology& topo, TimeOne&& time_one);
+
+  std::vector<StageInputs> inputs_;  // scratch, one per structure class
+  IntMap<9, std::unique_ptr<Structure>> structures_;
+  IntMap<7, std::unique_ptr<MeshTopology>> topologies_;
+  IntMap<9, std::unique_ptr<LayerEntry>> layers_;
+  IntMap<10, std::unique_ptr<EdgeEntry>> edges_;
+  IntMap<10, std::unique_ptr<StepEntry>> steps_;
+
+  // The previous layout's pieces (consecutive layouts of the search share most of them).
+  struct Last {
+    IntKey<9> structure_key;
+    Structure* structure = nullptr;
+    IntKey<10> edge_key;
+    EdgeEntry* edges = nullptr;
+    IntKey<13> memory_key;  // memory key without the sharding: slots by sharding below
+    std::array<bool, 4> memory_valid{};
+    std::array<Metrics, 4> memory{};  // memory fields only
+    IntKey<9> step_key;  // step key without the sharding
+    std::array<StepEntry*, 4> steps{};
+    // Stage passes of each structure class for (structure, layer timing, edge timing).
+    const void* passes_key[3] = {nullptr, nullptr, nullptr};
+    std::vector<StageTime> passes;
+  } last_;
 };
 
 }  // namespace lcm::plan

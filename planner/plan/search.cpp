@@ -202,50 +202,17 @@ struct Accum {
   bool has_miss = false;
   Entry closest;
   Rejections rejections;
-  // Per problem set of the evaluator: the Rejection entries it feeds and whether it is a
-  // single-key rejection (cleared with the evaluator's memo).
-  struct SetInfo {
-    std::vector<Rejection*> entries;
-    std::vector<const Problem*> problems;
-    bool sole = false;
-    bool ready = false;
-  };
-  std::vector<SetInfo> sets;
   std::vector<std::pair<Layout, Outcome>> samples;
   uint64_t seen = 0;
 };
 
-void record_invalid(Accum& acc, const Evaluator::Impl& ev, int set, const Layout& l) {
-  if (static_cast<size_t>(set) >= acc.sets.size()) acc.sets.resize(static_cast<size_t>(set) + 1);
-  Accum::SetInfo& info = acc.sets[static_cast<size_t>(set)];
-  if (!info.ready) {
-    const std::vector<Problem>& problems = ev.problem_sets[static_cast<size_t>(set)];
-    for (const Problem& p : problems)
-      if (std::none_of(info.problems.begin(), info.problems.end(), [&](const Problem* d) { return d->key == p.key; }))
-        info.problems.push_back(&p);
-    info.sole = info.problems.size() == 1;
-    for (const Problem* p : info.problems) info.entries.push_back(&acc.rejections.by_key[p->key]);
-    info.ready = true;
-  }
-  for (size_t i = 0; i < info.entries.size(); ++i) {
-    Rejection& r = *info.entries[i];
-    if (r.count == 0 || layout_less(l, r.example)) {
-      r.key = info.problems[i]->key;
-      r.example = l;
-      r.message = info.problems[i]->message;
-    }
-    ++r.count;
-    if (info.sole) ++r.sole_count;
-  }
-}
-
-void record(Accum& acc, const Evaluator::Impl& ev, const Layout& l, Outcome::Status st, const Metrics& m, int set,
+void record(Accum& acc, const Layout& l, Outcome::Status st, const Metrics& m, const std::vector<Problem>& problems,
             bool timed, uint64_t sample_every) {
   ++acc.counts.enumerated;
   ++acc.counts.evaluated;
   if (timed) ++acc.counts.timed;
   if (st == Outcome::Status::kInvalid) {
-    record_invalid(acc, ev, set, l);
+    acc.rejections.add(problems, l);
   } else {
     ++acc.counts.valid;
     if (st == Outcome::Status::kFits) {
@@ -264,7 +231,7 @@ void record(Accum& acc, const Evaluator::Impl& ev, const Layout& l, Outcome::Sta
     Outcome o;
     o.status = st;
     o.has_time = timed;
-    if (st == Outcome::Status::kInvalid) o.problems = ev.problem_sets[static_cast<size_t>(set)];
+    if (st == Outcome::Status::kInvalid) o.problems = problems;
     else o.metrics = m;
     acc.samples.emplace_back(l, std::move(o));
   }
@@ -274,9 +241,9 @@ void record(Accum& acc, const Evaluator::Impl& ev, const Layout& l, Outcome::Sta
 void run_item(const Item& item, const Space& space, Evaluator::Impl& ev, Accum& acc, std::atomic<uint64_t>& done,
               uint64_t sample_every) {
   ev.trim();
-  acc.sets.clear();
   uint64_t pending = 0;
   Metrics m;
+  std::vector<Problem> problems;
   for (const MeshSpec& ms : item.meshes) {
     Layout l = ms.mesh;
     for (int vl : ms.vls) {
@@ -285,19 +252,20 @@ void run_item(const Item& item, const Space& space, Evaluator::Impl& ev, Accum& 
         l.recompute = rc;
         for (int mbs : ms.mbss) {
           l.mbs = mbs;
-          for (DpSharding sh : ms.shardings) {
-            l.sharding = sh;
-            for (const auto& [cpc, a2a] : ms.cp_comms) {
-              l.cp_comm = cpc;
-              l.cp_a2a = a2a;
-              for (Dispatcher d : ms.dispatchers) {
-                l.dispatcher = d;
-                for (int order = 0; order < (ms.two_orders ? 2 : 1); ++order) {
-                  l.pp_before_dp = order == 1;
-                  int set = -1;
+          for (const auto& [cpc, a2a] : ms.cp_comms) {
+            l.cp_comm = cpc;
+            l.cp_a2a = a2a;
+            for (Dispatcher d : ms.dispatchers) {
+              l.dispatcher = d;
+              for (int order = 0; order < (ms.two_orders ? 2 : 1); ++order) {
+                l.pp_before_dp = order == 1;
+                // Innermost: layouts that differ only in their step collectives share the
+                // rest of their step time.
+                for (DpSharding sh : ms.shardings) {
+                  l.sharding = sh;
                   bool timed = false;
-                  const Outcome::Status st = ev.evaluate(l, m, set, timed, space.time_miss_bytes);
-                  record(acc, ev, l, st, m, set, timed, sample_every);
+                  const Outcome::Status st = ev.evaluate(l, m, problems, timed, space.time_miss_bytes);
+                  record(acc, l, st, m, problems, timed, sample_every);
                   if (++pending == 4096) {
                     done.fetch_add(pending, std::memory_order_relaxed);
                     pending = 0;

@@ -29,6 +29,9 @@ struct StageTime {
   std::array<double, kNumOpClasses> compute{};     // per micro-batch (fwd + bwd + recompute)
   std::array<double, kNumCommDims> exposed_comm{};  // per micro-batch
   std::array<double, kNumCommDims> hidden_comm{};   // per micro-batch
+  // This rank's once-per-step ops (StageSchedule::step), per step: collectives not hidden
+  // (StepTime::dp_exposed of the bottleneck rank), hidden, and the optimizer update.
+  double step_exposed = 0, step_hidden = 0, optimizer = 0;
 };
 
 struct StepTime {
@@ -88,6 +91,14 @@ struct StepOpTime {
 };
 std::vector<StepOpTime> step_op_times(const std::vector<Op>& step, const MeshTopology& topo, const HardwareSpec& hw);
 
+struct StageInputs;
+struct StepInputs;
+// One pipeline rank's forward and backward of one micro-batch: its op-list times summed in
+// execution order (exposed communication included, pipeline p2p hidden under
+// interleaving) into a StageTime (stage index left 0). The part of the stage time that
+// does not depend on the step collectives.
+StageTime stage_microbatch_time(const StageInputs& st, const StepInputs& in);
+
 // What one pipeline rank runs, its op lists already timed. Stages with equal inputs
 // have equal times, so several ranks may share one StageInputs (StepInputs::stage_input).
 struct StageInputs {
@@ -101,6 +112,9 @@ struct StageInputs {
   const PassTime* pre_bwd = nullptr;
   const StepOpTime* step = nullptr;  // step_op_times of StageSchedule::step
   int num_step = 0;
+  // stage_microbatch_time(*this, in) computed beforehand (layouts that differ only in
+  // their step collectives share it), or null: compose_step_time computes it.
+  const StageTime* microbatch_time = nullptr;
 };
 
 struct StepInputs {

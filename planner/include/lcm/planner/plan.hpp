@@ -127,7 +127,7 @@ struct PlanOptions {
   double near_tie = 0.02;  // relative step-time gap reported as a near-tie
   // Out-of-memory layouts are timed (for the why-not table) when they miss HBM by at most
   // this fraction of it; the others are rejected on memory alone.
-  double time_miss_fraction = 0.25;
+  double time_miss_fraction = 0.10;
   // Called from the calling thread about every 100 ms while the search runs.
   std::function<void(uint64_t done, uint64_t total)> progress;
   // Tests: keep every n-th evaluated layout (0: none) with its outcome.

@@ -1,0 +1,119 @@
+// `lcm sweep SCENARIO --vary seq_length=4K,32K,128K,1M [--vary num_experts=8,64]`: one
+// plan per point of the grid, and which layout wins where.
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "lcm/planner/plan_report.hpp"
+#include "plan_common.hpp"
+
+namespace lcm::cli {
+
+namespace {
+
+struct Vary {
+  std::string key;
+  std::vector<std::string> values;
+};
+
+// "KEY=V1,V2,..." -> Vary; error text on bad input.
+std::optional<Vary> parse_vary(const std::string& text, std::string* error) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    *error = fmt::format("--vary '{}': expected KEY=V1,V2,... (e.g. seq_length=4K,32K,128K)", text);
+    return std::nullopt;
+  }
+  Vary v;
+  v.key = text.substr(0, eq);
+  size_t pos = eq + 1;
+  while (true) {
+    const size_t end = text.find(',', pos);
+    std::string tok = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    if (tok.empty()) {
+      *error = fmt::format("--vary '{}': empty value", text);
+      return std::nullopt;
+    }
+    v.values.push_back(tok);
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  return v;
+}
+
+}  // namespace
+
+void register_sweep(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("sweep", "Plan every point of a grid (--vary KEY=V1,V2,...) and show which layout wins where");
+  auto so = std::make_shared<ScenarioOptions>();
+  auto oo = std::make_shared<OutputOptions>();
+  auto pa = std::make_shared<PlanArgs>();
+  auto varies = std::make_shared<std::vector<std::string>>();
+  add_scenario_options(*cmd, *so);
+  cmd->get_option("--gpus")->description("GPUs to plan for (default: the scenario's num_gpus)")->check(CLI::PositiveNumber);
+  cmd->add_option("--vary", *varies, "A scenario key and its values: --vary seq_length=4K,32K,128K,1M (repeatable: grid)")
+      ->required();
+  add_plan_options(*cmd, *pa, false);
+  add_output_options(*cmd, *oo, {"table", "md", "json", "csv"});
+  cmd->callback([so, oo, pa, varies, &exit_code] {
+    std::vector<Vary> grid;
+    for (const std::string& v : *varies) {
+      std::string err;
+      auto parsed = parse_vary(v, &err);
+      if (!parsed) {
+        std::cerr << "lcm: " << err << "\n";
+        exit_code = kExitBadInput;
+        return;
+      }
+      grid.push_back(std::move(*parsed));
+    }
+    size_t points = 1;
+    for (const Vary& v : grid) points *= v.values.size();
+    if (points > 10000) {
+      std::cerr << "lcm: --vary: " << points << " points; at most 10000\n";
+      exit_code = kExitBadInput;
+      return;
+    }
+    note_searched_keys(*so);
+    std::vector<report::SweepPoint> out;
+    for (size_t i = 0; i < points; ++i) {
+      report::SweepPoint p;
+      std::vector<io::Override> extra;
+      size_t rest = i;
+      for (size_t g = grid.size(); g-- > 0;) {
+        const Vary& v = grid[g];
+        const std::string& value = v.values[rest % v.values.size()];
+        rest /= v.values.size();
+        extra.insert(extra.begin(), io::Override{v.key, value});
+        p.values.insert(p.values.begin(), {v.key, value});
+      }
+      auto s = load_for_planning(*so, extra, so->gpus);
+      if (!s) {
+        exit_code = kExitBadInput;
+        return;
+      }
+      p.scenario = *s;
+      p.result = run_search(*s, *pa, fmt::format("point {}/{}", i + 1, points));
+      out.push_back(std::move(p));
+    }
+    const report::Format f = parse_format(oo->format);
+    std::string text;
+    if (f == report::Format::kJson) text = report::sweep_json(out).dump(2) + "\n";
+    else if (f == report::Format::kCsv) text = report::render_csv(report::sweep_csv_table(out));
+    else text = report::render(report::sweep_tables(out), f);
+    if (!write_output(oo->output, text)) {
+      exit_code = kExitFailure;
+      return;
+    }
+    const bool any = std::any_of(out.begin(), out.end(), [](const report::SweepPoint& p) { return !p.result.ranked.empty(); });
+    if (!any) {
+      std::cerr << "lcm: no point of the sweep has a layout that is valid and fits\n";
+      exit_code = kExitBadInput;
+      return;
+    }
+    exit_code = kExitOk;
+  });
+}
+
+}  // namespace lcm::cli

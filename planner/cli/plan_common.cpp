@@ -1,0 +1,106 @@
+// Planning helpers shared by the plan and sweep subcommands.
+#include "plan_common.hpp"
+
+#include <algorithm>
+#include <iostream>
+
+#include "progress.hpp"
+
+namespace lcm::cli {
+
+namespace {
+
+// The knobs the planner searches (Megatron-Core names, as --set takes them).
+constexpr const char* kSearchedKeys[] = {
+    "tensor_model_parallel_size", "sequence_parallel", "pipeline_model_parallel_size",
+    "num_layers_per_virtual_pipeline_stage", "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
+    "context_parallel_size", "cp_comm_type", "hierarchical_context_parallel_sizes", "expert_model_parallel_size",
+    "expert_tensor_parallel_size", "use_distributed_optimizer", "data_parallel_sharding_strategy",
+    "recompute_granularity", "recompute_method", "recompute_num_layers", "rank_order", "micro_batch_size",
+    "moe_token_dispatcher_type"};
+
+// A layout every model admits on one GPU: what a failed load retries with.
+const std::vector<io::Override>& trivial_layout() {
+  static const std::vector<io::Override> v = {
+      {"tensor_model_parallel_size", "1"},        {"sequence_parallel", "false"},
+      {"pipeline_model_parallel_size", "1"},      {"num_layers_per_virtual_pipeline_stage", "0"},
+      {"num_layers_in_first_pipeline_stage", "0"}, {"num_layers_in_last_pipeline_stage", "0"},
+      {"context_parallel_size", "1"},             {"cp_comm_type", "p2p"},
+      {"hierarchical_context_parallel_sizes", "[]"}, {"expert_model_parallel_size", "1"},
+      {"expert_tensor_parallel_size", "1"},       {"micro_batch_size", "1"},
+      {"recompute_granularity", "none"},          {"recompute_num_layers", "0"},
+      {"tp_comm_overlap", "false"},               {"overlap_moe_expert_parallel_comm", "false"}};
+  return v;
+}
+
+}  // namespace
+
+void add_plan_options(CLI::App& cmd, PlanArgs& a, bool with_top) {
+  if (with_top) {
+    cmd.add_option("--top", a.top, "Layouts in the decision table")->check(CLI::Range(1, 1000))->capture_default_str();
+    cmd.add_option("--why-not", a.why_not, "Out-of-memory layouts in the why-not table")
+        ->check(CLI::Range(0, 100))
+        ->capture_default_str();
+  }
+  cmd.add_option("--threads", a.threads, "Search threads (0: every core)")->check(CLI::Range(0, 1024))->capture_default_str();
+  cmd.add_flag("-q,--quiet", a.quiet, "No progress bar on stderr");
+}
+
+std::optional<Scenario> load_for_planning(const ScenarioOptions& so, const std::vector<io::Override>& extra, int gpus) {
+  io::LoadOptions lo;
+  for (const std::string& s : so.sets) {
+    auto ov = io::parse_override(s);
+    if (!ov) {
+      std::cerr << "lcm: " << ov.error().str() << "\n";
+      return std::nullopt;
+    }
+    lo.overrides.push_back(ov.value());
+  }
+  lo.overrides.insert(lo.overrides.end(), extra.begin(), extra.end());
+  lo.num_gpus = gpus > 0 ? gpus : so.gpus;
+  lo.hardware = so.hw;
+  auto r = io::load_scenario(so.path, lo);
+  if (!r) {
+    // Maybe only the scenario's own layout broke; the planner replaces it anyway. Retry
+    // with the trivial layout on the scenario's GPUs, then (when the GPU count to plan
+    // for is given) on one GPU.
+    io::LoadOptions retry = lo;
+    retry.overrides.insert(retry.overrides.end(), trivial_layout().begin(), trivial_layout().end());
+    auto r2 = io::load_scenario(so.path, retry);
+    if (!r2 && gpus > 0) {
+      retry.overrides.push_back({"num_gpus", "1"});
+      r2 = io::load_scenario(so.path, retry);
+    }
+    if (r2) r = std::move(r2);
+  }
+  if (!r) {
+    std::cerr << "lcm: " << r.error().str() << "\n";
+    return std::nullopt;
+  }
+  Scenario s = std::move(r).value();
+  if (gpus > 0) s.num_gpus = gpus;
+  return s;
+}
+
+void note_searched_keys(const ScenarioOptions& so) {
+  for (const std::string& set : so.sets) {
+    const std::string key = set.substr(0, set.find('='));
+    const std::string base = key.substr(key.rfind('.') == std::string::npos ? 0 : key.rfind('.') + 1);
+    if (std::find(std::begin(kSearchedKeys), std::end(kSearchedKeys), base) != std::end(kSearchedKeys))
+      std::cerr << "lcm: note: --set " << key << ": the planner chooses " << base << " itself; the value is ignored\n";
+  }
+}
+
+plan::PlanResult run_search(const Scenario& s, const PlanArgs& a, const std::string& label) {
+  plan::PlanOptions o;
+  o.top_k = a.top;
+  o.why_not = a.why_not;
+  o.threads = a.threads;
+  ProgressBar bar(std::cerr, label, !a.quiet && stderr_is_terminal());
+  o.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
+  plan::PlanResult r = plan::search(s, o);
+  bar.finish();
+  return r;
+}
+
+}  // namespace lcm::cli

@@ -1,0 +1,37 @@
+// Shared by `lcm plan`, `lcm sweep`: loading the scenario to plan and running one search
+// with the progress bar.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "lcm/model/io/scenario_loader.hpp"
+#include "lcm/planner/plan.hpp"
+
+namespace lcm::cli {
+
+struct PlanArgs {
+  int top = 10;
+  int why_not = 5;
+  int threads = 0;
+  bool quiet = false;
+};
+void add_plan_options(CLI::App& cmd, PlanArgs& a, bool with_top);
+
+// Loads the scenario with its --set overrides plus `extra`, for planning: its own layout
+// is only a starting point, so a layout the overrides make invalid (say --set
+// num_experts=4 under expert_model_parallel_size 8) is replaced by the trivial layout
+// before giving up. `gpus` (> 0) replaces the GPU count. On error prints one line
+// ("lcm: ...") and returns nullopt.
+std::optional<Scenario> load_for_planning(const ScenarioOptions& so, const std::vector<io::Override>& extra,
+                                          int gpus);
+
+// Notes on stderr for --set keys of knobs the planner chooses itself.
+void note_searched_keys(const ScenarioOptions& so);
+
+// One search with a progress bar labelled `label` (unless quiet or not a terminal).
+plan::PlanResult run_search(const Scenario& s, const PlanArgs& a, const std::string& label);
+
+}  // namespace lcm::cli

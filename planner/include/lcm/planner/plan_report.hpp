@@ -1,0 +1,43 @@
+// Reports of the layout planner (`lcm plan`, `lcm sweep`): the decision table, the
+// why-not table, near-ties, the winner's Megatron flags; as terminal / Markdown tables,
+// one-row-per-layout CSV and JSON (schema in docs/planner.md). They only render
+// plan::PlanResult; nothing here evaluates a layout.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lcm/planner/plan.hpp"
+#include "lcm/planner/table.hpp"
+
+namespace lcm::report {
+
+inline constexpr int kPlanSchemaVersion = 1;
+
+// `base` is the planned scenario (its num_gpus is the plan's).
+nlohmann::ordered_json plan_json(const Scenario& base, const plan::PlanResult& r);
+std::vector<Table> plan_tables(const Scenario& base, const plan::PlanResult& r);
+Table plan_csv_table(const Scenario& base, const plan::PlanResult& r);  // one row per ranked layout
+
+// Megatron-LM flags of a layout, one command-line string.
+std::string megatron_command(const Scenario& s);
+
+// One-line explanations when the plan has no answer ("" when it has one): no layout
+// passes Megatron's rules (names the tightest rule), or none fits HBM (says by how much
+// the closest misses).
+std::string plan_failure(const Scenario& base, const plan::PlanResult& r);
+
+// `lcm sweep`: one plan per point of the --vary grid.
+struct SweepPoint {
+  std::vector<std::pair<std::string, std::string>> values;  // KEY, VALUE as given
+  Scenario scenario;
+  plan::PlanResult result;
+};
+nlohmann::ordered_json sweep_json(const std::vector<SweepPoint>& points);
+std::vector<Table> sweep_tables(const std::vector<SweepPoint>& points);
+Table sweep_csv_table(const std::vector<SweepPoint>& points);
+
+}  // namespace lcm::report

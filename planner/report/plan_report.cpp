@@ -1,0 +1,443 @@
+// Rendering of plan::PlanResult (lcm plan) and of sweeps of plans (lcm sweep).
+#include "lcm/planner/plan_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "lcm/model/io/enums.hpp"
+
+namespace lcm::report {
+
+namespace {
+
+using nlohmann::ordered_json;
+using plan::Layout;
+using plan::Metrics;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string sec(double s) { return fmt::format("{:.3f}", s); }
+std::string pct(double f) { return fmt::format("{:.1f}", 100.0 * f); }
+
+// The communication dimensions the decision table shows (DP includes EDP and the
+// embedding sync: StepTime puts every step collective there).
+constexpr std::pair<const char*, CommDim> kShownDims[] = {
+    {"tp", CommDim::kTp}, {"cp", CommDim::kCp}, {"ep", CommDim::kEp}, {"pp", CommDim::kPp}, {"dp", CommDim::kDp}};
+
+ordered_json layout_json(const Scenario& base, const Layout& l) {
+  const Scenario s = plan::apply_layout(base, l);
+  const Mesh m = derive_mesh(s);
+  const ParallelSpec& p = s.parallel;
+  ordered_json j;
+  j["tensor_model_parallel_size"] = l.tp;
+  j["sequence_parallel"] = p.sequence_parallel;
+  j["context_parallel_size"] = l.cp;
+  j["cp_comm_type"] = std::string(to_string(p.cp_comm_type));
+  j["hierarchical_context_parallel_sizes"] = p.hierarchical_context_parallel_sizes;
+  j["pipeline_model_parallel_size"] = l.pp;
+  j["num_layers_in_first_pipeline_stage"] = l.first_stage_layers;
+  j["num_layers_in_last_pipeline_stage"] = l.last_stage_layers;
+  j["num_layers_per_virtual_pipeline_stage"] = l.vl;
+  j["virtual_pipeline_model_parallel_size"] = m.vp;
+  j["expert_model_parallel_size"] = m.ep;
+  j["expert_tensor_parallel_size"] = m.etp;
+  j["data_parallel_size"] = m.dp;
+  j["expert_data_parallel_size"] = m.edp;
+  j["micro_batch_size"] = l.mbs;
+  j["num_micro_batches"] = m.num_micro_batches;
+  j["recompute_granularity"] = std::string(to_string(p.recompute_granularity));
+  if (p.recompute_granularity == RecomputeGranularity::kFull) {
+    j["recompute_method"] = std::string(to_string(p.recompute_method));
+    j["recompute_num_layers"] = p.recompute_num_layers;
+  }
+  if (p.recompute_granularity == RecomputeGranularity::kSelective)
+    j["recompute_modules"] = recompute_module_names(p.recompute_modules);
+  j["data_parallel_sharding_strategy"] = std::string(to_string(p.data_parallel_sharding_strategy));
+  j["use_distributed_optimizer"] = p.use_distributed_optimizer;
+  if (base.model.num_experts > 0)
+    j["moe_token_dispatcher_type"] = std::string(to_string(s.model.moe_token_dispatcher_type));
+  j["rank_order"] = rank_order_to_string(p.order);
+  j["tp_comm_overlap"] = p.tp_comm_overlap;
+  j["overlap_grad_reduce"] = p.overlap_grad_reduce;
+  j["overlap_param_gather"] = p.overlap_param_gather;
+  j["overlap_moe_expert_parallel_comm"] = p.overlap_moe_expert_parallel_comm;
+  return j;
+}
+
+ordered_json metrics_json(const Metrics& m, bool with_time) {
+  ordered_json j;
+  if (with_time) {
+    j["step_s"] = m.step_s;
+    j["tokens_per_s_per_gpu"] = m.tokens_per_s_per_gpu;
+    j["mfu"] = m.mfu;
+    j["hfu"] = m.hfu;
+    j["bubble_s"] = m.bubble;
+    j["pipeline_s"] = m.pipeline;
+    j["dp_exposed_s"] = m.dp_exposed;
+    j["optimizer_s"] = m.optimizer;
+    ordered_json ex;
+    for (int d = 0; d < kNumCommDims; ++d) ex[to_string(static_cast<CommDim>(d))] = m.exposed_comm[static_cast<size_t>(d)];
+    j["exposed_comm_s"] = ex;
+    j["compute_s"] = ordered_json{{"gemm", m.compute[0]}, {"attention", m.compute[1]}, {"memory_bound", m.compute[2]}};
+    j["bottleneck_stage"] = m.bottleneck_stage;
+  }
+  j["peak_bytes"] = m.peak_bytes;
+  j["peak_gib"] = m.peak_bytes / kGiB;
+  j["worst_stage"] = m.worst_stage;
+  j["allocated_peak_bytes"] = m.allocated_peak_bytes;
+  j["hbm_bytes"] = m.hbm_bytes;
+  j["fits"] = m.fits;
+  if (!m.fits) {
+    j["miss_bytes"] = m.miss_bytes;
+    j["miss_stage"] = m.miss_stage;
+  }
+  return j;
+}
+
+std::string oom_reason(const Metrics& m) {
+  return fmt::format("out of memory by {:.2f} GiB on stage {} (needs {:.2f} GiB of {:.2f})", m.miss_bytes / kGiB,
+                     m.miss_stage, (m.hbm_bytes + m.miss_bytes) / kGiB, m.hbm_bytes / kGiB);
+}
+
+// "#1: identical predictions with dispatcher alltoall -> allgather; ..." (or "").
+std::string equivalents_note(const Scenario& base, const plan::Ranked& g, int rank) {
+  if (g.num_equivalent == 0) return "";
+  std::vector<std::string> diffs;
+  for (const Layout& e : g.equivalent)
+    for (const std::string& d : plan::layout_differences(g.layout, e, base))
+      if (std::find(diffs.begin(), diffs.end(), d) == diffs.end()) diffs.push_back(d);
+  std::string out = fmt::format("#{}: {} more layout{} with the same predicted step time and memory (", rank,
+                                g.num_equivalent, g.num_equivalent == 1 ? "" : "s");
+  for (size_t i = 0; i < diffs.size(); ++i) out += (i ? "; " : "") + diffs[i];
+  return out + ")";
+}
+
+std::string near_tie_note(const plan::NearTie& t) {
+  std::string what;
+  for (size_t i = 0; i < t.differences.size(); ++i) what += (i ? ", " : "") + t.differences[i];
+  if (t.relative <= 0) {
+    return fmt::format("#{} ties #1 on step time and differs in {}; it needs {:+.2f} GiB at its peak", t.rank, what,
+                       t.memory_delta_bytes / kGiB);
+  }
+  std::string term = t.term.empty() ? std::string("no single term")
+                                    : fmt::format("{} ({:+.3f} s per step)", t.term, t.term_delta_s);
+  return fmt::format("#{} is within {:.2f}% of #1 and differs in {}; the cost term that separates them most: {}",
+                     t.rank, 100.0 * t.relative, what, term);
+}
+
+std::string scenario_title(const Scenario& base) {
+  return fmt::format("{} on {} x {}, seq {}, global batch {}", base.model.name.empty() ? base.name : base.model.name,
+                     base.num_gpus, base.hardware.name, base.training.seq_length, base.training.global_batch_size);
+}
+
+}  // namespace
+
+std::string megatron_command(const Scenario& s) {
+  std::string out;
+  for (const std::string& f : plan::megatron_flags(s)) out += (out.empty() ? "" : " ") + f;
+  return out;
+}
+
+std::string plan_failure(const Scenario& base, const plan::PlanResult& r) {
+  if (!r.ranked.empty()) return "";
+  if (r.counts.valid == 0) {
+    const plan::Rejection* t = plan::tightest_constraint(r);
+    if (!t) return fmt::format("no layout to try for {} GPUs", base.num_gpus);
+    return fmt::format(
+        "no valid layout for {} GPUs: all {} candidates break a Megatron rule; the tightest is {}: {} "
+        "(it alone rules out {} candidates, e.g. {})",
+        base.num_gpus, r.counts.enumerated, t->key, t->message, t->sole_count, plan::layout_string(t->example, base));
+  }
+  if (r.has_closest_miss) {
+    const Metrics& m = r.closest_miss_metrics;
+    return fmt::format(
+        "nothing fits in {:.2f} GiB of HBM per GPU on {} GPUs: of {} valid layouts the closest, {}, needs {:.2f} GiB on "
+        "pipeline stage {} (misses by {:.2f} GiB)",
+        m.hbm_bytes / kGiB, base.num_gpus, r.counts.valid, plan::layout_string(r.closest_miss, base),
+        (m.hbm_bytes + m.miss_bytes) / kGiB, m.miss_stage, m.miss_bytes / kGiB);
+  }
+  return fmt::format("no layout fits on {} GPUs", base.num_gpus);
+}
+
+ordered_json plan_json(const Scenario& base, const plan::PlanResult& r) {
+  ordered_json j;
+  j["schema_version"] = kPlanSchemaVersion;
+  j["scenario"] = ordered_json{{"name", base.name},
+                               {"model", base.model.name},
+                               {"hardware", base.hardware.name},
+                               {"seq_length", base.training.seq_length},
+                               {"global_batch_size", base.training.global_batch_size},
+                               {"precision", std::string(to_string(base.training.precision))}};
+  j["num_gpus"] = r.num_gpus;
+  j["counts"] = ordered_json{{"enumerated", r.counts.enumerated}, {"valid", r.counts.valid},
+                             {"fit", r.counts.fit},               {"evaluated", r.counts.evaluated},
+                             {"timed", r.counts.timed},           {"schedules_built", r.counts.schedules_built},
+                             {"seconds", r.seconds},              {"threads", r.threads}};
+  ordered_json ranked = ordered_json::array();
+  for (size_t i = 0; i < r.ranked.size(); ++i) {
+    const plan::Ranked& g = r.ranked[i];
+    ordered_json e;
+    e["rank"] = i + 1;
+    e["layout_string"] = plan::layout_string(g.layout, base);
+    e["layout"] = layout_json(base, g.layout);
+    e["metrics"] = metrics_json(g.metrics, true);
+    ordered_json eq = ordered_json::array();
+    for (const Layout& l : g.equivalent) eq.push_back(plan::layout_string(l, base));
+    e["equivalent"] = eq;
+    e["num_equivalent"] = g.num_equivalent;
+    ranked.push_back(e);
+  }
+  j["ranked"] = ranked;
+  ordered_json why = ordered_json::array();
+  for (const plan::Ranked& g : r.out_of_memory) {
+    ordered_json e;
+    e["reason"] = "out_of_memory";
+    e["message"] = oom_reason(g.metrics);
+    e["layout_string"] = plan::layout_string(g.layout, base);
+    e["layout"] = layout_json(base, g.layout);
+    e["metrics"] = metrics_json(g.metrics, true);
+    why.push_back(e);
+  }
+  for (const plan::Rejection& x : r.rejections) {
+    ordered_json e;
+    e["reason"] = "invalid";
+    e["key"] = x.key;
+    e["message"] = x.message;
+    e["count"] = x.count;
+    e["sole_count"] = x.sole_count;
+    e["layout_string"] = plan::layout_string(x.example, base);
+    e["layout"] = layout_json(base, x.example);
+    why.push_back(e);
+  }
+  j["why_not"] = why;
+  ordered_json ties = ordered_json::array();
+  for (const plan::NearTie& t : r.near_ties)
+    ties.push_back(ordered_json{{"rank", t.rank},
+                                {"relative", t.relative},
+                                {"differences", t.differences},
+                                {"term", t.term},
+                                {"term_delta_s", t.term_delta_s},
+                                {"memory_delta_bytes", t.memory_delta_bytes}});
+  j["near_ties"] = ties;
+  if (!r.ranked.empty()) {
+    const Scenario best = plan::apply_layout(base, r.ranked.front().layout);
+    j["megatron_flags"] = plan::megatron_flags(best);
+    j["megatron_command"] = megatron_command(best);
+  } else {
+    j["megatron_flags"] = ordered_json::array();
+    j["megatron_command"] = nullptr;
+    j["failure"] = plan_failure(base, r);
+  }
+  return j;
+}
+
+std::vector<Table> plan_tables(const Scenario& base, const plan::PlanResult& r) {
+  std::vector<Table> out;
+  Table d;
+  d.title = fmt::format("Best layouts: {} ({} candidates, {} valid, {} fit HBM; searched in {:.2f} s on {} thread{})",
+                        scenario_title(base), r.counts.enumerated, r.counts.valid, r.counts.fit, r.seconds, r.threads,
+                        r.threads == 1 ? "" : "s");
+  d.header = {"#", "layout", "step s", "tok/s/GPU", "MFU %", "peak GiB"};
+  for (const auto& [name, dim] : kShownDims) d.header.push_back(fmt::format("exp {} s", name));
+  d.header.push_back("bubble s");
+  for (size_t i = 0; i < r.ranked.size(); ++i) {
+    const plan::Ranked& g = r.ranked[i];
+    const Metrics& m = g.metrics;
+    std::vector<std::string> row{fmt::format("{}", i + 1), plan::layout_string(g.layout, base), sec(m.step_s),
+                                 fmt::format("{:.0f}", m.tokens_per_s_per_gpu), pct(m.mfu), fmt_bytes_gib(m.peak_bytes)};
+    for (const auto& [name, dim] : kShownDims) row.push_back(sec(m.exposed_comm[static_cast<size_t>(dim)]));
+    row.push_back(sec(m.bubble));
+    d.rows.push_back(std::move(row));
+  }
+  for (size_t i = 0; i < r.ranked.size(); ++i) {
+    const std::string n = equivalents_note(base, r.ranked[i], static_cast<int>(i) + 1);
+    if (!n.empty()) d.notes.push_back(n);
+  }
+  for (const plan::NearTie& t : r.near_ties) d.notes.push_back(near_tie_note(t));
+  d.notes.push_back(
+      "peak GiB: worst pipeline stage (peak incl. CUDA context, NCCL, fragmentation); exp X s: communication of "
+      "dimension X not hidden under compute, per step, on the bottleneck stage (dp includes EDP and embedding sync)");
+  out.push_back(std::move(d));
+
+  Table w;
+  w.title = "Why not: the most promising rejected layouts";
+  w.header = {"layout", "step s", "rejected because"};
+  const double best = r.ranked.empty() ? 0.0 : r.ranked.front().metrics.step_s;
+  for (const plan::Ranked& g : r.out_of_memory) {
+    std::string why = oom_reason(g.metrics);
+    if (best > 0 && g.metrics.step_s < best) why += fmt::format("; {:.1f}% faster than #1", 100.0 * (1 - g.metrics.step_s / best));
+    w.rows.push_back({plan::layout_string(g.layout, base), sec(g.metrics.step_s), why});
+  }
+  for (size_t i = 0; i < r.rejections.size() && i < 8; ++i) {
+    const plan::Rejection& x = r.rejections[i];
+    w.rows.push_back({plan::layout_string(x.example, base), "-",
+                      fmt::format("{} ({} candidates break {})", x.message, x.count, x.key)});
+  }
+  if (w.rows.empty()) w.rows.push_back({"-", "-", "every candidate is valid and fits"});
+  w.notes.push_back(
+      "out-of-memory layouts are timed when they miss HBM by at most 10% (the near misses); invalid ones name the "
+      "Megatron rule they break, with one example");
+  out.push_back(std::move(w));
+
+  if (!r.ranked.empty()) {
+    Table f;
+    f.title = "Megatron-LM flags of #1";
+    f.header = {"flags"};
+    f.rows.push_back({megatron_command(plan::apply_layout(base, r.ranked.front().layout))});
+    f.align_numbers = false;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+Table plan_csv_table(const Scenario& base, const plan::PlanResult& r) {
+  Table t;
+  t.header = {"rank", "layout", "tp", "cp", "cp_comm_type", "hierarchical_cp", "pp", "first_stage_layers",
+              "last_stage_layers", "vp", "ep", "etp", "dp", "edp", "mbs", "recompute", "sharding", "dispatcher",
+              "rank_order", "step_s", "tokens_per_s_per_gpu", "mfu", "hfu", "peak_gib", "worst_stage"};
+  for (const auto& [name, dim] : kShownDims) t.header.push_back(fmt::format("exposed_{}_s", name));
+  t.header.push_back("bubble_s");
+  t.header.push_back("num_equivalent");
+  for (size_t i = 0; i < r.ranked.size(); ++i) {
+    const plan::Ranked& g = r.ranked[i];
+    const Layout& l = g.layout;
+    const Scenario s = plan::apply_layout(base, l);
+    const Mesh m = derive_mesh(s);
+    const Metrics& x = g.metrics;
+    const auto& h = s.parallel.hierarchical_context_parallel_sizes;
+    std::vector<std::string> row{fmt::format("{}", i + 1),
+                                 plan::layout_string(l, base),
+                                 fmt::format("{}", l.tp),
+                                 fmt::format("{}", l.cp),
+                                 std::string(to_string(s.parallel.cp_comm_type)),
+                                 h.size() == 2 ? fmt::format("{}x{}", h[0], h[1]) : "",
+                                 fmt::format("{}", l.pp),
+                                 fmt::format("{}", l.first_stage_layers),
+                                 fmt::format("{}", l.last_stage_layers),
+                                 fmt::format("{}", m.vp),
+                                 fmt::format("{}", m.ep),
+                                 fmt::format("{}", m.etp),
+                                 fmt::format("{}", m.dp),
+                                 fmt::format("{}", m.edp),
+                                 fmt::format("{}", l.mbs),
+                                 std::string(to_string(l.recompute)),
+                                 std::string(to_string(l.sharding)),
+                                 base.model.num_experts > 0 ? std::string(to_string(l.dispatcher)) : "",
+                                 rank_order_to_string(s.parallel.order),
+                                 fmt::format("{:.6g}", x.step_s),
+                                 fmt::format("{:.6g}", x.tokens_per_s_per_gpu),
+                                 fmt::format("{:.6g}", x.mfu),
+                                 fmt::format("{:.6g}", x.hfu),
+                                 fmt::format("{:.4f}", x.peak_bytes / kGiB),
+                                 fmt::format("{}", x.worst_stage)};
+    for (const auto& [name, dim] : kShownDims) row.push_back(fmt::format("{:.6g}", x.exposed_comm[static_cast<size_t>(dim)]));
+    row.push_back(fmt::format("{:.6g}", x.bubble));
+    row.push_back(fmt::format("{}", g.num_equivalent));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------------
+// Sweeps
+// ---------------------------------------------------------------------------------
+
+namespace {
+
+std::string point_label(const SweepPoint& p) {
+  std::string s;
+  for (const auto& [k, v] : p.values) s += (s.empty() ? "" : " ") + k + "=" + v;
+  return s;
+}
+
+}  // namespace
+
+ordered_json sweep_json(const std::vector<SweepPoint>& points) {
+  ordered_json j;
+  j["schema_version"] = kPlanSchemaVersion;
+  ordered_json arr = ordered_json::array();
+  for (const SweepPoint& p : points) {
+    ordered_json e;
+    ordered_json vals;
+    for (const auto& [k, v] : p.values) vals[k] = v;
+    e["values"] = vals;
+    e["plan"] = plan_json(p.scenario, p.result);
+    arr.push_back(e);
+  }
+  j["points"] = arr;
+  return j;
+}
+
+std::vector<Table> sweep_tables(const std::vector<SweepPoint>& points) {
+  Table t;
+  t.title = points.empty() ? "Sweep" : fmt::format("Best layout per point: {}", scenario_title(points.front().scenario));
+  if (!points.empty())
+    for (const auto& [k, v] : points.front().values) t.header.push_back(k);
+  for (const char* h : {"gpus", "best layout", "step s", "tok/s/GPU", "MFU %", "peak GiB", "fit / valid", "changes vs previous point"})
+    t.header.push_back(h);
+  const SweepPoint* prev = nullptr;
+  for (const SweepPoint& p : points) {
+    std::vector<std::string> row;
+    for (const auto& [k, v] : p.values) row.push_back(v);
+    row.push_back(fmt::format("{}", p.scenario.num_gpus));
+    if (p.result.ranked.empty()) {
+      row.push_back(p.result.counts.valid == 0 ? "no valid layout" : "nothing fits");
+      for (int i = 0; i < 4; ++i) row.push_back("-");
+      row.push_back(fmt::format("{} / {}", p.result.counts.fit, p.result.counts.valid));
+      row.push_back("-");
+      t.notes.push_back(point_label(p) + ": " + plan_failure(p.scenario, p.result));
+      prev = nullptr;
+    } else {
+      const plan::Ranked& g = p.result.ranked.front();
+      row.push_back(plan::layout_string(g.layout, p.scenario));
+      row.push_back(sec(g.metrics.step_s));
+      row.push_back(fmt::format("{:.0f}", g.metrics.tokens_per_s_per_gpu));
+      row.push_back(pct(g.metrics.mfu));
+      row.push_back(fmt_bytes_gib(g.metrics.peak_bytes));
+      row.push_back(fmt::format("{} / {}", p.result.counts.fit, p.result.counts.valid));
+      std::string changes = "-";
+      if (prev) {
+        const auto d = plan::layout_differences(prev->result.ranked.front().layout, g.layout, p.scenario);
+        changes = d.empty() ? "same layout" : "";
+        for (size_t i = 0; i < d.size(); ++i) changes += (i ? ", " : "") + d[i];
+      }
+      row.push_back(changes);
+      prev = &p;
+    }
+    t.rows.push_back(std::move(row));
+  }
+  return {t};
+}
+
+Table sweep_csv_table(const std::vector<SweepPoint>& points) {
+  Table t;
+  if (!points.empty())
+    for (const auto& [k, v] : points.front().values) t.header.push_back(k);
+  for (const char* h : {"num_gpus", "status", "layout", "step_s", "tokens_per_s_per_gpu", "mfu", "peak_gib", "fit",
+                        "valid", "enumerated", "message"})
+    t.header.push_back(h);
+  for (const SweepPoint& p : points) {
+    std::vector<std::string> row;
+    for (const auto& [k, v] : p.values) row.push_back(v);
+    row.push_back(fmt::format("{}", p.scenario.num_gpus));
+    const plan::PlanResult& r = p.result;
+    if (r.ranked.empty()) {
+      row.insert(row.end(), {r.counts.valid == 0 ? "no_valid_layout" : "nothing_fits", "", "", "", "", ""});
+    } else {
+      const Metrics& m = r.ranked.front().metrics;
+      row.insert(row.end(), {"ok", plan::layout_string(r.ranked.front().layout, p.scenario), fmt::format("{:.6g}", m.step_s),
+                             fmt::format("{:.6g}", m.tokens_per_s_per_gpu), fmt::format("{:.6g}", m.mfu),
+                             fmt::format("{:.4f}", m.peak_bytes / kGiB)});
+    }
+    row.push_back(fmt::format("{}", r.counts.fit));
+    row.push_back(fmt::format("{}", r.counts.valid));
+    row.push_back(fmt::format("{}", r.counts.enumerated));
+    row.push_back(plan_failure(p.scenario, r));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+}  // namespace lcm::report
