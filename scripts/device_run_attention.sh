@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # One call on a 1 x H200 device machine (nvidia-h200): build lcm-exec and its tests, run the
-# host and single-GPU tests, `lcm-exec bench attention` over the sweep (causal GQA, d128 at
-# 4K..128K tokens, d64 and d192 at 4K/16K/64K), PyTorch's scaled_dot_product_attention with
-# its cuDNN and FlashAttention backends on the same shapes and with the same method, and the
-# side-by-side table. Leaves at most 8 files in $OUT:
-#   device_log_attention.txt, attention.json/.csv (lcm-exec summary), torch_attention.json,
-#   comparison_attention.md, torch_frontend_log.txt (the cuDNN frontend's log of torch's SDPA
-#   graphs, head), attention_results.tar.gz (everything, traces included), and
-#   attention_torch_cudnn.json when lcm-exec also ran on torch's cuDNN library.
-# Every step is time-boxed and the script goes on after a failed step.
+# host and single-GPU tests, then, in the order lcm-exec, torch, lcm-exec (A-B-A: neither side
+# gets the cooler GPU), `lcm-exec bench attention` over the sweep (causal GQA, d128 at 4K..128K
+# tokens, d64 and d192 at 4K/16K/64K) and PyTorch's scaled_dot_product_attention with its cuDNN
+# and FlashAttention-2 backends on the same shapes with the same method, and the table.
+#
+# cuDNN: lcm-exec is built against and runs on the cuDNN library PyTorch ships (its wheel's
+# nvidia/cudnn: headers and libcudnn.so.9), so both sides run the same cuDNN engines; where the
+# system has another cuDNN 9 (the image's /usr/lib/x86_64-linux-gnu), the same binary runs the
+# d128 sweep once more on it (the backend API is stable within cuDNN 9). LCM_CUDNN=system
+# builds against the system cuDNN instead.
+#
+# Leaves at most 8 files in $OUT: device_log_attention.txt, attention.json/.csv and
+# attention_run2.json (lcm-exec runs 1 and 2), torch_attention.json, comparison_attention.md,
+# attention_system_cudnn.json (when run), attention_results.tar.gz (everything: traces, the
+# cuDNN frontend's log of torch's SDPA graphs). Every step is time-boxed and the script goes
+# on after a failed step.
 # Usage (device machine, repository root):  OUT=/tmp/out bash scripts/device_run_attention.sh [all|quick]
-#   quick: tests and the d128 sweep only, no second lcm-exec pass.
+#   quick: tests and the d128 sweep, one lcm-exec run, no system-cuDNN pass.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -47,12 +54,12 @@ python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.versio
 section configure
 CMAKE_ARGS=(-S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLCM_BUILD_GUI=OFF -DLCM_BUILD_BENCHMARKS=OFF
             -DCMAKE_CUDA_ARCHITECTURES=90)
-# No system cuDNN: build against the one PyTorch ships (headers and libcudnn.so.9).
-if ! ls /usr/local/cuda/include/cudnn_graph.h /usr/include/cudnn_graph.h /usr/include/x86_64-linux-gnu/cudnn_graph.h \
-     >/dev/null 2>&1 && [ -n "$TORCH_CUDNN_DIR" ]; then
+if [ "${LCM_CUDNN:-torch}" = torch ] && [ -f "$TORCH_CUDNN_DIR/include/cudnn_graph.h" ]; then
   CMAKE_ARGS+=(-DCUDNN_ROOT="$TORCH_CUDNN_DIR")
   export LD_LIBRARY_PATH="$TORCH_CUDNN_DIR/lib:${LD_LIBRARY_PATH:-}"
+  echo "cuDNN: PyTorch's ($TORCH_CUDNN_DIR)"
 fi
+rm -f build/CMakeCache.txt
 cmake "${CMAKE_ARGS[@]}" > "$RES/configure.log" 2>&1 || tail -30 "$RES/configure.log"
 grep -E "lcm-exec" "$RES/configure.log"
 
@@ -74,10 +81,15 @@ fi
 section "torch SDPA probe (cuDNN frontend log of torch's graphs in torch_frontend_log.txt)"
 CUDNN_FRONTEND_LOG_INFO=1 CUDNN_FRONTEND_LOG_FILE="$RES/torch_frontend_log.txt" timeout 90 \
   python3 scripts/compare_torch_attention.py probe
-head -c 3000000 "$RES/torch_frontend_log.txt" > "$OUT/torch_frontend_log.txt" 2>/dev/null
+grep -c "EXECUTION_PLAN_DESCRIPTOR :" "$RES/torch_frontend_log.txt" 2>/dev/null
+grep -o "EXECUTION_PLAN_DESCRIPTOR : [_a-z0-9=]*" "$RES/torch_frontend_log.txt" 2>/dev/null | head -4
 
-section "lcm-exec bench attention ($SHAPES)"
-timeout 240 $MPI "$EXE" bench attention --shapes "$SHAPES" --out "$RES/attn"
+lcm_run() {  # lcm_run NAME [extra mpirun args]: the sweep into $RES/NAME
+  local name=$1; shift
+  section "lcm-exec bench attention ($SHAPES) -> $name"
+  timeout 240 $MPI "$@" "$EXE" bench attention --shapes "$SHAPES" --out "$RES/$name"
+}
+lcm_run attn
 cp "$RES/attn/summary.json" "$OUT/attention.json" 2>/dev/null
 cp "$RES/attn/summary.csv" "$OUT/attention.csv" 2>/dev/null
 
@@ -86,31 +98,38 @@ timeout 300 python3 scripts/compare_torch_attention.py run --lcm "$RES/attn/summ
   --out "$RES/torch_attention.json" --backends cudnn,flash
 cp "$RES/torch_attention.json" "$OUT/" 2>/dev/null
 
-# lcm-exec on torch's own cuDNN library too, when it is another version than the one lcm-exec
-# was linked against (the backend API is stable within cuDNN 9): same engine version both sides.
-LCM_CUDNN=$(python3 -c "import json; j=json.load(open('$RES/attn/summary.json')); print(j['points'][0]['extra']['cudnn']['cudnn_runtime'])" 2>/dev/null)
-TORCH_CUDNN=$(python3 -c "import torch; v=torch.backends.cudnn.version(); print(f'{v//10000}.{v//100%100}.{v%100}')" 2>/dev/null)
-echo "cuDNN: lcm-exec ran on ${LCM_CUDNN:-?}, torch on ${TORCH_CUDNN:-?}"
 TABLE_LCM=("$RES/attn/summary.json")
-if [ "$MODE" = all ] && [ -n "$TORCH_CUDNN_DIR" ] && [ -n "$LCM_CUDNN" ] && [ "$LCM_CUDNN" != "$TORCH_CUDNN" ] &&
-   [ "$(elapsed)" -lt "${LCM_SECOND_PASS_BEFORE_S:-330}" ]; then
-  section "lcm-exec again, on torch's cuDNN $TORCH_CUDNN ($TORCH_CUDNN_DIR/lib), d128 sweep"
-  timeout 150 $MPI -x LD_LIBRARY_PATH="$TORCH_CUDNN_DIR/lib:${LD_LIBRARY_PATH:-}" "$EXE" bench attention \
-    --shapes 1x4Kx32x8x128,1x8Kx32x8x128,1x16Kx32x8x128,1x32Kx32x8x128,1x64Kx32x8x128,1x128Kx32x8x128 \
-    --out "$RES/attn_torch_cudnn"
-  cp "$RES/attn_torch_cudnn/summary.json" "$OUT/attention_torch_cudnn.json" 2>/dev/null
+if [ "$MODE" = all ]; then
+  lcm_run attn2
+  cp "$RES/attn2/summary.json" "$OUT/attention_run2.json" 2>/dev/null
+  TABLE_LCM+=("$RES/attn2/summary.json")
 fi
 
 section "comparison table"
 python3 scripts/compare_torch_attention.py table --lcm "${TABLE_LCM[@]}" --torch "$RES/torch_attention.json" \
   --out "$RES/comparison_attention.md"
-if [ -f "$RES/attn_torch_cudnn/summary.json" ]; then
-  python3 scripts/compare_torch_attention.py table --lcm "$RES/attn_torch_cudnn/summary.json" \
-    --torch "$RES/torch_attention.json" --out "$RES/comparison_attention_torch_cudnn.md"
-  { echo; echo "## lcm-exec on torch's cuDNN library"; echo; sed 1d "$RES/comparison_attention_torch_cudnn.md"; } \
-    >> "$RES/comparison_attention.md"
-fi
 cp "$RES/comparison_attention.md" "$OUT/" 2>/dev/null
+
+# The same binary on the system's cuDNN, when that is another library than the one it ran on.
+LCM_CUDNN_V=$(python3 -c "import json; j=json.load(open('$RES/attn/summary.json')); print(j['points'][0]['extra']['cudnn']['cudnn_runtime'])" 2>/dev/null)
+SYS_CUDNN_LIB=$(ldconfig -p | awk '/libcudnn\.so\.9 /{print $NF; exit}')
+SYS_CUDNN_H=$(ls /usr/include/x86_64-linux-gnu/cudnn_version.h /usr/include/cudnn_version.h /usr/local/cuda/include/cudnn_version.h 2>/dev/null | head -1)
+SYS_CUDNN_V=$([ -n "$SYS_CUDNN_H" ] && grep -h -E '^#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) ' "$SYS_CUDNN_H" | awk '{printf "%s%s", s, $3; s="."}')
+echo "cuDNN: lcm-exec ran on ${LCM_CUDNN_V:-?}; system library ${SYS_CUDNN_LIB:-none} (${SYS_CUDNN_V:-?})"
+if [ "$MODE" = all ] && [ -n "$SYS_CUDNN_LIB" ] && [ -n "$SYS_CUDNN_V" ] && [ "$SYS_CUDNN_V" != "$LCM_CUDNN_V" ] &&
+   [ "$(elapsed)" -lt "${LCM_SYSTEM_PASS_BEFORE_S:-200}" ]; then
+  SAVED_SHAPES=$SHAPES
+  SHAPES=1x4Kx32x8x128,1x8Kx32x8x128,1x16Kx32x8x128,1x32Kx32x8x128,1x64Kx32x8x128,1x128Kx32x8x128
+  lcm_run attn_system_cudnn -x LD_LIBRARY_PATH="$(dirname "$SYS_CUDNN_LIB"):${LD_LIBRARY_PATH:-}"
+  SHAPES=$SAVED_SHAPES
+  cp "$RES/attn_system_cudnn/summary.json" "$OUT/attention_system_cudnn.json" 2>/dev/null
+  python3 scripts/compare_torch_attention.py table --lcm "$RES/attn_system_cudnn/summary.json" \
+    --torch "$RES/torch_attention.json" --out "$RES/comparison_attention_system_cudnn.md" > /dev/null
+  { echo; echo "## The same lcm-exec binary on the system's cuDNN $SYS_CUDNN_V (torch on its own)"; echo;
+    sed 1d "$RES/comparison_attention_system_cudnn.md"; } >> "$RES/comparison_attention.md"
+  cp "$RES/comparison_attention.md" "$OUT/" 2>/dev/null
+  tail -25 "$RES/comparison_attention.md"
+fi
 
 section collect
 tar -C "$RES" -czf "$OUT/attention_results.tar.gz" . 2>/dev/null

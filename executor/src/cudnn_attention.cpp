@@ -478,17 +478,6 @@ void CudnnAttention::make_plans(Direction& dir, int max_plans, std::string& why)
           cudnnBackendGetAttribute(ed, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &pl.engine);
       } catch (const CudnnBuildError&) {
       }
-      int64_t len = 0;
-      if (cudnnBackendGetAttribute(pl.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, 0,
-                                   &len, nullptr) == CUDNN_STATUS_SUCCESS &&
-          len > 0 && len < (1 << 16)) {
-        std::string js(static_cast<size_t>(len), '\0');
-        if (cudnnBackendGetAttribute(pl.plan.get(), CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
-                                     len, &len, js.data()) == CUDNN_STATUS_SUCCESS) {
-          while (!js.empty() && js.back() == '\0') js.pop_back();
-          pl.json = js;
-        }
-      }
       pl.heuristic_index = static_cast<int>(i);
       pl.config = std::move(configs[i]);
       dir.plans.push_back(std::move(pl));
@@ -585,7 +574,6 @@ nlohmann::json CudnnAttention::describe() const {
       j["engine_global_index"] = pl.engine;
       j["heuristic_index"] = pl.heuristic_index;
       j["workspace_bytes"] = pl.workspace;
-      j["plan"] = pl.json;
     }
     return j;
   };
@@ -596,7 +584,7 @@ nlohmann::json CudnnAttention::describe() const {
           {"cudnn_runtime", cudnn_version_string(cudnn_runtime_version())},
           {"cudnn_headers", cudnn_version_string(cudnn_header_version())},
           {"softmax_scale", scale_},
-          {"mask_value", neg_inf_}};
+          {"mask_value", std::isinf(neg_inf_) ? std::string("-inf") : std::to_string(neg_inf_)}};
 }
 
 }  // namespace lcm::exec

@@ -91,7 +91,7 @@ class CudnnAttention {
   int num_bwd_plans() const { return static_cast<int>(bwd_.plans.size()); }
   void select_fwd(int i);
   void select_bwd(int i);
-  nlohmann::json describe() const;  // graph variant, engines, knobs, workspace, versions
+  nlohmann::json describe() const;  // graph variant, engines, workspace, versions
   double build_seconds() const { return build_s_; }
 
   // Registers the pointers of buffer set `set` (variant packs are built once per set).
@@ -106,7 +106,6 @@ class CudnnAttention {
     int64_t workspace = 0;
     int64_t engine = -1;
     int heuristic_index = -1;
-    std::string json;
   };
   struct Direction {
     std::vector<CudnnDesc> keep;          // tensors and operations the graph references

@@ -50,6 +50,11 @@ MeshTopology mesh_topology(const Scenario& s, const Mesh& m) {
   for (int cp_rank : group_ranks(dense, Dim::kCp, 0))
     for (int r : group_ranks(dense, Dim::kDp, cp_rank)) dpcp.push_back(r);
   set(CommDim::kDp, dpcp);
+  topo.expert_tp = topology_of(group_ranks(expert, Dim::kTp, 0), gpn);
+  std::vector<int> etp_ep;
+  for (int e : group_ranks(expert, Dim::kEp, 0))
+    for (int r : group_ranks(expert, Dim::kTp, e)) etp_ep.push_back(r);
+  topo.expert_tp_ep = topology_of(etp_ep, gpn);
   // Tied-embedding sync: first and last pipeline stage.
   std::vector<int> pp = group_ranks(dense, Dim::kPp, 0);
   set(CommDim::kEmb, pp.size() > 1 ? std::vector<int>{pp.front(), pp.back()} : pp);
@@ -154,10 +159,12 @@ double op_time(const Op& op, const MeshTopology& topo, const HardwareSpec& hw) {
     case OpKind::kMemoryBound: return memory_time(op.bytes, hw);
     case OpKind::kCollective:
     case OpKind::kSendRecv: {
-      // TP-stream collectives of expert layers run on the ETP group, which sits inside
-      // the TP span of the rank order; use the TP topology with the op's group size.
-      GroupTopology t = topo[op.coll.dim];
-      if (t.size != op.coll.group_size) {
+      // Expert-layer collectives name their group: the expert-TP group or the ETP x EP
+      // block of the expert grid; the rest run on their dimension's group.
+      GroupTopology t = op.coll.group == CommGroup::kExpertTp     ? topo.expert_tp
+                        : op.coll.group == CommGroup::kExpertTpEp ? topo.expert_tp_ep
+                                                                   : topo[op.coll.dim];
+      if (t.size != op.coll.group_size) {  // a sub-group (e.g. hierarchical CP levels)
         t.size = op.coll.group_size;
         t.per_node = std::min(t.per_node, t.size);
         t.nodes = (t.size + t.per_node - 1) / t.per_node;

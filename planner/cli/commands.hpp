@@ -10,5 +10,8 @@ void register_scaling(CLI::App& app, int& exit_code);
 void register_import(CLI::App& app, int& exit_code);
 void register_capacity(CLI::App& app, int& exit_code);
 void register_trace(CLI::App& app, int& exit_code);
+void register_plan(CLI::App& app, int& exit_code);
+void register_sweep(CLI::App& app, int& exit_code);
+void register_comm(CLI::App& app, int& exit_code);
 
 }  // namespace lcm::cli

@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
   lcm::cli::register_import(app, exit_code);
   lcm::cli::register_capacity(app, exit_code);
   lcm::cli::register_trace(app, exit_code);
+  lcm::cli::register_plan(app, exit_code);
+  lcm::cli::register_sweep(app, exit_code);
+  lcm::cli::register_comm(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

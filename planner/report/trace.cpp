@@ -170,7 +170,10 @@ ordered_json predicted_trace(const Scenario& s, const Estimate& e, const Schedul
           fwd_end[ri][mb] = w.cursor;
         } else {
           w.ops(st.post_bwd, "", pr.micro_batch);
-          w.layers(sched.mtp.bwd, st.mtp, "MTP.", "mtp", Pass::kBwd, pr.micro_batch);
+          for (int i = 0; i < st.mtp; ++i) {
+            if (i < st.mtp_recomputed) w.layers(sched.mtp.recompute, 1, "MTP.", "mtp", Pass::kRecompute, pr.micro_batch);
+            w.layers(sched.mtp.bwd, 1, "MTP.", "mtp", Pass::kBwd, pr.micro_batch);
+          }
           for (int i = 0; i < st.moe; ++i) {
             if (i < st.moe_recomputed) w.layers(sched.moe.recompute, 1, "L.", "moe", Pass::kRecompute, pr.micro_batch);
             w.layers(sched.moe.bwd, 1, "L.", "moe", Pass::kBwd, pr.micro_batch);

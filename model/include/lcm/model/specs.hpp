@@ -191,8 +191,8 @@ struct EfficiencySpec {
   double nvlink = 0.82;            // busbw fraction of nvlink_bw for large messages
   double nic = 0.92;               // busbw fraction of nic_bw for large messages
   // Shape and size curves of the time model (timing.cpp). A GEMM dimension d runs at
-  // d / (d + gemm_dim_half) of the large-GEMM efficiency; output tiles of
-  // gemm_tile_m x gemm_tile_n are quantized into waves over the SMs. Attention runs at
+  // d / (d + gemm_dim_half) of the large-GEMM efficiency (k's half-point doubles for FP8);
+  // partial output tiles of gemm_tile_m x gemm_tile_n cost a full tile. Attention runs at
   // s_kv / (s_kv + attention_seq_half) of its peak fraction. A collective of S bytes runs
   // at S / (S + half_bytes) of its peak bus bandwidth.
   double gemm_dim_half = 64;

@@ -29,6 +29,8 @@ struct GroupTopology {
 // groups under the scenario's rank order. DP is the dense gradient group (dp x cp).
 struct MeshTopology {
   std::array<GroupTopology, kNumCommDims> dim{};
+  GroupTopology expert_tp;     // the expert-TP (ETP) group of the expert grid
+  GroupTopology expert_tp_ep;  // ETP x EP block (allgather dispatcher)
   const GroupTopology& operator[](CommDim d) const { return dim[static_cast<size_t>(d)]; }
 };
 MeshTopology mesh_topology(const Scenario& s, const Mesh& m);
