@@ -296,11 +296,18 @@ template <class Sink>
 void tp_enter(Sink& out, const char* sp_base, const char* copy_base, double bytes, const TpItems& it, const Ctx& x,
               uint32_t modules = 0) {
   if (x.t <= 1) return;
-  if (x.sp)
+  if (x.sp) {
     out(coll_el(coll_op(sp_base, Collective::kAllGather, CommDim::kTp, x.t, bytes, it.ag), Collective::kReduceScatter,
                 it.rs, bytes, 1, modules));
-  else
+    // The column-parallel GEMM saves only its SP shard of the input and all-gathers it
+    // again in backward for the weight gradient (Megatron's
+    // LinearWithGradAccumulationAndAsyncCommunication; TE's LayerNormLinear with SP).
+    Op regather = coll_op(sp_base, Collective::kAllGather, CommDim::kTp, x.t, bytes, it.ag);
+    regather.part = GemmPart::kWgrad;
+    out(bwd_only_el(regather));
+  } else {
     out(bwd_only_el(coll_op(copy_base, Collective::kAllReduce, CommDim::kTp, x.t, bytes, it.ar)));
+  }
 }
 // Exit (row-parallel output): SP reduce-scatter forward, all-gather backward. Without SP
 // an all-reduce forward (Megatron's g) whose backward is an identity.

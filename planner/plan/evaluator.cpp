@@ -198,22 +198,33 @@ void Evaluator::Impl::fill(const Mesh& m, Structure& structure, LayerEntry* laye
   }
 }
 
-Outcome::Status Evaluator::Impl::evaluate(const Layout& l, Metrics& out, std::vector<Problem>& problems, bool& is_timed,
-                                          double time_miss_bytes) {
-  apply_layout_into(base, l, work);
-  is_timed = false;
+void Evaluator::Impl::evaluate_shardings(const Layout& layout, const DpSharding* shardings, int count,
+                                         ShardingResult* results, double time_miss_bytes) {
+  Layout l = layout;
+  // 1. Megatron's rules, per layout.
+  int first_valid = -1;
+  for (int i = 0; i < count; ++i) {
+    ShardingResult& r = results[i];
+    l.sharding = shardings[i];
+    apply_layout_into(base, l, work);
+    r.problems = validate_scenario(work);
+    ++validations;
+    r.timed = false;
+    r.status = r.problems.empty() ? Outcome::Status::kFits : Outcome::Status::kInvalid;
+    if (r.problems.empty() && first_valid < 0) first_valid = i;
+  }
+  if (first_valid < 0) return;
+  if (first_valid != count - 1) {
+    l.sharding = shardings[first_valid];
+    apply_layout_into(base, l, work);
+  }
 
-  // 1. Megatron's rules.
-  problems = validate_scenario(work);
-  ++validations;
-  if (!problems.empty()) return Outcome::Status::kInvalid;
-
+  // What the shardings share (none of it reads the sharding strategy).
   const ParallelSpec& p = work.parallel;
   const int moeo = p.overlap_moe_expert_parallel_comm ? 1 : 0;
   const int cpc = l.cp > 1 ? static_cast<int>(l.cp_comm) : 0;
   const int a2a = l.cp > 1 && l.cp_comm == CpCommType::kA2AP2P ? l.cp_a2a : 0;
   const int rc = static_cast<int>(l.recompute);
-  const size_t sh = static_cast<size_t>(l.sharding);
   const int disp = base.model.num_experts > 0 ? static_cast<int>(l.dispatcher) : -1;
   const int order = l.pp_before_dp ? 1 : 0;
   const Mesh m = derive_mesh(work);
@@ -233,128 +244,160 @@ Outcome::Status Evaluator::Impl::evaluate(const Layout& l, Metrics& out, std::ve
   }
   Structure& structure = *last_.structure;
 
-  // 3. Memory (slots by sharding: consecutive layouts differ in it).
+  // 3. Keys of the memory and step-op slots (by sharding below).
   const IntKey<13> mk{{l.tp, l.cp, cpc, a2a, l.pp, l.first_stage_layers, l.last_stage_layers, l.vl, l.ep, l.etp, l.mbs,
                        rc, moeo}};
   if (!(last_.memory_key == mk)) {
     last_.memory_key = mk;
     last_.memory_valid = {};
   }
-  if (!last_.memory_valid[sh]) {
-    memory_metrics(estimate_memory(work, m, structure.layers, structure.params), last_.memory[sh]);
-    last_.memory_valid[sh] = true;
-  }
-  const Metrics& mem = last_.memory[sh];
-  out.peak_bytes = mem.peak_bytes;
-  out.allocated_peak_bytes = mem.allocated_peak_bytes;
-  out.worst_stage = mem.worst_stage;
-  out.fits = mem.fits;
-  out.hbm_bytes = mem.hbm_bytes;
-  out.miss_bytes = mem.miss_bytes;
-  out.miss_stage = mem.miss_stage;
-  const Outcome::Status status = mem.fits ? Outcome::Status::kFits : Outcome::Status::kOutOfMemory;
-  if (!mem.fits && mem.miss_bytes > time_miss_bytes) return status;
-
-  // 4. Topology of the groups under this rank order.
-  auto& topo_slot = topologies_[IntKey<7>{{m.tp, m.cp, m.pp, m.ep, m.etp, order, 0}}];
-  if (!topo_slot) topo_slot = std::make_unique<MeshTopology>(mesh_topology(work, m));
-  const MeshTopology& topo = *topo_slot;
-
-  // 5. Op lists: layer kinds, stage edges, step ops; one schedule fills what is missing.
-  auto& layer_slot = layers_[IntKey<9>{{l.tp, l.cp, cpc, a2a, l.ep, l.etp, l.mbs, rc, disp}}];
-  LayerEntry* new_layer = nullptr;
-  if (!layer_slot) {
-    layer_slot = std::make_unique<LayerEntry>();
-    new_layer = layer_slot.get();
-  }
-  const IntKey<10> ek{{l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.vl, l.ep, l.etp, l.mbs, 0}};
-  if (!last_.edges || !(last_.edge_key == ek)) {
-    auto& slot = edges_[ek];
-    if (!slot) slot = std::make_unique<EdgeEntry>();
-    last_.edges = slot.get();
-    last_.edge_key = ek;
-  }
   const IntKey<9> tk{{l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.ep, l.etp, l.mbs, 0}};
   if (!(last_.step_key == tk)) {
     last_.step_key = tk;
     last_.steps = {};
   }
-  if (!last_.steps[sh]) {
-    auto& slot = steps_[IntKey<10>{
-        {l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.ep, l.etp, l.mbs, static_cast<int>(sh), 0}}];
-    if (!slot) slot = std::make_unique<StepEntry>();
-    last_.steps[sh] = slot.get();
-  }
-  EdgeEntry& edges = *last_.edges;
-  StepEntry& steps = *last_.steps[sh];
-  if (new_layer || !structure.has_classes || !edges.covers(structure) || !steps.covers(structure)) {
-    fill(m, structure, new_layer, &edges, &steps);
-  }
 
-  // 6. Compose.
-  const LayerEntry::Timed& lt = timed(*layer_slot, topo);
-  const EdgeEntry::Timed& et =
-      timed(edges, topo, [](const auto& lists, const ParallelSpec& par, const MeshTopology& t, const HardwareSpec& hw) {
-        return std::array<PassTime, 4>{pass_time(lists[0], par, t, hw), pass_time(lists[1], par, t, hw),
-                                       pass_time(lists[2], par, t, hw), pass_time(lists[3], par, t, hw)};
-      });
-  const StepEntry::Timed& st =
-      timed(steps, topo, [](const auto& lists, const ParallelSpec&, const MeshTopology& t, const HardwareSpec& hw) {
-        return step_op_times(lists, t, hw);
-      });
-  const size_t nc = structure.classes.size();
-  if (inputs_.size() < nc) inputs_.resize(nc);
-  StageInputs* in = inputs_.data();
-  for (size_t k = 0; k < nc; ++k) {
-    const Structure::Class& c = structure.classes[k];
-    StageInputs& x = in[k];
-    x.dense = c.dense;
-    x.dense_recomputed = c.dense_recomputed;
-    x.moe = c.moe;
-    x.moe_recomputed = c.moe_recomputed;
-    x.mtp = c.mtp;
-    x.mtp_recomputed = c.mtp_recomputed;
-    const int e = edges.identity_of(c), s = steps.identity_of(c);
-    assert(e >= 0 && s >= 0);
-    const auto& edge_times = et.times[static_cast<size_t>(e)];
-    x.pre_fwd = &edge_times[0];
-    x.post_fwd = &edge_times[1];
-    x.post_bwd = &edge_times[2];
-    x.pre_bwd = &edge_times[3];
-    x.step = st.times[static_cast<size_t>(s)].data();
-    x.num_step = static_cast<int>(st.times[static_cast<size_t>(s)].size());
-  }
+  // Shared pieces of the time, looked up when the first layout needs a time.
+  const MeshTopology* topo = nullptr;
+  LayerEntry* layer_entry = nullptr;
+  LayerEntry* new_layer = nullptr;
+  EdgeEntry* edges = nullptr;
+  const LayerEntry::Timed* lt = nullptr;
+  const EdgeEntry::Timed* et = nullptr;
   StepInputs si;
-  si.dense = &lt.dense;
-  si.moe = &lt.moe;
-  si.mtp = &lt.mtp;
-  si.stages = in;
-  si.stage_input = structure.stage_class.data();
-  si.num_ranks = m.pp;
-  si.vp = m.vp;
-  si.num_micro_batches = m.num_micro_batches;
-  // The passes of each class do not depend on the step ops: shared by the shardings.
-  const void* pk[3] = {&structure, &lt, &et};
-  if (!std::equal(pk, pk + 3, last_.passes_key) || last_.passes.size() != nc) {
-    std::copy(pk, pk + 3, last_.passes_key);
-    last_.passes.resize(nc);
-    for (size_t k = 0; k < nc; ++k) last_.passes[k] = stage_microbatch_time(in[k], si);
+
+  for (int i = first_valid; i < count; ++i) {
+    ShardingResult& r = results[i];
+    if (r.status == Outcome::Status::kInvalid) continue;
+    const size_t sh = static_cast<size_t>(shardings[i]);
+    if (i != first_valid || l.sharding != shardings[i]) {
+      l.sharding = shardings[i];
+      apply_layout_into(base, l, work);
+    }
+    Metrics& out = r.metrics;
+
+    // 4. Memory.
+    if (!last_.memory_valid[sh]) {
+      memory_metrics(estimate_memory(work, m, structure.layers, structure.params), last_.memory[sh]);
+      last_.memory_valid[sh] = true;
+    }
+    const Metrics& mem = last_.memory[sh];
+    out.peak_bytes = mem.peak_bytes;
+    out.allocated_peak_bytes = mem.allocated_peak_bytes;
+    out.worst_stage = mem.worst_stage;
+    out.fits = mem.fits;
+    out.hbm_bytes = mem.hbm_bytes;
+    out.miss_bytes = mem.miss_bytes;
+    out.miss_stage = mem.miss_stage;
+    r.status = mem.fits ? Outcome::Status::kFits : Outcome::Status::kOutOfMemory;
+    if (!mem.fits && mem.miss_bytes > time_miss_bytes) continue;
+
+    // 5. Topology and op lists (layer kinds, stage edges, step ops); one schedule fills
+    // what is missing.
+    if (!topo) {
+      auto& topo_slot = topologies_[IntKey<7>{{m.tp, m.cp, m.pp, m.ep, m.etp, order, 0}}];
+      if (!topo_slot) topo_slot = std::make_unique<MeshTopology>(mesh_topology(work, m));
+      topo = topo_slot.get();
+      auto& layer_slot = layers_[IntKey<9>{{l.tp, l.cp, cpc, a2a, l.ep, l.etp, l.mbs, rc, disp}}];
+      if (!layer_slot) {
+        layer_slot = std::make_unique<LayerEntry>();
+        new_layer = layer_slot.get();
+      }
+      layer_entry = layer_slot.get();
+      const IntKey<10> ek{{l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.vl, l.ep, l.etp, l.mbs, 0}};
+      if (!last_.edges || !(last_.edge_key == ek)) {
+        auto& slot = edges_[ek];
+        if (!slot) slot = std::make_unique<EdgeEntry>();
+        last_.edges = slot.get();
+        last_.edge_key = ek;
+      }
+      edges = last_.edges;
+    }
+    if (!last_.steps[sh]) {
+      auto& slot = steps_[IntKey<10>{
+          {l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.ep, l.etp, l.mbs, static_cast<int>(sh), 0}}];
+      if (!slot) slot = std::make_unique<StepEntry>();
+      last_.steps[sh] = slot.get();
+    }
+    StepEntry& steps = *last_.steps[sh];
+    if (new_layer || !structure.has_classes || !edges->covers(structure) || !steps.covers(structure)) {
+      fill(m, structure, new_layer, edges, &steps);
+      new_layer = nullptr;
+    }
+
+    // 6. Compose.
+    const size_t nc = structure.classes.size();
+    if (inputs_.size() < nc) inputs_.resize(nc);
+    StageInputs* in = inputs_.data();
+    if (!lt) {
+      lt = &timed(*layer_entry, *topo);
+      et = &timed(*edges, *topo,
+                  [](const auto& lists, const ParallelSpec& par, const MeshTopology& t, const HardwareSpec& hw) {
+                    return std::array<PassTime, 4>{pass_time(lists[0], par, t, hw), pass_time(lists[1], par, t, hw),
+                                                   pass_time(lists[2], par, t, hw), pass_time(lists[3], par, t, hw)};
+                  });
+      for (size_t k = 0; k < nc; ++k) {
+        const Structure::Class& c = structure.classes[k];
+        StageInputs& x = in[k];
+        x.dense = c.dense;
+        x.dense_recomputed = c.dense_recomputed;
+        x.moe = c.moe;
+        x.moe_recomputed = c.moe_recomputed;
+        x.mtp = c.mtp;
+        x.mtp_recomputed = c.mtp_recomputed;
+        const int e = edges->identity_of(c);
+        assert(e >= 0);
+        const auto& edge_times = et->times[static_cast<size_t>(e)];
+        x.pre_fwd = &edge_times[0];
+        x.post_fwd = &edge_times[1];
+        x.post_bwd = &edge_times[2];
+        x.pre_bwd = &edge_times[3];
+        x.microbatch_time = nullptr;
+      }
+      si.dense = &lt->dense;
+      si.moe = &lt->moe;
+      si.mtp = &lt->mtp;
+      si.stages = in;
+      si.stage_input = structure.stage_class.data();
+      si.num_ranks = m.pp;
+      si.vp = m.vp;
+      si.num_micro_batches = m.num_micro_batches;
+      // The micro-batch times of each class do not depend on the step ops: shared by the
+      // shardings (and by the next layouts while the inputs stay the same).
+      const void* pk[3] = {&structure, lt, et};
+      if (!std::equal(pk, pk + 3, last_.passes_key) || last_.passes.size() != nc) {
+        std::copy(pk, pk + 3, last_.passes_key);
+        last_.passes.resize(nc);
+        for (size_t k = 0; k < nc; ++k) last_.passes[k] = stage_microbatch_time(in[k], si);
+      }
+      for (size_t k = 0; k < nc; ++k) in[k].microbatch_time = &last_.passes[k];
+    }
+    const StepEntry::Timed& st =
+        timed(steps, *topo, [](const auto& lists, const ParallelSpec&, const MeshTopology& t, const HardwareSpec& hw) {
+          return step_op_times(lists, t, hw);
+        });
+    for (size_t k = 0; k < nc; ++k) {
+      const int s = steps.identity_of(structure.classes[k]);
+      assert(s >= 0);
+      in[k].step = st.times[static_cast<size_t>(s)].data();
+      in[k].num_step = static_cast<int>(st.times[static_cast<size_t>(s)].size());
+    }
+    time_metrics(compose_step_time(work, si, structure.flops, false), out);
+    r.timed = true;
   }
-  for (size_t k = 0; k < nc; ++k) in[k].microbatch_time = &last_.passes[k];
-  time_metrics(compose_step_time(work, si, structure.flops, false), out);
-  is_timed = true;
-  return status;
 }
 
 Evaluator::Evaluator(const Scenario& base) : impl_(new Impl(base)) {}
 Evaluator::~Evaluator() { delete impl_; }
 
 Outcome Evaluator::evaluate(const Layout& l) {
+  ShardingResult r;
+  impl_->evaluate_shardings(l, &l.sharding, 1, &r);
   Outcome o;
-  bool timed = false;
-  o.status = impl_->evaluate(l, o.metrics, o.problems, timed);
-  o.has_time = timed;
-  if (o.status == Outcome::Status::kInvalid) o.metrics = Metrics{};
+  o.status = r.status;
+  o.has_time = r.timed;
+  if (r.status == Outcome::Status::kInvalid) o.problems = std::move(r.problems);
+  else o.metrics = r.metrics;
   return o;
 }
 

@@ -161,14 +161,23 @@ struct StageListsEntry {
 using EdgeEntry = StageListsEntry<std::array<std::vector<Op>, 4>, std::array<PassTime, 4>>;  // pre_fwd..pre_bwd
 using StepEntry = StageListsEntry<std::vector<Op>, std::vector<StepOpTime>>;
 
+// The result of one layout: for valid ones `metrics` (the step-time fields only when
+// `timed`), for invalid ones `problems`.
+struct ShardingResult {
+  Outcome::Status status = Outcome::Status::kInvalid;
+  bool timed = false;
+  Metrics metrics;
+  std::vector<Problem> problems;
+};
+
 struct Evaluator::Impl {
   explicit Impl(const Scenario& base);
 
-  // One layout. For valid layouts fills `metrics` (the step-time fields only when the
-  // layout fits HBM or misses it by at most `time_miss_bytes`; `timed` says which); for
-  // invalid ones `problems`.
-  Outcome::Status evaluate(const Layout& l, Metrics& metrics, std::vector<Problem>& problems, bool& timed,
-                           double time_miss_bytes = 1e300);
+  // The layouts `layout` with each of `shardings` (its own sharding is ignored): they
+  // differ only in their step collectives and memory and share the rest of the work.
+  // Out-of-memory layouts get a time only when they miss HBM by at most time_miss_bytes.
+  void evaluate_shardings(const Layout& layout, const DpSharding* shardings, int count, ShardingResult* results,
+                          double time_miss_bytes = 1e300);
 
   // Drop the caches that grow with the search.
   void trim();

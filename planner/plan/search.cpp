@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <array>
 #include <thread>
 
 #include <fmt/format.h>
@@ -206,8 +207,11 @@ struct Accum {
   uint64_t seen = 0;
 };
 
-void record(Accum& acc, const Layout& l, Outcome::Status st, const Metrics& m, const std::vector<Problem>& problems,
-            bool timed, uint64_t sample_every) {
+void record(Accum& acc, const Layout& l, const ShardingResult& r, uint64_t sample_every) {
+  const Outcome::Status st = r.status;
+  const Metrics& m = r.metrics;
+  const std::vector<Problem>& problems = r.problems;
+  const bool timed = r.timed;
   ++acc.counts.enumerated;
   ++acc.counts.evaluated;
   if (timed) ++acc.counts.timed;
@@ -242,8 +246,7 @@ void run_item(const Item& item, const Space& space, Evaluator::Impl& ev, Accum& 
               uint64_t sample_every) {
   ev.trim();
   uint64_t pending = 0;
-  Metrics m;
-  std::vector<Problem> problems;
+  std::array<ShardingResult, 4> results;
   for (const MeshSpec& ms : item.meshes) {
     Layout l = ms.mesh;
     for (int vl : ms.vls) {
@@ -261,15 +264,16 @@ void run_item(const Item& item, const Space& space, Evaluator::Impl& ev, Accum& 
                 l.pp_before_dp = order == 1;
                 // Innermost: layouts that differ only in their step collectives share the
                 // rest of their step time.
-                for (DpSharding sh : ms.shardings) {
-                  l.sharding = sh;
-                  bool timed = false;
-                  const Outcome::Status st = ev.evaluate(l, m, problems, timed, space.time_miss_bytes);
-                  record(acc, l, st, m, problems, timed, sample_every);
-                  if (++pending == 4096) {
-                    done.fetch_add(pending, std::memory_order_relaxed);
-                    pending = 0;
-                  }
+                const int n = static_cast<int>(ms.shardings.size());
+                ev.evaluate_shardings(l, ms.shardings.data(), n, results.data(), space.time_miss_bytes);
+                for (int i = 0; i < n; ++i) {
+                  l.sharding = ms.shardings[static_cast<size_t>(i)];
+                  record(acc, l, results[static_cast<size_t>(i)], sample_every);
+                }
+                pending += static_cast<uint64_t>(n);
+                if (pending >= 4096) {
+                  done.fetch_add(pending, std::memory_order_relaxed);
+                  pending = 0;
                 }
               }
             }

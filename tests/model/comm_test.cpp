@@ -160,16 +160,19 @@ TEST(CommTp, SequenceParallelSplitsEachAllReduceIntoAgAndRsOfEqualTotal) {
   const Comm c = run(s);
   expect_consistent(c);
   EXPECT_EQ(find(c, "tp.allreduce"), nullptr);
-  // 4 layers x (2 AG + 2 RS) fwd and the same bwd; each sends (t-1)/t * 16 MiB = 8 MiB.
-  EXPECT_DOUBLE_EQ(calls(c, "tp.sp.allgather"), 16.0);
+  // 4 layers x (2 AG + 2 RS) fwd and the same bwd, plus in bwd the re-gather of each
+  // column-parallel input for its weight gradient (2 AG per layer); each call sends
+  // (t-1)/t * 16 MiB = 8 MiB.
+  EXPECT_DOUBLE_EQ(calls(c, "tp.sp.allgather"), 16.0 + 8.0);
   EXPECT_DOUBLE_EQ(calls(c, "tp.sp.reducescatter"), 16.0);
-  EXPECT_DOUBLE_EQ(sent(c, "tp.sp.allgather"), 128 * kMiB);
+  EXPECT_DOUBLE_EQ(sent(c, "tp.sp.allgather"), 192 * kMiB);
   EXPECT_DOUBLE_EQ(sent(c, "tp.sp.reducescatter"), 128 * kMiB);
   EXPECT_DOUBLE_EQ(sent(c, "tp.embedding.reducescatter"), 8 * kMiB);
   EXPECT_DOUBLE_EQ(sent(c, "tp.embedding.allgather"), 8 * kMiB);
-  EXPECT_DOUBLE_EQ(sent(c, "tp.output.allgather"), 8 * kMiB);
+  EXPECT_DOUBLE_EQ(sent(c, "tp.output.allgather"), 16 * kMiB);  // fwd + wgrad re-gather
   EXPECT_DOUBLE_EQ(sent(c, "tp.output.reducescatter"), 8 * kMiB);
-  // Activation traffic is unchanged by SP; SP adds the once-per-step all-reduce of the
+  // SP moves the all-reduce volume as AG + RS, plus the backward re-gathers (8 layer
+  // inputs + the output layer's, 9 x 8 MiB), and the once-per-step all-reduce of the
   // TP-replicated parameters' fp32 grads: 2 RMSNorms x 4 layers + the final norm = 9 h.
   const double grad_sync = 9.0 * 1024.0 * 4.0;
   const CommItem* g = find(c, "tp.allreduce.grads");
@@ -177,8 +180,8 @@ TEST(CommTp, SequenceParallelSplitsEachAllReduceIntoAgAndRsOfEqualTotal) {
   EXPECT_EQ(g->kind, Collective::kAllReduce);
   EXPECT_DOUBLE_EQ(g->calls, 1.0);
   EXPECT_DOUBLE_EQ(g->sent_bytes, grad_sync);  // AR over 2 sends S
-  EXPECT_DOUBLE_EQ(dim(c, CommDim::kTp), 288 * kMiB + grad_sync);
-  EXPECT_DOUBLE_EQ(dim(c, CommDim::kTp) - grad_sync, without_sp);
+  EXPECT_DOUBLE_EQ(dim(c, CommDim::kTp), (288 + 72) * kMiB + grad_sync);
+  EXPECT_DOUBLE_EQ(dim(c, CommDim::kTp) - grad_sync - 72 * kMiB, without_sp);
 }
 
 TEST(CommTp, FourWayTpTotalsAgreeWithAndWithoutSp) {
@@ -191,8 +194,9 @@ TEST(CommTp, FourWayTpTotalsAgreeWithAndWithoutSp) {
   const Comm sp = run(s);
   const double grad_sync = 1.5 * 9.0 * 1024.0 * 4.0;  // 2(t-1)/t x 9h fp32 norm grads
   EXPECT_DOUBLE_EQ(sent(sp, "tp.allreduce.grads"), grad_sync);
-  EXPECT_DOUBLE_EQ(dim(sp, CommDim::kTp) - grad_sync, 36 * 12 * kMiB);
-  EXPECT_DOUBLE_EQ(dim(sp, CommDim::kTp) - grad_sync, dim(ar, CommDim::kTp));
+  // AG + RS carry the all-reduce volume; the 9 backward re-gathers add 9 x 12 MiB.
+  EXPECT_DOUBLE_EQ(dim(sp, CommDim::kTp) - grad_sync, (36 + 9) * 12 * kMiB);
+  EXPECT_DOUBLE_EQ(dim(sp, CommDim::kTp) - grad_sync - 9 * 12 * kMiB, dim(ar, CommDim::kTp));
 }
 
 TEST(CommTp, FullRecomputeRepeatsForwardCollectives) {
@@ -204,7 +208,7 @@ TEST(CommTp, FullRecomputeRepeatsForwardCollectives) {
   EXPECT_DOUBLE_EQ(calls(run(s), "tp.allreduce"), 16.0 + 8.0);  // + 2 fwd AR per layer
   s.parallel.sequence_parallel = true;
   const Comm sp = run(s);
-  EXPECT_DOUBLE_EQ(calls(sp, "tp.sp.allgather"), 16.0 + 8.0);
+  EXPECT_DOUBLE_EQ(calls(sp, "tp.sp.allgather"), 16.0 + 8.0 + 8.0);  // + wgrad re-gathers
   EXPECT_DOUBLE_EQ(calls(sp, "tp.sp.reducescatter"), 16.0 + 8.0);
   // Block method: first recompute_num_layers layers of the stage only (1 of 4).
   s.parallel.sequence_parallel = false;
@@ -231,8 +235,9 @@ TEST(CommTp, FullRecomputeOfMoeLayersRepeatsAttentionAndSharedExpert) {
   s.parallel.sequence_parallel = true;
   s.parallel.recompute_granularity = RecomputeGranularity::kFull;
   const Comm c = run(s);
-  // Per layer: attention + shared expert, each AG + RS fwd, RS + AG bwd, AG + RS recompute.
-  EXPECT_DOUBLE_EQ(calls(c, "tp.sp.allgather"), 4.0 * 2.0 * 3.0);  // layers x blocks x 3
+  // Per layer: attention + shared expert, each AG + RS fwd, RS + AG bwd plus the input
+  // re-gather for the weight gradient, AG + RS recompute.
+  EXPECT_DOUBLE_EQ(calls(c, "tp.sp.allgather"), 4.0 * 2.0 * 4.0);  // layers x blocks x 4
   EXPECT_DOUBLE_EQ(calls(c, "tp.sp.reducescatter"), 24.0);
   EXPECT_DOUBLE_EQ(calls(c, "ep.a2a.dispatch"), 8.0);
 }
@@ -253,13 +258,14 @@ TEST(CommTp, MoeLayersKeepAttentionAndSharedExpertCollectivesOnTp) {
   s.parallel.sequence_parallel = true;
   // Routed experts talk over EP/ETP: only the attention block stays on TP.
   Comm c = run(s);
-  EXPECT_DOUBLE_EQ(calls(c, "tp.sp.allgather"), 8.0);
+  EXPECT_DOUBLE_EQ(calls(c, "tp.sp.allgather"), 8.0 + 4.0);  // + the QKV input re-gather
   EXPECT_DOUBLE_EQ(calls(c, "tp.sp.reducescatter"), 8.0);
   EXPECT_EQ(find(c, "etp.allgather.dispatch"), nullptr);  // etp = 1
-  // A shared expert is a TP-sharded MLP: one more AG + RS fwd, RS + AG bwd per layer.
+  // A shared expert is a TP-sharded MLP: one more AG + RS fwd, RS + AG bwd and the fc1
+  // input re-gather per layer.
   s.model.moe_shared_expert_intermediate_size = 1024;
   c = run(s);
-  EXPECT_DOUBLE_EQ(calls(c, "tp.sp.allgather"), 16.0);
+  EXPECT_DOUBLE_EQ(calls(c, "tp.sp.allgather"), 16.0 + 8.0);
   EXPECT_DOUBLE_EQ(calls(c, "tp.sp.reducescatter"), 16.0);
 }
 
@@ -275,15 +281,17 @@ TEST(CommTp, MlaEntersThroughCompressedLatents) {
   s.parallel.sequence_parallel = true;
   Comm c = run(s);
   expect_consistent(c);
-  // Latent AG: 8192 tokens x (384 + 256 + 64) x 2 B = 11 MiB, sent 5.5 MiB, fwd only.
+  // Latent AG: 8192 tokens x (384 + 256 + 64) x 2 B = 11 MiB, sent 5.5 MiB, fwd and the
+  // up projections' weight-gradient re-gather in bwd.
   const CommItem* lat = find(c, "tp.sp.allgather.mla");
   ASSERT_NE(lat, nullptr);
   EXPECT_DOUBLE_EQ(lat->message_bytes, 11 * kMiB);
-  EXPECT_DOUBLE_EQ(lat->calls, 4.0);
-  EXPECT_DOUBLE_EQ(lat->sent_bytes, 22 * kMiB);
+  EXPECT_DOUBLE_EQ(lat->calls, 8.0);
+  EXPECT_DOUBLE_EQ(lat->sent_bytes, 44 * kMiB);
   EXPECT_DOUBLE_EQ(sent(c, "tp.sp.reducescatter.mla"), 22 * kMiB);  // its bwd
-  // h-wide: MLP enter (fwd AG) + attention and MLP exits (bwd AG) = 3 per layer.
-  EXPECT_DOUBLE_EQ(calls(c, "tp.sp.allgather"), 12.0);
+  // h-wide: MLP enter (fwd AG) + attention and MLP exits (bwd AG) + the fc1 input
+  // re-gather = 4 per layer.
+  EXPECT_DOUBLE_EQ(calls(c, "tp.sp.allgather"), 16.0);
   EXPECT_DOUBLE_EQ(calls(c, "tp.sp.reducescatter"), 12.0);
   // Replicated over TP and summed once per step (fp32): the duplicated down projections
   // h x (384 + 256 + 64), 2 RMSNorms per layer and the final norm.
