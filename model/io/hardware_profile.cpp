@@ -88,6 +88,7 @@ std::vector<Key> efficiency_keys() {
   };
   return {
       frac("gemm", [](HardwareSpec& h) -> double& { return h.efficiency.gemm; }),
+      frac("gemm_fp8", [](HardwareSpec& h) -> double& { return h.efficiency.gemm_fp8; }),
       frac("attention_fwd", [](HardwareSpec& h) -> double& { return h.efficiency.attention_fwd; }),
       frac("attention_bwd", [](HardwareSpec& h) -> double& { return h.efficiency.attention_bwd; }),
       frac("hbm", [](HardwareSpec& h) -> double& { return h.efficiency.hbm; }),

@@ -74,30 +74,32 @@ namespace {
 //  - No wave quantization: cuBLAS on Hopper schedules tiles persistently (stream-K /
 //    split-K for few tiles), and the measured H200 shapes show no wave pattern
 //    (validation/measured/h200/kernels_probe.json and comparison.md; docs/hardware-profiles.md).
-double shape_efficiency(const GemmShape& g, double k_half_scale, const HardwareSpec& hw) {
+double shape_efficiency(const GemmShape& g, DType dtype, const HardwareSpec& hw) {
   const EfficiencySpec& e = hw.efficiency;
+  const bool fp8 = dtype == DType::kFp8;
+  const double peak_fraction = fp8 ? e.gemm_fp8 : e.gemm;
+  const double k_half_scale = fp8 ? 2.0 : 1.0;
   const int groups = std::max(1, g.groups);
   const double m = static_cast<double>(g.m) / groups;  // rows per grouped GEMM
-  if (m <= 0 || g.n <= 0 || g.k <= 0) return e.gemm;
+  if (m <= 0 || g.n <= 0 || g.k <= 0) return peak_fraction;
   const double n = static_cast<double>(g.n), k = static_cast<double>(g.k);
   auto sat = [](double d, double half) { return d / (d + half); };
   auto edge = [](double d, int tile) {
     const double t = std::max(1, tile);
     return d / (std::ceil(d / t) * t);
   };
-  return e.gemm * sat(m, e.gemm_dim_half) * sat(n, e.gemm_dim_half) * sat(k, e.gemm_dim_half * k_half_scale) *
+  return peak_fraction * sat(m, e.gemm_dim_half) * sat(n, e.gemm_dim_half) * sat(k, e.gemm_dim_half * k_half_scale) *
          edge(m, e.gemm_tile_m) * edge(n, e.gemm_tile_n);
 }
 
 }  // namespace
 
-double gemm_efficiency(const GemmShape& g, const HardwareSpec& hw) { return shape_efficiency(g, 1.0, hw); }
+double gemm_efficiency(const GemmShape& g, const HardwareSpec& hw) { return shape_efficiency(g, DType::kBf16, hw); }
 
 double gemm_time(const GemmShape& g, DType dtype, const HardwareSpec& hw) {
   const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
   if (flops <= 0) return 0;
-  const double k_half_scale = dtype == DType::kFp8 ? 2.0 : 1.0;
-  return flops / (peak_flops(dtype, hw) * shape_efficiency(g, k_half_scale, hw));
+  return flops / (peak_flops(dtype, hw) * shape_efficiency(g, dtype, hw));
 }
 
 double attention_time(const AttentionShape& a, double flops, bool backward, const HardwareSpec& hw) {

@@ -21,6 +21,7 @@ inline HardwareSpec test_h100() {
   hw.interconnect.nic_bw = 50e9;
   hw.interconnect.nic_latency = 10e-6;
   hw.efficiency.gemm = 0.8;
+  hw.efficiency.gemm_fp8 = 0.6;
   hw.efficiency.attention_fwd = 0.65;
   hw.efficiency.attention_bwd = 0.5;
   hw.efficiency.hbm = 0.85;

@@ -29,6 +29,7 @@ TEST(HardwareProfile, H100ConvertedOnce) {
   EXPECT_DOUBLE_EQ(h.interconnect.nic_bw, 50e9);
   EXPECT_DOUBLE_EQ(h.interconnect.nic_latency, 14e-6);
   EXPECT_DOUBLE_EQ(h.efficiency.gemm, 0.734);
+  EXPECT_DOUBLE_EQ(h.efficiency.gemm_fp8, 0.604);
   EXPECT_DOUBLE_EQ(h.efficiency.attention_fwd, 0.662);
   EXPECT_DOUBLE_EQ(h.efficiency.attention_bwd, 0.523);
   EXPECT_DOUBLE_EQ(h.efficiency.hbm, 0.70);
@@ -94,7 +95,7 @@ TEST_F(ProfileFile, MissingKeyAndBlock) {
   ASSERT_FALSE(e.ok());
   EXPECT_THAT(e.error().str(), HasSubstr("efficiency.nic: missing required key 'nic'"));
   // The curve parameters are required too (no silent C++ defaults).
-  for (const char* key : {"gemm_dim_half", "gemm_tile_m", "gemm_tile_n", "attention_seq_half_tokens",
+  for (const char* key : {"gemm_fp8", "gemm_dim_half", "gemm_tile_m", "gemm_tile_n", "attention_seq_half_tokens",
                           "nvlink_half_MiB", "nic_half_MiB"}) {
     std::ifstream in(profile_dir() + "/h100-sxm.yaml");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -52,18 +52,18 @@ namespace {
 using namespace lcm;
 
 // ---------------------------------------------------------------------------------
-// Recorded bounds: what the model achieved when this test was last calibrated (2026-11-30:
-// Megatron-Bridge 46.0 %, NeMo 24.07 36.5 %, weak scaling 26.0 %, MoE layer 10.5 %, all 60
-// counted rows 37.6 %, 14 of them within 20 %; docs/validation-performance.md), rounded
+// Recorded bounds: what the model achieved when this test was last calibrated (2026-11-30,
+// with the FP8 GEMM efficiency: Megatron-Bridge 35.4 %, NeMo 24.07 20.2 %, weak scaling
+// 26.0 %, MoE layer 10.5 %, all 60 counted rows 28.5 %, 25 of them within 20 %), rounded
 // slightly so that a regression fails. The errors are dominated by known modelling gaps
 // (the doc's "Where the model misses"); when a fix lands, tighten these.
 // ---------------------------------------------------------------------------------
-constexpr double kBridgeMaeBound = 47.0;       // tokens/s, %
-constexpr double kNemoMaeBound = 37.5;         // tokens/s, %
+constexpr double kBridgeMaeBound = 36.5;       // tokens/s, %
+constexpr double kNemoMaeBound = 21.0;         // tokens/s, %
 constexpr double kWeakScalingMaeBound = 27.0;  // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 11.5;     // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 38.5;      // all counted rows, primary metric, %
-constexpr int kMinWithin20Pct = 13;            // counted rows within 20 % on their primary metric
+constexpr double kOverallMaeBound = 29.5;      // all counted rows, primary metric, %
+constexpr int kMinWithin20Pct = 24;            // counted rows within 20 % on their primary metric
 constexpr int kMinCounted = 60;                // rows evaluated and counted
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)
 constexpr int kMinNemoNonCausalMatches = 9;
@@ -806,24 +806,6 @@ TEST(PerfValidation, PublishedH100TablesWithinRecordedBounds) {
   EXPECT_LE(sm.mae(), kMoeLayerMaeBound);
   EXPECT_LE(all.mae(), kOverallMaeBound);
   EXPECT_GE(all.within20, kMinWithin20Pct);
-}
-
-// What the proposed FP8 GEMM efficiency would change (docs/validation-performance.md,
-// "Where the model misses"): FP8 GEMMs measured on the H200 reach 0.604 of the FP8 peak
-// against 0.734 of the BF16 peak for BF16 (kernels_probe.json, same curve fit). The profile
-// has no FP8-specific GEMM efficiency yet; scaling the FP8 peak by 0.604 / 0.734 in a copy
-// of the profile is exactly that change for GEMM times (the FP8 peak is used nowhere else).
-// Information only: no assertion.
-TEST(PerfValidation, WhatIfFp8GemmEfficiency) {
-  HardwareSpec hw = load_h100_or_fail();
-  ASSERT_GT(hw.gpu.peak_bf16_flops, 0);
-  if (std::getenv("LCM_WHATIF_NO_FP8") == nullptr) hw.gpu.peak_fp8_flops *= 0.604 / hw.efficiency.gemm;
-  const auto archs = architectures();
-  const Summary sb = summarize(bridge_rows(hw, archs));
-  const Summary sn = summarize(nemo_rows(hw, archs));
-  std::printf("\nWhat-if FP8 GEMM efficiency 0.604: Megatron-Bridge mean |error| %.1f %% (signed %+.1f %%, %d of %d "
-              "within 20 %%); NeMo 24.07 %.1f %% (signed %+.1f %%, %d of %d within 20 %%)\n",
-              sb.mae(), sb.bias(), sb.within20, sb.n, sn.mae(), sn.bias(), sn.within20, sn.n);
 }
 
 }  // namespace

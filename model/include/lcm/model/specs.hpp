@@ -184,7 +184,8 @@ struct InterconnectSpec {
 // Achievable fractions of peak; starting values are documented in hwprofiles/ and
 // fitted by `lcm calibrate`.
 struct EfficiencySpec {
-  double gemm = 0.8;               // large-GEMM fraction of dense peak
+  double gemm = 0.8;               // large-GEMM fraction of the dense BF16 peak
+  double gemm_fp8 = 0.6;           // large-GEMM fraction of the dense FP8 peak
   double attention_fwd = 0.65;
   double attention_bwd = 0.5;
   double hbm = 0.85;               // fraction of HBM bandwidth for memory-bound ops
