@@ -144,7 +144,7 @@ const typename Entry::Timed& Evaluator::Impl::timed(Entry& e, const MeshTopology
 // One build_schedule for the current layout fills what is missing: the structure's stage
 // classes, the layer lists, the stage identities of the edge and step entries.
 void Evaluator::Impl::fill(const Mesh& m, Structure& structure, LayerEntry* layer, EdgeEntry* edges, StepEntry* steps) {
-  const Schedule sch = build_schedule(work, m, structure.layers, structure.params);
+  Schedule sch = build_schedule(work, m, structure.layers, structure.params);
   ++schedules_built;
   const size_t n = sch.stages.size();
   if (!structure.has_classes) {
@@ -180,20 +180,20 @@ void Evaluator::Impl::fill(const Mesh& m, Structure& structure, LayerEntry* laye
     structure.has_classes = true;
   }
   if (layer) {
-    layer->dense = sch.dense;
-    layer->moe = sch.moe;
-    layer->mtp = sch.mtp;
     layer->dims = dims_of(sch.dense) | dims_of(sch.moe) | dims_of(sch.mtp);
+    layer->dense = std::move(sch.dense);
+    layer->moe = std::move(sch.moe);
+    layer->mtp = std::move(sch.mtp);
   }
   for (const Structure::Class& c : structure.classes) {
-    const StageSchedule& st = sch.stages[static_cast<size_t>(c.rank)];
+    StageSchedule& st = sch.stages[static_cast<size_t>(c.rank)];
     if (edges && edges->identity_of(c) < 0) {
       edges->identities.push_back({c.first, c.last, c.params, {st.pre_fwd, st.post_fwd, st.post_bwd, st.pre_bwd}});
       for (const auto& l : edges->identities.back().lists) edges->dims |= dims_of(l);
     }
     if (steps && steps->identity_of(c) < 0) {
-      steps->identities.push_back({c.first, c.last, c.params, st.step});
       steps->dims |= dims_of(st.step);
+      steps->identities.push_back({c.first, c.last, c.params, st.step});
     }
   }
 }
