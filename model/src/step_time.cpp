@@ -211,8 +211,11 @@ StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops&
   alignas(StageResult) unsigned char overflow_storage[2 * sizeof(StageResult)];
   StageResult* overflow = reinterpret_cast<StageResult*>(overflow_storage);
   double worst = -1, sum_fb = 0;
-  for (int r = 0; r < in.num_ranks; ++r) {
+  for (int r = 0; r < in.num_ranks;) {
     const int input = in.stage_input[r];
+    // Consecutive ranks with the same inputs (the middle of a pipeline): one result.
+    int run = 1;
+    while (r + run < in.num_ranks && in.stage_input[r + run] == input) ++run;
     const StageResult* res = nullptr;
     for (int c = 0; c < num_cached && !res; ++c)
       if (cached_input[c] == input) res = &cached[c];
@@ -225,16 +228,17 @@ StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops&
         res = new (slot) StageResult(stage_result(in.stages[input], in));
       }
     }
-    sum_fb += res->fb;
-    if (res->score > worst) {
+    for (int k = 0; k < run; ++k) sum_fb += res->fb;  // rank by rank, in rank order
+    if (res->score > worst) {  // equal scores: the run's first rank stays the bottleneck
       worst = res->score;
       out.bottleneck_stage = r;
       bn_result = res;
     }
-    if (per_stage) {
+    for (int k = 0; per_stage && k < run; ++k) {
       out.stages.push_back(res->t);
-      out.stages.back().stage = r;
+      out.stages.back().stage = r + k;
     }
+    r += run;
   }
   const StageTime& bn = bn_result->t;
   out.dp_exposed = bn_result->dp_exposed;

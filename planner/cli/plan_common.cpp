@@ -21,15 +21,22 @@ constexpr const char* kSearchedKeys[] = {
 
 // A layout every model admits on one GPU: what a failed load retries with.
 const std::vector<io::Override>& trivial_layout() {
-  static const std::vector<io::Override> v = {
-      {"tensor_model_parallel_size", "1"},        {"sequence_parallel", "false"},
-      {"pipeline_model_parallel_size", "1"},      {"num_layers_per_virtual_pipeline_stage", "0"},
-      {"num_layers_in_first_pipeline_stage", "0"}, {"num_layers_in_last_pipeline_stage", "0"},
-      {"context_parallel_size", "1"},             {"cp_comm_type", "p2p"},
-      {"hierarchical_context_parallel_sizes", "[]"}, {"expert_model_parallel_size", "1"},
-      {"expert_tensor_parallel_size", "1"},       {"micro_batch_size", "1"},
-      {"recompute_granularity", "none"},          {"recompute_num_layers", "0"},
-      {"tp_comm_overlap", "false"},               {"overlap_moe_expert_parallel_comm", "false"}};
+  static const std::vector<io::Override> v = {{"tensor_model_parallel_size", "1"},
+                                                {"sequence_parallel", "false"},
+                                                {"pipeline_model_parallel_size", "1"},
+                                                {"num_layers_per_virtual_pipeline_stage", "null"},
+                                                {"num_layers_in_first_pipeline_stage", "null"},
+                                                {"num_layers_in_last_pipeline_stage", "null"},
+                                                {"context_parallel_size", "1"},
+                                                {"cp_comm_type", "p2p"},
+                                                {"hierarchical_context_parallel_sizes", "[]"},
+                                                {"expert_model_parallel_size", "1"},
+                                                {"expert_tensor_parallel_size", "1"},
+                                                {"micro_batch_size", "1"},
+                                                {"recompute_granularity", "none"},
+                                                {"recompute_num_layers", "null"},
+                                                {"tp_comm_overlap", "false"},
+                                                {"overlap_moe_expert_parallel_comm", "false"}};
   return v;
 }
 

@@ -25,7 +25,7 @@ CommBreakdown comm_breakdown(const Scenario& s) {
   const double mb = m.num_micro_batches;
 
   for (int i = 0; i < e.comm.num_items; ++i) out.items.push_back({e.comm.items[static_cast<size_t>(i)], 0.0});
-  std::array<double, kNumCommDims> dim_time{};
+  std::array<double, kNumCommDims> dim_time{}, dim_step_time{};
   // Time of `times` executions of each op of a list, by item (address of its comm_item
   // constant, as estimate_comm matches them) and by dimension.
   auto add = [&](const std::vector<Op>& ops, double times, bool step) {
@@ -33,8 +33,12 @@ CommBreakdown comm_breakdown(const Scenario& s) {
     for (const Op& op : ops) {
       if (!is_comm(op)) continue;
       const double t = op_time(op, out.topology, s.hardware) * op.calls * times;
-      if (step) out.step_time_s += t;
-      else dim_time[static_cast<size_t>(op.coll.dim)] += t;
+      if (step) {
+        out.step_time_s += t;
+        dim_step_time[static_cast<size_t>(op.coll.dim)] += t;
+      } else {
+        dim_time[static_cast<size_t>(op.coll.dim)] += t;
+      }
       bool found = false;
       for (CommItemTime& it : out.items)
         if (op.item != nullptr && it.item.what == op.item) {
@@ -74,6 +78,7 @@ CommBreakdown comm_breakdown(const Scenario& s) {
     dc.time_s = dim_time[i];
     dc.exposed_s = mb * t.exposed_comm[i];
     dc.hidden_s = mb * t.hidden_comm[i];
+    dc.step_time_s = dim_step_time[i];
     out.dims.push_back(dc);
   }
   out.step_exposed_s = t.step_exposed;

@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include "evaluator_impl.hpp"
-#include "lcm/model/estimate.hpp"
 #include "plan_internal.hpp"
 
 namespace lcm::plan {
@@ -51,45 +50,6 @@ bool same_identity(bool first, bool last, const GpuParams& p, const Structure::C
 }
 
 }  // namespace
-
-void memory_metrics(const Memory& mem, Metrics& m) {
-  m.peak_bytes = mem.peak_bytes;
-  m.allocated_peak_bytes = mem.allocated_peak_bytes;
-  m.worst_stage = mem.worst_stage;
-  m.fits = mem.fits;
-  m.hbm_bytes = mem.hbm_bytes;
-  m.miss_bytes = 0;
-  m.miss_stage = 0;
-  for (size_t r = 0; r < mem.stages.size(); ++r) {
-    const double miss = mem.stages[r].peak_high - mem.hbm_bytes;
-    if (r == 0 || miss > m.miss_bytes) {
-      m.miss_bytes = miss;
-      m.miss_stage = mem.stages[r].stage;
-    }
-  }
-}
-
-void time_metrics(const StepTime& t, Metrics& m) {
-  m.step_s = t.step_s;
-  m.tokens_per_s_per_gpu = t.tokens_per_s_per_gpu;
-  m.mfu = t.mfu;
-  m.hfu = t.hfu;
-  m.bubble = t.bubble;
-  m.pipeline = t.pipeline;
-  m.dp_exposed = t.dp_exposed;
-  m.optimizer = t.optimizer;
-  m.exposed_comm = t.exposed_comm;
-  m.compute = t.compute;
-  m.bottleneck_stage = t.bottleneck_stage;
-}
-
-Metrics metrics_of_estimate(const Scenario& s) {
-  const Estimate e = estimate(s, EstimateOptions{.with_time = true});
-  Metrics m;
-  time_metrics(e.time, m);
-  memory_metrics(e.memory, m);
-  return m;
-}
 
 template <class Lists, class Times>
 int StageListsEntry<Lists, Times>::identity_of(const Structure::Class& c) const {
@@ -144,6 +104,27 @@ const typename Entry::Timed& Evaluator::Impl::timed(Entry& e, const MeshTopology
 // One build_schedule for the current layout fills what is missing: the structure's stage
 // classes, the layer lists, the stage identities of the edge and step entries.
 void Evaluator::Impl::fill(const Mesh& m, Structure& structure, LayerEntry* layer, EdgeEntry* edges, StepEntry* steps) {
+  if (layer && structure.has_classes && edges->covers(structure) && steps->covers(structure)) {
+    // Only the layer lists are missing, and they do not depend on how the layers are
+    // split over stages: build them from all layers on one stage (cheaper for deep
+    // pipelines: no per-stage edge and step ops).
+    StageLayers all;
+    for (const StageLayers& sl : structure.layers) {
+      all.num_layers += sl.num_layers;
+      all.num_moe_layers += sl.num_moe_layers;
+      all.num_mtp_layers += sl.num_mtp_layers;
+      all.num_recomputed_layers += sl.num_recomputed_layers;
+      all.num_recomputed_moe_layers += sl.num_recomputed_moe_layers;
+    }
+    all.has_embedding = all.has_output = true;
+    Schedule sch = build_schedule(work, m, {all}, {structure.params.front()});
+    ++schedules_built;
+    layer->dims = dims_of(sch.dense) | dims_of(sch.moe) | dims_of(sch.mtp);
+    layer->dense = std::move(sch.dense);
+    layer->moe = std::move(sch.moe);
+    layer->mtp = std::move(sch.mtp);
+    return;
+  }
   Schedule sch = build_schedule(work, m, structure.layers, structure.params);
   ++schedules_built;
   const size_t n = sch.stages.size();
@@ -198,41 +179,28 @@ void Evaluator::Impl::fill(const Mesh& m, Structure& structure, LayerEntry* laye
   }
 }
 
-void Evaluator::Impl::evaluate_shardings(const Layout& layout, const DpSharding* shardings, int count,
-                                         ShardingResult* results, double time_miss_bytes) {
-  Layout l = layout;
-  // 1. Megatron's rules, per layout.
+int Evaluator::Impl::validate_each(Layout& l, const DpSharding* shardings, int count, ShardingResult* results) {
+  l.sharding = shardings[0];
+  apply_layout_into(base, l, work);
   int first_valid = -1;
   for (int i = 0; i < count; ++i) {
     ShardingResult& r = results[i];
     l.sharding = shardings[i];
-    apply_layout_into(base, l, work);
+    apply_sharding_into(base, l.sharding, work);
     r.problems = validate_scenario(work);
     ++validations;
     r.timed = false;
     r.status = r.problems.empty() ? Outcome::Status::kFits : Outcome::Status::kInvalid;
     if (r.problems.empty() && first_valid < 0) first_valid = i;
   }
-  if (first_valid < 0) return;
-  if (first_valid != count - 1) {
-    l.sharding = shardings[first_valid];
-    apply_layout_into(base, l, work);
-  }
+  return first_valid;
+}
 
-  // What the shardings share (none of it reads the sharding strategy).
-  const ParallelSpec& p = work.parallel;
-  const int moeo = p.overlap_moe_expert_parallel_comm ? 1 : 0;
-  const int cpc = l.cp > 1 ? static_cast<int>(l.cp_comm) : 0;
-  const int a2a = l.cp > 1 && l.cp_comm == CpCommType::kA2AP2P ? l.cp_a2a : 0;
-  const int rc = static_cast<int>(l.recompute);
-  const int disp = base.model.num_experts > 0 ? static_cast<int>(l.dispatcher) : -1;
-  const int order = l.pp_before_dp ? 1 : 0;
-  const Mesh m = derive_mesh(work);
-
-  // 2. Stage structure: layers, parameters, FLOPs.
-  const IntKey<9> sk{{l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.vl, l.ep, l.etp, rc}};
-  if (!last_.structure || !(last_.structure_key == sk)) {
-    auto& slot = structures_[sk];
+Structure& Evaluator::Impl::structure_of(const Layout& l, const Mesh& m) {
+  const IntKey<9> k{{l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.vl, l.ep, l.etp,
+                     static_cast<int>(l.recompute)}};
+  if (!last_.structure || !(last_.structure_key == k)) {
+    auto& slot = structures_[k];
     if (!slot) {
       slot = std::make_unique<Structure>();
       slot->layers = stage_layers(work, m);
@@ -240,13 +208,17 @@ void Evaluator::Impl::evaluate_shardings(const Layout& layout, const DpSharding*
       slot->flops = count_flops(work, m);
     }
     last_.structure = slot.get();
-    last_.structure_key = sk;
+    last_.structure_key = k;
   }
-  Structure& structure = *last_.structure;
+  return *last_.structure;
+}
 
-  // 3. Keys of the memory and step-op slots (by sharding below).
+// The memory and step-op slots are by sharding; the rest of their key is the layout's.
+void Evaluator::Impl::select_slots(const Layout& l) {
+  const int cpc = l.cp > 1 ? static_cast<int>(l.cp_comm) : 0;
+  const int a2a = l.cp > 1 && l.cp_comm == CpCommType::kA2AP2P ? l.cp_a2a : 0;
   const IntKey<13> mk{{l.tp, l.cp, cpc, a2a, l.pp, l.first_stage_layers, l.last_stage_layers, l.vl, l.ep, l.etp, l.mbs,
-                       rc, moeo}};
+                       static_cast<int>(l.recompute), work.parallel.overlap_moe_expert_parallel_comm ? 1 : 0}};
   if (!(last_.memory_key == mk)) {
     last_.memory_key = mk;
     last_.memory_valid = {};
@@ -256,32 +228,127 @@ void Evaluator::Impl::evaluate_shardings(const Layout& layout, const DpSharding*
     last_.step_key = tk;
     last_.steps = {};
   }
+}
 
-  // Shared pieces of the time, looked up when the first layout needs a time.
-  const MeshTopology* topo = nullptr;
-  LayerEntry* layer_entry = nullptr;
-  LayerEntry* new_layer = nullptr;
-  EdgeEntry* edges = nullptr;
-  const LayerEntry::Timed* lt = nullptr;
-  const EdgeEntry::Timed* et = nullptr;
-  StepInputs si;
+const Metrics& Evaluator::Impl::memory_of(size_t sharding, const Mesh& m, const Structure& structure) {
+  if (!last_.memory_valid[sharding]) {
+    memory_metrics(estimate_memory(work, m, structure.layers, structure.params), last_.memory[sharding]);
+    last_.memory_valid[sharding] = true;
+  }
+  return last_.memory[sharding];
+}
 
+// Topology, layer and edge entries of the layout (any sharding); their timings and the
+// stage inputs except the step ops come later, in compose_inputs.
+void Evaluator::Impl::share(const Layout& l, const Mesh& m, Shared& sh) {
+  auto& topo_slot = topologies_[IntKey<7>{{m.tp, m.cp, m.pp, m.ep, m.etp, l.pp_before_dp ? 1 : 0, 0}}];
+  if (!topo_slot) topo_slot = std::make_unique<MeshTopology>(mesh_topology(work, m));
+  sh.topo = topo_slot.get();
+  const int cpc = l.cp > 1 ? static_cast<int>(l.cp_comm) : 0;
+  const int a2a = l.cp > 1 && l.cp_comm == CpCommType::kA2AP2P ? l.cp_a2a : 0;
+  const int disp = base.model.num_experts > 0 ? static_cast<int>(l.dispatcher) : -1;
+  auto& layer_slot =
+      layers_[IntKey<9>{{l.tp, l.cp, cpc, a2a, l.ep, l.etp, l.mbs, static_cast<int>(l.recompute), disp}}];
+  if (!layer_slot) {
+    layer_slot = std::make_unique<LayerEntry>();
+    sh.new_layer = layer_slot.get();
+  }
+  sh.layer = layer_slot.get();
+  const IntKey<10> ek{{l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.vl, l.ep, l.etp, l.mbs, 0}};
+  if (!last_.edges || !(last_.edge_key == ek)) {
+    auto& slot = edges_[ek];
+    if (!slot) slot = std::make_unique<EdgeEntry>();
+    last_.edges = slot.get();
+    last_.edge_key = ek;
+  }
+  sh.edges = last_.edges;
+}
+
+StepEntry& Evaluator::Impl::steps_of(const Layout& l, size_t sharding) {
+  if (!last_.steps[sharding]) {
+    auto& slot = steps_[IntKey<10>{{l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.ep, l.etp, l.mbs,
+                                    static_cast<int>(sharding), 0}}];
+    if (!slot) slot = std::make_unique<StepEntry>();
+    last_.steps[sharding] = slot.get();
+  }
+  return *last_.steps[sharding];
+}
+
+// Timings of the shared op lists and the stage inputs of every class but their step ops.
+void Evaluator::Impl::compose_inputs(const Mesh& m, Structure& structure, Shared& sh) {
+  const size_t nc = structure.classes.size();
+  if (inputs_.size() < nc) inputs_.resize(nc);
+  StageInputs* in = inputs_.data();
+  sh.lt = &timed(*sh.layer, *sh.topo);
+  sh.et = &timed(*sh.edges, *sh.topo,
+                 [](const auto& lists, const ParallelSpec& par, const MeshTopology& t, const HardwareSpec& hw) {
+                   return std::array<PassTime, 4>{pass_time(lists[0], par, t, hw), pass_time(lists[1], par, t, hw),
+                                                  pass_time(lists[2], par, t, hw), pass_time(lists[3], par, t, hw)};
+                 });
+  for (size_t k = 0; k < nc; ++k) {
+    const Structure::Class& c = structure.classes[k];
+    StageInputs& x = in[k];
+    x.dense = c.dense;
+    x.dense_recomputed = c.dense_recomputed;
+    x.moe = c.moe;
+    x.moe_recomputed = c.moe_recomputed;
+    x.mtp = c.mtp;
+    x.mtp_recomputed = c.mtp_recomputed;
+    const int e = sh.edges->identity_of(c);
+    assert(e >= 0);
+    const auto& edge_times = sh.et->times[static_cast<size_t>(e)];
+    x.pre_fwd = &edge_times[0];
+    x.post_fwd = &edge_times[1];
+    x.post_bwd = &edge_times[2];
+    x.pre_bwd = &edge_times[3];
+    x.microbatch_time = nullptr;
+  }
+  StepInputs& si = sh.si;
+  si.dense = &sh.lt->dense;
+  si.moe = &sh.lt->moe;
+  si.mtp = &sh.lt->mtp;
+  si.stages = in;
+  si.stage_input = structure.stage_class.data();
+  si.num_ranks = m.pp;
+  si.vp = m.vp;
+  si.num_micro_batches = m.num_micro_batches;
+  // The micro-batch times of each class do not depend on the step ops: shared by the
+  // shardings (and by the next layouts while the inputs stay the same).
+  const void* pk[3] = {&structure, sh.lt, sh.et};
+  if (!std::equal(pk, pk + 3, last_.passes_key) || last_.passes.size() != nc) {
+    std::copy(pk, pk + 3, last_.passes_key);
+    last_.passes.resize(nc);
+    for (size_t k = 0; k < nc; ++k) last_.passes[k] = stage_microbatch_time(in[k], si);
+  }
+  for (size_t k = 0; k < nc; ++k) in[k].microbatch_time = &last_.passes[k];
+  sh.composed = true;
+}
+
+void Evaluator::Impl::evaluate_shardings(const Layout& layout, const DpSharding* shardings, int count,
+                                         ShardingResult* results, double time_miss_bytes) {
+  Layout l = layout;
+  // 1. Megatron's rules, per layout.
+  const int first_valid = validate_each(l, shardings, count, results);
+  if (first_valid < 0) return;
+  l.sharding = shardings[first_valid];
+  apply_sharding_into(base, l.sharding, work);
+
+  // What the shardings share (none of it reads the sharding strategy).
+  const Mesh m = derive_mesh(work);
+  Structure& structure = structure_of(l, m);
+  select_slots(l);
+  Shared sh;
   for (int i = first_valid; i < count; ++i) {
     ShardingResult& r = results[i];
     if (r.status == Outcome::Status::kInvalid) continue;
-    const size_t sh = static_cast<size_t>(shardings[i]);
-    if (i != first_valid || l.sharding != shardings[i]) {
+    const size_t s = static_cast<size_t>(shardings[i]);
+    if (l.sharding != shardings[i]) {
       l.sharding = shardings[i];
-      apply_layout_into(base, l, work);
+      apply_sharding_into(base, l.sharding, work);
     }
+    // 2. Memory.
+    const Metrics& mem = memory_of(s, m, structure);
     Metrics& out = r.metrics;
-
-    // 4. Memory.
-    if (!last_.memory_valid[sh]) {
-      memory_metrics(estimate_memory(work, m, structure.layers, structure.params), last_.memory[sh]);
-      last_.memory_valid[sh] = true;
-    }
-    const Metrics& mem = last_.memory[sh];
     out.peak_bytes = mem.peak_bytes;
     out.allocated_peak_bytes = mem.allocated_peak_bytes;
     out.worst_stage = mem.worst_stage;
@@ -292,103 +359,31 @@ void Evaluator::Impl::evaluate_shardings(const Layout& layout, const DpSharding*
     r.status = mem.fits ? Outcome::Status::kFits : Outcome::Status::kOutOfMemory;
     if (!mem.fits && mem.miss_bytes > time_miss_bytes) continue;
 
-    // 5. Topology and op lists (layer kinds, stage edges, step ops); one schedule fills
-    // what is missing.
-    if (!topo) {
-      auto& topo_slot = topologies_[IntKey<7>{{m.tp, m.cp, m.pp, m.ep, m.etp, order, 0}}];
-      if (!topo_slot) topo_slot = std::make_unique<MeshTopology>(mesh_topology(work, m));
-      topo = topo_slot.get();
-      auto& layer_slot = layers_[IntKey<9>{{l.tp, l.cp, cpc, a2a, l.ep, l.etp, l.mbs, rc, disp}}];
-      if (!layer_slot) {
-        layer_slot = std::make_unique<LayerEntry>();
-        new_layer = layer_slot.get();
-      }
-      layer_entry = layer_slot.get();
-      const IntKey<10> ek{{l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.vl, l.ep, l.etp, l.mbs, 0}};
-      if (!last_.edges || !(last_.edge_key == ek)) {
-        auto& slot = edges_[ek];
-        if (!slot) slot = std::make_unique<EdgeEntry>();
-        last_.edges = slot.get();
-        last_.edge_key = ek;
-      }
-      edges = last_.edges;
+    // 3. Op lists (one schedule fills what is missing), timings, composition.
+    if (!sh.topo) share(l, m, sh);
+    StepEntry& steps = steps_of(l, s);
+    if (sh.new_layer || !structure.has_classes || !sh.edges->covers(structure) || !steps.covers(structure)) {
+      fill(m, structure, sh.new_layer, sh.edges, &steps);
+      sh.new_layer = nullptr;
     }
-    if (!last_.steps[sh]) {
-      auto& slot = steps_[IntKey<10>{
-          {l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.ep, l.etp, l.mbs, static_cast<int>(sh), 0}}];
-      if (!slot) slot = std::make_unique<StepEntry>();
-      last_.steps[sh] = slot.get();
-    }
-    StepEntry& steps = *last_.steps[sh];
-    if (new_layer || !structure.has_classes || !edges->covers(structure) || !steps.covers(structure)) {
-      fill(m, structure, new_layer, edges, &steps);
-      new_layer = nullptr;
-    }
-
-    // 6. Compose.
-    const size_t nc = structure.classes.size();
-    if (inputs_.size() < nc) inputs_.resize(nc);
-    StageInputs* in = inputs_.data();
-    if (!lt) {
-      lt = &timed(*layer_entry, *topo);
-      et = &timed(*edges, *topo,
-                  [](const auto& lists, const ParallelSpec& par, const MeshTopology& t, const HardwareSpec& hw) {
-                    return std::array<PassTime, 4>{pass_time(lists[0], par, t, hw), pass_time(lists[1], par, t, hw),
-                                                   pass_time(lists[2], par, t, hw), pass_time(lists[3], par, t, hw)};
-                  });
-      for (size_t k = 0; k < nc; ++k) {
-        const Structure::Class& c = structure.classes[k];
-        StageInputs& x = in[k];
-        x.dense = c.dense;
-        x.dense_recomputed = c.dense_recomputed;
-        x.moe = c.moe;
-        x.moe_recomputed = c.moe_recomputed;
-        x.mtp = c.mtp;
-        x.mtp_recomputed = c.mtp_recomputed;
-        const int e = edges->identity_of(c);
-        assert(e >= 0);
-        const auto& edge_times = et->times[static_cast<size_t>(e)];
-        x.pre_fwd = &edge_times[0];
-        x.post_fwd = &edge_times[1];
-        x.post_bwd = &edge_times[2];
-        x.pre_bwd = &edge_times[3];
-        x.microbatch_time = nullptr;
-      }
-      si.dense = &lt->dense;
-      si.moe = &lt->moe;
-      si.mtp = &lt->mtp;
-      si.stages = in;
-      si.stage_input = structure.stage_class.data();
-      si.num_ranks = m.pp;
-      si.vp = m.vp;
-      si.num_micro_batches = m.num_micro_batches;
-      // The micro-batch times of each class do not depend on the step ops: shared by the
-      // shardings (and by the next layouts while the inputs stay the same).
-      const void* pk[3] = {&structure, lt, et};
-      if (!std::equal(pk, pk + 3, last_.passes_key) || last_.passes.size() != nc) {
-        std::copy(pk, pk + 3, last_.passes_key);
-        last_.passes.resize(nc);
-        for (size_t k = 0; k < nc; ++k) last_.passes[k] = stage_microbatch_time(in[k], si);
-      }
-      for (size_t k = 0; k < nc; ++k) in[k].microbatch_time = &last_.passes[k];
-    }
+    if (!sh.composed) compose_inputs(m, structure, sh);
     const StepEntry::Timed& st =
-        timed(steps, *topo, [](const auto& lists, const ParallelSpec&, const MeshTopology& t, const HardwareSpec& hw) {
+        timed(steps, *sh.topo, [](const auto& lists, const ParallelSpec&, const MeshTopology& t, const HardwareSpec& hw) {
           return step_op_times(lists, t, hw);
         });
-    for (size_t k = 0; k < nc; ++k) {
-      const int s = steps.identity_of(structure.classes[k]);
-      assert(s >= 0);
-      in[k].step = st.times[static_cast<size_t>(s)].data();
-      in[k].num_step = static_cast<int>(st.times[static_cast<size_t>(s)].size());
+    for (size_t k = 0; k < structure.classes.size(); ++k) {
+      const int id = steps.identity_of(structure.classes[k]);
+      assert(id >= 0);
+      inputs_[k].step = st.times[static_cast<size_t>(id)].data();
+      inputs_[k].num_step = static_cast<int>(st.times[static_cast<size_t>(id)].size());
     }
-    time_metrics(compose_step_time(work, si, structure.flops, false), out);
+    time_metrics(compose_step_time(work, sh.si, structure.flops, false), out);
     r.timed = true;
   }
 }
 
-Evaluator::Evaluator(const Scenario& base) : impl_(new Impl(base)) {}
-Evaluator::~Evaluator() { delete impl_; }
+Evaluator::Evaluator(const Scenario& base) : impl_(std::make_unique<Impl>(base)) {}
+Evaluator::~Evaluator() = default;
 
 Outcome Evaluator::evaluate(const Layout& l) {
   ShardingResult r;

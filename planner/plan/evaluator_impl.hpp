@@ -188,6 +188,24 @@ struct Evaluator::Impl {
   uint64_t validations = 0;      // validate_scenario calls
 
  private:
+  // The pieces of one layout's time that its sharding variants share.
+  struct Shared {
+    const MeshTopology* topo = nullptr;
+    LayerEntry* layer = nullptr;
+    LayerEntry* new_layer = nullptr;  // created for this layout: filled by the next schedule
+    EdgeEntry* edges = nullptr;
+    const LayerEntry::Timed* lt = nullptr;
+    const EdgeEntry::Timed* et = nullptr;
+    StepInputs si;
+    bool composed = false;
+  };
+  int validate_each(Layout& l, const DpSharding* shardings, int count, ShardingResult* results);
+  Structure& structure_of(const Layout& l, const Mesh& m);
+  void select_slots(const Layout& l);
+  const Metrics& memory_of(size_t sharding, const Mesh& m, const Structure& structure);
+  void share(const Layout& l, const Mesh& m, Shared& sh);
+  StepEntry& steps_of(const Layout& l, size_t sharding);
+  void compose_inputs(const Mesh& m, Structure& structure, Shared& sh);
   void fill(const Mesh& m, Structure& structure, LayerEntry* layer, EdgeEntry* edges, StepEntry* steps);
   const LayerEntry::Timed& timed(LayerEntry& e, const MeshTopology& topo);
   template <class Entry, class TimeOne>

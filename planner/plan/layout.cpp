@@ -67,8 +67,7 @@ void apply_layout_into(const Scenario& base, const Layout& l, Scenario& out) {
   }
   p.expert_model_parallel_size = l.ep;
   p.expert_tensor_parallel_size = l.etp;
-  p.data_parallel_sharding_strategy = l.sharding;
-  p.use_distributed_optimizer = l.sharding != DpSharding::kNoShard;
+  apply_sharding_into(base, l.sharding, out);
   p.recompute_granularity = l.recompute;
   p.recompute_method = RecomputeMethod::kUniform;
   p.recompute_num_layers = l.recompute == RecomputeGranularity::kFull ? 1 : 0;
@@ -76,7 +75,6 @@ void apply_layout_into(const Scenario& base, const Layout& l, Scenario& out) {
   std::copy(std::begin(l.pp_before_dp ? kPpDpOrder : kDefaultOrder), std::end(l.pp_before_dp ? kPpDpOrder : kDefaultOrder),
             p.order);
   p.overlap_grad_reduce = b.overlap_grad_reduce;
-  p.overlap_param_gather = b.overlap_param_gather && b.overlap_grad_reduce && l.sharding != DpSharding::kNoShard;
   p.tp_comm_overlap = b.tp_comm_overlap && l.tp > 1;
   p.overlap_moe_expert_parallel_comm = b.overlap_moe_expert_parallel_comm && l.ep > 1 &&
                                        l.dispatcher != Dispatcher::kAllGather &&
@@ -85,6 +83,14 @@ void apply_layout_into(const Scenario& base, const Layout& l, Scenario& out) {
   out.model.moe_token_dispatcher_type = base.model.num_experts > 0 ? l.dispatcher : base.model.moe_token_dispatcher_type;
   out.training.micro_batch_size = l.mbs;
   out.num_gpus = base.num_gpus;
+}
+
+void apply_sharding_into(const Scenario& base, DpSharding sharding, Scenario& out) {
+  ParallelSpec& p = out.parallel;
+  p.data_parallel_sharding_strategy = sharding;
+  p.use_distributed_optimizer = sharding != DpSharding::kNoShard;
+  p.overlap_param_gather = base.parallel.overlap_param_gather && base.parallel.overlap_grad_reduce &&
+                           sharding != DpSharding::kNoShard;
 }
 
 Scenario apply_layout(const Scenario& base, const Layout& l) {
@@ -211,8 +217,10 @@ std::vector<std::string> layout_differences(const Layout& a, const Layout& b, co
   diff("pipeline split", fmt::format("{}/{}", a.first_stage_layers, a.last_stage_layers),
        fmt::format("{}/{}", b.first_stage_layers, b.last_stage_layers));
   diff("vp", n(a.vl > 0 ? layers_per_rank(base, a.pp) / a.vl : 1), n(b.vl > 0 ? layers_per_rank(base, b.pp) / b.vl : 1));
-  diff("ep", n(a.ep), n(b.ep));
-  diff("etp", n(a.etp), n(b.etp));
+  if (base.model.num_experts > 0) {
+    diff("ep", n(a.ep), n(b.ep));
+    diff("etp", n(a.etp), n(b.etp));
+  }
   diff("mbs", n(a.mbs), n(b.mbs));
   diff("recompute", std::string(to_string(a.recompute)), std::string(to_string(b.recompute)));
   diff("sharding", std::string(to_string(a.sharding)), std::string(to_string(b.sharding)));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "lcm/model/io/enums.hpp"
+#include "plan_format.hpp"
 
 namespace lcm::report {
 
@@ -16,10 +17,7 @@ using nlohmann::ordered_json;
 using plan::Layout;
 using plan::Metrics;
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-std::string sec(double s) { return fmt::format("{:.3f}", s); }
-std::string pct(double f) { return fmt::format("{:.1f}", 100.0 * f); }
 
 // The communication dimensions the decision table shows (DP includes EDP and the
 // embedding sync: StepTime puts every step collective there).
@@ -117,14 +115,15 @@ std::string equivalents_note(const Scenario& base, const plan::Ranked& g, int ra
 std::string near_tie_note(const plan::NearTie& t) {
   std::string what;
   for (size_t i = 0; i < t.differences.size(); ++i) what += (i ? ", " : "") + t.differences[i];
-  if (t.relative <= 0) {
-    return fmt::format("#{} ties #1 on step time and differs in {}; it needs {:+.2f} GiB at its peak", t.rank, what,
+  if (what.empty()) what = "no knob";
+  if (t.relative <= 0)
+    return fmt::format("#{} ties #1 on step time ({}); it needs {:+.2f} GiB at its peak", t.rank, what,
                        t.memory_delta_bytes / kGiB);
-  }
-  std::string term = t.term.empty() ? std::string("no single term")
-                                    : fmt::format("{} ({:+.3f} s per step)", t.term, t.term_delta_s);
-  return fmt::format("#{} is within {:.2f}% of #1 and differs in {}; the cost term that separates them most: {}",
-                     t.rank, 100.0 * t.relative, what, term);
+  std::string why;
+  if (!t.term.empty()) why = fmt::format("{} {:+.3f} s", t.term, t.term_delta_s);
+  if (!t.gain_term.empty()) why += fmt::format("{}{} {:+.3f} s", why.empty() ? "" : ", against ", t.gain_term, t.gain_delta_s);
+  return fmt::format("#{} is {:.2f}% slower than #1 ({}): {}; peak memory {:+.2f} GiB", t.rank, 100.0 * t.relative, what,
+                     why.empty() ? "no cost term differs" : why, t.memory_delta_bytes / kGiB);
 }
 
 std::string scenario_title(const Scenario& base) {
@@ -219,6 +218,8 @@ ordered_json plan_json(const Scenario& base, const plan::PlanResult& r) {
                                 {"differences", t.differences},
                                 {"term", t.term},
                                 {"term_delta_s", t.term_delta_s},
+                                {"gain_term", t.gain_term},
+                                {"gain_delta_s", t.gain_delta_s},
                                 {"memory_delta_bytes", t.memory_delta_bytes}});
   j["near_ties"] = ties;
   if (!r.ranked.empty()) {
@@ -255,7 +256,10 @@ std::vector<Table> plan_tables(const Scenario& base, const plan::PlanResult& r) 
     const std::string n = equivalents_note(base, r.ranked[i], static_cast<int>(i) + 1);
     if (!n.empty()) d.notes.push_back(n);
   }
-  for (const plan::NearTie& t : r.near_ties) d.notes.push_back(near_tie_note(t));
+  constexpr size_t kTieNotes = 5;
+  for (size_t i = 0; i < r.near_ties.size() && i < kTieNotes; ++i) d.notes.push_back(near_tie_note(r.near_ties[i]));
+  if (r.near_ties.size() > kTieNotes)
+    d.notes.push_back(fmt::format("... {} more near-ties (the JSON output lists them all)", r.near_ties.size() - kTieNotes));
   d.notes.push_back(
       "peak GiB: worst pipeline stage (peak incl. CUDA context, NCCL, fragmentation); exp X s: communication of "
       "dimension X not hidden under compute, per step, on the bottleneck stage (dp includes EDP and embedding sync)");
@@ -276,9 +280,10 @@ std::vector<Table> plan_tables(const Scenario& base, const plan::PlanResult& r) 
                       fmt::format("{} ({} candidates break {})", x.message, x.count, x.key)});
   }
   if (w.rows.empty()) w.rows.push_back({"-", "-", "every candidate is valid and fits"});
-  w.notes.push_back(
-      "out-of-memory layouts are timed when they miss HBM by at most 10% (the near misses); invalid ones name the "
-      "Megatron rule they break, with one example");
+  w.notes.push_back(fmt::format(
+      "out-of-memory layouts are timed when they miss HBM by at most {:.0f}% (the near misses); invalid ones name the "
+      "Megatron rule they break, with one example",
+      100.0 * r.time_miss_fraction));
   out.push_back(std::move(w));
 
   if (!r.ranked.empty()) {
@@ -335,106 +340,6 @@ Table plan_csv_table(const Scenario& base, const plan::PlanResult& r) {
     for (const auto& [name, dim] : kShownDims) row.push_back(fmt::format("{:.6g}", x.exposed_comm[static_cast<size_t>(dim)]));
     row.push_back(fmt::format("{:.6g}", x.bubble));
     row.push_back(fmt::format("{}", g.num_equivalent));
-    t.rows.push_back(std::move(row));
-  }
-  return t;
-}
-
-// ---------------------------------------------------------------------------------
-// Sweeps
-// ---------------------------------------------------------------------------------
-
-namespace {
-
-std::string point_label(const SweepPoint& p) {
-  std::string s;
-  for (const auto& [k, v] : p.values) s += (s.empty() ? "" : " ") + k + "=" + v;
-  return s;
-}
-
-}  // namespace
-
-ordered_json sweep_json(const std::vector<SweepPoint>& points) {
-  ordered_json j;
-  j["schema_version"] = kPlanSchemaVersion;
-  ordered_json arr = ordered_json::array();
-  for (const SweepPoint& p : points) {
-    ordered_json e;
-    ordered_json vals;
-    for (const auto& [k, v] : p.values) vals[k] = v;
-    e["values"] = vals;
-    e["plan"] = plan_json(p.scenario, p.result);
-    arr.push_back(e);
-  }
-  j["points"] = arr;
-  return j;
-}
-
-std::vector<Table> sweep_tables(const std::vector<SweepPoint>& points) {
-  Table t;
-  t.title = points.empty() ? "Sweep" : fmt::format("Best layout per point: {}", scenario_title(points.front().scenario));
-  if (!points.empty())
-    for (const auto& [k, v] : points.front().values) t.header.push_back(k);
-  for (const char* h : {"gpus", "best layout", "step s", "tok/s/GPU", "MFU %", "peak GiB", "fit / valid", "changes vs previous point"})
-    t.header.push_back(h);
-  const SweepPoint* prev = nullptr;
-  for (const SweepPoint& p : points) {
-    std::vector<std::string> row;
-    for (const auto& [k, v] : p.values) row.push_back(v);
-    row.push_back(fmt::format("{}", p.scenario.num_gpus));
-    if (p.result.ranked.empty()) {
-      row.push_back(p.result.counts.valid == 0 ? "no valid layout" : "nothing fits");
-      for (int i = 0; i < 4; ++i) row.push_back("-");
-      row.push_back(fmt::format("{} / {}", p.result.counts.fit, p.result.counts.valid));
-      row.push_back("-");
-      t.notes.push_back(point_label(p) + ": " + plan_failure(p.scenario, p.result));
-      prev = nullptr;
-    } else {
-      const plan::Ranked& g = p.result.ranked.front();
-      row.push_back(plan::layout_string(g.layout, p.scenario));
-      row.push_back(sec(g.metrics.step_s));
-      row.push_back(fmt::format("{:.0f}", g.metrics.tokens_per_s_per_gpu));
-      row.push_back(pct(g.metrics.mfu));
-      row.push_back(fmt_bytes_gib(g.metrics.peak_bytes));
-      row.push_back(fmt::format("{} / {}", p.result.counts.fit, p.result.counts.valid));
-      std::string changes = "-";
-      if (prev) {
-        const auto d = plan::layout_differences(prev->result.ranked.front().layout, g.layout, p.scenario);
-        changes = d.empty() ? "same layout" : "";
-        for (size_t i = 0; i < d.size(); ++i) changes += (i ? ", " : "") + d[i];
-      }
-      row.push_back(changes);
-      prev = &p;
-    }
-    t.rows.push_back(std::move(row));
-  }
-  return {t};
-}
-
-Table sweep_csv_table(const std::vector<SweepPoint>& points) {
-  Table t;
-  if (!points.empty())
-    for (const auto& [k, v] : points.front().values) t.header.push_back(k);
-  for (const char* h : {"num_gpus", "status", "layout", "step_s", "tokens_per_s_per_gpu", "mfu", "peak_gib", "fit",
-                        "valid", "enumerated", "message"})
-    t.header.push_back(h);
-  for (const SweepPoint& p : points) {
-    std::vector<std::string> row;
-    for (const auto& [k, v] : p.values) row.push_back(v);
-    row.push_back(fmt::format("{}", p.scenario.num_gpus));
-    const plan::PlanResult& r = p.result;
-    if (r.ranked.empty()) {
-      row.insert(row.end(), {r.counts.valid == 0 ? "no_valid_layout" : "nothing_fits", "", "", "", "", ""});
-    } else {
-      const Metrics& m = r.ranked.front().metrics;
-      row.insert(row.end(), {"ok", plan::layout_string(r.ranked.front().layout, p.scenario), fmt::format("{:.6g}", m.step_s),
-                             fmt::format("{:.6g}", m.tokens_per_s_per_gpu), fmt::format("{:.6g}", m.mfu),
-                             fmt::format("{:.4f}", m.peak_bytes / kGiB)});
-    }
-    row.push_back(fmt::format("{}", r.counts.fit));
-    row.push_back(fmt::format("{}", r.counts.valid));
-    row.push_back(fmt::format("{}", r.counts.enumerated));
-    row.push_back(plan_failure(p.scenario, r));
     t.rows.push_back(std::move(row));
   }
   return t;

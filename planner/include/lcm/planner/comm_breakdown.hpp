@@ -34,6 +34,7 @@ struct DimComm {
   double time_s = 0;       // per-micro-batch ops, serial sum over the step
   double exposed_s = 0;    // not hidden under compute (StageTime::exposed_comm x micro-batches)
   double hidden_s = 0;
+  double step_time_s = 0;  // once-per-step ops on this dimension (their overlap: CommBreakdown::step_*)
 };
 
 struct CommBreakdown {

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,9 @@ bool layout_less(const Layout& a, const Layout& b);
 Scenario apply_layout(const Scenario& base, const Layout& l);
 // Writes only the fields apply_layout sets (no allocation once `out` is a copy of base).
 void apply_layout_into(const Scenario& base, const Layout& l, Scenario& out);
+// The part of apply_layout_into that depends on Layout::sharding (the rest unchanged):
+// for layouts that differ only in it.
+void apply_sharding_into(const Scenario& base, DpSharding sharding, Scenario& out);
 // The layout a scenario is in (inverse of apply_layout on the knobs above).
 Layout layout_of(const Scenario& s);
 
@@ -108,10 +112,10 @@ class Evaluator {
   Evaluator& operator=(const Evaluator&) = delete;
   Outcome evaluate(const Layout& l);
 
-  struct Impl;
+  struct Impl;  // planner/plan/evaluator_impl.hpp (the search drives it directly)
 
  private:
-  Impl* impl_;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Metrics of a full estimate (the reference the evaluator must equal).
@@ -151,13 +155,18 @@ struct Rejection {
   uint64_t sole_count = 0;  // ... where it is the only key (relaxing it would admit them)
 };
 
+// A ranked layout whose step time is within the near-tie threshold of the best, and what
+// separates the two. Cost terms are the step's additive parts: GEMM / attention /
+// memory-bound compute, exposed communication per dimension, pipeline bubble, optimizer.
 struct NearTie {
   int rank = 0;            // 1-based rank of the near-tied group (vs rank 1)
   double relative = 0;     // step_s / best - 1
-  std::vector<std::string> differences;  // "cp_comm_type p2p -> a2a"
-  std::string term;        // the cost term that separates them most
-  double term_delta_s = 0; // that term's difference (this - best), seconds per step
-  double memory_delta_bytes = 0;
+  std::vector<std::string> differences;  // knobs that differ: "cp_comm_type p2p -> a2a"
+  std::string term;        // the term that grows most against the best ("" if none grows)
+  double term_delta_s = 0; // its growth (this - best), seconds per step
+  std::string gain_term;   // the term that shrinks most ("" if none shrinks)
+  double gain_delta_s = 0; // its change (negative), seconds per step
+  double memory_delta_bytes = 0;  // peak memory, this - best
 };
 
 struct PlanCounts {
@@ -176,6 +185,7 @@ struct PlanResult {
   PlanCounts counts;
   double seconds = 0;  // wall time of the search
   int threads = 1;
+  double time_miss_fraction = 0;  // PlanOptions::time_miss_fraction of the search
   std::vector<Ranked> ranked;           // best first
   std::vector<Ranked> out_of_memory;    // fastest layouts that do not fit, best first
   std::vector<Rejection> rejections;    // by count, most first
@@ -189,6 +199,10 @@ struct PlanResult {
 // Precondition: `base` loads (its model and job are valid); base.num_gpus is N. The base
 // scenario's own layout is ignored.
 PlanResult search(const Scenario& base, const PlanOptions& opts = {});
+
+// The groups of `ranked` (best first) within `threshold` (relative) of the best step
+// time, with what separates each from the best.
+std::vector<NearTie> near_ties(const std::vector<Ranked>& ranked, double threshold, const Scenario& base);
 
 // The rejection that blocks the most candidates on its own (the tightest constraint);
 // null when there are none.

@@ -1,0 +1,46 @@
+// Metrics of a layout from the model's Memory and StepTime (one home for both paths).
+#include "lcm/model/estimate.hpp"
+#include "plan_internal.hpp"
+
+namespace lcm::plan {
+
+void memory_metrics(const Memory& mem, Metrics& m) {
+  m.peak_bytes = mem.peak_bytes;
+  m.allocated_peak_bytes = mem.allocated_peak_bytes;
+  m.worst_stage = mem.worst_stage;
+  m.fits = mem.fits;
+  m.hbm_bytes = mem.hbm_bytes;
+  m.miss_bytes = 0;
+  m.miss_stage = 0;
+  for (size_t r = 0; r < mem.stages.size(); ++r) {
+    const double miss = mem.stages[r].peak_high - mem.hbm_bytes;
+    if (r == 0 || miss > m.miss_bytes) {
+      m.miss_bytes = miss;
+      m.miss_stage = mem.stages[r].stage;
+    }
+  }
+}
+
+void time_metrics(const StepTime& t, Metrics& m) {
+  m.step_s = t.step_s;
+  m.tokens_per_s_per_gpu = t.tokens_per_s_per_gpu;
+  m.mfu = t.mfu;
+  m.hfu = t.hfu;
+  m.bubble = t.bubble;
+  m.pipeline = t.pipeline;
+  m.dp_exposed = t.dp_exposed;
+  m.optimizer = t.optimizer;
+  m.exposed_comm = t.exposed_comm;
+  m.compute = t.compute;
+  m.bottleneck_stage = t.bottleneck_stage;
+}
+
+Metrics metrics_of_estimate(const Scenario& s) {
+  const Estimate e = estimate(s, EstimateOptions{.with_time = true});
+  Metrics m;
+  time_metrics(e.time, m);
+  memory_metrics(e.memory, m);
+  return m;
+}
+
+}  // namespace lcm::plan

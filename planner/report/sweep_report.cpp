@@ -1,0 +1,111 @@
+// Rendering of sweeps of plans (lcm sweep): one row per point of the grid.
+#include <fmt/format.h>
+
+#include "lcm/planner/plan_report.hpp"
+#include "plan_format.hpp"
+
+namespace lcm::report {
+
+using nlohmann::ordered_json;
+using plan::Metrics;
+
+namespace {
+
+std::string point_label(const SweepPoint& p) {
+  std::string s;
+  for (const auto& [k, v] : p.values) s += (s.empty() ? "" : " ") + k + "=" + v;
+  return s;
+}
+
+}  // namespace
+
+ordered_json sweep_json(const std::vector<SweepPoint>& points) {
+  ordered_json j;
+  j["schema_version"] = kPlanSchemaVersion;
+  ordered_json arr = ordered_json::array();
+  for (const SweepPoint& p : points) {
+    ordered_json e;
+    ordered_json vals;
+    for (const auto& [k, v] : p.values) vals[k] = v;
+    e["values"] = vals;
+    e["plan"] = plan_json(p.scenario, p.result);
+    arr.push_back(e);
+  }
+  j["points"] = arr;
+  return j;
+}
+
+std::vector<Table> sweep_tables(const std::vector<SweepPoint>& points) {
+  Table t;
+  if (!points.empty()) {
+    const Scenario& s = points.front().scenario;
+    t.title = fmt::format("Best layout per point: {} on {}", s.model.name.empty() ? s.name : s.model.name, s.hardware.name);
+  }
+  if (!points.empty())
+    for (const auto& [k, v] : points.front().values) t.header.push_back(k);
+  for (const char* h : {"gpus", "best layout", "step s", "tok/s/GPU", "MFU %", "peak GiB", "fit / valid", "changes vs previous point"})
+    t.header.push_back(h);
+  const SweepPoint* prev = nullptr;
+  for (const SweepPoint& p : points) {
+    std::vector<std::string> row;
+    for (const auto& [k, v] : p.values) row.push_back(v);
+    row.push_back(fmt::format("{}", p.scenario.num_gpus));
+    if (p.result.ranked.empty()) {
+      row.push_back(p.result.counts.valid == 0 ? "no valid layout" : "nothing fits");
+      for (int i = 0; i < 4; ++i) row.push_back("-");
+      row.push_back(fmt::format("{} / {}", p.result.counts.fit, p.result.counts.valid));
+      row.push_back("-");
+      t.notes.push_back(point_label(p) + ": " + plan_failure(p.scenario, p.result));
+      prev = nullptr;
+    } else {
+      const plan::Ranked& g = p.result.ranked.front();
+      row.push_back(plan::layout_string(g.layout, p.scenario));
+      row.push_back(sec(g.metrics.step_s));
+      row.push_back(fmt::format("{:.0f}", g.metrics.tokens_per_s_per_gpu));
+      row.push_back(pct(g.metrics.mfu));
+      row.push_back(fmt_bytes_gib(g.metrics.peak_bytes));
+      row.push_back(fmt::format("{} / {}", p.result.counts.fit, p.result.counts.valid));
+      std::string changes = "-";
+      if (prev) {
+        const auto d = plan::layout_differences(prev->result.ranked.front().layout, g.layout, p.scenario);
+        changes = d.empty() ? "same layout" : "";
+        for (size_t i = 0; i < d.size(); ++i) changes += (i ? ", " : "") + d[i];
+      }
+      row.push_back(changes);
+      prev = &p;
+    }
+    t.rows.push_back(std::move(row));
+  }
+  return {t};
+}
+
+Table sweep_csv_table(const std::vector<SweepPoint>& points) {
+  Table t;
+  if (!points.empty())
+    for (const auto& [k, v] : points.front().values) t.header.push_back(k);
+  for (const char* h : {"num_gpus", "status", "layout", "step_s", "tokens_per_s_per_gpu", "mfu", "peak_gib", "fit",
+                        "valid", "enumerated", "message"})
+    t.header.push_back(h);
+  for (const SweepPoint& p : points) {
+    std::vector<std::string> row;
+    for (const auto& [k, v] : p.values) row.push_back(v);
+    row.push_back(fmt::format("{}", p.scenario.num_gpus));
+    const plan::PlanResult& r = p.result;
+    if (r.ranked.empty()) {
+      row.insert(row.end(), {r.counts.valid == 0 ? "no_valid_layout" : "nothing_fits", "", "", "", "", ""});
+    } else {
+      const Metrics& m = r.ranked.front().metrics;
+      row.insert(row.end(), {"ok", plan::layout_string(r.ranked.front().layout, p.scenario), fmt::format("{:.6g}", m.step_s),
+                             fmt::format("{:.6g}", m.tokens_per_s_per_gpu), fmt::format("{:.6g}", m.mfu),
+                             fmt::format("{:.4f}", m.peak_bytes / kGiB)});
+    }
+    row.push_back(fmt::format("{}", r.counts.fit));
+    row.push_back(fmt::format("{}", r.counts.valid));
+    row.push_back(fmt::format("{}", r.counts.enumerated));
+    row.push_back(plan_failure(p.scenario, r));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+}  // namespace lcm::report

@@ -1,0 +1,141 @@
+// `lcm plan`, `lcm sweep`, `lcm comm` end to end: exit codes, one-line errors, formats
+// on stdout, -o, no progress bar when stderr is not a terminal.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "plan_test_util.hpp"
+
+namespace {
+
+using nlohmann::json;
+using lcm::plantest::lcm;
+using lcm::plantest::lines;
+
+TEST(PlanCli, RanksAndPrintsTheWinnersFlags) {
+  const auto r = lcm("plan scenarios/mixtral-8x7b.yaml --top 5");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");  // no progress bar: stderr is not a terminal
+  EXPECT_NE(r.out.find("Best layouts: Mixtral-8x7B on 64 x h200-sxm"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Why not"), std::string::npos);
+  EXPECT_NE(r.out.find("--tensor-model-parallel-size"), std::string::npos);
+  EXPECT_NE(r.out.find("  5  tp"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("  6  tp"), std::string::npos) << r.out;
+}
+
+TEST(PlanCli, JsonIsSortedAndEveryRankedLayoutFits) {
+  const auto r = lcm("plan scenarios/mixtral-8x7b.yaml --gpus 128 --set seq_length=128K --format json --top 8");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j.at("num_gpus"), 128);
+  ASSERT_EQ(j.at("ranked").size(), 8u);
+  double prev = 0;
+  for (const json& x : j.at("ranked")) {
+    EXPECT_TRUE(x.at("metrics").at("fits").get<bool>());
+    EXPECT_GE(x.at("metrics").at("step_s").get<double>(), prev);
+    prev = x.at("metrics").at("step_s").get<double>();
+    EXPECT_EQ(x.at("layout").at("data_parallel_size").get<int>() * x.at("layout").at("tensor_model_parallel_size").get<int>() *
+                  x.at("layout").at("context_parallel_size").get<int>() *
+                  x.at("layout").at("pipeline_model_parallel_size").get<int>(),
+              128);
+  }
+}
+
+TEST(PlanCli, CsvAndMarkdownOnStdoutAndAtomicOutputFile) {
+  const auto csv = lcm("plan scenarios/llama3.1-8b.yaml --format csv --top 3");
+  ASSERT_EQ(csv.code, 0) << csv.err;
+  const auto ls = lines(csv.out);
+  ASSERT_EQ(ls.size(), 4u);
+  EXPECT_EQ(ls[0].rfind("rank,layout,tp,", 0), 0u);
+  const auto md = lcm("plan scenarios/llama3.1-8b.yaml --format md");
+  ASSERT_EQ(md.code, 0) << md.err;
+  EXPECT_EQ(lcm::plantest::check_markdown_tables(md.out), 3);
+
+  const std::string file = std::string(LCM_BINARY_DIR) + "/plan_cli_test_out.json";
+  std::remove(file.c_str());
+  const auto r = lcm("plan scenarios/llama3.1-8b.yaml --format json -o '" + file + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  const json j = json::parse(lcm::plantest::slurp(file), nullptr, false);
+  EXPECT_FALSE(j.is_discarded());
+  EXPECT_FALSE(j.at("ranked").empty());
+  std::remove(file.c_str());
+}
+
+TEST(PlanCli, NoValidLayoutNamesTheTightestConstraint) {
+  const auto r = lcm("plan scenarios/mixtral-8x7b.yaml --gpus 12");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "");
+  ASSERT_EQ(lines(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("no valid layout for 12 GPUs"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the tightest is hardware.num_gpus"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("multiple of gpus_per_node (8)"), std::string::npos) << r.err;
+}
+
+TEST(PlanCli, NothingFitsSaysByHowMuch) {
+  const auto r = lcm("plan scenarios/deepseek-v3.yaml --gpus 8");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.out, "");
+  ASSERT_EQ(lines(r.err).size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("nothing fits in 140.40 GiB of HBM per GPU on 8 GPUs"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("misses by"), std::string::npos) << r.err;
+}
+
+TEST(PlanCli, BadOptionsAreOneLineErrors) {
+  for (const char* args : {"plan scenarios/mixtral-8x7b.yaml --gpus 0", "plan scenarios/mixtral-8x7b.yaml --top 0",
+                           "plan scenarios/mixtral-8x7b.yaml --format xml", "plan scenarios/nope.yaml",
+                           "plan scenarios/mixtral-8x7b.yaml --set seq_length=-5",
+                           "sweep scenarios/mixtral-8x7b.yaml --vary seq_length",
+                           "sweep scenarios/mixtral-8x7b.yaml --vary seq_length=4K,,8K",
+                           "sweep scenarios/mixtral-8x7b.yaml --vary bogus_key=1,2"}) {
+    const auto r = lcm(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_FALSE(r.err.empty()) << args;
+    EXPECT_EQ(r.out, "") << args;
+  }
+}
+
+TEST(PlanCli, SetOfASearchedKnobIsNoted) {
+  const auto r = lcm("plan scenarios/llama3.1-8b.yaml --set tensor_model_parallel_size=8 --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("the planner chooses tensor_model_parallel_size itself"), std::string::npos) << r.err;
+}
+
+TEST(SweepCli, OneWinnerPerPoint) {
+  const auto r = lcm("sweep scenarios/mixtral-8x7b.yaml --vary seq_length=8K,32K --vary num_experts=8,16 --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j.at("points").size(), 4u);
+  EXPECT_EQ(j.at("points").at(1).at("values").at("seq_length"), "8K");
+  EXPECT_EQ(j.at("points").at(1).at("values").at("num_experts"), "16");
+  for (const json& p : j.at("points")) EXPECT_FALSE(p.at("plan").at("ranked").empty());
+  const auto t = lcm("sweep scenarios/mixtral-8x7b.yaml --vary seq_length=8K,32K");
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("changes vs previous point"), std::string::npos);
+  EXPECT_EQ(lines(t.out).size(), 5u) << t.out;  // title, header, rule, two points
+}
+
+TEST(SweepCli, PointsWhereTheScenariosOwnLayoutBreaksStillPlan) {
+  // num_experts 4 breaks the scenario's expert_model_parallel_size 8; the planner replaces it.
+  const auto r = lcm("sweep scenarios/mixtral-8x7b.yaml --vary num_experts=4,8 --format csv");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto ls = lines(r.out);
+  ASSERT_EQ(ls.size(), 3u);
+  EXPECT_NE(ls[1].find(",ok,"), std::string::npos) << ls[1];
+}
+
+TEST(CommCli, BreakdownPerDimensionAndCollective) {
+  const auto r = lcm("comm scenarios/mixtral-8x7b.yaml");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Communication by dimension"), std::string::npos);
+  EXPECT_NE(r.out.find("inter-node"), std::string::npos);
+  EXPECT_NE(r.out.find("all_to_all"), std::string::npos);
+  const auto j = lcm("comm scenarios/mixtral-8x7b.yaml --format json --set context_parallel_size=4");
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_FALSE(json::parse(j.out).at("items").empty());
+  const auto bad = lcm("comm scenarios/mixtral-8x7b.yaml --set context_parallel_size=3");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(lines(bad.err).size(), 1u) << bad.err;
+}
+
+}  // namespace

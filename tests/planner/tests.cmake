@@ -1,0 +1,11 @@
+# lcm_planner_tests: the layout planner (plan, sweep, comm), its equality with fresh
+# estimates, its formats and its command line.
+lcm_add_test(lcm_planner_tests
+  SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/plan_equality_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/plan_logic_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/plan_format_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/plan_cli_test.cpp
+    ${PROJECT_SOURCE_DIR}/planner/cli/progress.cpp
+  LIBS lcm::planner nlohmann_json::nlohmann_json)
+add_dependencies(lcm_planner_tests lcm)
