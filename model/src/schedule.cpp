@@ -68,7 +68,7 @@ LayerOps build(const sched::RecomputeSel& rc, Gen&& gen) {
 }  // namespace
 
 Schedule build_schedule(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
-                        const std::vector<GpuParams>& params) {
+                        const std::vector<GpuParams>& params, const ScheduleParts& parts) {
   const sched::Ctx x = sched::make_ctx(s, m);
   const ParallelSpec& par = s.parallel;
   Schedule out;
@@ -81,9 +81,11 @@ Schedule build_schedule(const Scenario& s, const Mesh& m, const std::vector<Stag
     mtp_layers += sl.num_mtp_layers;
   }
   const sched::RecomputeSel layer_rc = sched::layer_recompute(par);
-  if (dense_layers > 0) out.dense = build(layer_rc, [&](Collect& c) { sched::emit_layer(x, false, c); });
-  if (moe_layers > 0) out.moe = build(layer_rc, [&](Collect& c) { sched::emit_layer(x, true, c); });
-  if (mtp_layers > 0) out.mtp = build(sched::mtp_recompute(par), [&](Collect& c) { sched::emit_mtp(x, c); });
+  if (parts.layer_ops) {
+    if (dense_layers > 0) out.dense = build(layer_rc, [&](Collect& c) { sched::emit_layer(x, false, c); });
+    if (moe_layers > 0) out.moe = build(layer_rc, [&](Collect& c) { sched::emit_layer(x, true, c); });
+    if (mtp_layers > 0) out.mtp = build(sched::mtp_recompute(par), [&](Collect& c) { sched::emit_mtp(x, c); });
+  }
 
   // TP-replicated parameters (SP grad sync) need the parameter count at tp = 1.
   std::vector<GpuParams> params_tp1;
@@ -98,9 +100,11 @@ Schedule build_schedule(const Scenario& s, const Mesh& m, const std::vector<Stag
     st.moe = sl.num_moe_layers;
     st.mtp = sl.num_mtp_layers;
     const sched::RecomputeCounts rc = sched::recompute_counts(par, sl);
-    st.dense_recomputed = out.dense.recompute.empty() ? 0 : rc.dense;
-    st.moe_recomputed = out.moe.recompute.empty() ? 0 : rc.moe;
-    st.mtp_recomputed = out.mtp.recompute.empty() ? 0 : rc.mtp;
+    // Without the layer lists the counts are the policy's (a count against an empty
+    // recompute list adds nothing to any time).
+    st.dense_recomputed = parts.layer_ops && out.dense.recompute.empty() ? 0 : rc.dense;
+    st.moe_recomputed = parts.layer_ops && out.moe.recompute.empty() ? 0 : rc.moe;
+    st.mtp_recomputed = parts.layer_ops && out.mtp.recompute.empty() ? 0 : rc.mtp;
     const bool first = r == 0, last = r + 1 == layers.size();
     if (first) {
       const LayerOps e = build({}, [&](Collect& c) { sched::emit_stage_embedding(x, c); });

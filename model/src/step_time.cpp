@@ -88,8 +88,11 @@ StageResult stage_result(const StageTime& microbatch, const StageInputs& st, con
   r.t = microbatch;
   const StageTime& t = microbatch;
   // Data-parallel step collectives: overlappable ones hide under the backward (grads)
-  // or forward (params) of the step's micro-batches except the last bucket, taken as
-  // one layer's share.
+  // or forward (params) except the last bucket, taken as one layer's share. A once-per-step
+  // gradient reduce-scatter can only start when the last micro-batch's backward produces
+  // each bucket, and the parameter all-gather must finish within the first micro-batch's
+  // forward (Megatron's overlap_grad_reduce / overlap_param_gather): the window is one
+  // pass per call (per micro-batch for Megatron-FSDP's per-micro-batch collectives).
   const int layers_here = std::max(1, st.dense + st.moe);
   for (int i = 0; i < st.num_step; ++i) {
     const StepOpTime& op = st.step[i];
@@ -103,7 +106,7 @@ StageResult stage_result(const StageTime& microbatch, const StageInputs& st, con
       continue;
     }
     const bool grads = op.role == StepOpRole::kUnderBackward;
-    const double window = (grads ? t.bwd : t.fwd) * in.num_micro_batches;
+    const double window = (grads ? t.bwd : t.fwd) * std::max(1, op.calls);
     const double tail = tt / layers_here;
     const double hidden = std::min(tt - tail, window);
     r.dp_hidden += hidden;
@@ -183,6 +186,7 @@ std::vector<StepOpTime> step_op_times(const std::vector<Op>& step, const MeshTop
   for (const Op& op : step) {
     StepOpTime t;
     t.time = op_time(op, topo, hw) * op.calls;
+    t.calls = op.calls;
     if (op.kind == OpKind::kMemoryBound) t.role = StepOpRole::kOptimizer;
     else if (!op.overlappable) t.role = StepOpRole::kExposed;
     else if (op.coll.kind != Collective::kAllGather) t.role = StepOpRole::kUnderBackward;

@@ -125,7 +125,8 @@ void Evaluator::Impl::fill(const Mesh& m, Structure& structure, LayerEntry* laye
     layer->mtp = std::move(sch.mtp);
     return;
   }
-  Schedule sch = build_schedule(work, m, structure.layers, structure.params);
+  // Layer lists already cached (layer == nullptr): build only the stage lists.
+  Schedule sch = build_schedule(work, m, structure.layers, structure.params, ScheduleParts{.layer_ops = layer != nullptr});
   ++schedules_built;
   const size_t n = sch.stages.size();
   if (!structure.has_classes) {

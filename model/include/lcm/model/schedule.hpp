@@ -139,7 +139,14 @@ struct Schedule {
 };
 
 // Precondition: validate_scenario(s) is empty; m = derive_mesh(s).
+// What to build. The per-layer op lists do not depend on how layers are split over
+// stages; a caller that already holds them (the planner's cache) can skip them and get
+// only the per-stage lists and counts.
+struct ScheduleParts {
+  bool layer_ops = true;
+};
+
 Schedule build_schedule(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
-                        const std::vector<GpuParams>& params);
+                        const std::vector<GpuParams>& params, const ScheduleParts& parts = {});
 
 }  // namespace lcm

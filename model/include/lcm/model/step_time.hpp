@@ -88,6 +88,7 @@ enum class StepOpRole : uint8_t {
 struct StepOpTime {
   double time = 0;  // all its calls in one step (op_time x Op::calls), seconds
   StepOpRole role = StepOpRole::kExposed;
+  int calls = 1;    // calls per step: 1, or one per micro-batch (Megatron-FSDP ZeRO-2/3)
 };
 std::vector<StepOpTime> step_op_times(const std::vector<Op>& step, const MeshTopology& topo, const HardwareSpec& hw);
 
