@@ -15,6 +15,10 @@ namespace lcm {
 
 namespace {
 
+// Share of the SMs that overlapped TP / EP communication kernels occupy (TE userbuffers'
+// default num_sm = 16 for pipelined reduce-scatter, of the 132 SMs of an H100/H200).
+constexpr double kCommSmFraction = 16.0 / 132.0;
+
 OpClass class_of(const Op& op) {
   switch (op.kind) {
     case OpKind::kGemm: return OpClass::kGemm;
@@ -69,6 +73,16 @@ StageTime stage_microbatch_time(const StageInputs& st, const StepInputs& in) {
       p->hidden[idx(CommDim::kPp)] += p->exposed[idx(CommDim::kPp)];
       p->exposed[idx(CommDim::kPp)] = 0;
     }
+  }
+  // EP all-to-all overlap pairs one micro-batch's forward with another's backward: the
+  // step's first forward and last backward have no partner, so per micro-batch 1/m of the
+  // hidden all-to-all time stays exposed (only overlapped EP time is ever hidden).
+  const double mb = std::max(1, in.num_micro_batches);
+  for (PassTime* p : {&f, &b}) {
+    const double unpaired = p->hidden[idx(CommDim::kEp)] / mb;
+    p->hidden[idx(CommDim::kEp)] -= unpaired;
+    p->exposed[idx(CommDim::kEp)] += unpaired;
+    p->total += unpaired;
   }
   StageTime t;
   t.fwd = f.total;
@@ -139,11 +153,14 @@ PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const Me
   std::array<double, kNumOpClasses> compute{};
   std::array<double, kNumCommDims> comm{};
   double cp_overlappable = 0, attn = 0, gemm = 0;
+  double tp_last_chunks = 0;  // TP reduce-scatters / all-reduces: their last pipelined chunk
   for (const Op& op : ops) {
     const double t = op_time(op, topo, hw) * op.calls;
     if (op.kind == OpKind::kCollective || op.kind == OpKind::kSendRecv) {
       if (op.coll.dim == CommDim::kCp && op.overlappable) cp_overlappable += t;
       else comm[idx(op.coll.dim)] += t;
+      if (op.coll.dim == CommDim::kTp && op.coll.kind != Collective::kAllGather)
+        tp_last_chunks += t / std::max(1, op.coll.group_size);
     } else {
       compute[static_cast<size_t>(class_of(op))] += t;
       if (op.kind == OpKind::kAttention) attn += t;
@@ -161,8 +178,20 @@ PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const Me
     exposed[idx(d)] -= h;
     hidden[idx(d)] += h;
   };
-  if (par.tp_comm_overlap) hide(CommDim::kTp, gemm);
+  // TP overlap (Transformer Engine userbuffers): a GEMM is split into tp chunks pipelined
+  // with the collective; an all-gather before a GEMM hides entirely, a reduce-scatter after
+  // it leaves its last chunk (1/tp of it) exposed.
+  if (par.tp_comm_overlap) {
+    const double before = exposed[idx(CommDim::kTp)];
+    hide(CommDim::kTp, std::min(gemm, std::max(0.0, before - tp_last_chunks)));
+  }
   if (par.overlap_moe_expert_parallel_comm) hide(CommDim::kEp, total_compute);
+  // Hidden TP and EP communication still runs kernels on SMs the GEMMs lose: TE's
+  // pipelined reduce-scatter and NCCL's all-to-all take about kCommSmFraction of the SMs
+  // while they run (TE userbuffers default num_sm = 16 of 132 on H100/H200).
+  const double contention = kCommSmFraction * (hidden[idx(CommDim::kTp)] + hidden[idx(CommDim::kEp)]);
+  compute[static_cast<size_t>(OpClass::kGemm)] += contention;
+  total_compute += contention;
   double total = total_compute;
   for (double e : exposed) total += e;
   out.total = total;

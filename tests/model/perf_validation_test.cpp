@@ -53,18 +53,19 @@ using namespace lcm;
 
 // ---------------------------------------------------------------------------------
 // Recorded bounds: what the model achieved when this test was last calibrated (2026-11-30,
-// with the FP8 GEMM efficiency, SP backward re-gathers and the DP overlap window:
-// Megatron-Bridge 34.9 %, NeMo 24.07 18.8 %, weak scaling 15.3 %, MoE layer 10.5 %, all 60
-// counted rows 26.3 %, 31 of them within 20 %), rounded
+// with the FP8 GEMM efficiency, SP backward re-gathers, the DP overlap window and the
+// partial TP / EP overlap with SM contention: Megatron-Bridge 31.2 %, NeMo 24.07 15.6 %,
+// weak scaling 11.7 %, MoE layer 10.5 %, all 60 counted rows 23.1 %, 39 of them within
+// 20 %), rounded
 // slightly so that a regression fails. The errors are dominated by known modelling gaps
 // (the doc's "Where the model misses"); when a fix lands, tighten these.
 // ---------------------------------------------------------------------------------
-constexpr double kBridgeMaeBound = 36.0;       // tokens/s, %
-constexpr double kNemoMaeBound = 20.0;         // tokens/s, %
-constexpr double kWeakScalingMaeBound = 16.5;  // TFLOP/s (non-causal), %
+constexpr double kBridgeMaeBound = 32.5;       // tokens/s, %
+constexpr double kNemoMaeBound = 17.0;         // tokens/s, %
+constexpr double kWeakScalingMaeBound = 13.0;  // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 11.5;     // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 27.5;      // all counted rows, primary metric, %
-constexpr int kMinWithin20Pct = 30;            // counted rows within 20 % on their primary metric
+constexpr double kOverallMaeBound = 24.5;      // all counted rows, primary metric, %
+constexpr int kMinWithin20Pct = 38;            // counted rows within 20 % on their primary metric
 constexpr int kMinCounted = 60;                // rows evaluated and counted
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)
 constexpr int kMinNemoNonCausalMatches = 9;
