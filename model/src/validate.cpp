@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -285,6 +286,12 @@ void check_recompute_and_overlap(const Scenario& s, Checker& check) {
   check(!p.tp_comm_overlap || (p.sequence_parallel && p.tensor_model_parallel_size > 1), "parallel.tp_comm_overlap",
         "Tensor parallel communication/GEMM overlap can happen only when sequence parallelism is enabled (with "
         "tensor_model_parallel_size > 1)");
+}
+
+// The only rules that read the data-parallel sharding knobs (data_parallel_sharding_strategy,
+// use_distributed_optimizer, overlap_param_gather); they run last (validate_sharding).
+void check_sharding(const Scenario& s, Checker& check) {
+  const ParallelSpec& p = s.parallel;
   if (p.overlap_param_gather) {
     check(p.use_distributed_optimizer || p.data_parallel_sharding_strategy != DpSharding::kNoShard,
           "parallel.overlap_param_gather", "overlap_param_gather only supported with distributed optimizer or megatron fsdp");
@@ -297,17 +304,31 @@ void check_recompute_and_overlap(const Scenario& s, Checker& check) {
 
 }  // namespace
 
-std::vector<Problem> validate_scenario(const Scenario& s) {
+LayoutValidation validate_layout(const Scenario& s) {
   Checker check;
   check_sizes(s, check);
-  if (!check.problems.empty()) return check.problems;  // later rules divide by these sizes
+  if (!check.problems.empty()) return LayoutValidation{std::move(check.problems), false};  // later rules divide by these sizes
   check_world(s, check);
   check_pipeline(s, check);
   check_context_parallel(s, check);
   check_moe(s, check);
   check_attention_and_embeddings(s, check);
   check_recompute_and_overlap(s, check);
-  return check.problems;
+  return LayoutValidation{std::move(check.problems), true};
+}
+
+std::vector<Problem> validate_sharding(const Scenario& s) {
+  Checker check;
+  check_sharding(s, check);
+  return std::move(check.problems);
+}
+
+std::vector<Problem> validate_scenario(const Scenario& s) {
+  LayoutValidation v = validate_layout(s);
+  if (!v.sizes_ok) return std::move(v.problems);
+  std::vector<Problem> sharding = validate_sharding(s);
+  v.problems.insert(v.problems.end(), std::make_move_iterator(sharding.begin()), std::make_move_iterator(sharding.end()));
+  return std::move(v.problems);
 }
 
 }  // namespace lcm

@@ -183,12 +183,19 @@ void Evaluator::Impl::fill(const Mesh& m, Structure& structure, LayerEntry* laye
 int Evaluator::Impl::validate_each(Layout& l, const DpSharding* shardings, int count, ShardingResult* results) {
   l.sharding = shardings[0];
   apply_layout_into(base, l, work);
+  // The layout's rules once; only the sharding rules per sharding (validate_layout reads
+  // no sharding knob, so this equals validate_scenario for each sharding).
+  const LayoutValidation layout = validate_layout(work);
   int first_valid = -1;
   for (int i = 0; i < count; ++i) {
     ShardingResult& r = results[i];
     l.sharding = shardings[i];
     apply_sharding_into(base, l.sharding, work);
-    r.problems = validate_scenario(work);
+    r.problems = layout.problems;
+    if (layout.sizes_ok) {
+      std::vector<Problem> sharding = validate_sharding(work);
+      r.problems.insert(r.problems.end(), sharding.begin(), sharding.end());
+    }
     ++validations;
     r.timed = false;
     r.status = r.problems.empty() ? Outcome::Status::kFits : Outcome::Status::kInvalid;

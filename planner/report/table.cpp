@@ -108,7 +108,10 @@ std::string csv_escape(const std::string& s) {
 std::string render_csv(const Table& t) {
   std::string out;
   auto line = [&](const std::vector<std::string>& cells) {
-    for (size_t i = 0; i < cells.size(); ++i) out += (i ? "," : "") + csv_escape(cells[i]);
+    for (size_t i = 0; i < cells.size(); ++i) {
+      if (i) out += ',';
+      out += csv_escape(cells[i]);
+    }
     out += "\n";
   };
   line(t.header);

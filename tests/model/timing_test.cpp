@@ -88,7 +88,7 @@ Op mem(double seconds, Pass pass) {
   return o;
 }
 
-Scenario pipeline_scenario(int pp, int vp, int micro_batches) {
+Scenario pipeline_scenario(int pp, int micro_batches) {
   Scenario s;
   s.hardware = hw;
   s.num_gpus = pp;
@@ -115,7 +115,7 @@ Schedule uniform_schedule(int pp, int vp, int m, double f, double b) {
 
 TEST(StepTime, OneFOneBBubble) {
   // p = 4, m = 8, F = 1 ms, B = 2 ms: (m + p - 1)(F + B) = 33 ms, bubble (p-1)(F+B) = 9 ms.
-  const Scenario s = pipeline_scenario(4, 1, 8);
+  const Scenario s = pipeline_scenario(4, 8);
   Mesh m;
   m.world = 4;
   m.pp = 4;
@@ -128,7 +128,7 @@ TEST(StepTime, OneFOneBBubble) {
 
 TEST(StepTime, InterleavedBubbleShrinksByVp) {
   // Same work split into vp = 2 chunks per rank: bubble (p-1)(F+B)/vp = 4.5 ms.
-  const Scenario s = pipeline_scenario(4, 2, 8);
+  const Scenario s = pipeline_scenario(4, 8);
   Mesh m;
   m.world = 4;
   m.pp = 4;
@@ -165,7 +165,7 @@ Op ring_op(double seconds) {
 }
 
 TEST(StepTime, CpRingHiddenVsExposed) {
-  Scenario s = pipeline_scenario(1, 1, 1);
+  Scenario s = pipeline_scenario(1, 1);
   s.num_gpus = 2;
   s.parallel.context_parallel_size = 2;
   Mesh m;

@@ -34,6 +34,17 @@ struct Problem {
 // the scenario is a valid layout. Pure: the loader attaches file:line to each key.
 std::vector<Problem> validate_scenario(const Scenario& s);
 
+// validate_scenario in two parts, for callers that vary only the data-parallel sharding
+// knobs (data_parallel_sharding_strategy, use_distributed_optimizer, overlap_param_gather)
+// of one layout: validate_scenario(s) is validate_layout(s).problems followed, when
+// sizes_ok, by validate_sharding(s). validate_layout reads none of those knobs.
+struct LayoutValidation {
+  std::vector<Problem> problems;
+  bool sizes_ok = true;  // false: a size is out of range and no later rule ran
+};
+LayoutValidation validate_layout(const Scenario& s);
+std::vector<Problem> validate_sharding(const Scenario& s);
+
 // Precondition: validate_scenario(s) is empty.
 Mesh derive_mesh(const Scenario& s);
 
