@@ -68,7 +68,7 @@ const BenchFamily& bench_family(Family f);
 void run_gemm_bench(RunContext& ctx);
 void run_collectives_bench(RunContext& ctx);
 void run_membw_bench(RunContext& ctx);
-void run_attention_bench(RunContext& ctx);  // bench_attention.cpp (a stub without cuDNN)
+void run_attention_bench(RunContext& ctx);  // bench_attention.cpp; attention_without_cudnn.cpp reports that cuDNN was not found
 
 // MPI helpers over MPI_COMM_WORLD.
 std::vector<double> allgather_double(double v);

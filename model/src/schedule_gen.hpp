@@ -23,6 +23,7 @@
 #include "lcm/model/comm.hpp"
 #include "lcm/model/mesh.hpp"
 #include "lcm/model/params.hpp"
+#include "lcm/model/routing.hpp"
 #include "lcm/model/schedule.hpp"
 #include "lcm/model/specs.hpp"
 
@@ -544,7 +545,7 @@ void moe_block(Sink& out, const Ctx& x) {
   double slots = Te * k;
   const double cf = md.moe_expert_capacity_factor;
   if (type == Dispatcher::kAllToAll && cf > 0.0) {
-    const double capacity = std::ceil(Te * k / E * cf);
+    const double capacity = static_cast<double>(capacity_for_assignments(Te * k, md.num_experts, cf));
     slots = md.moe_pad_expert_input_to_capacity ? E * capacity : std::min(E * capacity, Te * k);
   }
   const double tok = slots * h;     // elements of the slots

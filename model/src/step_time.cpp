@@ -146,6 +146,12 @@ StageResult stage_result(const StageInputs& st, const StepInputs& in) {
 //  - it is TP with tp_comm_overlap: hidden under the list's GEMMs;
 //  - it is EP all-to-all with overlap_moe_expert_parallel_comm: hidden under the other
 //    micro-batch's compute (Megatron's 1F1B A2A overlap), i.e. under this list's compute.
+bool overlaps_compute(const Op& op, const ParallelSpec& par) {
+  if (op.kind != OpKind::kCollective && op.kind != OpKind::kSendRecv) return false;
+  return (op.coll.dim == CommDim::kCp && op.overlappable) || (par.tp_comm_overlap && op.coll.dim == CommDim::kTp) ||
+         (par.overlap_moe_expert_parallel_comm && op.coll.dim == CommDim::kEp);
+}
+
 PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const MeshTopology& topo,
                    const HardwareSpec& hw) {
   PassTime out;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "lcm/model/step_time.hpp"
 #include "lcm/model/timing.hpp"
 
 namespace lcm::report {
@@ -59,8 +60,9 @@ struct StageWriter {
       const double t = op_time(op, topo, s.hardware) * op.calls;
       if (t <= 0) continue;
       const bool comm = op.kind == OpKind::kCollective || op.kind == OpKind::kSendRecv;
-      const bool hidden = comm && (op.overlappable || (par.tp_comm_overlap && op.coll.dim == CommDim::kTp) ||
-                                   (par.overlap_moe_expert_parallel_comm && op.coll.dim == CommDim::kEp));
+      // Overlapped DP step collectives are drawn at the end of the step beside the compute
+      // stream (the model hides them under the passes, except their last bucket).
+      const bool hidden = overlaps_compute(op, par) || (op.pass == Pass::kStep && op.overlappable);
       ordered_json args;
       if (opts.detail == TraceDetail::kOp) {
         args = ordered_json{{"micro_batch", micro_batch}};

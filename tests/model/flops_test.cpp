@@ -7,6 +7,8 @@
 // calling lcm code. One case (Llama3-8B) is also pinned to a literal number.
 #include <gtest/gtest.h>
 
+#include "../common/test_models.hpp"
+
 #include <cmath>
 
 #include "lcm/model/flops.hpp"
@@ -23,19 +25,7 @@ constexpr double kExact = 1e-12;  // "equal" for sums of ~1e17 in double
 // ---------------------------------------------------------------------------------
 Scenario llama3_8b(int64_t seq, int gbs) {
   Scenario s;
-  ModelSpec& m = s.model;
-  m.num_layers = 32;
-  m.hidden_size = 4096;
-  m.ffn_hidden_size = 14336;
-  m.num_attention_heads = 32;
-  m.num_query_groups = 8;
-  m.kv_channels = 128;
-  m.vocab_size = 128256;
-  m.untie_embeddings_and_output_weights = true;
-  m.swiglu = true;
-  m.add_bias_linear = false;
-  m.normalization = Normalization::kRMSNorm;
-  m.position_embedding_type = PositionEmbedding::kRope;
+  s.model = testing::llama3_8b();
   s.training.seq_length = seq;
   s.training.global_batch_size = gbs;
   s.parallel.tensor_model_parallel_size = 2;  // 128256 is a multiple of 128*2: no padding
@@ -45,10 +35,7 @@ Scenario llama3_8b(int64_t seq, int gbs) {
 
 Scenario mixtral_8x7b(int64_t seq, int gbs) {
   Scenario s = llama3_8b(seq, gbs);
-  s.model.vocab_size = 32000;
-  s.model.num_experts = 8;
-  s.model.moe_router_topk = 2;
-  s.model.moe_ffn_hidden_size = 14336;
+  s.model = testing::mixtral_8x7b();
   s.parallel.expert_model_parallel_size = 8;
   s.num_gpus = 64;
   return s;
@@ -56,32 +43,7 @@ Scenario mixtral_8x7b(int64_t seq, int gbs) {
 
 Scenario deepseek_v3_like(int64_t seq, int gbs) {
   Scenario s;
-  ModelSpec& m = s.model;
-  m.num_layers = 61;
-  m.hidden_size = 7168;
-  m.ffn_hidden_size = 18432;
-  m.num_attention_heads = 128;
-  m.num_query_groups = 128;
-  m.vocab_size = 129280;
-  m.untie_embeddings_and_output_weights = true;
-  m.swiglu = true;
-  m.add_bias_linear = false;
-  m.qk_layernorm = true;
-  m.normalization = Normalization::kRMSNorm;
-  m.position_embedding_type = PositionEmbedding::kRope;
-  m.multi_latent_attention = true;
-  m.q_lora_rank = 1536;
-  m.kv_lora_rank = 512;
-  m.qk_head_dim = 128;
-  m.qk_pos_emb_head_dim = 64;
-  m.v_head_dim = 128;
-  m.num_experts = 256;
-  m.moe_router_topk = 8;
-  m.moe_ffn_hidden_size = 2048;
-  m.moe_shared_expert_intermediate_size = 2048;
-  m.moe_layer_pattern.assign(61, 1);
-  for (int i = 0; i < 3; ++i) m.moe_layer_pattern[static_cast<size_t>(i)] = 0;  // [0]*3+[1]*58
-  m.mtp_num_layers = 1;
+  s.model = testing::deepseek_v3();
   s.training.seq_length = seq;
   s.training.global_batch_size = gbs;
   s.parallel.tensor_model_parallel_size = 8;  // pads 129280 to 130048 (multiple of 1024)

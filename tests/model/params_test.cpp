@@ -7,6 +7,8 @@
 // DeepSeek-V3 at TP 8: 130048), which the published numbers do not include.
 #include <gtest/gtest.h>
 
+#include "../common/test_models.hpp"
+
 #include <numeric>
 
 #include "lcm/model/mesh.hpp"
@@ -18,69 +20,13 @@ namespace {
 // ---------------------------------------------------------------------------------
 // Published architectures (validation/model_architectures.csv; NeMo configs).
 // ---------------------------------------------------------------------------------
-ModelSpec llama_like(int layers, int64_t h, int64_t ffn, int heads, int groups) {
-  ModelSpec m;
-  m.num_layers = layers;
-  m.hidden_size = h;
-  m.ffn_hidden_size = ffn;
-  m.num_attention_heads = heads;
-  m.num_query_groups = groups;
-  m.kv_channels = 128;
-  m.vocab_size = 128256;
-  m.untie_embeddings_and_output_weights = true;
-  m.swiglu = true;
-  m.add_bias_linear = false;
-  m.normalization = Normalization::kRMSNorm;
-  m.position_embedding_type = PositionEmbedding::kRope;
-  return m;
-}
-
-ModelSpec llama3_8b() { return llama_like(32, 4096, 14336, 32, 8); }
-ModelSpec llama31_70b() { return llama_like(80, 8192, 28672, 64, 8); }
-
-ModelSpec mixtral(int layers, int64_t h, int64_t ffn, int heads) {
-  ModelSpec m = llama_like(layers, h, ffn, heads, 8);
-  m.vocab_size = 32000;
-  m.num_experts = 8;
-  m.moe_router_topk = 2;
-  m.moe_ffn_hidden_size = ffn;
-  return m;
-}
-ModelSpec mixtral_8x7b() { return mixtral(32, 4096, 14336, 32); }
-ModelSpec mixtral_8x22b() { return mixtral(56, 6144, 16384, 48); }
-
-ModelSpec qwen3_moe(int layers, int64_t h, int heads, int64_t expert_ffn) {
-  ModelSpec m = llama_like(layers, h, 0, heads, 4);
-  m.vocab_size = 151936;
-  m.qk_layernorm = true;
-  m.num_experts = 128;
-  m.moe_router_topk = 8;
-  m.moe_ffn_hidden_size = expert_ffn;
-  return m;
-}
-ModelSpec qwen3_30b_a3b() { return qwen3_moe(48, 2048, 32, 768); }
-ModelSpec qwen3_235b_a22b() { return qwen3_moe(94, 4096, 64, 1536); }
-
-ModelSpec deepseek_v3() {
-  ModelSpec m = llama_like(61, 7168, 18432, 128, 128);
-  m.vocab_size = 129280;
-  m.qk_layernorm = true;
-  m.multi_latent_attention = true;
-  m.q_lora_rank = 1536;
-  m.kv_lora_rank = 512;
-  m.qk_head_dim = 128;
-  m.qk_pos_emb_head_dim = 64;
-  m.v_head_dim = 128;
-  m.num_experts = 256;
-  m.moe_router_topk = 8;
-  m.moe_ffn_hidden_size = 2048;
-  m.moe_shared_expert_intermediate_size = 2048;
-  m.moe_router_enable_expert_bias = true;  // a buffer, not a parameter
-  m.moe_layer_pattern.assign(61, 1);
-  for (int i = 0; i < 3; ++i) m.moe_layer_pattern[static_cast<size_t>(i)] = 0;
-  m.mtp_num_layers = 1;
-  return m;
-}
+using testing::deepseek_v3;
+using testing::llama31_70b;
+using testing::llama3_8b;
+using testing::mixtral_8x22b;
+using testing::mixtral_8x7b;
+using testing::qwen3_235b_a22b;
+using testing::qwen3_30b_a3b;
 
 ParamCounts published(const ModelSpec& m) { return count_params(m, m.vocab_size); }
 

@@ -85,6 +85,12 @@ enum class StepOpRole : uint8_t {
   kUnderBackward,  // overlappable gradient reduction: hides under the backward passes
   kUnderForward,   // overlappable parameter all-gather: hides under the forward passes
 };
+// Whether the overlap rules let this communication op run under compute: the CP ring
+// exchange, TP collectives with tp_comm_overlap, EP collectives with
+// overlap_moe_expert_parallel_comm. pass_time() applies their budgets; the predicted
+// trace places such ops beside the compute stream.
+bool overlaps_compute(const Op& op, const ParallelSpec& par);
+
 struct StepOpTime {
   double time = 0;  // all its calls in one step (op_time x Op::calls), seconds
   StepOpRole role = StepOpRole::kExposed;
