@@ -25,10 +25,12 @@ void AttentionProblem::validate() const {
   if (hq % hkv != 0) throw UsageError(what + "h_q must be a multiple of h_kv (GQA)");
   if (d % 8 != 0 || d > 256) throw UsageError(what + "head dim must be a multiple of 8 and at most 256");
   if (static_cast<double>(q_elems()) >= 9.2e18 / 4) throw UsageError(what + "too large");
+  if (s_kv < 0 || stats_stride < 0 || (stats_stride > 0 && stats_stride < s)) throw UsageError(what + "bad s_kv / stats stride");
+  if (causal && skv() != s) throw UsageError(what + "a causal mask needs as many keys as queries");
 }
 
 double AttentionProblem::fwd_flops() const {
-  const double f = 4.0 * static_cast<double>(b) * static_cast<double>(s) * static_cast<double>(s) *
+  const double f = 4.0 * static_cast<double>(b) * static_cast<double>(s) * static_cast<double>(skv()) *
                    static_cast<double>(hq) * static_cast<double>(d);
   return causal ? f / 2 : f;
 }

@@ -23,6 +23,13 @@ struct AttentionProblem {
   int64_t b = 1, s = 4096, hq = 32, hkv = 8, d = 128;
   bool causal = true;
   float scale = 0;  // softmax scale; 0 means 1 / sqrt(d)
+  // Ring attention (cp_ring.hpp) runs blocks with fewer keys than queries and writes the
+  // statistics of a query sub-range into a longer array: s_kv keys (0: s; causal needs
+  // s_kv = s) and the per-head stride of the Stats rows (0: s). Both default to plain attention.
+  int64_t s_kv = 0;
+  int64_t stats_stride = 0;
+  int64_t skv() const { return s_kv > 0 ? s_kv : s; }
+  int64_t sstride() const { return stats_stride > 0 ? stats_stride : s; }
 
   float softmax_scale() const;
   int64_t group() const { return hkv > 0 ? hq / hkv : 0; }
@@ -33,16 +40,16 @@ struct AttentionProblem {
   double bwd_flops() const { return 2.5 * fwd_flops(); }
   // Elements of the q-shaped (Q, O, dO, dQ) and kv-shaped (K, V, dK, dV) tensors and of the stats.
   int64_t q_elems() const { return b * s * hq * d; }
-  int64_t kv_elems() const { return b * s * hkv * d; }
+  int64_t kv_elems() const { return b * skv() * hkv * d; }
   int64_t stat_elems() const { return b * hq * s; }
   // Bytes of one buffer set: Q K V O dO dQ dK dV in bf16 plus the fp32 stats.
   double set_bytes() const;
 
   // Element strides of the [b, h, s, d] index (BSHD storage).
   std::array<int64_t, 4> q_strides() const { return {s * hq * d, d, hq * d, 1}; }
-  std::array<int64_t, 4> kv_strides() const { return {s * hkv * d, d, hkv * d, 1}; }
+  std::array<int64_t, 4> kv_strides() const { return {skv() * hkv * d, d, hkv * d, 1}; }
   int64_t q_offset(int64_t bi, int64_t h, int64_t i, int64_t t) const { return ((bi * s + i) * hq + h) * d + t; }
-  int64_t kv_offset(int64_t bi, int64_t h, int64_t j, int64_t t) const { return ((bi * s + j) * hkv + h) * d + t; }
+  int64_t kv_offset(int64_t bi, int64_t h, int64_t j, int64_t t) const { return ((bi * skv() + j) * hkv + h) * d + t; }
   int64_t stat_offset(int64_t bi, int64_t h, int64_t i) const { return (bi * hq + h) * s + i; }
 };
 

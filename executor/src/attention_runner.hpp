@@ -48,6 +48,11 @@ class AttentionRunner {
   // Overwrites element (b, h, i, t) of one output (for the checker's tests and --inject).
   void corrupt(int set, AttnOut which, int64_t b, int64_t h, int64_t i, int64_t t, float value);
 
+  // The device pointers of buffer set `set` (ring attention compares against them).
+  AttentionTensors tensors(int set) const {
+    const Set& x = sets_.at(static_cast<size_t>(set));
+    return {x.q, x.k, x.v, x.o, x.stats, x.dout, x.dq, x.dk, x.dv};
+  }
   uint64_t input_seed(int set, int tensor) const { return seed_ * 1000003ull + 4ull * static_cast<uint64_t>(set) + static_cast<uint64_t>(tensor); }
 
  private:

@@ -11,3 +11,12 @@ void run_attention_bench(RunContext&) {
 }
 
 }  // namespace lcm::exec
+
+namespace lcm::exec {
+
+void run_cp_attention_bench(RunContext&) {
+  throw UsageError("bench cp-attention: this lcm-exec was built without cuDNN (no cudnn_graph.h with libcudnn found; "
+                   "set CUDNN_ROOT and reconfigure)");
+}
+
+}  // namespace lcm::exec

@@ -22,6 +22,11 @@ constexpr BenchFamily kFamilies[] = {
     {Family::kMembw, "membw", "device-to-device copy bandwidth (GB/s)", 5, 20, 0.0, run_membw_bench},
     {Family::kAttention, "attention", "cuDNN fused causal GQA attention, forward and backward (TFLOP/s)", 1, 20, 0.5,
      run_attention_bench},
+    {Family::kMoe, "moe", "MoE layer: router, top-k, permutation, EP all-to-all, expert GEMMs, fwd and bwd (per phase)",
+     2, 20, 0.5, run_moe_bench},
+    {Family::kCpAttention, "cp-attention",
+     "ring attention over the CP group, load-balanced causal chunks, fwd and bwd (exposed communication)", 1, 20, 0.5,
+     run_cp_attention_bench},
 };
 
 }  // namespace

@@ -2,8 +2,8 @@
 //
 // Like nccl-tests' struct testColl, each benchmark family is one row of a table (name,
 // defaults, run function); main() looks the family up and never switches on it. Rows:
-// gemm, collectives, membw, attention (cuDNN fused attention); moe and cp-attention come
-// next; inside `collectives`, each collective is a row of its own CollOp table
+// gemm, collectives, membw, attention (cuDNN fused attention), moe (the MoE layer with
+// its EP all-to-all), cp-attention (ring attention over the CP group); inside `collectives`, each collective is a row of its own CollOp table
 // (collectives.cpp).
 #pragma once
 
@@ -69,6 +69,8 @@ void run_gemm_bench(RunContext& ctx);
 void run_collectives_bench(RunContext& ctx);
 void run_membw_bench(RunContext& ctx);
 void run_attention_bench(RunContext& ctx);  // bench_attention.cpp; attention_without_cudnn.cpp reports that cuDNN was not found
+void run_moe_bench(RunContext& ctx);        // bench_moe.cpp
+void run_cp_attention_bench(RunContext& ctx);  // bench_cp_attention.cpp (needs cuDNN, as attention)
 
 // MPI helpers over MPI_COMM_WORLD.
 std::vector<double> allgather_double(double v);

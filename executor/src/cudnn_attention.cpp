@@ -278,16 +278,17 @@ void CudnnAttention::clear(Direction& d) {
 
 void CudnnAttention::build_graph(Direction& dir, bool backward, const Variant& v) {
   Builder g(dir.keep);
-  const int64_t b = p_.b, s = p_.s, hq = p_.hq, hk = p_.hkv, d = p_.d;
+  const int64_t b = p_.b, s = p_.s, hq = p_.hq, hk = p_.hkv, d = p_.d, sk = p_.skv(), ss = p_.sstride();
   const auto qs = p_.q_strides();
   const auto ks = p_.kv_strides();
-  const Dims qdims{b, hq, s, d}, kvdims{b, hk, s, d};
+  const Dims qdims{b, hq, s, d}, kvdims{b, hk, sk, d};
   const Dims qstr{qs[0], qs[1], qs[2], qs[3]}, kvstr{ks[0], ks[1], ks[2], ks[3]};
-  // K^T (and V^T): [b, h_kv, d, s], the same memory with the last two strides swapped.
-  const Dims ktdims{b, hk, d, s}, ktstr{ks[0], ks[1], ks[3], ks[2]};
-  const Dims sdims{b, hq, s, s}, sstr{hq * s * s, s * s, s, 1};
-  const Dims stdims{b, hq, s, s}, ststr{hq * s * s, s * s, 1, s};  // transposed view of an [s, s] score tile
+  // K^T (and V^T): [b, h_kv, d, s_kv], the same memory with the last two strides swapped.
+  const Dims ktdims{b, hk, d, sk}, ktstr{ks[0], ks[1], ks[3], ks[2]};
+  const Dims sdims{b, hq, s, sk}, sstr{hq * s * sk, s * sk, sk, 1};
+  const Dims stdims{b, hq, sk, s}, ststr{hq * s * sk, s * sk, 1, sk};  // transposed view of an [s, s_kv] score tile
   const Dims rdims{b, hq, s, 1}, rstr{hq * s, s, 1, 1};
+  const Dims statstr{hq * ss, ss, 1, 1};  // the Stats tensor (a row range of a longer array in ring attention)
   const cudnnDataType_t bf16 = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
 
   const Tensor Q = g.tensor(kQ, bf16, qdims, qstr, false);
@@ -321,7 +322,7 @@ void CudnnAttention::build_graph(Direction& dir, bool backward, const Variant& v
   if (!backward) {
     const Tensor V = g.tensor(kV, bf16, kvdims, kvstr, false);
     const Tensor O = g.tensor(kO, bf16, qdims, qstr, false);
-    const Tensor stats = g.tensor(kStats, f32, rdims, rstr, false);
+    const Tensor stats = g.tensor(kStats, f32, rdims, statstr, false);
     const Tensor S = g.virt(f32, sdims, sstr);
     g.matmul(Q, KT, S);
     const Tensor S2 = causal_mask(scores(S));
@@ -344,7 +345,7 @@ void CudnnAttention::build_graph(Direction& dir, bool backward, const Variant& v
     const Tensor VT = g.tensor(kV, bf16, ktdims, ktstr, false);
     const Tensor O = g.tensor(kO, bf16, qdims, qstr, false);
     const Tensor dO = g.tensor(kDO, bf16, qdims, qstr, false);
-    const Tensor stats = g.tensor(kStats, f32, rdims, rstr, false);
+    const Tensor stats = g.tensor(kStats, f32, rdims, statstr, false);
     const Tensor dQ = g.tensor(kDQ, bf16, qdims, qstr, false);
     const Tensor dK = g.tensor(kDK, bf16, kvdims, kvstr, false);
     const Tensor dV = g.tensor(kDV, bf16, kvdims, kvstr, false);
@@ -373,11 +374,11 @@ void CudnnAttention::build_graph(Direction& dir, bool backward, const Variant& v
     // dV = P^T dO (summed over the group's query heads under GQA)
     const Tensor PT = g.virt(bf16, stdims, ststr);
     g.reshape(P, PT);
-    const Dims fullstr{hq * s * d, s * d, d, 1};
+    const Dims fulldims{b, hq, sk, d}, fullstr{hq * sk * d, sk * d, d, 1};  // per-query-head dK, dV (GQA)
     if (hq == hk) {
       g.matmul(PT, dO, dV);
     } else {
-      const Tensor dV_full = g.virt(bf16, qdims, fullstr);
+      const Tensor dV_full = g.virt(bf16, fulldims, fullstr);
       g.matmul(PT, dO, dV_full);
       g.reduction(CUDNN_REDUCE_TENSOR_ADD, dV_full, dV);
     }
@@ -398,7 +399,7 @@ void CudnnAttention::build_graph(Direction& dir, bool backward, const Variant& v
     if (hq == hk) {
       g.matmul(dST, Q, dK);
     } else {
-      const Tensor dK_full = g.virt(bf16, qdims, fullstr);
+      const Tensor dK_full = g.virt(bf16, fulldims, fullstr);
       g.matmul(dST, Q, dK_full);
       g.reduction(CUDNN_REDUCE_TENSOR_ADD, dK_full, dK);
     }

@@ -286,4 +286,66 @@ void GemmRunner::corrupt_output(int set, int64_t row, int64_t col, float value) 
   LCM_CUDA_CHECK(cudaMemcpy(static_cast<__nv_bfloat16*>(x.d) + row * p_.n + col, &v, sizeof v, cudaMemcpyHostToDevice));
 }
 
+LtGemm::LtGemm(cudaStream_t stream, int64_t workspace_bytes)
+    : stream_(stream), workspace_bytes_(static_cast<size_t>(workspace_bytes)) {
+  LCM_CUBLAS_CHECK(cublasLtCreate(&lt_));
+  if (workspace_bytes_ > 0) LCM_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
+}
+
+LtGemm::~LtGemm() {
+  if (std::uncaught_exceptions() > 0) return;
+  for (auto& [k, e] : cache_) {
+    cublasLtMatmulDescDestroy(e.op);
+    cublasLtMatrixLayoutDestroy(e.lp);
+    cublasLtMatrixLayoutDestroy(e.lq);
+    cublasLtMatrixLayoutDestroy(e.ld);
+  }
+  if (workspace_) cudaFree(workspace_);
+  if (lt_) cublasLtDestroy(lt_);
+}
+
+const LtGemm::Entry& LtGemm::entry(const Key& key) {
+  const auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second;
+  const auto [m, n, k, ta, tb, c32, accumulate] = key;
+  // Row-major X[r, c] is column-major X^T: cuBLASLt computes D^T[n, m] = op(P) op(Q) with P
+  // the storage of B and Q the storage of A.
+  Entry e;
+  LCM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&e.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t opp = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opq = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(e.op, CUBLASLT_MATMUL_DESC_TRANSA, &opp, sizeof opp));
+  LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(e.op, CUBLASLT_MATMUL_DESC_TRANSB, &opq, sizeof opq));
+  const uint64_t pr = tb ? k : n, pc = tb ? n : k, qr = ta ? m : k, qc = ta ? k : m;
+  LCM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&e.lp, CUDA_R_16BF, pr, pc, static_cast<int64_t>(pr)));
+  LCM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&e.lq, CUDA_R_16BF, qr, qc, static_cast<int64_t>(qr)));
+  LCM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&e.ld, c32 ? CUDA_R_32F : CUDA_R_16BF, static_cast<uint64_t>(n),
+                                              static_cast<uint64_t>(m), n));
+  cublasLtMatmulPreference_t pref = nullptr;
+  LCM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  const uint64_t ws = workspace_bytes_;
+  LCM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  int returned = 0;
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_, e.op, e.lp, e.lq, e.ld, e.ld, pref, 1, &e.algo, &returned);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (st != CUBLAS_STATUS_SUCCESS || returned < 1) {
+    cublasLtMatmulDescDestroy(e.op);
+    cublasLtMatrixLayoutDestroy(e.lp);
+    cublasLtMatrixLayoutDestroy(e.lq);
+    cublasLtMatrixLayoutDestroy(e.ld);
+    throw ExecError("cuBLASLt offers no algorithm for the row-major GEMM m=" + std::to_string(m) + " n=" +
+                    std::to_string(n) + " k=" + std::to_string(k) + (ta ? " A^T" : "") + (tb ? " B^T" : "") +
+                    (accumulate ? " (beta 1)" : ""));
+  }
+  return cache_.emplace(key, e).first->second;
+}
+
+void LtGemm::run(int64_t m, int64_t n, int64_t k, const void* a, bool trans_a, const void* b, bool trans_b, void* c,
+                 bool c_fp32, float beta) {
+  if (m <= 0 || n <= 0 || k <= 0) return;
+  const Entry& e = entry(Key{m, n, k, trans_a, trans_b, c_fp32, beta != 0.0f});
+  const float alpha = 1.0f;
+  LCM_CUBLAS_CHECK(cublasLtMatmul(lt_, e.op, &alpha, b, e.lp, a, e.lq, &beta, c, e.ld, c, e.ld, &e.algo.algo,
+                                  workspace_, workspace_bytes_, stream_));
+}
+
 }  // namespace lcm::exec

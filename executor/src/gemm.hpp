@@ -15,7 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "options.hpp"
@@ -105,6 +107,37 @@ class GemmRunner {
   std::string unsupported_reason_;
   cublasStatus_t launch(int set, const cublasLtMatmulHeuristicResult_t& h);
   void validate_algos();
+};
+
+// Row-major bf16 GEMMs on the caller's pointers (the MoE layer's router and expert GEMMs):
+// C[m,n] = op(A) op(B) + beta C, op(A) = A[m,k] or, transposed, A stored [k,m]; op(B) =
+// B[k,n] or B stored [n,k]; fp32 accumulation, C bf16 or fp32. The cuBLASLt heuristic's
+// first algorithm, looked up once per (shape, transposes, C type, beta) and cached, so a
+// repeated routing costs no heuristic calls.
+class LtGemm {
+ public:
+  LtGemm(cudaStream_t stream, int64_t workspace_bytes);
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+  // m, n or k of 0: nothing is launched (an expert without tokens).
+  void run(int64_t m, int64_t n, int64_t k, const void* a, bool trans_a, const void* b, bool trans_b, void* c,
+           bool c_fp32, float beta = 0.0f);
+  size_t cached_shapes() const { return cache_.size(); }
+
+ private:
+  struct Entry {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t lp = nullptr, lq = nullptr, ld = nullptr;
+    cublasLtMatmulHeuristicResult_t algo{};
+  };
+  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, bool, bool>;
+  const Entry& entry(const Key& k);
+  cudaStream_t stream_;
+  cublasLtHandle_t lt_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_;
+  std::map<Key, Entry> cache_;
 };
 
 }  // namespace lcm::exec

@@ -7,6 +7,7 @@
 
 #include "bench.hpp"
 #include "error.hpp"
+#include "hold.cuh"
 #include "kernels.cuh"
 
 namespace lcm::exec {
@@ -44,6 +45,7 @@ void run_membw_bench(RunContext& ctx) {
     if (n != "memcpy" && n != "kernel") throw UsageError("--methods: unknown method '" + n + "' (memcpy, kernel)");
   cudaStream_t stream = nullptr;
   LCM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  StreamGate gate;
   if (ctx.trace) ctx.trace->thread_name(kCopyTid, "copy stream");
   const int warmup = ctx.warmup(fam.default_warmup);
   if (ctx.rank == 0) {
@@ -83,6 +85,7 @@ void run_membw_bench(RunContext& ctx) {
 
         EventSeries ev(reps);
         const double base_us = ctx.now_us();
+        gate.close(stream);  // enqueue every repetition first: GPU time only (hold.cuh)
         ev.record_base(stream);
         for (int i = 0; i < reps; ++i) {
           const Pair& p = pairs[static_cast<size_t>(i % sets)];
@@ -90,6 +93,7 @@ void run_membw_bench(RunContext& ctx) {
           m->copy(p.dst, p.src, bytes, stream);
           ev.record_end(i, stream);
         }
+        gate.open();
         wait_stream(stream, o.timeout_s, op);
 
         if (ctx.inject_corrupt()) LCM_CUDA_CHECK(cudaMemset(pairs[0].dst, 0x5a, 4));

@@ -10,6 +10,17 @@
 namespace lcm::exec {
 
 const char* to_string(GemmDType t) { return t == GemmDType::kBf16 ? "bf16" : "fp8_e4m3"; }
+const char* to_string(ScoreFunction f) { return f == ScoreFunction::kSoftmax ? "softmax" : "sigmoid"; }
+const char* to_string(DropPolicy p) { return p == DropPolicy::kProbs ? "probs" : "position"; }
+
+std::string RoutingSkew::text() const {
+  if (kind == Kind::kBalanced) return "balanced";
+  if (kind == Kind::kRouter) return "router";
+  std::string v = std::to_string(s);
+  while (v.size() > 1 && v.back() == '0') v.pop_back();
+  if (!v.empty() && v.back() == '.') v.pop_back();
+  return "zipf:" + v;
+}
 
 namespace {
 
@@ -153,6 +164,67 @@ std::vector<AttnShape> parse_attn_shapes(std::string_view s) {
   return out;
 }
 
+std::vector<AttnShape> cp_attn_default_shapes() {
+  std::vector<AttnShape> out;
+  for (int64_t s : {8, 32, 128}) out.push_back(attn_shape(1, s * 1024, 32, 8, 128));
+  return out;
+}
+
+std::vector<double> parse_capacity_factors(std::string_view s) {
+  std::vector<double> out;
+  for (std::string_view item : split(s, ',')) {
+    if (item == "none" || item == "dropless") {
+      out.push_back(0.0);
+      continue;
+    }
+    const double v = parse_double("--capacity-factor", item);
+    if (!(v > 0)) throw UsageError("--capacity-factor: '" + std::string(item) + "' must be > 0 (or 'none': dropless)");
+    out.push_back(v);
+  }
+  if (out.empty()) throw UsageError("--capacity-factor: no value given");
+  return out;
+}
+
+std::vector<RoutingSkew> parse_skews(std::string_view s) {
+  std::vector<RoutingSkew> out;
+  for (std::string_view item : split(s, ',')) {
+    RoutingSkew k;
+    if (item == "balanced" || item == "uniform") {
+      k.kind = RoutingSkew::Kind::kBalanced;
+    } else if (item == "router") {
+      k.kind = RoutingSkew::Kind::kRouter;
+    } else if (item.rfind("zipf:", 0) == 0) {
+      k.kind = RoutingSkew::Kind::kZipf;
+      k.s = parse_double("--skew", item.substr(5));
+      if (k.s < 0) throw UsageError("--skew: '" + std::string(item) + "': the Zipf exponent must be >= 0");
+    } else {
+      throw UsageError("--skew: '" + std::string(item) + "' (balanced, zipf:S, router)");
+    }
+    out.push_back(k);
+  }
+  if (out.empty()) throw UsageError("--skew: no value given");
+  return out;
+}
+
+void validate_moe(const MoeOptions& m) {
+  if (m.tokens < 1) throw UsageError("--tokens must be >= 1");
+  if (m.hidden < 16 || m.hidden % 16 != 0) throw UsageError("--hidden must be a positive multiple of 16");
+  if (m.ffn < 16 || m.ffn % 16 != 0) throw UsageError("--ffn must be a positive multiple of 16");
+  if (m.experts < 1 || m.experts > 1024) throw UsageError("--experts: 1..1024");
+  if (m.topk < 1 || m.topk > 16 || m.topk > m.experts) throw UsageError("--topk: 1..min(16, experts)");
+  if (m.groups < 0 || m.topk_groups < 0) throw UsageError("--groups and --topk-groups must be >= 0");
+  if ((m.groups > 0) != (m.topk_groups > 0)) throw UsageError("--groups and --topk-groups go together");
+  if (m.groups > 0) {
+    if (m.groups > 64) throw UsageError("--groups: at most 64");
+    if (m.experts % m.groups != 0) throw UsageError("--groups must divide --experts");
+    if (m.topk_groups > m.groups) throw UsageError("--topk-groups must be <= --groups");
+    if (m.topk % m.topk_groups != 0) throw UsageError("--topk must be a multiple of --topk-groups (Megatron)");
+    if (m.topk > m.topk_groups * (m.experts / m.groups))
+      throw UsageError("--topk exceeds the experts of --topk-groups groups");
+  }
+  if (static_cast<double>(m.tokens) * m.topk > 2.0e9) throw UsageError("--tokens x --topk too large");
+}
+
 Inject parse_inject(std::string_view s) {
   Inject in;
   const size_t at = s.find('@');
@@ -177,7 +249,7 @@ Inject parse_inject(std::string_view s) {
 
 std::string usage() {
   std::ostringstream o;
-  o << "usage: mpirun -np N lcm-exec bench <gemm|collectives|membw|attention> [options]\n"
+  o << "usage: mpirun -np N lcm-exec bench <gemm|collectives|membw|attention|moe|cp-attention> [options]\n"
        "\n"
        "Measures the hardware lcm plans for: one MPI rank per GPU; every point is warmed up,\n"
        "timed with CUDA events per repetition (median, min, max), run over rotating buffers of\n"
@@ -222,6 +294,25 @@ std::string usage() {
        "  --point-ms MS        stop adding timed repetitions past MS ms per point (at least 5) [2000]\n"
        "  --algos K            time the heuristic's first K finalizable plans per direction, keep the fastest [1]\n"
        "\n"
+       "bench moe (router, top-k, permutation, EP all-to-all, grouped expert GEMMs, combine; fwd + bwd):\n"
+       "  --layout SPEC        the EP group is --layout's ep (e.g. ep=2) ['']\n"
+       "  --tokens N           tokens per rank (one router call) [8192]\n"
+       "  --hidden H, --ffn F  hidden size, expert FFN size (SwiGLU) [4096, 14336]\n"
+       "  --experts E, --topk K  routed experts, experts per token [8, 2]\n"
+       "  --capacity-factor LIST  none (dropless) or factors, e.g. none,1.0,1.25 [none]\n"
+       "  --drop-policy P      probs (drop lowest gate probability per expert), position [probs]\n"
+       "  --score F            softmax (over the top-k logits, Megatron's default), sigmoid [softmax]\n"
+       "  --groups G --topk-groups TG  group-limited top-k (DeepSeek-V3) [off]\n"
+       "  --skew LIST          balanced, zipf:S (expert i drawn with weight 1/i^S, as lcm capacity), router\n"
+       "                       (the router GEMM's scores only) [balanced]\n"
+       "  --check MODE         auto (every token up to 512 tokens, else sampled), full, sampled [auto]\n"
+       "\n"
+       "bench cp-attention (ring attention over --layout's cp group, load-balanced causal chunks):\n"
+       "  --layout cp=N        context-parallel size; --group defaults to cp\n"
+       "  --shapes LIST        1xSxHQxHKVxD,... with S the full sequence [1x8Kx32x8x128,1x32Kx32x8x128,1x128Kx32x8x128]\n"
+       "  --check MODE         auto (every row up to S = 4096, else sampled rows), full, sampled [auto]\n"
+       "  --point-ms MS        as for attention [2000]\n"
+       "\n"
        "bench membw:\n"
        "  --methods LIST       memcpy (cudaMemcpyAsync D2D), kernel (16-byte vector copy) [both]\n"
        "  -b, -e, -f, -i       size sweep as above [1M, 1G, 2]\n"
@@ -247,10 +338,17 @@ Options parse_args(int argc, const char* const* argv) {
   else if (fam == "collectives") o.family = Family::kCollectives;
   else if (fam == "membw") o.family = Family::kMembw;
   else if (fam == "attention") o.family = Family::kAttention;
+  else if (fam == "moe") o.family = Family::kMoe;
+  else if (fam == "cp-attention") o.family = Family::kCpAttention;
   else if (fam == "-h" || fam == "--help") { o.help = true; return o; }
-  else throw UsageError("bench: unknown benchmark '" + std::string(fam) + "' (gemm, collectives, membw, attention)");
+  else throw UsageError("bench: unknown benchmark '" + std::string(fam) + "' (gemm, collectives, membw, attention, moe, cp-attention)");
   o.shapes = {{8192, 8192, 8192, "square-8k"}};
   if (o.family == Family::kAttention) o.attn_shapes = attn_sweep_shapes();
+  if (o.family == Family::kCpAttention) o.attn_shapes = cp_attn_default_shapes();
+  const bool is_moe = o.family == Family::kMoe;
+  const auto moe_only = [&](const std::string& flag) {
+    if (!is_moe) throw UsageError(flag + " is an option of bench moe");
+  };
 
   for (; i < argc; ++i) {
     std::string flag = argv[i];
@@ -288,6 +386,7 @@ Options parse_args(int argc, const char* const* argv) {
       const auto pg = parse_group(g);
       if (!pg) throw UsageError("--group: '" + g + "' (expected world, tp, cp, dp, pp, ep, etp, edp)");
       o.group = *pg;
+      o.group_given = true;
     } else if (flag == "--ops" || flag == "--methods") {
       o.ops.clear();
       const std::string list = arg();
@@ -309,8 +408,30 @@ Options parse_args(int argc, const char* const* argv) {
     else if (flag == "-e" || flag == "--maxbytes") o.sweep.max_bytes = parse_size(arg());
     else if (flag == "-f" || flag == "--stepfactor") o.sweep.factor = parse_double(flag, arg());
     else if (flag == "-i" || flag == "--stepbytes") o.sweep.step_bytes = parse_size(arg());
+    else if (flag == "--tokens") { moe_only(flag); o.moe.tokens = parse_int(flag, arg()); }
+    else if (flag == "--hidden") { moe_only(flag); o.moe.hidden = parse_int(flag, arg()); }
+    else if (flag == "--ffn") { moe_only(flag); o.moe.ffn = parse_int(flag, arg()); }
+    else if (flag == "--experts") { moe_only(flag); o.moe.experts = static_cast<int>(parse_int(flag, arg())); }
+    else if (flag == "--topk") { moe_only(flag); o.moe.topk = static_cast<int>(parse_int(flag, arg())); }
+    else if (flag == "--groups") { moe_only(flag); o.moe.groups = static_cast<int>(parse_int(flag, arg())); }
+    else if (flag == "--topk-groups") { moe_only(flag); o.moe.topk_groups = static_cast<int>(parse_int(flag, arg())); }
+    else if (flag == "--capacity-factor") { moe_only(flag); o.moe.capacity_factors = parse_capacity_factors(arg()); }
+    else if (flag == "--skew") { moe_only(flag); o.moe.skews = parse_skews(arg()); }
+    else if (flag == "--drop-policy") {
+      moe_only(flag);
+      const std::string v = arg();
+      if (v == "probs") o.moe.drop_policy = DropPolicy::kProbs;
+      else if (v == "position") o.moe.drop_policy = DropPolicy::kPosition;
+      else throw UsageError("--drop-policy: '" + v + "' (probs, position)");
+    } else if (flag == "--score") {
+      moe_only(flag);
+      const std::string v = arg();
+      if (v == "softmax") o.moe.score = ScoreFunction::kSoftmax;
+      else if (v == "sigmoid") o.moe.score = ScoreFunction::kSigmoid;
+      else throw UsageError("--score: '" + v + "' (softmax, sigmoid)");
+    }
     else if (flag == "--shapes") {
-      if (o.family == Family::kAttention) o.attn_shapes = parse_attn_shapes(arg());
+      if (o.family == Family::kAttention || o.family == Family::kCpAttention) o.attn_shapes = parse_attn_shapes(arg());
       else o.shapes = parse_shapes(arg());
     }
     else if (flag == "--scale") {
@@ -335,7 +456,14 @@ Options parse_args(int argc, const char* const* argv) {
   if (o.warmup < -1 || o.iters == 0 || o.iters < -1) throw UsageError("-w must be >= 0 and -n >= 1");
   if (o.algos < 1 || o.algos > 64) throw UsageError("--algos: 1..64");
   if (o.resume && o.out_dir.empty()) throw UsageError("--resume needs --out DIR");
-  if (o.family != Family::kGemm && o.family != Family::kAttention) (void)sweep_sizes(o.sweep);  // validates -b/-e/-f/-i
+  if (o.family == Family::kCollectives || o.family == Family::kMembw) (void)sweep_sizes(o.sweep);  // validates -b/-e/-f/-i
+  if (is_moe) validate_moe(o.moe);
+  if (o.family == Family::kCpAttention) {
+    if (!o.group_given) o.group = Group::kCp;
+    for (const AttnShape& a : o.attn_shapes)
+      if (a.b != 1) throw UsageError("cp-attention: --shapes '" + a.label + "': only B = 1 is supported");
+    if (!o.attn_causal) throw UsageError("cp-attention: --no-causal is not supported (load balancing is for causal masks)");
+  }
   return o;
 }
 

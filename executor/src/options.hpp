@@ -1,4 +1,4 @@
-// Command line of lcm-exec: `lcm-exec bench <gemm|collectives|membw|attention> [options]`.
+// Command line of lcm-exec: `lcm-exec bench <gemm|collectives|membw|attention|moe|cp-attention> [options]`.
 //
 // Sizes follow nccl-tests: `-b 1M -e 1G -f 2` with K/M/G = 2^10/2^20/2^30 bytes. Times are
 // seconds on the command line and microseconds in every output.
@@ -13,7 +13,7 @@
 
 namespace lcm::exec {
 
-enum class Family : uint8_t { kGemm, kCollectives, kMembw, kAttention };
+enum class Family : uint8_t { kGemm, kCollectives, kMembw, kAttention, kMoe, kCpAttention };
 
 // Fault injection (reliability.md §3.9): deterministic (rank, point) triggers.
 struct Inject {
@@ -45,6 +45,36 @@ struct AttnShape {
   std::string label;  // e.g. "gqa32/8.d128.s16k"
 };
 
+// MoE router score function and Megatron's capacity drop policies.
+enum class ScoreFunction : uint8_t { kSoftmax, kSigmoid };
+enum class DropPolicy : uint8_t { kProbs, kPosition };
+const char* to_string(ScoreFunction f);
+const char* to_string(DropPolicy p);
+
+// Synthetic routing of `bench moe` (moe.hpp): balanced (uniform random top-k), zipf:S
+// (expert popularity 1/i^S, the law of `lcm capacity --skew zipf:S`) or router (the router
+// GEMM's scores alone, no synthetic term).
+struct RoutingSkew {
+  enum class Kind : uint8_t { kBalanced, kZipf, kRouter };
+  Kind kind = Kind::kBalanced;
+  double s = 0;  // zipf exponent
+  std::string text() const;  // "balanced", "zipf:1.2", "router"
+};
+
+struct MoeOptions {
+  int64_t tokens = 8192;   // per rank: one router call's routing group
+  int64_t hidden = 4096;
+  int64_t ffn = 14336;     // per expert (SwiGLU: fc1 is hidden x 2 ffn)
+  int experts = 8;
+  int topk = 2;
+  std::vector<double> capacity_factors{0.0};  // 0: dropless (--capacity-factor none)
+  DropPolicy drop_policy = DropPolicy::kProbs;
+  ScoreFunction score = ScoreFunction::kSoftmax;
+  int groups = 0;          // group-limited top-k (DeepSeek-V3): expert groups; 0 = off
+  int topk_groups = 0;     // groups a token may use
+  std::vector<RoutingSkew> skews{RoutingSkew{}};
+};
+
 struct Options {
   Family family = Family::kGemm;
   bool help = false;
@@ -74,6 +104,9 @@ struct Options {
   std::string attn_check = "auto";  // auto (full up to s = 2048, else sampled) | full | sampled
   double point_ms = 2000;       // --point-ms: timed repetitions per point stop near this (>= 5 reps)
   bool attn_causal = true;      // --no-causal
+  // moe
+  MoeOptions moe;
+  bool group_given = false;     // --group on the command line (cp-attention defaults to cp)
   std::string command_line;
 };
 
@@ -90,5 +123,13 @@ Inject parse_inject(std::string_view s);  // "stall@rank=1[,seconds=S][,point=P]
 // d192 at 4K, 16K, 64K; b = 1, 32 query / 8 KV heads.
 std::vector<AttnShape> parse_attn_shapes(std::string_view s);
 std::vector<AttnShape> attn_sweep_shapes();
+// "none,1.0,1.25" -> {0, 1.0, 1.25} (0 = dropless); each factor > 0.
+std::vector<double> parse_capacity_factors(std::string_view s);
+// "balanced", "zipf:S" (S >= 0), "router"; a comma list for several.
+std::vector<RoutingSkew> parse_skews(std::string_view s);
+// Cross-field checks of the MoE options (experts, top-k, groups); throws UsageError.
+void validate_moe(const MoeOptions& m);
+// cp-attention default shapes: b = 1, 32 query / 8 KV heads, d 128, S = 8K, 32K, 128K.
+std::vector<AttnShape> cp_attn_default_shapes();
 
 }  // namespace lcm::exec

@@ -71,6 +71,13 @@ nlohmann::json to_json(const PointRecord& p) {
     j["label"] = p.label;
     j["bytes"] = p.size_bytes;
     j["tflops"] = p.tflops;
+  } else if (p.family == "moe" || p.family == "cp-attention") {
+    j["shape"] = p.shape;  // moe: the layer config; cp-attention: BxSxHQxHKVxD
+    j["label"] = p.label;  // moe: the point (config, capacity, skew); cp-attention: shape label + cp
+    j["group"] = p.group;
+    j["group_size"] = p.group_size;
+    j["bytes"] = p.size_bytes;
+    j["tflops"] = p.tflops;
   } else if (p.family == "membw") {
     j["method"] = p.label;
     j["size"] = p.size_bytes;

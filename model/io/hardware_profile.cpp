@@ -8,6 +8,7 @@
 #include <set>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -31,25 +32,37 @@ struct Key {
   std::string_view name;
   // Store a parsed value; returns "" or what was expected.
   std::function<std::string(const YAML::Node&, HardwareSpec&)> set;
+  // The value as the profile writes it (in the key's unit); for edit_hardware_profile.
+  std::function<std::string(const HardwareSpec&)> text;
 };
 
 Key real_key(std::string_view name, double scale, double min, bool exclusive, double max,
              std::function<double&(HardwareSpec&)> acc) {
-  return {name, [=](const YAML::Node& n, HardwareSpec& h) -> std::string {
+  return {name,
+          [=](const YAML::Node& n, HardwareSpec& h) -> std::string {
             auto r = read_double(n, min, exclusive);
             if (failed(r)) return why(r);
             if (std::get<0>(r) > max) return fmt::format("expected a number <= {}, got {}", max, n.Scalar());
             acc(h) = std::get<0>(r) * scale;
             return {};
+          },
+          [=](const HardwareSpec& h) {
+            HardwareSpec c = h;
+            return fmt::format("{:.4g}", acc(c) / scale);
           }};
 }
 
 Key int_key(std::string_view name, std::function<int&(HardwareSpec&)> acc) {
-  return {name, [=](const YAML::Node& n, HardwareSpec& h) -> std::string {
+  return {name,
+          [=](const YAML::Node& n, HardwareSpec& h) -> std::string {
             auto r = read_int(n, 1, 1 << 20);
             if (failed(r)) return why(r);
             acc(h) = static_cast<int>(std::get<0>(r));
             return {};
+          },
+          [=](const HardwareSpec& h) {
+            HardwareSpec c = h;
+            return std::to_string(acc(c));
           }};
 }
 
@@ -63,7 +76,8 @@ std::vector<Key> top_keys() {
          if (failed(r)) return why(r);
          h.name = h.gpu.name = std::get<0>(r);
          return {};
-       }},
+       },
+       [](const HardwareSpec& h) { return h.name; }},
       real_key("peak_bf16_dense_TFLOPs", kTera, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.gpu.peak_bf16_flops; }),
       real_key("peak_fp8_dense_TFLOPs", kTera, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.gpu.peak_fp8_flops; }),
       real_key("hbm_capacity_GiB", kGiB, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.gpu.hbm_bytes; }),
@@ -102,6 +116,20 @@ std::vector<Key> efficiency_keys() {
                [](HardwareSpec& h) -> double& { return h.efficiency.attention_seq_half; }),
       real_key("nvlink_half_MiB", kMiB, 0, false, kInf, [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_half_bytes; }),
       real_key("nic_half_MiB", kMiB, 0, false, kInf, [](HardwareSpec& h) -> double& { return h.efficiency.nic_half_bytes; }),
+      real_key("attention_head_dim_half", 1.0, 0, false, kInf,
+               [](HardwareSpec& h) -> double& { return h.efficiency.attention_head_dim_half; }),
+      real_key("attention_bwd_wide_dim_exponent", 1.0, 0, false, kInf,
+               [](HardwareSpec& h) -> double& { return h.efficiency.attention_bwd_wide_dim_exponent; }),
+      real_key("collective_base_us", kMicro, 0, false, kInf, [](HardwareSpec& h) -> double& { return h.efficiency.collective_base; }),
+      real_key("nvlink_allgather_scale", 1.0, 0, true, kInf,
+               [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_allgather_scale; }),
+      real_key("nvlink_alltoall_scale", 1.0, 0, true, kInf,
+               [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_alltoall_scale; }),
+      real_key("nvlink_sendrecv_scale", 1.0, 0, true, kInf,
+               [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_sendrecv_scale; }),
+      real_key("nvlink_ramp_exponent", 1.0, 0, true, kInf,
+               [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_ramp_exponent; }),
+      real_key("kernel_fixed_us", kMicro, 0, false, kInf, [](HardwareSpec& h) -> double& { return h.efficiency.kernel_fixed; }),
   };
 }
 
@@ -145,29 +173,37 @@ std::optional<ConfigError> parse_block(const YAML::Node& map, const std::vector<
   return std::nullopt;
 }
 
-Result<HardwareSpec> load_profile(const std::string& path);
+Result<HardwareSpec> load_profile_text(const std::string& text, const std::string& path);
 
 }  // namespace
 
 Result<HardwareSpec> load_hardware_profile(const std::string& path) {
   try {
-    return load_profile(path);
+    std::string text;
+    {
+      std::ifstream in(path, std::ios::binary);
+      if (!in) return ConfigError{path, 0, 0, "", "cannot read hardware profile"};
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      text = ss.str();
+    }
+    return load_profile_text(text, path);
   } catch (const std::exception& e) {  // any library exception becomes an input error
     return ConfigError{path, 0, 0, "", std::string("cannot load hardware profile: ") + e.what()};
   }
 }
 
+Result<HardwareSpec> load_hardware_profile_text(const std::string& text, const std::string& display_name) {
+  try {
+    return load_profile_text(text, display_name);
+  } catch (const std::exception& e) {
+    return ConfigError{display_name, 0, 0, "", std::string("cannot load hardware profile: ") + e.what()};
+  }
+}
+
 namespace {
 
-Result<HardwareSpec> load_profile(const std::string& path) {
-  std::string text;
-  {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return ConfigError{path, 0, 0, "", "cannot read hardware profile"};
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-  }
+Result<HardwareSpec> load_profile_text(const std::string& text, const std::string& path) {
   auto doc = parse_yaml(text, path);
   if (!doc) return doc.error();
   const YAML::Node& root = doc.value();
@@ -252,6 +288,74 @@ Result<std::string> find_hardware_profile(const std::string& name_or_path, const
     return find_profile(name_or_path, dirs);
   } catch (const std::exception& e) {  // a directory that cannot be listed
     return ConfigError{"<hardware>", 0, 0, "hardware.profile", std::string("cannot search profiles: ") + e.what()};
+  }
+}
+
+Result<std::string> edit_hardware_profile(const std::string& text, const std::string& file, const HardwareSpec& values,
+                                          const std::vector<ProfileEdit>& edits) {
+  try {
+    auto doc = parse_yaml(text, file);
+    if (!doc) return doc.error();
+    const YAML::Node& root = doc.value();
+    if (!root.IsMap()) return ConfigError{file, 1, 1, "", "expected a hardware profile mapping"};
+    const std::vector<Key> top_k = top_keys(), eff_k = efficiency_keys(), alw_k = allowance_keys();
+    std::vector<std::string> lines;
+    {
+      std::istringstream in(text);
+      for (std::string l; std::getline(in, l);) lines.push_back(l);
+    }
+    // New text of each edited line (0-based) and the comment lines to put above it.
+    std::map<int, std::pair<std::string, std::vector<std::string>>> changed;
+    for (const ProfileEdit& e : edits) {
+      const auto dot = e.key.find('.');
+      const std::string block = dot == std::string::npos ? "" : e.key.substr(0, dot);
+      const std::string name = dot == std::string::npos ? e.key : e.key.substr(dot + 1);
+      const std::vector<Key>* keys = block.empty() ? &top_k : block == "efficiency" ? &eff_k
+                                                        : block == "allowances" ? &alw_k : nullptr;
+      const auto it = keys ? std::find_if(keys->begin(), keys->end(), [&](const Key& k) { return k.name == name; })
+                           : top_k.end();
+      if (!keys || it == keys->end()) return ConfigError{file, 0, 0, e.key, "not a hardware profile key"};
+      const YAML::Node map = block.empty() ? root : root[block];
+      int line = -1;
+      if (map && map.IsMap())
+        for (const auto& kv : map)
+          if (kv.first.IsScalar() && kv.first.Scalar() == name) line = kv.first.Mark().line;
+      if (line < 0 || line >= static_cast<int>(lines.size()))
+        return ConfigError{file, 0, 0, e.key, "key not found in the profile"};
+      const std::string& old = lines[static_cast<size_t>(line)];
+      const size_t indent = old.find_first_not_of(' ');
+      const size_t hash = old.find(" #", old.find(':'));
+      std::string updated = old.substr(0, indent) + std::string(name) + ": " + it->text(values);
+      if (hash != std::string::npos) updated += "  " + old.substr(hash + 1);
+      auto& slot = changed[line];
+      slot.first = updated;
+      if (!e.comment.empty()) slot.second.push_back(old.substr(0, indent) + "# " + e.comment);
+    }
+    std::string out;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const auto c = changed.find(static_cast<int>(i));
+      if (c == changed.end()) {
+        out += lines[i] + "\n";
+        continue;
+      }
+      for (const std::string& cl : c->second.second) out += cl + "\n";
+      out += c->second.first + "\n";
+    }
+    // The result must load and carry exactly the edited values.
+    auto check = load_profile_text(out, file);
+    if (!check) return check.error();
+    for (const ProfileEdit& e : edits) {
+      const auto dot = e.key.find('.');
+      const std::string block = dot == std::string::npos ? "" : e.key.substr(0, dot);
+      const std::string name = dot == std::string::npos ? e.key : e.key.substr(dot + 1);
+      const std::vector<Key>& keys = block.empty() ? top_k : block == "efficiency" ? eff_k : alw_k;
+      const auto it = std::find_if(keys.begin(), keys.end(), [&](const Key& k) { return k.name == name; });
+      if (it->text(check.value()) != it->text(values))
+        return ConfigError{file, 0, 0, e.key, "edited value did not survive a reload (internal error)"};
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return ConfigError{file, 0, 0, "", std::string("cannot edit hardware profile: ") + e.what()};
   }
 }
 

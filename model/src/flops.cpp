@@ -306,4 +306,10 @@ LayerFlops layer_forward_flops(const ModelSpec& model, int64_t seq, bool moe_lay
   return LayerFlops{f.attn_proj, f.attn_core, moe_layer ? f.routed + f.shared : f.dense_mlp};
 }
 
+double attention_core_flops(const AttentionShape& a) {
+  const double pairs = static_cast<double>(a.seq_q) * static_cast<double>(a.seq_kv) * a.work_fraction *
+                       static_cast<double>(a.batch);
+  return 2.0 * pairs * static_cast<double>(a.heads_q) * static_cast<double>(a.head_dim_qk + a.head_dim_v);
+}
+
 }  // namespace lcm

@@ -238,6 +238,13 @@ LayerActivation layer_activation_bytes(const Scenario& s, const Mesh& m, bool mo
 
 Memory estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
                        const std::vector<GpuParams>& params) {
+  Memory out;
+  estimate_memory(s, m, layers, params, out);
+  return out;
+}
+
+void estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
+                     const std::vector<GpuParams>& params, Memory& out) {
   const ModelSpec& md = s.model;
   const TrainingSpec& tr = s.training;
   const ParallelSpec& par = s.parallel;
@@ -310,13 +317,17 @@ Memory estimate_memory(const Scenario& s, const Mesh& m, const std::vector<Stage
     cp_buffers = 2.0 * 2.0 * x.T * kv_width / m.tp;
   }
 
-  Memory out;
+  out.worst_stage = 0;
+  out.peak_bytes = 0;
+  out.allocated_peak_bytes = 0;
+  out.fits = true;
   out.hbm_bytes = s.hardware.gpu.hbm_bytes;
   out.stages.resize(layers.size());
   for (size_t r = 0; r < layers.size(); ++r) {
     const StageLayers& L = layers[r];
     const GpuParams& P = params[r];
     StageMemory& st = out.stages[r];
+    st = StageMemory{};
     st.stage = static_cast<int>(r);
 
     // Model state.
@@ -412,7 +423,6 @@ Memory estimate_memory(const Scenario& s, const Mesh& m, const std::vector<Stage
     out.allocated_peak_bytes = std::max(out.allocated_peak_bytes, st.allocated);
     if (st.peak_high > out.hbm_bytes) out.fits = false;
   }
-  return out;
 }
 
 }  // namespace lcm

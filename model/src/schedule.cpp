@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <utility>
 
 #include "schedule_gen.hpp"
 
@@ -53,12 +54,13 @@ class Collect {
   const sched::RecomputeSel& rc_;
 };
 
+// `fwd_capacity`: ops expected in the forward list (a layer's ~48; the stage edges' few).
 template <class Gen>
-LayerOps build(const sched::RecomputeSel& rc, Gen&& gen) {
+LayerOps build(const sched::RecomputeSel& rc, Gen&& gen, size_t fwd_capacity = 48) {
   LayerOps l;
-  l.fwd.reserve(48);
-  if (rc.full || rc.modules != 0) l.recompute.reserve(48);
-  l.bwd.reserve(80);
+  l.fwd.reserve(fwd_capacity);
+  if (rc.full || rc.modules != 0) l.recompute.reserve(fwd_capacity);
+  l.bwd.reserve(fwd_capacity * 5 / 3);
   Collect c(l, rc);
   gen(c);
   std::reverse(l.bwd.begin(), l.bwd.end());
@@ -89,7 +91,7 @@ Schedule build_schedule(const Scenario& s, const Mesh& m, const std::vector<Stag
 
   // TP-replicated parameters (SP grad sync) need the parameter count at tp = 1.
   std::vector<GpuParams> params_tp1;
-  if (m.sp && m.tp > 1) params_tp1 = sched::gpu_params_at_tp1(s, m, layers);
+  if (parts.step_ops && m.sp && m.tp > 1) params_tp1 = sched::gpu_params_at_tp1(s, m, layers);
 
   out.stages.reserve(layers.size());
   for (size_t r = 0; r < layers.size(); ++r) {
@@ -106,27 +108,35 @@ Schedule build_schedule(const Scenario& s, const Mesh& m, const std::vector<Stag
     st.moe_recomputed = parts.layer_ops && out.moe.recompute.empty() ? 0 : rc.moe;
     st.mtp_recomputed = parts.layer_ops && out.mtp.recompute.empty() ? 0 : rc.mtp;
     const bool first = r == 0, last = r + 1 == layers.size();
-    if (first) {
-      const LayerOps e = build({}, [&](Collect& c) { sched::emit_stage_embedding(x, c); });
-      st.pre_fwd = e.fwd;
-      st.pre_bwd = e.bwd;
+    if (parts.ranks && !(*parts.ranks)[r]) {
+      out.stages.push_back(std::move(st));
+      continue;
     }
-    if (last) {
-      const LayerOps h = build({}, [&](Collect& c) { sched::emit_stage_head(x, c); });
-      st.post_fwd = h.fwd;
-      st.post_bwd = h.bwd;
-    }
-    sched::emit_pp(x, first, last, [&](sched::StageList list, const Op& o) {
-      switch (list) {
-        case sched::StageList::kPreFwd: st.pre_fwd.push_back(o); break;
-        case sched::StageList::kPostFwd: st.post_fwd.push_back(o); break;
-        case sched::StageList::kPostBwd: st.post_bwd.insert(st.post_bwd.begin(), o); break;  // before the head's bwd
-        case sched::StageList::kPreBwd: st.pre_bwd.push_back(o); break;
+    if (parts.edge_ops) {
+      if (first) {
+        LayerOps e = build({}, [&](Collect& c) { sched::emit_stage_embedding(x, c); }, 8);
+        st.pre_fwd = std::move(e.fwd);
+        st.pre_bwd = std::move(e.bwd);
       }
-    });
-    const double replicated =
-        params_tp1.empty() ? 0.0 : sched::tp_replicated_params(m, params[r].dense, params_tp1[r].dense);
-    sched::emit_step(x, first, last, params[r], replicated, [&](const Op& o) { st.step.push_back(o); });
+      if (last) {
+        LayerOps h = build({}, [&](Collect& c) { sched::emit_stage_head(x, c); }, 8);
+        st.post_fwd = std::move(h.fwd);
+        st.post_bwd = std::move(h.bwd);
+      }
+      sched::emit_pp(x, first, last, [&](sched::StageList list, const Op& o) {
+        switch (list) {
+          case sched::StageList::kPreFwd: st.pre_fwd.push_back(o); break;
+          case sched::StageList::kPostFwd: st.post_fwd.push_back(o); break;
+          case sched::StageList::kPostBwd: st.post_bwd.insert(st.post_bwd.begin(), o); break;  // before the head's bwd
+          case sched::StageList::kPreBwd: st.pre_bwd.push_back(o); break;
+        }
+      });
+    }
+    if (parts.step_ops) {
+      const double replicated =
+          params_tp1.empty() ? 0.0 : sched::tp_replicated_params(m, params[r].dense, params_tp1[r].dense);
+      sched::emit_step(x, first, last, params[r], replicated, [&](const Op& o) { st.step.push_back(o); });
+    }
     out.stages.push_back(std::move(st));
   }
   return out;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "lcm/model/comm.hpp"
+#include "lcm/model/flops.hpp"
 #include "lcm/model/mesh.hpp"
 #include "lcm/model/params.hpp"
 #include "lcm/model/routing.hpp"
@@ -256,7 +257,7 @@ void bwd_ops(const Elem& e, F&& f) {
   switch (o.kind) {
     case OpKind::kGemm: break;  // above
     case OpKind::kAttention:
-      o.flops = 2.5 * e.op.flops;
+      o.flops = kAttentionBackwardFlopFactor * e.op.flops;
       o.model_flops = 2.0 * e.op.model_flops;
       break;
     case OpKind::kMemoryBound:
@@ -422,9 +423,7 @@ void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, do
         break;
     }
   }
-  const double pairs =
-      static_cast<double>(a.attn.seq_q) * static_cast<double>(a.attn.seq_kv) * a.attn.work_fraction * x.b;
-  a.flops = 2.0 * pairs * static_cast<double>(a.attn.heads_q) * (d_qk + d_v);
+  a.flops = attention_core_flops(a.attn);
   a.model_flops = s.flop_convention.causal_halved ? a.flops : 2.0 * a.flops;
   out(compute_el(a, kCore));
   if (ulysses) a2a("attn.cp.a2a.o", o_bytes);  // O after the core; backward: dO before it

@@ -99,19 +99,28 @@ double gemm_efficiency(const GemmShape& g, const HardwareSpec& hw) { return shap
 double gemm_time(const GemmShape& g, DType dtype, const HardwareSpec& hw) {
   const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
   if (flops <= 0) return 0;
-  return flops / (peak_flops(dtype, hw) * shape_efficiency(g, dtype, hw));
+  return flops / (peak_flops(dtype, hw) * shape_efficiency(g, dtype, hw)) + hw.efficiency.kernel_fixed;
 }
 
 double attention_time(const AttentionShape& a, double flops, bool backward, const HardwareSpec& hw) {
   if (flops <= 0) return 0;
   const EfficiencySpec& e = hw.efficiency;
   const double kv = static_cast<double>(a.seq_kv) * a.work_fraction;
-  const double eff = (backward ? e.attention_bwd : e.attention_fwd) * kv / (kv + e.attention_seq_half);
-  return flops / (hw.gpu.peak_bf16_flops * eff);
+  double eff = (backward ? e.attention_bwd : e.attention_fwd) * kv / (kv + e.attention_seq_half);
+  if (e.attention_head_dim_half > 0) {
+    const double d = 0.5 * static_cast<double>(a.head_dim_qk + a.head_dim_v), h = e.attention_head_dim_half;
+    eff *= (d / (d + h)) / (128.0 / (128.0 + h));
+  }
+  if (backward && e.attention_bwd_wide_dim_exponent > 0) {
+    const double d = 0.5 * static_cast<double>(a.head_dim_qk + a.head_dim_v);
+    if (d > 128) eff *= std::pow(128.0 / d, e.attention_bwd_wide_dim_exponent);
+  }
+  return flops / (hw.gpu.peak_bf16_flops * eff) + e.kernel_fixed;
 }
 
 double memory_time(double bytes, const HardwareSpec& hw) {
-  return bytes / (hw.gpu.hbm_bw * hw.efficiency.hbm);
+  if (bytes <= 0) return 0;
+  return bytes / (hw.gpu.hbm_bw * hw.efficiency.hbm) + hw.efficiency.kernel_fixed;
 }
 
 double collective_time(const CollectiveShape& c, const GroupTopology& topo, const HardwareSpec& hw) {
@@ -125,7 +134,14 @@ double collective_time(const CollectiveShape& c, const GroupTopology& topo, cons
   // Per-rank bus bandwidth. Inside a node: NVLink. Across nodes, rings are NIC-bound: each
   // rank of the group drives its own NIC, so a group with r ranks per node moves r NICs'
   // worth per node while each rank also pushes (r-1)/r of its ring traffic over NVLink.
-  const double nvl = eff(ic.nvlink_bw * e.nvlink, S, e.nvlink_half_bytes);
+  const double kind_scale = c.kind == Collective::kAllGather || c.kind == Collective::kReduceScatter
+                                ? e.nvlink_allgather_scale
+                            : c.kind == Collective::kAllToAll ? e.nvlink_alltoall_scale
+                            : c.kind == Collective::kSendRecv ? e.nvlink_sendrecv_scale
+                                                              : 1.0;
+  double nvl = eff(ic.nvlink_bw * e.nvlink * kind_scale, S, e.nvlink_half_bytes);
+  if (e.nvlink_ramp_exponent != 1.0)
+    nvl = ic.nvlink_bw * e.nvlink * kind_scale * std::pow(S / (S + e.nvlink_half_bytes), e.nvlink_ramp_exponent);
   const double nic = eff(ic.nic_bw * e.nic, S, e.nic_half_bytes);
   switch (c.kind) {
     case Collective::kAllReduce:
@@ -133,7 +149,7 @@ double collective_time(const CollectiveShape& c, const GroupTopology& topo, cons
     case Collective::kReduceScatter: {
       const double busbw = intra ? nvl : std::min(nvl, nic * topo.per_node);
       const double steps = c.kind == Collective::kAllReduce ? 2.0 * (n - 1) : static_cast<double>(n - 1);
-      const double latency = steps * (intra ? ic.nvlink_latency : ic.nic_latency);
+      const double latency = e.collective_base + steps * (intra ? ic.nvlink_latency : ic.nic_latency);
       return latency + S * bus_factor(c.kind, n) / busbw;
     }
     case Collective::kAllToAll: {
@@ -143,12 +159,12 @@ double collective_time(const CollectiveShape& c, const GroupTopology& topo, cons
       const double off_node = intra ? 0.0 : static_cast<double>(n - topo.per_node) / n;
       const double t_nvl = S * on_node / nvl;
       const double t_nic = off_node > 0 ? S * off_node / nic : 0.0;
-      const double latency = intra ? ic.nvlink_latency : ic.nic_latency;
+      const double latency = e.collective_base + (intra ? ic.nvlink_latency : ic.nic_latency);
       return latency + std::max(t_nvl, t_nic);
     }
     case Collective::kSendRecv: {
       // One neighbour; a group spanning nodes has a neighbour off node.
-      return (intra ? ic.nvlink_latency + S / nvl : ic.nic_latency + S / nic);
+      return e.collective_base + (intra ? ic.nvlink_latency + S / nvl : ic.nic_latency + S / nic);
     }
   }
   return 0;

@@ -152,9 +152,11 @@ void check_pipeline(const Scenario& s, Checker& check) {
     return;
   }
   const int n = L + (p.account_for_embedding_in_pipeline_split ? 1 : 0) + (p.account_for_loss_in_pipeline_split ? 1 : 0);
-  const std::string what = n == L ? fmt::format("{}", L) : fmt::format("{} (num_layers {} + embedding/loss)", n, L);
-  check(n % pp == 0, "model.num_layers",
-        "number of layers ({}) should be divisible by the pipeline-model-parallel size ({})", what, pp);
+  if (n % pp != 0) {
+    const std::string what = n == L ? fmt::format("{}", L) : fmt::format("{} (num_layers {} + embedding/loss)", n, L);
+    check(false, "model.num_layers", "number of layers ({}) should be divisible by the pipeline-model-parallel size ({})",
+          what, pp);
+  }
   if (vl > 0) {
     check(pp > 1, "parallel.num_layers_per_virtual_pipeline_stage",
           "an interleaved (virtual) pipeline schedule needs pipeline_model_parallel_size > 1");

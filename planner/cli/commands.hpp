@@ -13,5 +13,8 @@ void register_trace(CLI::App& app, int& exit_code);
 void register_plan(CLI::App& app, int& exit_code);
 void register_sweep(CLI::App& app, int& exit_code);
 void register_comm(CLI::App& app, int& exit_code);
+// `lcm plot`: gui/cli/cmd_plot.cpp, compiled in only where Qt6 is found (LCM_HAVE_PLOT).
+void register_plot(CLI::App& app, int& exit_code);
+void register_calibrate(CLI::App& app, int& exit_code);
 
 }  // namespace lcm::cli

@@ -7,6 +7,23 @@
 #include "commands.hpp"
 #include "common.hpp"
 
+namespace {
+
+#ifndef LCM_HAVE_PLOT
+// Without Qt6 `lcm plot` still exists, says why it cannot run, and exits with 2.
+void register_plot_unavailable(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("plot", "Render a chart to PNG/SVG (needs lcm built with Qt6)");
+  cmd->allow_extras();
+  cmd->callback([&exit_code] {
+    std::cerr << "lcm: plot: lcm was built without Qt6 (install qt6-base-dev qt6-charts-dev qt6-svg-dev and "
+                 "rebuild with -DLCM_BUILD_GUI=ON)\n";
+    exit_code = lcm::cli::kExitBadInput;
+  });
+}
+#endif
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"lcm: analytical cost model and planner for long-context MoE training on H100/H200"};
   app.require_subcommand(1);
@@ -20,6 +37,12 @@ int main(int argc, char** argv) {
   lcm::cli::register_plan(app, exit_code);
   lcm::cli::register_sweep(app, exit_code);
   lcm::cli::register_comm(app, exit_code);
+#ifdef LCM_HAVE_PLOT
+  lcm::cli::register_plot(app, exit_code);
+#else
+  register_plot_unavailable(app, exit_code);
+#endif
+  lcm::cli::register_calibrate(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

@@ -1,6 +1,8 @@
 // The layout evaluator (see evaluator_impl.hpp for what is shared and why it is exact).
+#include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <utility>
 
 #include "evaluator_impl.hpp"
 #include "plan_internal.hpp"
@@ -47,6 +49,19 @@ bool matches(const TimingKey& k, const MeshTopology& t, uint32_t mask, const Par
 bool same_identity(bool first, bool last, const GpuParams& p, const Structure::Class& c) {
   return first == c.first && last == c.last && bits(p.dense) == bits(c.params.dense) &&
          bits(p.expert) == bits(c.params.expert);
+}
+
+// Ranks q < r whose stage lists are equal by construction: same first / last position,
+// same layers and parameters.
+bool same_rank_inputs(const Structure& s, size_t q, size_t r) {
+  const size_t n = s.layers.size();
+  const StageLayers &a = s.layers[q], &b = s.layers[r];
+  return (q == 0) == (r == 0) && (q + 1 == n) == (r + 1 == n) && a.num_layers == b.num_layers &&
+         a.num_moe_layers == b.num_moe_layers && a.has_embedding == b.has_embedding &&
+         a.has_output == b.has_output && a.num_mtp_layers == b.num_mtp_layers &&
+         a.num_recomputed_layers == b.num_recomputed_layers &&
+         a.num_recomputed_moe_layers == b.num_recomputed_moe_layers && bits(s.params[q].dense) == bits(s.params[r].dense) &&
+         bits(s.params[q].expert) == bits(s.params[r].expert);
 }
 
 }  // namespace
@@ -102,9 +117,13 @@ const typename Entry::Timed& Evaluator::Impl::timed(Entry& e, const MeshTopology
 }
 
 // One build_schedule for the current layout fills what is missing: the structure's stage
-// classes, the layer lists, the stage identities of the edge and step entries.
+// classes, the layer lists, the stage identities of the edge and step entries. It builds
+// only the parts it fills, and the stage lists only for one rank per distinct (first,
+// last, layers, parameters): each rank's lists depend on nothing else.
 void Evaluator::Impl::fill(const Mesh& m, Structure& structure, LayerEntry* layer, EdgeEntry* edges, StepEntry* steps) {
-  if (layer && structure.has_classes && edges->covers(structure) && steps->covers(structure)) {
+  const bool need_edges = !structure.has_classes || (edges && !edges->covers(structure));
+  const bool need_steps = !structure.has_classes || (steps && !steps->covers(structure));
+  if (layer && !need_edges && !need_steps) {
     // Only the layer lists are missing, and they do not depend on how the layers are
     // split over stages: build them from all layers on one stage (cheaper for deep
     // pipelines: no per-stage edge and step ops).
@@ -117,7 +136,8 @@ void Evaluator::Impl::fill(const Mesh& m, Structure& structure, LayerEntry* laye
       all.num_recomputed_moe_layers += sl.num_recomputed_moe_layers;
     }
     all.has_embedding = all.has_output = true;
-    Schedule sch = build_schedule(work, m, {all}, {structure.params.front()});
+    Schedule sch = build_schedule(work, m, {all}, {structure.params.front()},
+                                  ScheduleParts{.layer_ops = true, .edge_ops = false, .step_ops = false});
     ++schedules_built;
     layer->dims = dims_of(sch.dense) | dims_of(sch.moe) | dims_of(sch.mtp);
     layer->dense = std::move(sch.dense);
@@ -126,7 +146,9 @@ void Evaluator::Impl::fill(const Mesh& m, Structure& structure, LayerEntry* laye
     return;
   }
   // Layer lists already cached (layer == nullptr): build only the stage lists.
-  Schedule sch = build_schedule(work, m, structure.layers, structure.params, ScheduleParts{.layer_ops = layer != nullptr});
+  Schedule sch = build_schedule(
+      work, m, structure.layers, structure.params,
+      ScheduleParts{.layer_ops = layer != nullptr, .edge_ops = need_edges, .step_ops = need_steps, .ranks = &structure.reps});
   ++schedules_built;
   const size_t n = sch.stages.size();
   if (!structure.has_classes) {
@@ -154,6 +176,9 @@ void Evaluator::Impl::fill(const Mesh& m, Structure& structure, LayerEntry* laye
           found = static_cast<int>(k);
       }
       if (found < 0) {
+        // A class's first rank is the first of its (first, last, layers, parameters)
+        // group, so its lists were built.
+        assert(structure.reps[r]);
         found = static_cast<int>(structure.classes.size());
         structure.classes.push_back(c);
       }
@@ -169,13 +194,15 @@ void Evaluator::Impl::fill(const Mesh& m, Structure& structure, LayerEntry* laye
   }
   for (const Structure::Class& c : structure.classes) {
     StageSchedule& st = sch.stages[static_cast<size_t>(c.rank)];
-    if (edges && edges->identity_of(c) < 0) {
-      edges->identities.push_back({c.first, c.last, c.params, {st.pre_fwd, st.post_fwd, st.post_bwd, st.pre_bwd}});
+    if (need_edges && edges && edges->identity_of(c) < 0) {
+      edges->identities.push_back({c.first, c.last, c.params,
+                                   {std::move(st.pre_fwd), std::move(st.post_fwd), std::move(st.post_bwd),
+                                    std::move(st.pre_bwd)}});
       for (const auto& l : edges->identities.back().lists) edges->dims |= dims_of(l);
     }
-    if (steps && steps->identity_of(c) < 0) {
+    if (need_steps && steps && steps->identity_of(c) < 0) {
       steps->dims |= dims_of(st.step);
-      steps->identities.push_back({c.first, c.last, c.params, st.step});
+      steps->identities.push_back({c.first, c.last, c.params, std::move(st.step)});
     }
   }
 }
@@ -184,8 +211,19 @@ int Evaluator::Impl::validate_each(Layout& l, const DpSharding* shardings, int c
   l.sharding = shardings[0];
   apply_layout_into(base, l, work);
   // The layout's rules once; only the sharding rules per sharding (validate_layout reads
-  // no sharding knob, so this equals validate_scenario for each sharding).
-  const LayoutValidation layout = validate_layout(work);
+  // no sharding knob, so this equals validate_scenario for each sharding). validate_layout
+  // reads no rank order either: layouts that differ only in it share its result.
+  // validate_sharding reads only the sharding knobs, which apply_layout sets from the
+  // sharding and the base: one result per sharding for the whole search.
+  Layout key = l;
+  key.sharding = DpSharding::kNoShard;
+  key.pp_before_dp = false;
+  if (!last_.has_validation || !(last_.validation_key == key)) {
+    last_.validation = validate_layout(work);
+    last_.validation_key = key;
+    last_.has_validation = true;
+  }
+  const LayoutValidation& layout = last_.validation;
   int first_valid = -1;
   for (int i = 0; i < count; ++i) {
     ShardingResult& r = results[i];
@@ -193,11 +231,16 @@ int Evaluator::Impl::validate_each(Layout& l, const DpSharding* shardings, int c
     apply_sharding_into(base, l.sharding, work);
     r.problems = layout.problems;
     if (layout.sizes_ok) {
-      std::vector<Problem> sharding = validate_sharding(work);
-      r.problems.insert(r.problems.end(), sharding.begin(), sharding.end());
+      const size_t s = static_cast<size_t>(l.sharding);
+      if (!sharding_checked_[s]) {
+        sharding_problems_[s] = validate_sharding(work);
+        sharding_checked_[s] = true;
+      }
+      r.problems.insert(r.problems.end(), sharding_problems_[s].begin(), sharding_problems_[s].end());
     }
     ++validations;
     r.timed = false;
+    r.bounded = false;
     r.status = r.problems.empty() ? Outcome::Status::kFits : Outcome::Status::kInvalid;
     if (r.problems.empty() && first_valid < 0) first_valid = i;
   }
@@ -214,6 +257,11 @@ Structure& Evaluator::Impl::structure_of(const Layout& l, const Mesh& m) {
       slot->layers = stage_layers(work, m);
       slot->params = gpu_params(work, m, slot->layers);
       slot->flops = count_flops(work, m);
+      const size_t n = slot->layers.size();
+      slot->reps.assign(n, 1);
+      for (size_t r = 1; r < n; ++r)
+        for (size_t q = 0; q < r && slot->reps[r]; ++q)
+          if (slot->reps[q] && same_rank_inputs(*slot, q, r)) slot->reps[r] = 0;
     }
     last_.structure = slot.get();
     last_.structure_key = k;
@@ -240,7 +288,8 @@ void Evaluator::Impl::select_slots(const Layout& l) {
 
 const Metrics& Evaluator::Impl::memory_of(size_t sharding, const Mesh& m, const Structure& structure) {
   if (!last_.memory_valid[sharding]) {
-    memory_metrics(estimate_memory(work, m, structure.layers, structure.params), last_.memory[sharding]);
+    estimate_memory(work, m, structure.layers, structure.params, memory_);
+    memory_metrics(memory_, last_.memory[sharding]);
     last_.memory_valid[sharding] = true;
   }
   return last_.memory[sharding];
@@ -327,13 +376,29 @@ void Evaluator::Impl::compose_inputs(const Mesh& m, Structure& structure, Shared
     std::copy(pk, pk + 3, last_.passes_key);
     last_.passes.resize(nc);
     for (size_t k = 0; k < nc; ++k) last_.passes[k] = stage_microbatch_time(in[k], si);
+    double fb_max = 0, fb_sum = 0;
+    for (int r = 0; r < m.pp; ++r) {
+      const StageTime& t = last_.passes[static_cast<size_t>(structure.stage_class[static_cast<size_t>(r)])];
+      fb_max = std::max(fb_max, t.fwd + t.bwd);
+      fb_sum += t.fwd + t.bwd;
+    }
+    last_.passes_fb_max = fb_max;
+    last_.passes_fb_sum = fb_sum;
   }
+  // compose_step_time: step = m * fb(b) + (sum fb - fb(b)) / vp + dp_exposed(b) + opt(b)
+  // for the bottleneck rank b, which maximises fb + (dp_exposed + opt) / m with
+  // dp_exposed, opt >= 0; so step >= m * max fb + (sum fb - max fb) / vp. The margin
+  // covers rounding (sums in another order).
+  const double mb = std::max(1, m.num_micro_batches);
+  sh.lower_bound = (mb * last_.passes_fb_max + (last_.passes_fb_sum - last_.passes_fb_max) / std::max(1, m.vp)) *
+                   (1.0 - 1e-9);
   for (size_t k = 0; k < nc; ++k) in[k].microbatch_time = &last_.passes[k];
   sh.composed = true;
 }
 
 void Evaluator::Impl::evaluate_shardings(const Layout& layout, const DpSharding* shardings, int count,
-                                         ShardingResult* results, double time_miss_bytes) {
+                                         ShardingResult* results, double time_miss_bytes, double fit_bound,
+                                         double miss_bound) {
   Layout l = layout;
   // 1. Megatron's rules, per layout.
   const int first_valid = validate_each(l, shardings, count, results);
@@ -375,6 +440,11 @@ void Evaluator::Impl::evaluate_shardings(const Layout& layout, const DpSharding*
       sh.new_layer = nullptr;
     }
     if (!sh.composed) compose_inputs(m, structure, sh);
+    r.timed = true;
+    if (sh.lower_bound > (mem.fits ? fit_bound : miss_bound)) {
+      r.bounded = true;
+      continue;
+    }
     const StepEntry::Timed& st =
         timed(steps, *sh.topo, [](const auto& lists, const ParallelSpec&, const MeshTopology& t, const HardwareSpec& hw) {
           return step_op_times(lists, t, hw);
@@ -386,7 +456,6 @@ void Evaluator::Impl::evaluate_shardings(const Layout& layout, const DpSharding*
       inputs_[k].num_step = static_cast<int>(st.times[static_cast<size_t>(id)].size());
     }
     time_metrics(compose_step_time(work, sh.si, structure.flops, false), out);
-    r.timed = true;
   }
 }
 

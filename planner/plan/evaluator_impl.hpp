@@ -9,7 +9,8 @@
 // knobs each function reads in the current model. tests/planner/plan_equality_test.cpp
 // checks a sample of searched layouts against a fresh validate_scenario + estimate(), so
 // a model change that adds an input shows up there (then add the knob to the key).
-//   validation  not cached: validate_scenario runs for every layout;
+//   validation  validate_layout per layout without sharding and rank order (it reads
+//               neither), validate_sharding per sharding (it reads only those knobs);
 //   structure   stage_layers, gpu_params, count_flops and the per-stage layer and
 //               recompute counts of the schedule: tp cp pp split vp ep etp recompute;
 //   memory      estimate_memory: the layout without rank order and dispatcher, plus the
@@ -23,6 +24,8 @@
 //               sharding, per stage identity;
 //   timings     op lists timed once per (topology of the dimensions they use, overlap
 //               switches); stage passes once per (structure, layer timing, edge timing).
+// Layouts whose step time provably cannot enter the search's tables are not composed
+// (evaluate_shardings' bounds; docs/planner.md).
 #pragma once
 
 #include <array>
@@ -127,6 +130,9 @@ struct Structure {
   };
   std::vector<Class> classes;    // ranks with equal inputs share a class
   std::vector<int> stage_class;  // per rank
+  // Per rank: 1 for the first rank of each (first, last, layers, parameters) group, whose
+  // stage lists a schedule build fills (ScheduleParts::ranks).
+  std::vector<char> reps;
 };
 
 // The dense / MoE / MTP layer op lists, and their times.
@@ -166,6 +172,9 @@ using StepEntry = StageListsEntry<std::vector<Op>, std::vector<StepOpTime>>;
 struct ShardingResult {
   Outcome::Status status = Outcome::Status::kInvalid;
   bool timed = false;
+  // Timed, but only bounded: its step time provably exceeds the bound it was evaluated
+  // against (evaluate_shardings), so `metrics` has no step-time fields.
+  bool bounded = false;
   Metrics metrics;
   std::vector<Problem> problems;
 };
@@ -176,8 +185,12 @@ struct Evaluator::Impl {
   // The layouts `layout` with each of `shardings` (its own sharding is ignored): they
   // differ only in their step collectives and memory and share the rest of the work.
   // Out-of-memory layouts get a time only when they miss HBM by at most time_miss_bytes.
+  // A layout that fits (misses HBM) whose step time is provably above fit_bound
+  // (miss_bound) is not composed: `bounded` (a lower bound from the pipeline passes, which
+  // the step collectives and optimizer only add to).
   void evaluate_shardings(const Layout& layout, const DpSharding* shardings, int count, ShardingResult* results,
-                          double time_miss_bytes = 1e300);
+                          double time_miss_bytes = 1e300, double fit_bound = kNoBound, double miss_bound = kNoBound);
+  static constexpr double kNoBound = 1e300;
 
   // Drop the caches that grow with the search.
   void trim();
@@ -198,6 +211,7 @@ struct Evaluator::Impl {
     const EdgeEntry::Timed* et = nullptr;
     StepInputs si;
     bool composed = false;
+    double lower_bound = 0;  // of the step time of every sharding (compose_inputs)
   };
   int validate_each(Layout& l, const DpSharding* shardings, int count, ShardingResult* results);
   Structure& structure_of(const Layout& l, const Mesh& m);
@@ -212,6 +226,10 @@ struct Evaluator::Impl {
   const typename Entry::Timed& timed(Entry& e, const MeshTopology& topo, TimeOne&& time_one);
 
   std::vector<StageInputs> inputs_;  // scratch, one per structure class
+  Memory memory_;                    // scratch
+  // validate_sharding per sharding (it reads only the sharding knobs).
+  std::array<bool, 4> sharding_checked_{};
+  std::array<std::vector<Problem>, 4> sharding_problems_;
   IntMap<9, std::unique_ptr<Structure>> structures_;
   IntMap<7, std::unique_ptr<MeshTopology>> topologies_;
   IntMap<9, std::unique_ptr<LayerEntry>> layers_;
@@ -220,6 +238,10 @@ struct Evaluator::Impl {
 
   // The previous layout's pieces (consecutive layouts of the search share most of them).
   struct Last {
+    // validate_layout of the previous layout (without its sharding and rank order).
+    bool has_validation = false;
+    Layout validation_key;
+    LayoutValidation validation;
     IntKey<9> structure_key;
     Structure* structure = nullptr;
     IntKey<10> edge_key;
@@ -232,6 +254,7 @@ struct Evaluator::Impl {
     // Stage passes of each structure class for (structure, layer timing, edge timing).
     const void* passes_key[3] = {nullptr, nullptr, nullptr};
     std::vector<StageTime> passes;
+    double passes_fb_max = 0, passes_fb_sum = 0;  // max and sum over ranks of fwd + bwd
   } last_;
 };
 

@@ -64,6 +64,12 @@ class Best {
     }
   }
   bool would_take(double step_s) const { return heap_.size() < cap_ || step_s <= heap_.front().metrics.step_s; }
+  bool full() const { return cap_ == 0 || heap_.size() >= cap_; }
+  // Step times above this are never taken again (the largest kept one only decreases).
+  double bound() const {
+    if (!full()) return Evaluator::Impl::kNoBound;
+    return cap_ == 0 ? -Evaluator::Impl::kNoBound : heap_.front().metrics.step_s;
+  }
   const std::vector<Entry>& entries() const { return heap_; }
 
  private:
@@ -163,9 +169,9 @@ void record(Accum& acc, const Layout& l, const ShardingResult& r, uint64_t sampl
     ++acc.counts.valid;
     if (st == Outcome::Status::kFits) {
       ++acc.counts.fit;
-      if (acc.top.would_take(m.step_s)) acc.top.offer(l, m);
+      if (!r.bounded && acc.top.would_take(m.step_s)) acc.top.offer(l, m);
     } else {
-      if (timed && acc.oom.would_take(m.step_s)) acc.oom.offer(l, m);
+      if (timed && !r.bounded && acc.oom.would_take(m.step_s)) acc.oom.offer(l, m);
       Entry e{l, m};
       if (!acc.has_miss || miss_less(e, acc.closest)) {
         acc.closest = e;
@@ -185,7 +191,11 @@ void record(Accum& acc, const Layout& l, const ShardingResult& r, uint64_t sampl
 
 // Every layout of one item (one tp, cp, ep, etp), through one evaluator.
 void run_item(const Item& item, const Space& space, double time_miss_bytes, Evaluator::Impl& ev, Accum& acc,
-              std::atomic<uint64_t>& done, uint64_t sample_every) {
+              std::atomic<uint64_t>& done, uint64_t sample_every, bool bound) {
+  // Bounds: a fitting layout slower than every kept one cannot enter the decision table;
+  // an out-of-memory one slower than every kept near miss cannot enter the why-not table,
+  // and (once something fits) not the closest miss's message either.
+  bound = bound && sample_every == 0;
   ev.trim();
   uint64_t pending = 0;
   std::array<ShardingResult, 4> results;
@@ -207,7 +217,10 @@ void run_item(const Item& item, const Space& space, double time_miss_bytes, Eval
                 // Innermost: layouts that differ only in their step collectives share the
                 // rest of their step time.
                 const int n = static_cast<int>(ms.shardings.size());
-                ev.evaluate_shardings(l, ms.shardings.data(), n, results.data(), time_miss_bytes);
+                const bool any_fits = bound && acc.top.full();
+                ev.evaluate_shardings(l, ms.shardings.data(), n, results.data(), time_miss_bytes,
+                                      bound ? acc.top.bound() : Evaluator::Impl::kNoBound,
+                                      any_fits ? acc.oom.bound() : Evaluator::Impl::kNoBound);
                 for (int i = 0; i < n; ++i) {
                   l.sharding = ms.shardings[static_cast<size_t>(i)];
                   record(acc, l, results[static_cast<size_t>(i)], sample_every);
@@ -268,7 +281,7 @@ std::vector<std::unique_ptr<Accum>> run_threads(const Scenario& base, const Spac
     for (;;) {
       const size_t i = next.fetch_add(1);
       if (i >= space.items.size()) break;
-      run_item(space.items[i], space, time_miss_bytes, ev, acc, done, opts.sample_every);
+      run_item(space.items[i], space, time_miss_bytes, ev, acc, done, opts.sample_every, opts.bound);
     }
     acc.counts.validations += ev.validations;
     acc.counts.schedules_built += ev.schedules_built;

@@ -83,7 +83,8 @@ TEST(Options, Injection) {
 
 TEST(Options, Rejections) {
   EXPECT_THROW(parse({"run"}), UsageError);
-  EXPECT_THROW(parse({"bench", "moe"}), UsageError);  // not a benchmark (yet)
+  EXPECT_THROW(parse({"bench", "moa"}), UsageError);  // not a benchmark
+  EXPECT_EQ(parse({"bench", "moe"}).family, Family::kMoe);
   EXPECT_THROW(parse({"bench", "collectives", "--group", "xp"}), UsageError);
   EXPECT_THROW(parse({"bench", "collectives", "--frobnicate"}), UsageError);
   EXPECT_THROW(parse({"bench", "collectives", "-b"}), UsageError);

@@ -10,6 +10,7 @@ lcm_add_test(lcm_executor_host_tests
     ${CMAKE_CURRENT_LIST_DIR}/options_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/results_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/attention_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/moe_cp_test.cpp
   LIBS lcm_executor)
 
 lcm_add_test(lcm_executor_gpu_tests
@@ -17,6 +18,7 @@ lcm_add_test(lcm_executor_gpu_tests
     ${CMAKE_CURRENT_LIST_DIR}/gpu_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/mpirun_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/attention_gpu_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/moe_cp_gpu_test.cpp
   LIBS lcm_executor
   LABELS gpu)
 add_dependencies(lcm_executor_gpu_tests lcm-exec)

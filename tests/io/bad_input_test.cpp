@@ -155,7 +155,7 @@ TEST(BadInput, DistributedOptimizerContradiction) {
 TEST(BadInput, UnknownHardwareProfile) {
   const std::string e = error_of(load_text(base_with("profile: h200-sxm", "profile: h200-sxn")));
   EXPECT_THAT(e, StartsWith("test.yaml:18:3: hardware.profile: unknown hardware profile 'h200-sxn'; did you mean "
-                            "'h200-sxm'?; available: h100-sxm, h200-sxm; searched:"));
+                            "'h200-sxm'?; available: h100-sxm, h200-sxm, h200-sxm.calibrated; searched:"));
   EXPECT_THAT(error_of(load_text(base_with("profile: h200-sxm", "profile: /nonexistent/h9.yaml"))),
               HasSubstr("hardware profile file '/nonexistent/h9.yaml' not found"));
 }

@@ -96,7 +96,9 @@ TEST_F(ProfileFile, MissingKeyAndBlock) {
   EXPECT_THAT(e.error().str(), HasSubstr("efficiency.nic: missing required key 'nic'"));
   // The curve parameters are required too (no silent C++ defaults).
   for (const char* key : {"gemm_fp8", "gemm_dim_half", "gemm_tile_m", "gemm_tile_n", "attention_seq_half_tokens",
-                          "nvlink_half_MiB", "nic_half_MiB"}) {
+                          "nvlink_half_MiB", "nic_half_MiB", "attention_head_dim_half", "attention_bwd_wide_dim_exponent",
+                          "kernel_fixed_us", "collective_base_us", "nvlink_allgather_scale",
+                          "nvlink_alltoall_scale", "nvlink_sendrecv_scale", "nvlink_ramp_exponent"}) {
     std::ifstream in(profile_dir() + "/h100-sxm.yaml");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const size_t at = text.find(std::string("  ") + key + ":");

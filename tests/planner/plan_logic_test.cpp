@@ -76,6 +76,33 @@ TEST(PlanSearch, SameAnswerOnOneAndTwoThreads) {
   }
 }
 
+// Bounding (skipping the step time of layouts that cannot enter the tables) changes
+// nothing the search reports: the whole JSON report but the seconds is identical.
+TEST(PlanSearch, BoundingChangesNothing) {
+  struct Case {
+    const char* id;
+    std::vector<io::Override> sets;
+    int gpus;
+  };
+  const Case cases[] = {{"mixtral-8x7b", {{"seq_length", "128K"}}, 256},
+                        {"mixtral-8x7b", {}, 64},
+                        {"deepseek-v3", {{"seq_length", "32K"}}, 256},
+                        {"llama3.1-70b", {{"seq_length", "128K"}}, 128},
+                        {"qwen3-30b-a3b", {}, 24}};  // 24 GPUs: few layouts, little fits
+  for (const Case& c : cases) {
+    const Scenario base = scenario(c.id, c.sets, c.gpus);
+    PlanOptions bounded, full;
+    full.bound = false;
+    bounded.top_k = full.top_k = 3;  // small tables: more layouts bounded
+    bounded.why_not = full.why_not = 2;
+    nlohmann::ordered_json a = report::plan_json(base, search(base, bounded));
+    nlohmann::ordered_json b = report::plan_json(base, search(base, full));
+    a["counts"].erase("seconds");
+    b["counts"].erase("seconds");
+    EXPECT_EQ(a.dump(1), b.dump(1)) << c.id << " on " << c.gpus;
+  }
+}
+
 // Two layouts constructed to differ only in pp: the near-tie names the knob and the term.
 TEST(PlanNearTies, NameTheKnobsAndTheSeparatingTerm) {
   const Scenario base = scenario("mixtral-8x7b", {}, 64);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "lcm/model/mesh.hpp"
+#include "lcm/model/schedule.hpp"
 #include "lcm/model/specs.hpp"
 
 namespace lcm {
@@ -53,5 +54,13 @@ struct LayerFlops {
 };
 LayerFlops layer_forward_flops(const ModelSpec& model, int64_t seq, bool moe_layer,
                                bool causal_halved);
+
+// Executed FLOPs of one fused attention core forward: QKᵀ and PV over the fraction of the
+// seq_q x seq_kv score matrix it computes (work_fraction; 0.5 for a causal square),
+// 2 FLOPs per multiply-accumulate. The backward executes kAttentionBackwardFlopFactor
+// times that (FlashAttention's convention: dQ, dK, dV plus the recomputed P); model FLOPs
+// count it as 2x. The schedule's attention ops and `lcm calibrate` both use these.
+double attention_core_flops(const AttentionShape& a);
+inline constexpr double kAttentionBackwardFlopFactor = 2.5;
 
 }  // namespace lcm

@@ -57,6 +57,10 @@ struct Memory {
 
 Memory estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
                        const std::vector<GpuParams>& params);
+// The same, written into `out` (every field set; out.stages keeps its storage): for
+// callers that estimate many layouts (the planner) without an allocation each.
+void estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
+                     const std::vector<GpuParams>& params, Memory& out);
 
 // Activation bytes saved for backward by one transformer layer for one micro-batch on
 // one GPU (after TP/SP/CP and recompute policy). Exposed for the scaling table and tests.

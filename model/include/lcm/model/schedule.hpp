@@ -144,6 +144,14 @@ struct Schedule {
 // only the per-stage lists and counts.
 struct ScheduleParts {
   bool layer_ops = true;
+  // The per-stage lists: pre_fwd / post_fwd / post_bwd / pre_bwd (edge_ops) and step
+  // (step_ops). Without them the lists stay empty; the per-stage counts are always set.
+  bool edge_ops = true;
+  bool step_ops = true;
+  // Non-null: build the per-stage lists only for the pipeline ranks r with
+  // (*ranks)[r] != 0 (size = layers.size()); each rank's lists depend only on its own
+  // layers and parameters, so they equal those of a full build.
+  const std::vector<char>* ranks = nullptr;
 };
 
 Schedule build_schedule(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,

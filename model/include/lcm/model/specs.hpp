@@ -202,6 +202,31 @@ struct EfficiencySpec {
   double attention_seq_half = 512;
   double nvlink_half_bytes = 8.0 * 1024 * 1024;
   double nic_half_bytes = 4.0 * 1024 * 1024;
+  // Head-dimension curve of attention, normalised at head dim 128 (where attention_fwd /
+  // _bwd are quoted): efficiency x [d / (d + h)] / [128 / (128 + h)], d the mean of the
+  // QK and V head dims; 0 = no head-dim dependence.
+  double attention_head_dim_half = 0;
+  // Backward kernels with head dims above 128 run smaller tiles (the dQ/dK/dV
+  // accumulators outgrow the register file): backward efficiency x (128 / d)^p for
+  // d > 128. 0 = off.
+  double attention_bwd_wide_dim_exponent = 0;
+  // Fixed GPU time of every compute kernel (GEMM, attention, memory-bound op) on top of
+  // its roofline time: launch, ramp-up and tail of a kernel running back to back on a
+  // stream. Seconds; 0 = none.
+  double kernel_fixed = 0;
+  // NCCL's fixed cost of one collective call (its base latency), on top of the per-step
+  // latencies of the interconnect. Seconds; 0 = none.
+  double collective_base = 0;
+  // Large-message bus bandwidth over NVLink of the other collectives relative to the
+  // all-reduce's (`nvlink` above): NCCL runs them with different algorithms and channel
+  // counts. 1 = the same.
+  double nvlink_allgather_scale = 1;  // all-gather and reduce-scatter
+  double nvlink_alltoall_scale = 1;
+  double nvlink_sendrecv_scale = 1;
+  // Shape of NCCL's bandwidth ramp over NVLink: busbw = peak x (S / (S + half))^g. 1 = the
+  // plain hyperbola; g < 1 ramps more slowly (NCCL's bandwidth still grows from 64 MiB to
+  // 1 GiB on H200).
+  double nvlink_ramp_exponent = 1;
 };
 
 // Memory the framework does not see as allocated tensors (nvidia-smi minus max-allocated).

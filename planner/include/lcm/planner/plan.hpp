@@ -134,8 +134,13 @@ struct PlanOptions {
   double time_miss_fraction = 0.10;
   // Called from the calling thread about every 100 ms while the search runs.
   std::function<void(uint64_t done, uint64_t total)> progress;
-  // Tests: keep every n-th evaluated layout (0: none) with its outcome.
+  // Tests: keep every n-th evaluated layout (0: none) with its outcome (and compose every
+  // step time: no bounding below).
   uint64_t sample_every = 0;
+  // Skip composing the step time of a layout whose lower bound (its pipeline passes) is
+  // above every time the decision and why-not tables still take; the result is the same
+  // either way (tests/planner/plan_logic_test.cpp), `timed` counts such layouts too.
+  bool bound = true;
 };
 
 struct Ranked {

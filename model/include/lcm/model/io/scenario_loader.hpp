@@ -39,6 +39,19 @@ Result<Scenario> load_scenario(const std::string& path, const LoadOptions& opts 
 Result<Scenario> load_scenario_string(const std::string& yaml_text, const std::string& display_name,
                                       const LoadOptions& opts = {});
 Result<HardwareSpec> load_hardware_profile(const std::string& path);
+Result<HardwareSpec> load_hardware_profile_text(const std::string& yaml_text, const std::string& display_name);
+
+// Rewrites profile text with new values for some keys, keeping every other line (and its
+// comments) as it is. `key` is the profile key, dotted inside a block
+// ("efficiency.gemm", "nvlink_latency_us", "name"); the value written is `values`'s, in
+// the key's unit; `comment`, when given, goes on a comment line above the key. The
+// result is reloaded and checked before it is returned.
+struct ProfileEdit {
+  std::string key;
+  std::string comment;
+};
+Result<std::string> edit_hardware_profile(const std::string& text, const std::string& file, const HardwareSpec& values,
+                                          const std::vector<ProfileEdit>& edits);
 // Resolve "h200-sxm" or "path/to/h200-sxm.yaml" against the profile directories.
 Result<std::string> find_hardware_profile(const std::string& name_or_path,
                                           const std::vector<std::string>& dirs);

@@ -1,0 +1,62 @@
+// lcm-gui: explore mesh layouts interactively.
+//   lcm-gui [SCENARIO.yaml] [--screenshot DIR] [--size WxH]
+// --screenshot renders every tab to DIR/<tab>.png (offscreen where QT_QPA_PLATFORM says so)
+// and exits. Exit codes as lcm: 0 ok, 1 failure, 2 bad input.
+#include <iostream>
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QFileInfo>
+
+#include "lcm/gui/main_window.hpp"
+#include "lcm/gui/scenario_panel.hpp"
+#include "lcm/gui/session.hpp"
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setApplicationName("lcm-gui");
+  QApplication::setApplicationVersion("0.1.0");
+  QCommandLineParser cli;
+  cli.setApplicationDescription("lcm-gui: long-context MoE training planner");
+  cli.addHelpOption();
+  cli.addVersionOption();
+  cli.addPositionalArgument("scenario", "Scenario YAML to open (default: scenarios/default.yaml)");
+  QCommandLineOption shot("screenshot", "Render every tab to DIR/<tab>.png and exit.", "DIR");
+  QCommandLineOption size("size", "Window size WxH (default 1600x1000).", "WxH", "1600x1000");
+  cli.addOption(shot);
+  cli.addOption(size);
+  cli.process(app);
+
+  const QStringList wh = cli.value(size).split('x');
+  bool ok_w = false, ok_h = false;
+  const int w = wh.size() == 2 ? wh[0].toInt(&ok_w) : 0;
+  const int h = wh.size() == 2 ? wh[1].toInt(&ok_h) : 0;
+  if (!ok_w || !ok_h || w < 400 || h < 300) {
+    std::cerr << "lcm-gui: --size " << cli.value(size).toStdString() << ": expected WxH, at least 400x300\n";
+    return 2;
+  }
+
+  lcm::gui::MainWindow win;
+  QString path = cli.positionalArguments().value(0);
+  if (path.isEmpty()) {
+    for (const auto& [name, p] : lcm::gui::bundled_scenarios())
+      if (name == "default") path = p;
+  }
+  if (!path.isEmpty() && !win.scenario_panel()->open_file(path)) {
+    std::cerr << "lcm-gui: " << win.scenario_panel()->error_text().toStdString() << "\n";
+    if (cli.isSet(shot)) return 2;
+  }
+  win.resize(w, h);
+  if (cli.isSet(shot)) {
+    win.setAttribute(Qt::WA_DontShowOnScreen);
+    win.show();
+    QString err;
+    if (!win.save_screenshots(cli.value(shot), &err)) {
+      std::cerr << "lcm-gui: " << err.toStdString() << "\n";
+      return 1;
+    }
+    return 0;
+  }
+  win.show();
+  return app.exec();
+}

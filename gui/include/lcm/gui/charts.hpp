@@ -1,0 +1,80 @@
+// The charts of lcm-gui and `lcm plot`: one function per chart, from the model's and the
+// planner's value results to a QChart (the caller owns it). Nothing here computes a cost:
+// every plotted number is a field of Estimate, ScalingRow, CapacitySweep or a validation
+// row, converted only to display units (GiB = 2^30 bytes, ms, %, K tokens = 1024).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <QString>
+
+#include "lcm/model/estimate.hpp"
+#include "lcm/model/routing.hpp"
+#include "lcm/model/scaling.hpp"
+#include "lcm/model/specs.hpp"
+
+QT_BEGIN_NAMESPACE
+class QChart;
+QT_END_NAMESPACE
+
+namespace lcm::gui {
+
+// Memory per GPU as named terms of one pipeline stage (StageMemory), grouped for the stacked
+// bar; the groups sum to StageMemory::peak. Bytes.
+struct MemoryGroups {
+  double weights = 0;      // weights + fp8_weight_cache + fsdp_gather_buffers
+  double grads = 0;        // grads
+  double optimizer = 0;    // main_params + optimizer_states
+  double activations = 0;  // activations + logits_and_loss + transient_peak
+  double buffers = 0;      // comm_buffers + workspaces + cuda_context + nccl_buffers + cublas_workspace + fragmentation
+};
+MemoryGroups memory_groups(const StageMemory& st);
+
+// The additive terms of StepTime on the bottleneck stage (they sum to StepTime::step_s):
+// compute per op class, exposed communication per dimension, pipeline bubble, optimizer.
+struct TimeTerm {
+  QString name;
+  double seconds = 0;
+};
+std::vector<TimeTerm> step_time_terms(const StepTime& t);
+
+// One bar of the predicted timeline: a run of ops of one category on one stream row.
+struct TimelineBar {
+  int row = 0;          // index into TimelineData::rows
+  int category = 0;     // index into TimelineData::categories
+  double start_s = 0;
+  double end_s = 0;
+};
+struct TimelineData {
+  std::vector<QString> rows;        // "stage 0 compute", "stage 0 TP", ...
+  std::vector<QString> categories;  // "forward", "backward", "recompute", "step", "TP comm", ...
+  std::vector<TimelineBar> bars;    // adjacent ops of one category merged
+  double step_s = 0;
+};
+// The predicted trace of one step (planner's predicted_trace, op detail) as bars.
+TimelineData timeline_data(const Scenario& s, const Estimate& e);
+
+// Sequence lengths of the scaling charts: 4K, 8K, ..., 1M.
+std::vector<int64_t> scaling_seq_lengths();
+
+// One predicted-vs-measured point (validation tab, validation chart).
+struct ValidationRow {
+  std::string family;  // "gemm", "attention", "collectives", ...
+  std::string op;      // op name ("L.attn.core.fwd", "bench.gemm.4096x4096x4096")
+  std::string key;     // unique key of the measured point
+  std::string source;  // results file
+  double predicted_s = 0;
+  double measured_s = 0;
+};
+
+QChart* memory_chart(const Scenario& s, const Estimate& e);
+QChart* step_time_chart(const Scenario& s, const Estimate& e);
+QChart* timeline_chart(const TimelineData& d);
+QChart* scaling_flops_chart(const Scenario& s, const std::vector<ScalingRow>& rows, const Crossover& x);
+QChart* scaling_memory_chart(const Scenario& s, const std::vector<ScalingRow>& rows, const Crossover& x);
+QChart* capacity_chart(const Scenario& s, const CapacitySweep& sw);
+QChart* validation_chart(const std::vector<ValidationRow>& rows, const QString& subtitle);
+
+}  // namespace lcm::gui

@@ -1,0 +1,49 @@
+// Estimate view: headline numbers (step time, tokens/s, MFU, peak memory), memory per GPU
+// per pipeline stage against HBM, and the step-time breakdown; rebuilt on every estimate.
+#pragma once
+
+#include <QWidget>
+
+QT_BEGIN_NAMESPACE
+class QLabel;
+QT_END_NAMESPACE
+
+namespace lcm::gui {
+
+class ChartPanel;
+class Session;
+
+class EstimateView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit EstimateView(Session* session, QWidget* parent = nullptr);
+  QString summary_text() const;  // the headline line as plain text
+  ChartPanel* memory_panel() const { return memory_; }
+  ChartPanel* time_panel() const { return time_; }
+  void refresh();
+
+ private:
+  Session* session_;
+  QLabel* summary_;
+  ChartPanel* memory_;
+  ChartPanel* time_;
+};
+
+// The predicted timeline of one step; rebuilt when it is shown and the estimate changed.
+class TimelineView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit TimelineView(Session* session, QWidget* parent = nullptr);
+  ChartPanel* panel() const { return panel_; }
+  void refresh();  // now, visible or not
+
+ protected:
+  void showEvent(QShowEvent* e) override;
+
+ private:
+  Session* session_;
+  ChartPanel* panel_;
+  bool dirty_ = true;
+};
+
+}  // namespace lcm::gui

@@ -1,0 +1,270 @@
+// ScenarioPanel.
+#include "lcm/gui/scenario_panel.hpp"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include "lcm/gui/session.hpp"
+#include "lcm/model/io/enums.hpp"
+#include "lcm/model/io/scenario_loader.hpp"
+
+namespace lcm::gui {
+
+namespace {
+
+QString seq_text(int64_t s) {
+  if (s % (1024 * 1024) == 0) return QString("%1M").arg(s / (1024 * 1024));
+  if (s % 1024 == 0) return QString("%1K").arg(s / 1024);
+  return QString::number(s);
+}
+
+void select_data(QComboBox* c, const QVariant& v) {
+  int i = c->findData(v);
+  if (i < 0) {
+    c->addItem(v.toString(), v);
+    i = c->count() - 1;
+  }
+  c->setCurrentIndex(i);
+}
+
+QString html_escape(const std::string& s) { return QString::fromStdString(s).toHtmlEscaped(); }
+
+}  // namespace
+
+ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
+    : QWidget(parent),
+      session_(session),
+      path_(new QLabel(this)),
+      error_(new QLabel(this)),
+      model_(new QComboBox(this)),
+      hardware_(new QComboBox(this)),
+      gpus_(new QComboBox(this)),
+      seq_(new QComboBox(this)),
+      gbs_(new QSpinBox(this)),
+      precision_(new QComboBox(this)),
+      experts_(new QSpinBox(this)),
+      topk_(new QSpinBox(this)),
+      capacity_(new QDoubleSpinBox(this)) {
+  auto* box = new QGroupBox("Scenario", this);
+  auto* open = new QPushButton("Open…", box);
+  auto* save = new QPushButton("Save as…", box);
+  auto* imp = new QPushButton("Import Megatron…", box);
+  imp->setToolTip("A Megatron-LM command line (run script) or a functional-test model_config.yaml");
+  connect(open, &QPushButton::clicked, this, &ScenarioPanel::open_dialog);
+  connect(save, &QPushButton::clicked, this, &ScenarioPanel::save_dialog);
+  connect(imp, &QPushButton::clicked, this, &ScenarioPanel::import_dialog);
+  auto* buttons = new QHBoxLayout();
+  buttons->addWidget(open);
+  buttons->addWidget(save);
+  buttons->addWidget(imp);
+  path_->setWordWrap(true);
+  path_->setStyleSheet("color: #555;");
+  error_->setObjectName("scenario_error");
+  error_->setWordWrap(true);
+  error_->setTextFormat(Qt::RichText);
+  error_->setStyleSheet("color: #b00020; background: #fdecea; padding: 4px; border-radius: 3px;");
+  error_->hide();
+
+  model_->setObjectName("model");
+  for (const auto& [name, path] : bundled_scenarios()) model_->addItem(name, path);
+  model_->setToolTip("Take the model architecture of a bundled scenario (scenarios/*.yaml)");
+  hardware_->setObjectName("hardware");
+  for (const auto& [name, path] : hardware_profiles()) hardware_->addItem(name, name);
+  gpus_->setObjectName("num_gpus");
+  for (int g = 8; g <= 16384; g *= 2) gpus_->addItem(QString::number(g), g);
+  seq_->setObjectName("seq_length");
+  for (int64_t s = 4096; s <= 1024 * 1024; s *= 2) seq_->addItem(seq_text(s), QVariant::fromValue<qlonglong>(s));
+  gbs_->setObjectName("global_batch_size");
+  gbs_->setRange(1, 1 << 20);
+  precision_->setObjectName("precision");
+  for (Precision p : {Precision::kBf16, Precision::kFp8})
+    precision_->addItem(QString::fromUtf8(to_string(p).data(), static_cast<int>(to_string(p).size())), static_cast<int>(p));
+  experts_->setObjectName("num_experts");
+  experts_->setRange(0, 4096);
+  experts_->setSpecialValueText("dense (0)");
+  topk_->setObjectName("moe_router_topk");
+  topk_->setRange(1, 64);
+  capacity_->setObjectName("moe_expert_capacity_factor");
+  capacity_->setRange(0, 16);
+  capacity_->setSingleStep(0.25);
+  capacity_->setDecimals(3);
+  capacity_->setSpecialValueText("dropless");
+
+  auto* form = new QFormLayout();
+  form->addRow("model", model_);
+  form->addRow("hardware profile", hardware_);
+  form->addRow("GPUs", gpus_);
+  form->addRow("seq_length (tokens)", seq_);
+  form->addRow("global_batch_size", gbs_);
+  form->addRow("precision", precision_);
+  form->addRow("num_experts", experts_);
+  form->addRow("moe_router_topk", topk_);
+  form->addRow("capacity factor", capacity_);
+  auto* inner = new QVBoxLayout(box);
+  inner->addLayout(buttons);
+  inner->addWidget(path_);
+  inner->addWidget(error_);
+  inner->addLayout(form);
+  auto* lay = new QVBoxLayout(this);
+  lay->setContentsMargins(0, 0, 0, 0);
+  lay->addWidget(box);
+
+  connect(model_, &QComboBox::activated, this, &ScenarioPanel::pick_model);
+  connect(hardware_, &QComboBox::activated, this, &ScenarioPanel::pick_hardware);
+  for (QComboBox* c : {gpus_, seq_, precision_}) connect(c, &QComboBox::activated, this, [this] { apply_knobs(); });
+  for (QSpinBox* s : {gbs_, experts_, topk_})
+    connect(s, &QSpinBox::valueChanged, this, [this] { apply_knobs(); });
+  connect(capacity_, &QDoubleSpinBox::valueChanged, this, [this] { apply_knobs(); });
+  connect(session_, &Session::baseChanged, this, &ScenarioPanel::refresh);
+  connect(session_, &Session::estimateChanged, this, &ScenarioPanel::refresh);
+  refresh();
+}
+
+QString ScenarioPanel::error_text() const { return error_plain_; }
+
+void ScenarioPanel::show_error(const QString& html, const QString& plain) {
+  error_plain_ = plain;
+  error_->setText(html);
+  error_->setVisible(!plain.isEmpty());
+}
+
+void ScenarioPanel::refresh() {
+  if (updating_) return;
+  updating_ = true;
+  const Scenario& s = session_->base();
+  path_->setText(session_->path().isEmpty() ? QString("%1 (not saved)").arg(QString::fromStdString(s.name))
+                                            : session_->path());
+  const int mi = model_->findText(QFileInfo(session_->path()).completeBaseName());
+  if (mi >= 0) model_->setCurrentIndex(mi);
+  select_data(hardware_, QFileInfo(QString::fromStdString(session_->hardware_ref())).completeBaseName());
+  select_data(gpus_, s.num_gpus);
+  select_data(seq_, QVariant::fromValue<qlonglong>(s.training.seq_length));
+  gbs_->setValue(s.training.global_batch_size);
+  select_data(precision_, static_cast<int>(s.training.precision));
+  experts_->setValue(s.model.num_experts);
+  topk_->setValue(s.model.moe_router_topk);
+  topk_->setEnabled(s.model.num_experts > 0);
+  capacity_->setValue(std::max(0.0, s.model.moe_expert_capacity_factor));
+  capacity_->setEnabled(s.model.num_experts > 0);
+  // Layout problems of the current document (a knob change can invalidate the layout).
+  const auto& problems = session_->problems();
+  if (!problems.empty()) {
+    QString html = "<b>Invalid layout for these settings:</b><ul style='margin:0'>";
+    QString plain;
+    for (const Problem& p : problems) {
+      html += QString("<li><b>%1</b>: %2</li>").arg(html_escape(p.key), html_escape(p.message));
+      plain += QString::fromStdString(p.key + ": " + p.message + "\n");
+    }
+    show_error(html + "</ul>", plain.trimmed());
+  } else if (error_plain_.startsWith("Invalid") || !problems.empty()) {
+    show_error({}, {});
+  }
+  updating_ = false;
+}
+
+void ScenarioPanel::apply_knobs() {
+  if (updating_) return;
+  Scenario s = session_->base();
+  s.num_gpus = gpus_->currentData().toInt();
+  s.training.seq_length = seq_->currentData().toLongLong();
+  s.training.global_batch_size = gbs_->value();
+  s.training.precision = static_cast<Precision>(precision_->currentData().toInt());
+  s.model.num_experts = experts_->value();
+  s.model.moe_router_topk = topk_->value();
+  s.model.moe_expert_capacity_factor = capacity_->value();
+  show_error({}, {});
+  session_->set_base(s, session_->hardware_ref());
+}
+
+void ScenarioPanel::pick_model(int index) {
+  const QString path = model_->itemData(index).toString();
+  auto r = io::load_scenario(path.toStdString());
+  if (!r) {
+    const io::ConfigError& e = r.error();
+    show_error(QString("<b>%1</b>: %2").arg(html_escape(e.key), html_escape(e.str())), QString::fromStdString(e.str()));
+    return;
+  }
+  Scenario s = session_->base();
+  s.model = r.value().model;
+  // Keep the layout when it still fits the new model; otherwise take the scenario's own.
+  Scenario probe = plan::apply_layout(s, session_->layout());
+  const plan::Layout own = plan::layout_of(r.value());
+  show_error({}, {});
+  session_->set_base(s, session_->hardware_ref(), validate_scenario(probe).empty() ? nullptr : &own);
+}
+
+void ScenarioPanel::pick_hardware(int index) {
+  const QString name = hardware_->itemData(index).toString();
+  auto path = io::find_hardware_profile(name.toStdString(), {});
+  auto hw = path ? io::load_hardware_profile(path.value()) : io::Result<HardwareSpec>(path.error());
+  if (!hw) {
+    show_error(QString("<b>%1</b>: %2").arg(html_escape(hw.error().key), html_escape(hw.error().str())),
+               QString::fromStdString(hw.error().str()));
+    return;
+  }
+  Scenario s = session_->base();
+  s.hardware = hw.value();
+  show_error({}, {});
+  session_->set_base(s, name.toStdString());
+}
+
+bool ScenarioPanel::open_file(const QString& path) {
+  const auto err = session_->load_file(path);
+  if (err) {
+    show_error(QString("Cannot load %1<br><b>%2</b>: %3")
+                   .arg(QString::fromStdString(err->file).toHtmlEscaped(), html_escape(err->key.empty() ? "(file)" : err->key),
+                        html_escape(err->str())),
+               QString::fromStdString(err->str()));
+    return false;
+  }
+  show_error({}, {});
+  return true;
+}
+
+bool ScenarioPanel::import_file(const QString& path) {
+  const auto err = session_->import_megatron(path);
+  if (err) {
+    show_error(QString("Cannot import %1<br><b>%2</b>: %3")
+                   .arg(path.toHtmlEscaped(), html_escape(err->key.empty() ? "(command line)" : err->key),
+                        html_escape(err->str())),
+               QString::fromStdString(err->str()));
+    return false;
+  }
+  show_error({}, {});
+  return true;
+}
+
+bool ScenarioPanel::save_file(const QString& path) {
+  QString err;
+  if (!session_->save(path, &err)) {
+    show_error(err.toHtmlEscaped(), err);
+    return false;
+  }
+  return true;
+}
+
+void ScenarioPanel::open_dialog() {
+  const QString p = QFileDialog::getOpenFileName(this, "Open scenario", QString(), "Scenario YAML (*.yaml *.yml);;All files (*)");
+  if (!p.isEmpty()) open_file(p);
+}
+
+void ScenarioPanel::save_dialog() {
+  const QString p = QFileDialog::getSaveFileName(this, "Save scenario", QString(), "Scenario YAML (*.yaml)");
+  if (!p.isEmpty()) save_file(p);
+}
+
+void ScenarioPanel::import_dialog() {
+  const QString p = QFileDialog::getOpenFileName(this, "Import Megatron command line or model_config.yaml");
+  if (!p.isEmpty()) import_file(p);
+}
+
+}  // namespace lcm::gui

@@ -1,0 +1,32 @@
+// lcm-exec results -> report::read_measurements -> lcm::compare -> rows.
+#include "lcm/gui/validation_data.hpp"
+
+#include "lcm/model/calibration.hpp"
+#include "lcm/planner/calibrate.hpp"
+
+namespace lcm::gui {
+
+ValidationLoad load_validation_rows(const QString& path, const HardwareSpec& hw) {
+  ValidationLoad out;
+  report::Measurements m;
+  auto r = report::read_measurements(path.toStdString(), hw.interconnect.gpus_per_node, m);
+  if (!r) {
+    out.error = QString::fromStdString(r.error().str());
+    return out;
+  }
+  out.files = static_cast<int>(m.files.size());
+  out.skipped = static_cast<int>(m.skipped.size());
+  if (m.points.empty()) {
+    out.error = QString("%1: no measured points (lcm-exec results expected)").arg(path);
+    return out;
+  }
+  const std::vector<PointResult> cmp = compare(m.points, hw);
+  out.rows.reserve(cmp.size());
+  for (const PointResult& p : cmp) {
+    out.rows.push_back(ValidationRow{to_string(p.cls), p.point->name, p.point->key, p.point->source,
+                                     p.predicted_before_s, p.point->measured_s});
+  }
+  return out;
+}
+
+}  // namespace lcm::gui

@@ -1,0 +1,382 @@
+// Least-squares calibration of the time model's hardware parameters (calibration.hpp).
+//
+// Each class's parameters are fitted on the log of predicted / measured time, so a 10%
+// miss on a 10 us op weighs as much as one on a 10 ms op. Fractions of a peak are fitted
+// through a logistic transform (they stay in (0, 1)), other parameters through a log
+// transform (they stay positive). The output-tile sizes of the GEMM curve are discrete:
+// every pair of 64 / 128 / 256 is tried and the best kept.
+#include "lcm/model/calibration.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <set>
+
+#include <Eigen/Core>
+#include <unsupported/Eigen/NonLinearOptimization>
+#include <unsupported/Eigen/NumericalDiff>
+
+#include "lcm/model/flops.hpp"
+
+namespace lcm {
+
+const char* to_string(CalibClass c) {
+  switch (c) {
+    case CalibClass::kGemmBf16: return "gemm_bf16";
+    case CalibClass::kGemmFp8: return "gemm_fp8";
+    case CalibClass::kAttention: return "attention";
+    case CalibClass::kMemory: return "memory";
+    case CalibClass::kNvlink: return "nvlink";
+    case CalibClass::kNic: return "nic";
+  }
+  return "?";
+}
+
+CalibClass calib_class(const MeasuredOp& m) {
+  switch (m.op.kind) {
+    case OpKind::kGemm: return m.op.dtype == DType::kFp8 ? CalibClass::kGemmFp8 : CalibClass::kGemmBf16;
+    case OpKind::kAttention: return CalibClass::kAttention;
+    case OpKind::kMemoryBound: return CalibClass::kMemory;
+    case OpKind::kCollective:
+    case OpKind::kSendRecv: return m.topo.nodes > 1 ? CalibClass::kNic : CalibClass::kNvlink;
+  }
+  return CalibClass::kMemory;
+}
+
+double predict_time(const MeasuredOp& m, const HardwareSpec& hw) {
+  const Op& op = m.op;
+  switch (op.kind) {
+    case OpKind::kGemm: return gemm_time(op.gemm, op.dtype, hw);
+    case OpKind::kAttention: {
+      const double fwd = attention_core_flops(op.attn);
+      const bool bwd = op.pass == Pass::kBwd;
+      return attention_time(op.attn, bwd ? kAttentionBackwardFlopFactor * fwd : fwd, bwd, hw);
+    }
+    case OpKind::kMemoryBound: return memory_time(op.bytes, hw);
+    case OpKind::kCollective:
+    case OpKind::kSendRecv: return collective_time(op.coll, m.topo, hw);
+  }
+  return 0;
+}
+
+namespace {
+
+enum class Transform { kFraction, kPositive, kNonNegative };
+
+struct Param {
+  const char* key;       // profile key
+  double unit;           // profile value = internal value / unit
+  Transform transform;
+  std::function<double&(HardwareSpec&)> ref;
+  double nominal = 0;    // start of the fit where the profile has the term off (0)
+};
+
+double to_x(double v, Transform t) {
+  if (t == Transform::kNonNegative) return std::sqrt(std::max(v, 0.0));
+  if (t == Transform::kPositive) return std::log(std::max(v, 1e-300));
+  const double p = std::clamp(v, 1e-6, 1.0 - 1e-6);
+  return std::log(p / (1.0 - p));
+}
+double from_x(double x, Transform t) {
+  if (t == Transform::kNonNegative) return x * x;
+  if (t == Transform::kPositive) return std::exp(std::clamp(x, -700.0, 700.0));
+  return 1.0 / (1.0 + std::exp(-x));
+}
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+Param p_gemm{"efficiency.gemm", 1, Transform::kFraction, [](HardwareSpec& h) -> double& { return h.efficiency.gemm; }};
+Param p_gemm_fp8{"efficiency.gemm_fp8", 1, Transform::kFraction,
+                 [](HardwareSpec& h) -> double& { return h.efficiency.gemm_fp8; }};
+Param p_dim_half{"efficiency.gemm_dim_half", 1, Transform::kPositive,
+                 [](HardwareSpec& h) -> double& { return h.efficiency.gemm_dim_half; }};
+Param p_attn_fwd{"efficiency.attention_fwd", 1, Transform::kFraction,
+                 [](HardwareSpec& h) -> double& { return h.efficiency.attention_fwd; }};
+Param p_attn_bwd{"efficiency.attention_bwd", 1, Transform::kFraction,
+                 [](HardwareSpec& h) -> double& { return h.efficiency.attention_bwd; }};
+Param p_attn_half{"efficiency.attention_seq_half_tokens", 1, Transform::kPositive,
+                  [](HardwareSpec& h) -> double& { return h.efficiency.attention_seq_half; }};
+Param p_head_dim_half{"efficiency.attention_head_dim_half", 1, Transform::kPositive,
+                      [](HardwareSpec& h) -> double& { return h.efficiency.attention_head_dim_half; }, 64};
+Param p_wide_dim{"efficiency.attention_bwd_wide_dim_exponent", 1, Transform::kNonNegative,
+                 [](HardwareSpec& h) -> double& { return h.efficiency.attention_bwd_wide_dim_exponent; }, 1.0};
+Param p_kernel_fixed{"efficiency.kernel_fixed_us", 1e-6, Transform::kPositive,
+                     [](HardwareSpec& h) -> double& { return h.efficiency.kernel_fixed; }, 2e-6};
+Param p_hbm{"efficiency.hbm", 1, Transform::kFraction, [](HardwareSpec& h) -> double& { return h.efficiency.hbm; }};
+Param p_nvlink{"efficiency.nvlink", 1, Transform::kFraction,
+               [](HardwareSpec& h) -> double& { return h.efficiency.nvlink; }};
+Param p_nvlink_half{"efficiency.nvlink_half_MiB", kMiB, Transform::kPositive,
+                    [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_half_bytes; }};
+Param p_coll_base{"efficiency.collective_base_us", 1e-6, Transform::kPositive,
+                  [](HardwareSpec& h) -> double& { return h.efficiency.collective_base; }, 5e-6};
+Param p_ag_scale{"efficiency.nvlink_allgather_scale", 1, Transform::kPositive,
+                 [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_allgather_scale; }, 1.0};
+Param p_a2a_scale{"efficiency.nvlink_alltoall_scale", 1, Transform::kPositive,
+                  [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_alltoall_scale; }, 1.0};
+Param p_p2p_scale{"efficiency.nvlink_sendrecv_scale", 1, Transform::kPositive,
+                  [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_sendrecv_scale; }, 1.0};
+Param p_ramp{"efficiency.nvlink_ramp_exponent", 1, Transform::kPositive,
+             [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_ramp_exponent; }, 1.0};
+Param p_nic{"efficiency.nic", 1, Transform::kFraction, [](HardwareSpec& h) -> double& { return h.efficiency.nic; }};
+Param p_nic_half{"efficiency.nic_half_MiB", kMiB, Transform::kPositive,
+                 [](HardwareSpec& h) -> double& { return h.efficiency.nic_half_bytes; }};
+
+double log_residual(const MeasuredOp& m, const HardwareSpec& hw) {
+  const double p = predict_time(m, hw);
+  if (!(p > 0) || !(m.measured_s > 0)) return 0;
+  return std::log(p / m.measured_s);
+}
+
+constexpr double kPrior = 0.01;
+
+// Levenberg-Marquardt over the transformed parameters; `hw` receives the best fit.
+struct Functor {
+  using Scalar = double;
+  using InputType = Eigen::VectorXd;
+  using ValueType = Eigen::VectorXd;
+  using JacobianType = Eigen::MatrixXd;
+  enum { InputsAtCompileTime = Eigen::Dynamic, ValuesAtCompileTime = Eigen::Dynamic };
+
+  const std::vector<const MeasuredOp*>* pts;
+  const std::vector<Param>* params;
+  HardwareSpec base;
+  Eigen::VectorXd x0;     // the profile's parameters (transformed)
+  Eigen::VectorXd prior;  // weight of the pull towards x0: 0 for terms the profile had off
+
+  int inputs() const { return static_cast<int>(params->size()); }
+  int values() const { return static_cast<int>(pts->size()) + inputs(); }
+
+  HardwareSpec apply(const Eigen::VectorXd& x) const {
+    HardwareSpec h = base;
+    for (size_t i = 0; i < params->size(); ++i)
+      (*params)[i].ref(h) = from_x(x[static_cast<Eigen::Index>(i)], (*params)[i].transform);
+    return h;
+  }
+  int operator()(const Eigen::VectorXd& x, Eigen::VectorXd& f) const {
+    const HardwareSpec h = apply(x);
+    f.setZero(values());
+    for (size_t i = 0; i < pts->size(); ++i) f[static_cast<Eigen::Index>(i)] = log_residual(*(*pts)[i], h);
+    // A weak pull towards the starting values: a parameter the points do not determine
+    // (a half-point no measured size comes near) stays where the profile had it instead
+    // of drifting; against the data it weighs like a 1% miss per e-fold of change.
+    for (int j = 0; j < inputs(); ++j) f[static_cast<Eigen::Index>(pts->size()) + j] = prior[j] * (x[j] - x0[j]);
+    return 0;
+  }
+};
+
+double sum_sq(const std::vector<const MeasuredOp*>& pts, const HardwareSpec& h) {
+  double s = 0;
+  for (const MeasuredOp* m : pts) s += std::pow(log_residual(*m, h), 2);
+  return s;
+}
+
+// Fits `params` on `pts` starting from `hw`; returns the sum of squared log residuals.
+double fit(const std::vector<const MeasuredOp*>& pts, const std::vector<Param>& params, HardwareSpec& hw) {
+  const auto n = static_cast<Eigen::Index>(params.size());
+  Eigen::VectorXd x(n), prior(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const Param& p = params[static_cast<size_t>(i)];
+    const double v = p.ref(hw);
+    x[i] = to_x(v > 0 ? v : p.nominal, p.transform);
+    prior[i] = v > 0 ? kPrior : 0.0;
+  }
+  Functor f{&pts, &params, hw, x, prior};
+  Eigen::NumericalDiff<Functor> nd(f);
+  Eigen::LevenbergMarquardt<Eigen::NumericalDiff<Functor>> lm(nd);
+  lm.parameters.maxfev = 4000;
+  lm.parameters.xtol = 1e-12;
+  lm.parameters.ftol = 1e-12;
+  lm.minimize(x);
+  HardwareSpec fitted = f.apply(x);
+  const double before = sum_sq(pts, hw), after = sum_sq(pts, fitted);
+  if (after <= before) hw = fitted;  // never worse than the start
+  return std::min(before, after);
+}
+
+struct Residuals {
+  double rms = 0, max_abs = 0;
+  int within_10 = 0;
+};
+Residuals residuals(const std::vector<const MeasuredOp*>& pts, const HardwareSpec& h) {
+  Residuals r;
+  if (pts.empty()) return r;
+  double s = 0;
+  for (const MeasuredOp* m : pts) {
+    const double lr = log_residual(*m, h);
+    s += lr * lr;
+    const double rel = predict_time(*m, h) / m->measured_s - 1.0;
+    r.max_abs = std::max(r.max_abs, std::abs(rel));
+    if (std::abs(rel) <= 0.10) ++r.within_10;
+  }
+  r.rms = std::sqrt(s / static_cast<double>(pts.size()));
+  return r;
+}
+
+// The class's parameters: all of them when every one is determined by the points.
+std::vector<Param> class_params(CalibClass c, const std::vector<const MeasuredOp*>& pts, std::string* note) {
+  auto count = [&](auto pred) { return std::count_if(pts.begin(), pts.end(), pred); };
+  switch (c) {
+    case CalibClass::kGemmBf16:
+      if (pts.size() < 4) {
+        *note = "fewer than 4 points: only the peak fraction fitted";
+        return {p_gemm};
+      }
+      return {p_gemm, p_dim_half};
+    case CalibClass::kGemmFp8:
+      *note = "shape curve (gemm_dim_half, tiles) shared with the BF16 fit";
+      return {p_gemm_fp8};
+    case CalibClass::kAttention: {
+      const auto fwd = count([](const MeasuredOp* m) { return m->op.pass != Pass::kBwd; });
+      const auto bwd = static_cast<long>(pts.size()) - fwd;
+      std::vector<Param> ps;
+      if (fwd) ps.push_back(p_attn_fwd);
+      if (bwd) ps.push_back(p_attn_bwd);
+      if (!fwd || !bwd) *note = fwd ? "no backward points: attention_bwd kept" : "no forward points: attention_fwd kept";
+      if (static_cast<long>(pts.size()) > static_cast<long>(ps.size()) + 1) ps.push_back(p_attn_half);
+      std::set<int64_t> dims;
+      for (const MeasuredOp* m : pts) dims.insert(m->op.attn.head_dim_qk + m->op.attn.head_dim_v);
+      if (dims.size() > 1) ps.push_back(p_head_dim_half);
+      else if (note->empty()) *note = "one head dim measured: attention_head_dim_half kept";
+      if (std::any_of(pts.begin(), pts.end(), [](const MeasuredOp* m) {
+            return m->op.pass == Pass::kBwd && m->op.attn.head_dim_qk + m->op.attn.head_dim_v > 256;
+          }))
+        ps.push_back(p_wide_dim);
+      return ps;
+    }
+    case CalibClass::kMemory: {
+      // The fixed time per kernel shows in small kernels: fitted here, where copies span
+      // sizes from launch-bound to bandwidth-bound, and shared by every compute class.
+      double lo = std::numeric_limits<double>::infinity(), hi = 0;
+      for (const MeasuredOp* m : pts) lo = std::min(lo, m->op.bytes), hi = std::max(hi, m->op.bytes);
+      if (pts.size() >= 3 && hi >= 64 * lo) return {p_hbm, p_kernel_fixed};
+      *note = "sizes span less than 64x: kernel_fixed_us kept";
+      return {p_hbm};
+    }
+    case CalibClass::kNvlink:
+    case CalibClass::kNic: {
+      const bool nv = c == CalibClass::kNvlink;
+      if (pts.size() < 4) {
+        *note = "fewer than 4 points: only the bandwidth fraction fitted";
+        return {nv ? p_nvlink : p_nic};
+      }
+      // The per-step latency is kept (the profile quotes NCCL's own constant): on groups
+      // of one size it is indistinguishable from the half-point, which adds half / peak.
+      *note = nv ? "nvlink_latency_us kept (degenerate with nvlink_half_MiB on one group size)"
+                 : "nic_latency_us kept (degenerate with nic_half_MiB on one group size)";
+      if (!nv) return {p_nic, p_nic_half};
+      // NVLink: the all-reduce sets `nvlink`; each other collective measured gets its own
+      // scale (all-reduce absent: the first present kind anchors `nvlink`).
+      std::set<Collective> kinds;
+      for (const MeasuredOp* m : pts) {
+        const Collective k = m->op.coll.kind == Collective::kReduceScatter ? Collective::kAllGather : m->op.coll.kind;
+        kinds.insert(k);
+      }
+      std::vector<Param> ps{p_nvlink, p_nvlink_half};
+      const bool anchor = kinds.count(Collective::kAllReduce) > 0;
+      int skipped_anchor = anchor ? 1 : 0;
+      for (const auto& [k, p] : {std::pair{Collective::kAllGather, p_ag_scale}, std::pair{Collective::kAllToAll, p_a2a_scale},
+                                 std::pair{Collective::kSendRecv, p_p2p_scale}}) {
+        if (!kinds.count(k)) continue;
+        if (!skipped_anchor) {
+          skipped_anchor = 1;  // this kind anchors `nvlink`; its scale stays
+          continue;
+        }
+        ps.push_back(p);
+      }
+      double lo = std::numeric_limits<double>::infinity();
+      for (const MeasuredOp* m : pts) lo = std::min(lo, m->op.coll.message_bytes);
+      if (lo <= 1 << 20) ps.push_back(p_coll_base);
+      if (pts.size() >= 12) ps.push_back(p_ramp);
+      return ps;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::vector<PointResult> compare(const std::vector<MeasuredOp>& points, const HardwareSpec& hw) {
+  std::vector<PointResult> out;
+  out.reserve(points.size());
+  for (const MeasuredOp& m : points) {
+    const double t = predict_time(m, hw);
+    out.push_back({&m, calib_class(m), t, t});
+  }
+  return out;
+}
+
+Calibration calibrate(const std::vector<MeasuredOp>& points, const HardwareSpec& start) {
+  Calibration cal;
+  cal.fitted = start;
+  std::vector<std::vector<const MeasuredOp*>> by_class(kNumCalibClasses);
+  for (const MeasuredOp& m : points)
+    if (m.measured_s > 0) by_class[static_cast<size_t>(calib_class(m))].push_back(&m);
+
+  // Memory first: it sets the fixed time per kernel that every compute class includes.
+  cal.classes.resize(kNumCalibClasses);
+  for (const CalibClass c : {CalibClass::kMemory, CalibClass::kGemmBf16, CalibClass::kGemmFp8, CalibClass::kAttention,
+                             CalibClass::kNvlink, CalibClass::kNic}) {
+    const int ci = static_cast<int>(c);
+    const auto& pts = by_class[static_cast<size_t>(ci)];
+    ClassFit cf;
+    cf.cls = c;
+    cf.points = static_cast<int>(pts.size());
+    const Residuals rb = residuals(pts, start);
+    cf.rms_before = rb.rms;
+    cf.max_abs_before = rb.max_abs;
+    cf.within_10_before = rb.within_10;
+    if (pts.empty()) {
+      cf.note = "no measurements: parameters kept";
+    } else {
+      std::vector<Param> params = class_params(c, pts, &cf.note);
+      HardwareSpec before = cal.fitted;
+      if (c == CalibClass::kGemmBf16) {
+        // Discrete tile sizes: fit the continuous parameters for each and keep the best.
+        double best = std::numeric_limits<double>::infinity();
+        HardwareSpec best_hw = cal.fitted;
+        for (int tm : {64, 128, 256})
+          for (int tn : {64, 128, 256}) {
+            HardwareSpec h = before;
+            h.efficiency.gemm_tile_m = tm;
+            h.efficiency.gemm_tile_n = tn;
+            const double ss = fit(pts, params, h);
+            if (ss < best - 1e-12) {
+              best = ss;
+              best_hw = h;
+            }
+          }
+        cal.fitted = best_hw;
+        cf.params.push_back({"efficiency.gemm_tile_m", static_cast<double>(before.efficiency.gemm_tile_m),
+                             static_cast<double>(cal.fitted.efficiency.gemm_tile_m)});
+        cf.params.push_back({"efficiency.gemm_tile_n", static_cast<double>(before.efficiency.gemm_tile_n),
+                             static_cast<double>(cal.fitted.efficiency.gemm_tile_n)});
+      } else {
+        fit(pts, params, cal.fitted);
+      }
+      for (const Param& p : params) {
+        HardwareSpec b = before;
+        cf.params.insert(cf.params.end() - (c == CalibClass::kGemmBf16 ? 2 : 0),
+                         {p.key, p.ref(b) / p.unit, p.ref(cal.fitted) / p.unit});
+      }
+      cf.fitted = true;
+    }
+    const Residuals ra = residuals(pts, cal.fitted);
+    cf.rms_after = ra.rms;
+    cf.max_abs_after = ra.max_abs;
+    cf.within_10_after = ra.within_10;
+    cal.classes[static_cast<size_t>(ci)] = std::move(cf);
+  }
+
+  const HardwareSpec& after = cal.fitted;
+  cal.points.reserve(points.size());
+  for (const MeasuredOp& m : points) {
+    PointResult r{&m, calib_class(m), predict_time(m, start), predict_time(m, after)};
+    if (m.measured_s > 0 && std::abs(r.error_after()) <= 0.10) ++cal.total_within_10;
+    cal.points.push_back(r);
+  }
+  return cal;
+}
+
+}  // namespace lcm

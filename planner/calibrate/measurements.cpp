@@ -1,0 +1,363 @@
+// Measured op times as model ops: lcm-exec summaries and nccl-tests logs (calibrate.hpp).
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "lcm/planner/calibrate.hpp"
+
+namespace lcm::report {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+io::ConfigError err(const std::string& file, int line, const std::string& key, const std::string& msg) {
+  return io::ConfigError{file, line, 0, key, msg};
+}
+
+std::optional<Collective> collective_named(std::string s) {
+  std::replace(s.begin(), s.end(), '-', '_');
+  if (s == "all_reduce" || s == "allreduce") return Collective::kAllReduce;
+  if (s == "all_gather" || s == "allgather") return Collective::kAllGather;
+  if (s == "reduce_scatter" || s == "reducescatter") return Collective::kReduceScatter;
+  if (s == "all_to_all" || s == "alltoall" || s == "all_to_allv" || s == "alltoallv") return Collective::kAllToAll;
+  if (s == "send_recv" || s == "sendrecv") return Collective::kSendRecv;
+  return std::nullopt;
+}
+
+// Host of each rank from "#  Rank   0 Pid    1402 on           vm device  0 [...]" lines
+// (lcm-exec's "devices" and nccl-tests' header use the same form).
+std::map<int, std::string> rank_hosts(const std::vector<std::string>& lines) {
+  static const std::regex re(R"(^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+))");
+  std::map<int, std::string> hosts;
+  std::smatch m;
+  for (const std::string& l : lines)
+    if (std::regex_search(l, m, re)) hosts[std::stoi(m[1].str())] = m[2].str();
+  return hosts;
+}
+
+GroupTopology topology(const std::vector<int>& ranks, const std::map<int, std::string>& hosts, int gpus_per_node) {
+  GroupTopology t;
+  t.size = static_cast<int>(ranks.size());
+  std::set<std::string> nodes;
+  for (int r : ranks) {
+    const auto h = hosts.find(r);
+    nodes.insert(h != hosts.end() ? h->second : "node" + std::to_string(r / std::max(1, gpus_per_node)));
+  }
+  t.nodes = std::max<int>(1, static_cast<int>(nodes.size()));
+  t.per_node = (t.size + t.nodes - 1) / t.nodes;
+  return t;
+}
+
+MeasuredOp collective_point(Collective kind, double bytes, const GroupTopology& topo) {
+  MeasuredOp m;
+  m.op.kind = kind == Collective::kSendRecv ? OpKind::kSendRecv : OpKind::kCollective;
+  m.op.stream = Stream::kTp;
+  m.op.coll.kind = kind;
+  m.op.coll.group_size = topo.size;
+  m.op.coll.message_bytes = bytes;
+  m.topo = topo;
+  return m;
+}
+
+// "4096x6144x4096" -> {4096, 6144, 4096}.
+std::optional<std::vector<int64_t>> dims(const std::string& shape) {
+  std::vector<int64_t> out;
+  std::stringstream in(shape);
+  for (std::string tok; std::getline(in, tok, 'x');) {
+    if (tok.empty() || tok.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    out.push_back(std::stoll(tok));
+  }
+  return out;
+}
+
+double number(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+// A model op described explicitly by the point (`model_op`), as lcm-exec writes for ops
+// without a family-specific shape (MoE phases, CP ring steps):
+//   {"kind": "gemm", "m", "n", "k", "groups", "dtype"} | {"kind": "memory", "bytes"} |
+//   {"kind": "collective", "collective", "bytes", "group_size"} |
+//   {"kind": "attention", "b", "s_q", "s_kv", "hq", "hkv", "d", "d_v", "work_fraction", "pass"}
+std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ranks,
+                                      const std::map<int, std::string>& hosts, int gpn, std::string* why) {
+  const std::string kind = mo.value("kind", "");
+  MeasuredOp m;
+  if (kind == "gemm") {
+    m.op.kind = OpKind::kGemm;
+    m.op.gemm = GemmShape{static_cast<int64_t>(number(mo, "m")), static_cast<int64_t>(number(mo, "n")),
+                          static_cast<int64_t>(number(mo, "k")), std::max(1, static_cast<int>(number(mo, "groups")))};
+    m.op.dtype = mo.value("dtype", "bf16").rfind("fp8", 0) == 0 ? DType::kFp8 : DType::kBf16;
+    if (m.op.gemm.m <= 0 || m.op.gemm.n <= 0 || m.op.gemm.k <= 0) return *why = "gemm model_op without m, n, k", std::nullopt;
+    return m;
+  }
+  if (kind == "memory") {
+    m.op.kind = OpKind::kMemoryBound;
+    m.op.bytes = number(mo, "bytes");
+    if (m.op.bytes <= 0) return *why = "memory model_op without bytes", std::nullopt;
+    return m;
+  }
+  if (kind == "collective") {
+    const auto c = collective_named(mo.value("collective", ""));
+    const int n = static_cast<int>(number(mo, "group_size"));
+    if (!c || n < 2) return *why = "collective model_op without a known collective and group_size >= 2", std::nullopt;
+    std::vector<int> rs = ranks;
+    if (static_cast<int>(rs.size()) != n) {
+      rs.clear();
+      for (int r = 0; r < n; ++r) rs.push_back(r);
+    }
+    return collective_point(*c, number(mo, "bytes"), topology(rs, hosts, gpn));
+  }
+  if (kind == "attention") {
+    m.op.kind = OpKind::kAttention;
+    AttentionShape& a = m.op.attn;
+    a.batch = static_cast<int64_t>(number(mo, "b"));
+    a.seq_q = static_cast<int64_t>(number(mo, "s_q"));
+    a.seq_kv = static_cast<int64_t>(number(mo, "s_kv"));
+    a.heads_q = static_cast<int64_t>(number(mo, "hq"));
+    a.heads_kv = static_cast<int64_t>(number(mo, "hkv"));
+    a.head_dim_qk = static_cast<int64_t>(number(mo, "d"));
+    a.head_dim_v = mo.contains("d_v") ? static_cast<int64_t>(number(mo, "d_v")) : a.head_dim_qk;
+    a.work_fraction = mo.contains("work_fraction") ? number(mo, "work_fraction") : 1.0;
+    a.causal = a.work_fraction < 1.0;
+    m.op.pass = mo.value("pass", "fwd") == "bwd" ? Pass::kBwd : Pass::kFwd;
+    if (a.batch <= 0 || a.seq_q <= 0 || a.seq_kv <= 0 || a.heads_q <= 0 || a.head_dim_qk <= 0)
+      return *why = "attention model_op without b, s_q, s_kv, hq, d", std::nullopt;
+    return m;
+  }
+  *why = fmt::format("model_op kind '{}' is not one of gemm, memory, collective, attention", kind);
+  return std::nullopt;
+}
+
+}  // namespace
+
+io::Result<std::vector<MeasuredOp>> parse_exec_summary(const std::string& text, const std::string& file,
+                                                       int gpus_per_node, std::vector<std::string>* skipped) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const std::exception& e) {
+    return err(file, 0, "", std::string("not valid JSON: ") + e.what());
+  }
+  if (!doc.is_object() || !doc.contains("points") || !doc["points"].is_array() || !doc.contains("benchmark"))
+    return err(file, 0, "points", "not an lcm-exec summary (expected an object with 'benchmark' and 'points')");
+  std::vector<std::string> dev_lines;
+  if (doc.contains("devices") && doc["devices"].is_array())
+    for (const auto& d : doc["devices"])
+      if (d.is_string()) dev_lines.push_back(d.get<std::string>());
+  const auto hosts = rank_hosts(dev_lines);
+  std::vector<MeasuredOp> out;
+  auto skip = [&](const std::string& key, const std::string& why) {
+    if (skipped) skipped->push_back(fmt::format("{}: {}: {}", file, key, why));
+  };
+  for (const json& p : doc["points"]) {
+    const std::string key = p.value("key", "?");
+    const std::string family = p.value("family", doc.value("benchmark", ""));
+    if (!p.value("correct", false)) {
+      skip(key, "its correctness check failed");
+      continue;
+    }
+    const json tu = p.value("time_us", json::object());
+    const double med = number(tu, "median");
+    if (!(med > 0)) {
+      skip(key, "no median time");
+      continue;
+    }
+    std::vector<int> ranks;
+    if (p.contains("extra") && p["extra"].contains("ranks") && p["extra"]["ranks"].is_array())
+      for (const auto& r : p["extra"]["ranks"]) ranks.push_back(r.get<int>());
+    std::optional<MeasuredOp> m;
+    std::string why;
+    if (p.contains("model_op") && p["model_op"].is_object()) {
+      m = explicit_op(p["model_op"], ranks, hosts, gpus_per_node, &why);
+    } else if (family == "gemm") {
+      const auto d = dims(p.value("shape", ""));
+      if (d && d->size() == 3) {
+        m = MeasuredOp{};
+        m->op.kind = OpKind::kGemm;
+        m->op.gemm = GemmShape{(*d)[0], (*d)[1], (*d)[2], 1};
+        m->op.dtype = p.value("dtype", "bf16").rfind("fp8", 0) == 0 ? DType::kFp8 : DType::kBf16;
+      } else {
+        why = "gemm shape is not MxNxK";
+      }
+    } else if (family == "attention" && key.find("/fwd+bwd/") != std::string::npos) {
+      why = "forward+backward total of the separate fwd and bwd points";
+    } else if (family == "attention") {
+      const json a = p.contains("extra") ? p["extra"].value("attention", json::object()) : json::object();
+      if (number(a, "s") > 0 && number(a, "hq") > 0 && number(a, "d") > 0) {
+        m = MeasuredOp{};
+        m->op.kind = OpKind::kAttention;
+        AttentionShape& s = m->op.attn;
+        s.batch = static_cast<int64_t>(std::max(1.0, number(a, "b")));
+        s.seq_q = s.seq_kv = static_cast<int64_t>(number(a, "s"));
+        s.heads_q = static_cast<int64_t>(number(a, "hq"));
+        s.heads_kv = static_cast<int64_t>(a.contains("hkv") ? number(a, "hkv") : number(a, "hq"));
+        s.head_dim_qk = static_cast<int64_t>(number(a, "d"));
+        s.head_dim_v = a.contains("d_v") ? static_cast<int64_t>(number(a, "d_v")) : s.head_dim_qk;
+        s.causal = a.value("causal", true);
+        s.work_fraction = s.causal ? 0.5 : 1.0;
+        const std::string op = p.value("op", "");
+        m->op.pass = key.find("/bwd/") != std::string::npos || op.ends_with(".bwd") ? Pass::kBwd : Pass::kFwd;
+      } else {
+        why = "attention point without extra.attention {s, hq, d}";
+      }
+    } else if (family == "collectives") {
+      const auto c = collective_named(p.value("collective", ""));
+      const int n = static_cast<int>(number(p, "group_size"));
+      if (c && n >= 2) {
+        if (static_cast<int>(ranks.size()) != n) {
+          ranks.clear();
+          for (int r = 0; r < n; ++r) ranks.push_back(r);
+        }
+        m = collective_point(*c, number(p, "size"), topology(ranks, hosts, gpus_per_node));
+      } else {
+        why = n < 2 ? "a group of one rank moves nothing" : "unknown collective";
+      }
+    } else if (family == "membw") {
+      // A device-to-device copy reads and writes every byte.
+      m = MeasuredOp{};
+      m->op.kind = OpKind::kMemoryBound;
+      m->op.bytes = 2.0 * number(p, "size");
+      if (!(m->op.bytes > 0)) m.reset(), why = "no size";
+    } else {
+      why = fmt::format("family '{}' point carries no model_op", family);
+    }
+    if (!m) {
+      skip(key, why);
+      continue;
+    }
+    m->name = p.value("op", key);
+    m->key = key;
+    m->source = file;
+    m->measured_s = med * 1e-6;
+    const double p10 = number(tu, "p10"), p90 = number(tu, "p90");
+    m->spread = p90 > p10 ? (p90 - p10) / med : 0.0;
+    out.push_back(std::move(*m));
+  }
+  return out;
+}
+
+io::Result<std::vector<MeasuredOp>> parse_nccl_tests_log(const std::string& text, const std::string& file,
+                                                         int gpus_per_node) {
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  const auto hosts = rank_hosts(lines);
+  if (hosts.empty())
+    return err(file, 0, "", "no '#  Rank N ... on HOST' lines: not an nccl-tests log, or the header was cut");
+  std::optional<Collective> coll;
+  static const std::regex start(R"(Collective test starting:\s*(\w+?)_perf)");
+  std::smatch sm;
+  for (const std::string& l : lines)
+    if (std::regex_search(l, sm, start)) coll = collective_named(sm[1].str());
+  if (!coll) {
+    const std::string stem = fs::path(file).filename().string();
+    for (const char* n : {"all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"})
+      if (stem.find(n) != std::string::npos) coll = collective_named(n);
+  }
+  if (!coll)
+    return err(file, 0, "",
+               "cannot tell the collective: no 'Collective test starting: X_perf' line and the file name names none "
+               "of all_reduce, all_gather, reduce_scatter, alltoall, sendrecv");
+  std::vector<int> ranks;
+  for (const auto& [r, h] : hosts) ranks.push_back(r);
+  const GroupTopology topo = topology(ranks, hosts, gpus_per_node);
+  std::vector<MeasuredOp> out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& l = lines[i];
+    const size_t b = l.find_first_not_of(" \t");
+    if (b == std::string::npos || l[b] == '#') continue;
+    std::istringstream in(l);
+    std::vector<std::string> tok;
+    for (std::string t; in >> t;) tok.push_back(t);
+    if (tok.size() < 9 || tok[0].find_first_not_of("0123456789") != std::string::npos) continue;
+    // size count type redop root time algbw busbw #wrong [in-place: time algbw busbw #wrong]
+    double size = 0, time_us = 0;
+    try {
+      size = std::stod(tok[0]);
+      time_us = std::stod(tok[5]);
+    } catch (const std::exception&) {
+      return err(file, static_cast<int>(i + 1), "", "expected numbers in the size and time columns");
+    }
+    if (tok[8] != "0" && tok[8] != "N/A") continue;  // wrong results are not measurements
+    if (!(time_us > 0) || !(size > 0)) continue;
+    MeasuredOp m = collective_point(*coll, size, topo);
+    m.name = fmt::format("nccl-tests.{}", to_string(*coll));
+    m.key = fmt::format("nccl-tests/{}/{}/{:.0f}", to_string(*coll), topo.size, size);
+    m.source = file;
+    m.measured_s = time_us * 1e-6;
+    out.push_back(std::move(m));
+  }
+  if (out.empty()) return err(file, 0, "", "no result rows (size count type redop root time ...) found");
+  return out;
+}
+
+io::Result<bool> read_measurements(const std::string& path, int gpus_per_node, Measurements& out) {
+  std::error_code ec;
+  auto read_text = [](const fs::path& p) -> std::optional<std::string> {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  auto read_one = [&](const fs::path& p, bool from_dir) -> io::Result<bool> {
+    const auto text = read_text(p);
+    if (!text) return err(p.string(), 0, "", "cannot read the file");
+    const size_t b = text->find_first_not_of(" \t\r\n");
+    const bool is_json = b != std::string::npos && (*text)[b] == '{';
+    if (is_json) {
+      auto r = parse_exec_summary(*text, p.string(), gpus_per_node, &out.skipped);
+      if (!r) {
+        if (from_dir) return false;  // other JSON files in a directory are not ours
+        return r.error();
+      }
+      out.points.insert(out.points.end(), r.value().begin(), r.value().end());
+    } else {
+      auto r = parse_nccl_tests_log(*text, p.string(), gpus_per_node);
+      if (!r) {
+        if (from_dir) return false;
+        return r.error();
+      }
+      out.points.insert(out.points.end(), r.value().begin(), r.value().end());
+    }
+    out.files.push_back(p.string());
+    return true;
+  };
+  const fs::path p(path);
+  if (fs::is_directory(p, ec)) {
+    if (fs::is_regular_file(p / "summary.json", ec)) return read_one(p / "summary.json", false);
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(p, ec)) {
+      const std::string ext = e.path().extension().string();
+      if (e.is_regular_file() && ext == ".json") files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    bool any = false;
+    for (const fs::path& f : files) {
+      auto r = read_one(f, true);
+      if (!r) return r.error();
+      any = any || r.value();
+    }
+    if (!any)
+      return err(path, 0, "", "no lcm-exec summary (summary.json or another *.json summary) in this directory");
+    return true;
+  }
+  if (!fs::exists(p, ec)) return err(path, 0, "", "no such file or directory");
+  return read_one(p, false);
+}
+
+}  // namespace lcm::report

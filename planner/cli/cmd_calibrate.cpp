@@ -1,0 +1,177 @@
+// `lcm calibrate RESULTS... --profile hwprofiles/h200-sxm.yaml -o FILE`: fits the profile's
+// time-model parameters to measured op times (lcm-exec results directories or summaries,
+// nccl-tests logs) by least squares, prints the residual per op class and writes the
+// calibrated profile, which the model uses unchanged. With --compare it fits nothing and
+// prints the predicted-vs-measured table of the profile as it stands.
+#include "commands.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common.hpp"
+#include "lcm/model/calibration.hpp"
+#include "lcm/model/io/scenario_loader.hpp"
+#include "lcm/planner/calibrate.hpp"
+
+namespace lcm::cli {
+
+namespace {
+
+struct CalibrateArgs {
+  std::vector<std::string> inputs;
+  std::string profile;
+  std::string output;       // calibrated profile
+  std::string format = "table";
+  std::string report;       // report file (default stdout)
+  bool points = false;
+  bool compare = false;
+};
+
+// "FILE: KEY: why" lines grouped by why: "N points skipped: why (e.g. FILE: KEY)".
+std::vector<std::string> skipped_summary(const std::vector<std::string>& skipped) {
+  std::vector<std::pair<std::string, std::pair<int, std::string>>> groups;
+  for (const std::string& s : skipped) {
+    const size_t a = s.find(": "), b = a == std::string::npos ? a : s.find(": ", a + 2);
+    const std::string why = b == std::string::npos ? s : s.substr(b + 2);
+    const std::string where = b == std::string::npos ? "" : s.substr(0, b);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == why; });
+    if (it == groups.end()) groups.push_back({why, {1, where}});
+    else ++it->second.first;
+  }
+  std::vector<std::string> out;
+  for (const auto& [why, g] : groups)
+    out.push_back(fmt::format("skipped {} point{}: {} (e.g. {})", g.first, g.first == 1 ? "" : "s", why, g.second));
+  return out;
+}
+
+int run_calibrate(const CalibrateArgs& a) {
+  auto found = io::find_hardware_profile(a.profile, {});
+  if (!found) {
+    std::cerr << "lcm: " << found.error().str() << "\n";
+    return kExitBadInput;
+  }
+  const std::string profile_path = found.value();
+  std::string profile_text;
+  {
+    std::ifstream in(profile_path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    profile_text = ss.str();
+  }
+  auto hw = io::load_hardware_profile_text(profile_text, profile_path);
+  if (!hw) {
+    std::cerr << "lcm: " << hw.error().str() << "\n";
+    return kExitBadInput;
+  }
+  report::Measurements ms;
+  for (const std::string& in : a.inputs) {
+    auto r = report::read_measurements(in, hw.value().interconnect.gpus_per_node, ms);
+    if (!r) {
+      std::cerr << "lcm: " << r.error().str() << "\n";
+      return kExitBadInput;
+    }
+  }
+  if (ms.points.empty()) {
+    std::cerr << "lcm: no usable measurements in " << fmt::format("{}", fmt::join(a.inputs, ", "))
+              << (ms.skipped.empty() ? "" : fmt::format(" ({} points skipped, e.g. {})", ms.skipped.size(), ms.skipped[0]))
+              << "\n";
+    return kExitBadInput;
+  }
+  const report::Format f = parse_format(a.format);
+
+  if (a.compare) {
+    const auto rows = compare(ms.points, hw.value());
+    report::Table t = report::comparison_table(rows, fmt::format("{}: predicted vs measured", profile_path));
+    for (const std::string& s : skipped_summary(ms.skipped)) t.notes.push_back(s);
+    std::string text;
+    if (f == report::Format::kJson) {
+      nlohmann::ordered_json j = nlohmann::ordered_json::array();
+      for (const PointResult& r : rows)
+        j.push_back({{"op", r.point->name}, {"key", r.point->key}, {"class", to_string(r.cls)},
+                     {"measured_s", r.point->measured_s}, {"predicted_s", r.predicted_after_s},
+                     {"error", r.error_after()}});
+      text = j.dump(2) + "\n";
+    } else {
+      text = report::render({t}, f);
+    }
+    return write_output(a.report, text) ? kExitOk : kExitFailure;
+  }
+
+  if (a.output.empty()) {
+    std::cerr << "lcm: calibrate: -o FILE (the calibrated profile) is required unless --compare is given\n";
+    return kExitBadInput;
+  }
+  const Calibration cal = calibrate(ms.points, hw.value());
+
+  std::vector<io::ProfileEdit> edits;
+  {
+    std::vector<std::string> sources;
+    for (const std::string& in : a.inputs) sources.push_back(std::filesystem::path(in).filename().string());
+    edits.push_back({"name", fmt::format("Calibrated by `lcm calibrate` from {} measured points ({}); the fitted "
+                                         "keys below say what they were. Named after its file.",
+                                         ms.points.size(), fmt::join(sources, ", "))});
+  }
+  for (const ClassFit& c : cal.classes) {
+    if (!c.fitted) continue;
+    for (const FittedParam& p : c.params)
+      edits.push_back({p.key, fmt::format("lcm calibrate: {:.4g} -> {:.4g}, fitted on {} {} points (rms error {:.1f}% -> "
+                                          "{:.1f}%, {}/{} within 10%)",
+                                          p.before, p.after, c.points, to_string(c.cls),
+                                          100.0 * (std::exp(c.rms_before) - 1.0), 100.0 * (std::exp(c.rms_after) - 1.0),
+                                          c.within_10_after, c.points)});
+  }
+  // A profile is named after its file (hwprofiles/NAME.yaml is found by NAME).
+  HardwareSpec written = cal.fitted;
+  written.name = written.gpu.name = std::filesystem::path(a.output).stem().string();
+  auto edited = io::edit_hardware_profile(profile_text, profile_path, written, edits);
+  if (!edited) {
+    std::cerr << "lcm: " << edited.error().str() << "\n";
+    return kExitFailure;
+  }
+  if (!write_output(a.output, edited.value())) return kExitFailure;
+
+  std::string text;
+  if (f == report::Format::kJson) {
+    auto j = report::calibration_json(cal);
+    j["profile"] = profile_path;
+    j["output"] = a.output;
+    j["skipped"] = ms.skipped;
+    text = j.dump(2) + "\n";
+  } else {
+    auto tables = report::calibration_tables(cal, a.points);
+    for (const std::string& s : skipped_summary(ms.skipped)) tables.front().notes.push_back(s);
+    tables.front().notes.push_back(fmt::format("calibrated profile written to {}", a.output));
+    text = report::render(tables, f);
+  }
+  return write_output(a.report, text) ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+void register_calibrate(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("calibrate",
+                                 "Fit a hardware profile's time-model parameters to measured op times (lcm-exec "
+                                 "results, nccl-tests logs) and write the calibrated profile");
+  auto a = std::make_shared<CalibrateArgs>();
+  cmd->add_option("RESULTS", a->inputs,
+                  "lcm-exec results directories or summary JSON files, nccl-tests logs (text)")
+      ->required();
+  cmd->add_option("--profile", a->profile, "Hardware profile to start from (name or path)")->required();
+  cmd->add_option("-o,--output", a->output, "Calibrated profile to write (YAML, written atomically)");
+  cmd->add_option("--format", a->format, "Report format")
+      ->check(CLI::IsMember({"table", "md", "csv", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--report", a->report, "Write the report to this file instead of stdout");
+  cmd->add_flag("--points", a->points, "Add the per-point predicted-vs-measured table to the report");
+  cmd->add_flag("--compare", a->compare,
+                "Fit nothing: the predicted-vs-measured table of --profile as it stands");
+  cmd->callback([a, &exit_code] { exit_code = run_calibrate(*a); });
+}
+
+}  // namespace lcm::cli

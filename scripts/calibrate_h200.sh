@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Re-fits hwprofiles/h200-sxm.calibrated.yaml from the committed H200 measurements listed in
+# validation/measured/h200/calibration_inputs.txt and regenerates the tables of
+# docs/calibration.md (between its "generated" markers). Usage: scripts/calibrate_h200.sh [build-dir]
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+LCM=${1:-build}/bin/lcm
+mapfile -t INPUTS < <(grep -v '^#' validation/measured/h200/calibration_inputs.txt | sed '/^$/d')
+"$LCM" calibrate "${INPUTS[@]}" --profile hwprofiles/h200-sxm.yaml -o hwprofiles/h200-sxm.calibrated.yaml \
+  --format md --report /tmp/lcm_calibration_fit.md
+"$LCM" calibrate --compare "${INPUTS[@]}" --profile hwprofiles/h200-sxm.calibrated.yaml --format md \
+  --report /tmp/lcm_calibration_table.md
+python3 - docs/calibration.md /tmp/lcm_calibration_fit.md /tmp/lcm_calibration_table.md <<'PY'
+import sys, re
+doc, fit, table = sys.argv[1], open(sys.argv[2]).read(), open(sys.argv[3]).read()
+text = open(doc).read()
+for name, body in (("fit", fit), ("table", table)):
+    text = re.sub(r"(<!-- generated:%s -->\n).*?(<!-- end:%s -->)" % (name, name),
+                  lambda m: m.group(1) + body.rstrip() + "\n" + m.group(2), text, flags=re.S)
+open(doc, "w").write(text)
+PY
+grep -E "points within 10%" /tmp/lcm_calibration_table.md
