@@ -6,7 +6,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 LCM=${1:-build}/bin/lcm
-mapfile -t INPUTS < <(grep -v '^#' validation/measured/h200/calibration_inputs.txt | sed '/^$/d')
+INPUTS=(@validation/measured/h200/calibration_inputs.txt)
 "$LCM" calibrate "${INPUTS[@]}" --profile hwprofiles/h200-sxm.yaml -o hwprofiles/h200-sxm.calibrated.yaml \
   --format md --report /tmp/lcm_calibration_fit.md
 "$LCM" calibrate --compare "${INPUTS[@]}" --profile hwprofiles/h200-sxm.calibrated.yaml --format md \

@@ -93,7 +93,10 @@ PlannerTab::PlannerTab(Session* session, QWidget* parent)
   });
 }
 
-PlannerTab::~PlannerTab() { wait_for_workers(); }
+PlannerTab::~PlannerTab() {
+  if (stop_) *stop_ = true;  // a closing window does not wait for a whole search
+  wait_for_workers();
+}
 
 QString PlannerTab::status_text() const { return status_->text(); }
 
@@ -113,8 +116,11 @@ void PlannerTab::start() {
                        .arg(QString::fromStdString(base.model.name))
                        .arg(base.num_gpus));
   QPointer<PlannerTab> self(this);
-  QThread* worker = QThread::create([self, gen, base] {
+  stop_ = std::make_shared<std::atomic<bool>>(false);
+  std::atomic<int>* stopped = &stopped_;
+  QThread* worker = QThread::create([self, gen, base, stop = stop_, stopped] {
     plan::PlanOptions o;
+    o.stop = stop.get();
     o.top_k = 50;
     o.why_not = 10;
     o.progress = [self, gen](uint64_t done, uint64_t total) {
@@ -126,6 +132,10 @@ void PlannerTab::start() {
           Qt::QueuedConnection);
     };
     auto r = std::make_shared<const plan::PlanResult>(plan::search(base, o));
+    if (r->cancelled) {
+      ++*stopped;
+      return;  // cancelled: nothing to show
+    }
     QMetaObject::invokeMethod(
         self, [self, gen, r, base] {
           if (self) self->finished(gen, r, base);
@@ -143,6 +153,7 @@ void PlannerTab::start() {
 void PlannerTab::cancel() {
   if (!running_) return;
   ++generation_;  // the running search's result is now stale
+  if (stop_) *stop_ = true;  // and its workers stop
   set_running(false);
   progress_->setValue(0);
   status_->setText("Search cancelled.");

@@ -12,6 +12,7 @@
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTableView>
+#include <QFileInfo>
 #include <QVBoxLayout>
 
 #include "lcm/gui/chart_panel.hpp"
@@ -20,9 +21,10 @@
 
 namespace lcm::gui {
 
+// The inputs of the committed H200 calibration (a list, "@FILE", read_measurements).
 QString default_results_dir() {
-  const QDir d(QStringLiteral(LCM_SOURCE_DIR "/validation/measured/h200"));
-  return d.exists() ? d.absolutePath() : QString();
+  const QFileInfo list(QStringLiteral(LCM_SOURCE_DIR "/validation/measured/h200/calibration_inputs.txt"));
+  return list.exists() ? "@" + list.absoluteFilePath() : QString();
 }
 
 ValidationModel::ValidationModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -79,7 +81,8 @@ ValidationTab::ValidationTab(Session* session, QWidget* parent)
   auto* open = new QPushButton("Open results…", this);
   open->setToolTip("An lcm-exec --out directory (summary.json) or a directory of lcm-exec summaries");
   connect(open, &QPushButton::clicked, this, [this] {
-    const QString p = QFileDialog::getExistingDirectory(this, "lcm-exec results directory", path_);
+    const QString p = QFileDialog::getExistingDirectory(
+        this, "lcm-exec results directory", path_.startsWith('@') ? QFileInfo(path_.mid(1)).absolutePath() : path_);
     if (!p.isEmpty()) load(p);
   });
   status_->setObjectName("validation_status");

@@ -307,6 +307,38 @@ io::Result<std::vector<MeasuredOp>> parse_nccl_tests_log(const std::string& text
 
 io::Result<bool> read_measurements(const std::string& path, int gpus_per_node, Measurements& out) {
   std::error_code ec;
+  if (path.size() > 1 && path[0] == '@') {
+    // A list of inputs, one per line ('#' comments); a relative entry is looked up from the
+    // current directory, then from each directory above the list (a list inside a
+    // repository names its files from the repository root).
+    const fs::path list(path.substr(1));
+    std::ifstream in(list);
+    if (!in) return err(list.string(), 0, "", "cannot read the list of inputs");
+    int line_no = 0;
+    bool any = false;
+    for (std::string line; std::getline(in, line);) {
+      ++line_no;
+      const size_t b = line.find_first_not_of(" \t\r");
+      if (b == std::string::npos || line[b] == '#') continue;
+      const std::string entry = line.substr(b, line.find_last_not_of(" \t\r") - b + 1);
+      fs::path found = entry;
+      if (fs::path(entry).is_relative() && !fs::exists(found, ec)) {
+        for (fs::path dir = fs::absolute(list, ec).parent_path(); !dir.empty(); dir = dir.parent_path()) {
+          if (fs::exists(dir / entry, ec)) {
+            found = dir / entry;
+            break;
+          }
+          if (dir == dir.parent_path()) break;
+        }
+      }
+      if (!fs::exists(found, ec)) return err(list.string(), line_no, "", fmt::format("{}: no such file or directory", entry));
+      auto r = read_measurements(found.string(), gpus_per_node, out);
+      if (!r) return r.error();
+      any = true;
+    }
+    if (!any) return err(list.string(), 0, "", "the list names no inputs");
+    return true;
+  }
   auto read_text = [](const fs::path& p) -> std::optional<std::string> {
     std::ifstream in(p, std::ios::binary);
     if (!in) return std::nullopt;

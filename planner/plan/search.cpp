@@ -279,6 +279,7 @@ std::vector<std::unique_ptr<Accum>> run_threads(const Scenario& base, const Spac
     Evaluator::Impl ev(base);
     Accum& acc = *accs[static_cast<size_t>(t)];
     for (;;) {
+      if (opts.stop && opts.stop->load(std::memory_order_relaxed)) break;
       const size_t i = next.fetch_add(1);
       if (i >= space.items.size()) break;
       run_item(space.items[i], space, time_miss_bytes, ev, acc, done, opts.sample_every, opts.bound);
@@ -364,6 +365,7 @@ PlanResult search(const Scenario& base, const PlanOptions& opts) {
   result.threads = threads;
   const auto accs = run_threads(base, space, opts, threads, rejected_meshes);
   merge(base, opts, accs, std::move(rejections), result);
+  result.cancelled = opts.stop && opts.stop->load();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
 }

@@ -189,8 +189,10 @@ void GuiTest::cancel_stops_a_search() {
   QVERIFY(p->status_text().contains("cancelled"));
   QCOMPARE(done.count(), 1);
   QCOMPARE(done.at(0).at(0).toBool(), false);
-  // The detached worker's result never reaches the table.
+  // The search itself stopped (PlanOptions::stop), and its partial result never reaches
+  // the table.
   p->wait_for_workers();
+  QCOMPARE(p->stopped_searches(), 1);
   QCoreApplication::processEvents();
   QTest::qWait(50);
   QCOMPARE(p->table()->model()->rowCount(), 0);

@@ -292,15 +292,20 @@ TEST(Calibrate, CommittedH200CalibrationPredictsNinetyPercentWithinTenPercent) {
 
 TEST(Calibrate, CommandLine) {
   const std::string out = testing::TempDir() + "/cal_profile.yaml";
-  std::string args = "calibrate --profile h200-sxm -o '" + out + "'";
-  for (const std::string& f : committed_inputs()) args += " '" + f + "'";
-  auto r = lcm(args);
+  // The list form: @LIST names the inputs, relative to the repository root above it.
+  auto r = lcm("calibrate --profile h200-sxm -o '" + out + "' @validation/measured/h200/calibration_inputs.txt");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("Fit per op class"));
   EXPECT_THAT(r.out, HasSubstr("efficiency.gemm"));
   auto reloaded = io::load_hardware_profile(out);
   ASSERT_TRUE(reloaded.ok()) << reloaded.error().str();
   EXPECT_THAT(slurp(out), HasSubstr("lcm calibrate:"));
+
+  const std::string list = testing::TempDir() + "/bad_list.txt";
+  std::ofstream(list) << "# inputs\nvalidation/measured/h200/membw_gated.json\nno/such.json\n";
+  auto bad_list = lcm("calibrate --compare --profile h200-sxm '@" + list + "'");
+  EXPECT_EQ(bad_list.code, 2);
+  EXPECT_THAT(bad_list.err, HasSubstr(list + ":3: no/such.json: no such file or directory"));
 
   auto missing = lcm("calibrate --profile h200-sxm -o /tmp/x.yaml no/such/dir");
   EXPECT_EQ(missing.code, 2);

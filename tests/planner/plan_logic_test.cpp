@@ -76,6 +76,38 @@ TEST(PlanSearch, SameAnswerOnOneAndTwoThreads) {
   }
 }
 
+// A stop request ends the search early: a stop set before it starts evaluates only the
+// meshes rejected up front, one set from another thread while it runs leaves it partial.
+TEST(PlanSearch, StopEndsTheSearchEarly) {
+  const Scenario base = scenario("mixtral-8x7b", {{"seq_length", "128K"}}, 1024);
+  const PlanResult full = search(base);
+  EXPECT_FALSE(full.cancelled);
+  std::atomic<bool> stop{true};
+  PlanOptions o;
+  o.stop = &stop;
+  const PlanResult none = search(base, o);
+  EXPECT_TRUE(none.cancelled);
+  EXPECT_TRUE(none.ranked.empty());
+  EXPECT_LT(none.counts.evaluated, full.counts.evaluated / 100);
+
+  std::atomic<bool> later{false};
+  PlanOptions p;
+  p.stop = &later;
+  p.threads = 2;
+  bool asked = false;
+  p.progress = [&](uint64_t done, uint64_t total) {
+    if (!asked && done > 0 && done < total) {
+      later = true;  // the first progress report: stop now
+      asked = true;
+    }
+  };
+  const PlanResult part = search(base, p);
+  if (asked) {  // the search took longer than one progress period (100 ms)
+    EXPECT_TRUE(part.cancelled);
+    EXPECT_LT(part.counts.evaluated, full.counts.evaluated);
+  }
+}
+
 // Bounding (skipping the step time of layouts that cannot enter the tables) changes
 // nothing the search reports: the whole JSON report but the seconds is identical.
 TEST(PlanSearch, BoundingChangesNothing) {

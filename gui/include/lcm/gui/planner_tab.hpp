@@ -2,11 +2,11 @@
 // progress bar and cancel; a sortable table of the ranked layouts (selecting a row loads
 // that layout into the session) and the "why not" list.
 //
-// Cancel: plan::search has no stop hook, so a cancelled search is detached — the tab is
-// idle at once and the result, when the worker finishes, is discarded (the worker's CPU
-// time runs out in the background). See docs/gui.md.
+// Cancel: the tab is idle at once and the search's stop flag (PlanOptions::stop) is set,
+// so its workers return after the mesh they are on; the partial result is discarded.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include <QWidget>
@@ -37,6 +37,7 @@ class PlannerTab : public QWidget {
   void start();   // no-op while a search runs
   void cancel();  // the running search's result will be ignored
   bool running() const { return running_; }
+  int stopped_searches() const { return stopped_.load(); }  // searches that returned cancelled
   // Waits for every worker (also detached ones) to end; for shutdown and tests.
   void wait_for_workers();
 
@@ -58,6 +59,8 @@ class PlannerTab : public QWidget {
 
   Session* session_;
   uint64_t generation_ = 0;
+  std::shared_ptr<std::atomic<bool>> stop_;  // of the running search
+  std::atomic<int> stopped_{0};
   bool running_ = false;
   std::vector<QThread*> workers_;
   QPushButton* run_;

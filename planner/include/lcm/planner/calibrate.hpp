@@ -20,6 +20,9 @@ struct Measurements {
 };
 
 // Reads one input and appends its points:
+//  - "@LIST": every input named in the text file LIST, one per line ('#' comments; a
+//    relative entry is found from the current directory, else from the directories above
+//    LIST), e.g. @validation/measured/h200/calibration_inputs.txt;
 //  - a directory: its summary.json (an lcm-exec results directory), else every lcm-exec
 //    summary among the *.json files directly inside it (other JSON files are ignored);
 //  - an lcm-exec summary JSON (summary.json or a copy of one): families gemm, attention,

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -141,6 +142,9 @@ struct PlanOptions {
   // above every time the decision and why-not tables still take; the result is the same
   // either way (tests/planner/plan_logic_test.cpp), `timed` counts such layouts too.
   bool bound = true;
+  // Set (from any thread) to stop the search: the workers finish the mesh they are on and
+  // return; the result so far comes back with PlanResult::cancelled. Null: run to the end.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct Ranked {
@@ -199,6 +203,7 @@ struct PlanResult {
   Layout closest_miss;
   Metrics closest_miss_metrics;
   std::vector<std::pair<Layout, Outcome>> samples;  // PlanOptions::sample_every
+  bool cancelled = false;  // stopped through PlanOptions::stop: counts and tables are partial
 };
 
 // Precondition: `base` loads (its model and job are valid); base.num_gpus is N. The base
