@@ -133,6 +133,11 @@ void CapacityTab::showEvent(QShowEvent* e) {
   if (dirty_) refresh();
 }
 
+void CapacityTab::set_zipf(double s) {
+  zipf_->setValue(s);
+  routing_->setCurrentIndex(routing_->findData(static_cast<int>(RoutingKind::kZipf)));
+}
+
 bool CapacityTab::load_loads(const QString& path) {
   QFile f(path);
   if (!f.open(QIODevice::ReadOnly)) {
@@ -186,7 +191,10 @@ void CapacityTab::refresh() {
   for (size_t i = 0; i < sw.rows.size(); ++i) {
     const CapacityRow& r = sw.rows[i];
     const QString cells[5] = {QString::number(r.cf, 'f', 3), QString::number(r.capacity),
-                              QString::number(r.drop_fraction * 100, 'g', 4), QString::number(r.slot_fill * 100, 'f', 1),
+                              r.drop_fraction == 0 ? QString("0")
+                              : r.drop_fraction * 100 < 1e-4 ? QString("< 0.0001")
+                                                             : QString::number(r.drop_fraction * 100, 'g', 4),
+                              QString::number(r.slot_fill * 100, 'f', 1),
                               QString::number(r.peak_bytes / (1024.0 * 1024.0 * 1024.0), 'f', 1)};
     for (int c = 0; c < 5; ++c) {
       auto* item = new QTableWidgetItem(cells[c]);

@@ -46,6 +46,8 @@ class CapacityTab : public QWidget {
   QTableWidget* table() const { return table_; }
   // Measured per-expert loads from a file (docs/moe-routing.md); false with the reason shown.
   bool load_loads(const QString& path);
+  // Zipf-skewed routing with exponent s (the docs' screenshot shows s = 1.2).
+  void set_zipf(double s);
   void refresh();
 
  protected:
