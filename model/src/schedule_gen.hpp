@@ -244,10 +244,10 @@ void bwd_ops(const Elem& e, F&& f) {
     Op o = e.op;
     o.pass = Pass::kBwd;
     o.part = GemmPart::kDgrad;
-    o.gemm = GemmShape{g.m, g.k, g.n, g.groups};
+    o.gemm = dgrad_shape(g);
     f(o);
     o.part = GemmPart::kWgrad;
-    o.gemm = GemmShape{g.k, g.n, g.m, g.groups};
+    o.gemm = wgrad_shape(g);
     f(o);
     return;
   }

@@ -80,9 +80,12 @@ double shape_efficiency(const GemmShape& g, DType dtype, const HardwareSpec& hw)
   const double peak_fraction = fp8 ? e.gemm_fp8 : e.gemm;
   const double k_half_scale = fp8 ? 2.0 : 1.0;
   const int groups = std::max(1, g.groups);
-  const double m = static_cast<double>(g.m) / groups;  // rows per grouped GEMM
-  if (m <= 0 || g.n <= 0 || g.k <= 0) return peak_fraction;
-  const double n = static_cast<double>(g.n), k = static_cast<double>(g.k);
+  // Per GEMM of the group: the groups split the tokens, which are m (forward, dgrad) or k
+  // (weight gradient: GemmShape::split_k).
+  const double m = g.split_k ? static_cast<double>(g.m) : static_cast<double>(g.m) / groups;
+  const double k = g.split_k ? static_cast<double>(g.k) / groups : static_cast<double>(g.k);
+  if (m <= 0 || g.n <= 0 || k <= 0) return peak_fraction;
+  const double n = static_cast<double>(g.n);
   auto sat = [](double d, double half) { return d / (d + half); };
   auto edge = [](double d, int tile) {
     const double t = std::max(1, tile);
@@ -99,7 +102,10 @@ double gemm_efficiency(const GemmShape& g, const HardwareSpec& hw) { return shap
 double gemm_time(const GemmShape& g, DType dtype, const HardwareSpec& hw) {
   const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
   if (flops <= 0) return 0;
-  return flops / (peak_flops(dtype, hw) * shape_efficiency(g, dtype, hw)) + hw.efficiency.kernel_fixed;
+  // A grouped GEMM runs one GEMM per group (Transformer Engine's GroupedLinear launches a
+  // cuBLAS GEMM per expert), each paying the fixed time per kernel.
+  return flops / (peak_flops(dtype, hw) * shape_efficiency(g, dtype, hw)) +
+         hw.efficiency.kernel_fixed * static_cast<double>(std::max(1, g.groups));
 }
 
 double attention_time(const AttentionShape& a, double flops, bool backward, const HardwareSpec& hw) {

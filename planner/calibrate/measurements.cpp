@@ -1,5 +1,6 @@
 // Measured op times as model ops: lcm-exec summaries and nccl-tests logs (calibrate.hpp).
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -140,6 +141,56 @@ std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ra
   return std::nullopt;
 }
 
+// `bench moe` phases as the model's ops, from the layer's configuration (extra.moe) and
+// this rank's routing (extra.routing): the router and expert GEMMs (forward, and the
+// backward's dgrad / wgrad), and the all-to-alls of the EP group. Memory-bound phases
+// (top-k, permutation, activation) carry no byte count the model can use and stay out.
+std::optional<MeasuredOp> moe_phase_op(const json& p, const std::string& op, const std::map<int, std::string>& hosts,
+                                       int gpus_per_node, std::string* why) {
+  const json ex = p.value("extra", json::object());
+  const json moe = ex.value("moe", json::object());
+  const json routing = ex.value("routing", json::object());
+  const auto T = static_cast<int64_t>(number(moe, "tokens")), h = static_cast<int64_t>(number(moe, "hidden")),
+             f = static_cast<int64_t>(number(moe, "ffn")), E = static_cast<int64_t>(number(moe, "experts"));
+  const int El = static_cast<int>(number(moe, "local_experts")), ep = static_cast<int>(number(moe, "ep"));
+  const auto topk = static_cast<int64_t>(number(moe, "topk"));
+  if (T <= 0 || h <= 0 || f <= 0 || E <= 0 || El <= 0 || ep <= 0 || topk <= 0) {
+    *why = "moe point without extra.moe {tokens, hidden, ffn, experts, topk, ep, local_experts}";
+    return std::nullopt;
+  }
+  // Rows this rank's experts receive (rank 0's, as the times are rank 0's), and the rows it
+  // sends: its token-expert assignments less the dropped ones.
+  const json recv = routing.value("received_rows_per_rank", json::array());
+  const int64_t rows = recv.is_array() && !recv.empty() ? static_cast<int64_t>(recv[0].get<double>()) : T * topk;
+  const double dropped = number(routing, "dropped_fraction_rank0");
+  const double sent_rows = static_cast<double>(T * topk) * (1.0 - dropped);
+  auto ends = [&](const char* suffix) { return op.size() >= std::strlen(suffix) && op.ends_with(suffix); };
+  auto gemm = [&](GemmShape fwd) -> std::optional<MeasuredOp> {
+    MeasuredOp m;
+    m.op.kind = OpKind::kGemm;
+    m.op.dtype = DType::kBf16;
+    m.op.pass = ends(".fwd") ? Pass::kFwd : Pass::kBwd;
+    m.op.gemm = ends(".bwd.dgrad") ? dgrad_shape(fwd) : ends(".bwd.wgrad") ? wgrad_shape(fwd) : fwd;
+    if (!ends(".fwd") && !ends(".bwd.dgrad") && !ends(".bwd.wgrad")) return std::nullopt;
+    return m;
+  };
+  std::optional<MeasuredOp> m;
+  if (op.starts_with("L.moe.router.")) m = gemm(GemmShape{T, E, h, 1});
+  else if (op.starts_with("L.moe.experts.fc1.")) m = gemm(GemmShape{rows, 2 * f, h, El});  // SwiGLU: gate and up
+  else if (op.starts_with("L.moe.experts.fc2.")) m = gemm(GemmShape{rows, h, f, El});
+  else if ((op.starts_with("L.moe.dispatch.a2a.") || op.starts_with("L.moe.combine.a2a.")) && ep > 1) {
+    std::vector<int> ranks;
+    for (const auto& r : ex.value("ep_ranks", json::array())) ranks.push_back(r.get<int>());
+    if (static_cast<int>(ranks.size()) != ep) {
+      ranks.clear();
+      for (int r = 0; r < ep; ++r) ranks.push_back(r);
+    }
+    m = collective_point(Collective::kAllToAll, sent_rows * static_cast<double>(h) * 2.0, topology(ranks, hosts, gpus_per_node));
+  }
+  if (!m) *why = "moe phase without a model op (memory-bound phases carry no byte count)";
+  return m;
+}
+
 }  // namespace
 
 io::Result<std::vector<MeasuredOp>> parse_exec_summary(const std::string& text, const std::string& file,
@@ -181,6 +232,12 @@ io::Result<std::vector<MeasuredOp>> parse_exec_summary(const std::string& text, 
     std::string why;
     if (p.contains("model_op") && p["model_op"].is_object()) {
       m = explicit_op(p["model_op"], ranks, hosts, gpus_per_node, &why);
+    } else if (family == "moe") {
+      const std::string op = p.value("op", "");
+      if (op.find(".layer.") != std::string::npos || op.find(".phases.") != std::string::npos)
+        why = "whole-layer total of the separate phases";
+      else
+        m = moe_phase_op(p, op, hosts, gpus_per_node, &why);
     } else if (family == "gemm") {
       const auto d = dims(p.value("shape", ""));
       if (d && d->size() == 3) {

@@ -173,11 +173,67 @@ TEST(Calibrate, ReadsExecSummary) {
   ASSERT_EQ(skipped.size(), 3u);
   EXPECT_THAT(skipped[0], HasSubstr("forward+backward"));
   EXPECT_THAT(skipped[1], HasSubstr("correctness check failed"));
-  EXPECT_THAT(skipped[2], HasSubstr("no model_op"));
+  EXPECT_THAT(skipped[2], HasSubstr("moe point without extra.moe"));
 
   auto bad = report::parse_exec_summary("{\"points\": 3}", "x.json", 8, nullptr);
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().str(), HasSubstr("not an lcm-exec summary"));
+}
+
+// `bench moe` phases become the model's ops by name: expert GEMMs grouped over the local
+// experts with this rank's received rows, their backward by dgrad_shape / wgrad_shape, the
+// all-to-alls on the EP group with the rows this rank sends.
+TEST(Calibrate, ReadsMoePhasesAsModelOps) {
+  const std::string text = R"({"benchmark": "moe", "points": [
+    {"family": "moe", "key": "m/fc1", "op": "L.moe.experts.fc1.fwd", "correct": true, "time_us": {"median": 5000},
+     "extra": {"moe": {"tokens": 8192, "hidden": 4096, "ffn": 14336, "experts": 8, "topk": 2, "ep": 2, "local_experts": 4},
+               "routing": {"received_rows_per_rank": [16406, 16362], "dropped_fraction_rank0": 0.25}, "ep_ranks": [0, 1]}},
+    {"family": "moe", "key": "m/fc2w", "op": "L.moe.experts.fc2.bwd.wgrad", "correct": true, "time_us": {"median": 2800},
+     "extra": {"moe": {"tokens": 8192, "hidden": 4096, "ffn": 14336, "experts": 8, "topk": 2, "ep": 2, "local_experts": 4},
+               "routing": {"received_rows_per_rank": [16406, 16362]}}},
+    {"family": "moe", "key": "m/a2a", "op": "L.moe.dispatch.a2a.fwd", "correct": true, "time_us": {"median": 600},
+     "extra": {"moe": {"tokens": 8192, "hidden": 4096, "ffn": 14336, "experts": 8, "topk": 2, "ep": 2, "local_experts": 4},
+               "routing": {"received_rows_per_rank": [16406, 16362], "dropped_fraction_rank0": 0.25}, "ep_ranks": [0, 1]}},
+    {"family": "moe", "key": "m/act", "op": "L.moe.experts.act.fwd", "correct": true, "time_us": {"median": 900},
+     "extra": {"moe": {"tokens": 8192, "hidden": 4096, "ffn": 14336, "experts": 8, "topk": 2, "ep": 2, "local_experts": 4}}},
+    {"family": "moe", "key": "m/layer", "op": "L.moe.layer.fwd", "correct": true, "time_us": {"median": 10000}}]})";
+  std::vector<std::string> skipped;
+  auto r = report::parse_exec_summary(text, "moe.json", 8, &skipped);
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  ASSERT_EQ(r.value().size(), 3u);
+  const MeasuredOp& fc1 = r.value()[0];
+  EXPECT_EQ(fc1.op.kind, OpKind::kGemm);
+  EXPECT_EQ(fc1.op.gemm.m, 16406);       // rank 0's received rows
+  EXPECT_EQ(fc1.op.gemm.n, 2 * 14336);   // SwiGLU gate and up
+  EXPECT_EQ(fc1.op.gemm.k, 4096);
+  EXPECT_EQ(fc1.op.gemm.groups, 4);
+  const MeasuredOp& w = r.value()[1];
+  EXPECT_EQ(w.op.pass, Pass::kBwd);
+  EXPECT_EQ(w.op.gemm.m, 14336);         // dW2 = A^T dC: f x h, reducing over the tokens
+  EXPECT_EQ(w.op.gemm.n, 4096);
+  EXPECT_EQ(w.op.gemm.k, 16406);
+  EXPECT_TRUE(w.op.gemm.split_k);
+  const MeasuredOp& a = r.value()[2];
+  EXPECT_EQ(a.op.coll.kind, Collective::kAllToAll);
+  EXPECT_DOUBLE_EQ(a.op.coll.message_bytes, 8192.0 * 2 * 0.75 * 4096 * 2);  // kept rows x h x bf16
+  EXPECT_EQ(a.topo.size, 2);
+  ASSERT_EQ(skipped.size(), 2u);
+  EXPECT_THAT(skipped[0], HasSubstr("memory-bound phases"));
+  EXPECT_THAT(skipped[1], HasSubstr("whole-layer total"));
+}
+
+// A grouped GEMM's weight gradient splits the tokens (k), not the rows: 128 experts' dW of
+// 2048 x 7168 over 256 tokens each run at the efficiency of 2048 x 7168 x 256 GEMMs, plus
+// one fixed kernel time per expert.
+TEST(Calibrate, GroupedWeightGradientSplitsTheTokens) {
+  const HardwareSpec hw = h200();
+  const GemmShape fwd{32768, 7168, 2048, 128};
+  const GemmShape w = wgrad_shape(fwd);
+  EXPECT_TRUE(w.split_k);
+  const GemmShape one{2048, 7168, 256, 1};
+  EXPECT_NEAR(gemm_time(w, DType::kBf16, hw),
+              128 * (gemm_time(one, DType::kBf16, hw) - hw.efficiency.kernel_fixed) + 128 * hw.efficiency.kernel_fixed,
+              1e-12);
 }
 
 TEST(Calibrate, ReadsNcclTestsLog) {

@@ -47,7 +47,15 @@ inline constexpr int kNumStreams = 6;
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
   int groups = 1;  // grouped GEMM: `groups` GEMMs of m/groups x n x k (balanced)
+  // The groups split k instead of m: the weight gradient of a grouped GEMM, where each
+  // expert's dW = A_e^T dC_e reduces over that expert's tokens (groups GEMMs of m x n x k/groups).
+  bool split_k = false;
 };
+
+// The backward GEMMs of a forward C[m x n] = A[m x k] B[k x n]: the input gradient
+// dA[m x k] = dC[m x n] B^T and the weight gradient dB[k x n] = A^T dC (same groups).
+inline GemmShape dgrad_shape(const GemmShape& g) { return GemmShape{g.m, g.k, g.n, g.groups, false}; }
+inline GemmShape wgrad_shape(const GemmShape& g) { return GemmShape{g.k, g.n, g.m, g.groups, g.groups > 1}; }
 
 struct AttentionShape {
   int64_t batch = 0;
