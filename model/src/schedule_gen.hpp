@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "lcm/model/comm.hpp"
@@ -261,7 +262,7 @@ void bwd_ops(const Elem& e, F&& f) {
       o.model_flops = 2.0 * e.op.model_flops;
       break;
     case OpKind::kMemoryBound:
-      o.bytes = 2.0 * e.op.bytes;
+      o.bytes = e.bwd_bytes > 0 ? e.bwd_bytes : 2.0 * e.op.bytes;  // bwd_bytes: FP8 gradient casts
       break;
     case OpKind::kCollective:
     case OpKind::kSendRecv:
@@ -642,14 +643,63 @@ void moe_block(Sink& out, const Ctx& x) {
   bda(out, "mlp.bda", x);
 }
 
+// FP8 quantization of a GEMM's operands (Transformer Engine, per-tensor scaling): the
+// forward casts the bf16 input to FP8 plus its transpose for the weight gradient (read 2,
+// write 1 + 1 bytes per element), except where the preceding norm writes FP8 itself
+// (LayerNormLinear: QKV, dense FC1; the experts' FC1 with an FP8 dispatch); the backward
+// casts the output gradient the same way. Weights are cast once per step (not counted:
+// parameters x 4 bytes, milliseconds per step). The op follows its GEMM's name.
+struct Fp8Cast {
+  const char* gemm;
+  const char* name;
+  bool fused_input;
+};
+inline const Fp8Cast* fp8_cast_of(const char* gemm_base, const Scenario& s) {
+  static constexpr Fp8Cast kCasts[] = {
+      {"attn.qkv", "attn.qkv.fp8cast", true},           {"attn.proj", "attn.proj.fp8cast", false},
+      {"attn.q", "attn.q.fp8cast", false},              {"attn.q_down", "attn.q_down.fp8cast", false},
+      {"attn.kv_down", "attn.kv_down.fp8cast", false},  {"attn.q_up", "attn.q_up.fp8cast", false},
+      {"attn.kv_up", "attn.kv_up.fp8cast", false},      {"mlp.fc1", "mlp.fc1.fp8cast", true},
+      {"mlp.fc2", "mlp.fc2.fp8cast", false},            {"moe.experts.fc1", "moe.experts.fc1.fp8cast", false},
+      {"moe.experts.fc2", "moe.experts.fc2.fp8cast", false}, {"moe.shared.fc1", "moe.shared.fc1.fp8cast", false},
+      {"moe.shared.fc2", "moe.shared.fc2.fp8cast", false},
+  };
+  static constexpr Fp8Cast kExpertsFc1Fp8Dispatch{"moe.experts.fc1", "moe.experts.fc1.fp8cast", true};
+  for (const Fp8Cast& c : kCasts) {
+    if (std::strcmp(c.gemm, gemm_base) != 0) continue;
+    if (s.parallel.moe_fp8_dispatch && std::strcmp(c.gemm, "moe.experts.fc1") == 0) return &kExpertsFc1Fp8Dispatch;
+    return &c;
+  }
+  return nullptr;
+}
+
 // One transformer layer of a kind.
 template <class Sink>
 void emit_layer(const Ctx& x, bool moe, Sink& out) {
-  attention_block(out, x);
-  if (moe)
-    moe_block(out, x);
-  else
-    dense_mlp_block(out, x);
+  auto body = [&](auto& sink) {
+    attention_block(sink, x);
+    if (moe)
+      moe_block(sink, x);
+    else
+      dense_mlp_block(sink, x);
+  };
+  if (x.gemm_dtype != DType::kFp8) {
+    body(out);
+    return;
+  }
+  auto with_casts = [&](const Elem& e) {
+    if (e.op.kind == OpKind::kGemm && e.op.pass == Pass::kFwd) {
+      if (const Fp8Cast* c = fp8_cast_of(e.op.base, *x.s)) {
+        const GemmShape& g = e.op.gemm;
+        Elem ce = e;  // the GEMM's recompute modules and checkpointed region
+        ce.op = memory_op(c->name, c->fused_input ? 0.0 : 4.0 * static_cast<double>(g.m) * static_cast<double>(g.k));
+        ce.bwd_bytes = 4.0 * static_cast<double>(g.m) * static_cast<double>(g.n);
+        out(ce);
+      }
+    }
+    out(e);
+  };
+  body(with_casts);
 }
 
 // ---------------------------------------------------------------------------------

@@ -60,11 +60,11 @@ using namespace lcm;
 // slightly so that a regression fails. The errors are dominated by known modelling gaps
 // (the doc's "Where the model misses"); when a fix lands, tighten these.
 // ---------------------------------------------------------------------------------
-constexpr double kBridgeMaeBound = 32.5;       // tokens/s, %
-constexpr double kNemoMaeBound = 15.0;         // tokens/s, %
+constexpr double kBridgeMaeBound = 28.5;       // tokens/s, %
+constexpr double kNemoMaeBound = 11.0;         // tokens/s, %
 constexpr double kWeakScalingMaeBound = 11.0;  // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 11.5;     // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 23.5;      // all counted rows, primary metric, %
+constexpr double kOverallMaeBound = 20.5;      // all counted rows, primary metric, %
 constexpr int kMinWithin20Pct = 40;            // counted rows within 20 % on their primary metric
 constexpr int kMinCounted = 60;                // rows evaluated and counted
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)

@@ -97,6 +97,47 @@ TEST(Schedule, NonCausalConventionDoublesAttentionModelFlopsOnly) {
   EXPECT_NEAR(schedule_model_flops(b) / f.model_flops, 1.0, 1e-9);
 }
 
+// FP8: each layer GEMM's operands are cast (docs/op-schedule.md §4.1a). attn.proj's input
+// T x (a·d/t) is cast in forward (4 B/element) and its output gradient T x h in backward;
+// QKV's input comes from the norm in FP8 (forward 0 bytes), its gradient is cast. BF16 has
+// no casts.
+TEST(Schedule, Fp8GemmsCarryTheirCasts) {
+  Scenario s = base(testing::mixtral_8x7b(), 16);
+  s.parallel.tensor_model_parallel_size = 2;
+  s.parallel.sequence_parallel = true;
+  s.parallel.expert_model_parallel_size = 8;
+  s.parallel.expert_tensor_parallel_size = 1;
+  auto find = [](const std::vector<Op>& ops, const std::string& name) -> const Op* {
+    for (const Op& o : ops)
+      if (op_name(o, "L.") == name) return &o;
+    return nullptr;
+  };
+  {
+    const Built bf16 = build(s);
+    for (const Op& o : bf16.sched.moe.fwd) EXPECT_EQ(std::string(o.base).find("fp8cast"), std::string::npos) << o.base;
+  }
+  s.training.precision = Precision::kFp8;
+  const Built b = build(s);
+  const double T = 8192, h = 4096, proj_k = 32 * 128 / 2.0, qkv_n = 3072;
+  const Op* proj_f = find(b.sched.moe.fwd, "L.attn.proj.fp8cast.fwd");
+  const Op* proj_b = find(b.sched.moe.bwd, "L.attn.proj.fp8cast.bwd");
+  const Op* qkv_f = find(b.sched.moe.fwd, "L.attn.qkv.fp8cast.fwd");
+  const Op* qkv_b = find(b.sched.moe.bwd, "L.attn.qkv.fp8cast.bwd");
+  ASSERT_TRUE(proj_f && proj_b && qkv_f && qkv_b);
+  EXPECT_DOUBLE_EQ(proj_f->bytes, 4 * T * proj_k);
+  EXPECT_DOUBLE_EQ(proj_b->bytes, 4 * T * h);
+  EXPECT_DOUBLE_EQ(qkv_f->bytes, 0);
+  EXPECT_DOUBLE_EQ(qkv_b->bytes, 4 * T * qkv_n);
+  // Experts: both FC1 (permuted bf16 tokens) and FC2 inputs are cast.
+  const Op* e1 = find(b.sched.moe.fwd, "L.moe.experts.fc1.fp8cast.fwd");
+  ASSERT_TRUE(e1);
+  EXPECT_DOUBLE_EQ(e1->bytes, 4 * 8192.0 * h);
+  // The casts come right before their GEMM.
+  for (size_t i = 0; i + 1 < b.sched.moe.fwd.size(); ++i)
+    if (std::string(b.sched.moe.fwd[i].base).ends_with(".fp8cast"))
+      EXPECT_EQ(std::string(b.sched.moe.fwd[i].base), std::string(b.sched.moe.fwd[i + 1].base) + ".fp8cast");
+}
+
 TEST(Schedule, StableNamesAndShapes) {
   Scenario s = base(testing::mixtral_8x7b(), 16);
   s.parallel.tensor_model_parallel_size = 2;
