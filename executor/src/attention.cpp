@@ -7,6 +7,7 @@
 #include <set>
 
 #include "error.hpp"
+#include "lcm/model/flops.hpp"
 
 namespace lcm::exec {
 
@@ -29,11 +30,20 @@ void AttentionProblem::validate() const {
   if (causal && skv() != s) throw UsageError(what + "a causal mask needs as many keys as queries");
 }
 
+// The model's attention FLOP count (lcm::attention_core_flops), causal as half the square.
 double AttentionProblem::fwd_flops() const {
-  const double f = 4.0 * static_cast<double>(b) * static_cast<double>(s) * static_cast<double>(skv()) *
-                   static_cast<double>(hq) * static_cast<double>(d);
-  return causal ? f / 2 : f;
+  AttentionShape a;
+  a.batch = b;
+  a.seq_q = s;
+  a.seq_kv = skv();
+  a.heads_q = hq;
+  a.heads_kv = hkv;
+  a.head_dim_qk = a.head_dim_v = d;
+  a.causal = causal;
+  a.work_fraction = causal ? 0.5 : 1.0;
+  return attention_core_flops(a);
 }
+double AttentionProblem::bwd_flops() const { return kAttentionBackwardFlopFactor * fwd_flops(); }
 
 double AttentionProblem::set_bytes() const {
   return 2.0 * (4.0 * static_cast<double>(q_elems()) + 4.0 * static_cast<double>(kv_elems())) +

@@ -37,7 +37,7 @@ struct AttentionProblem {
   void validate() const;           // throws UsageError
 
   double fwd_flops() const;
-  double bwd_flops() const { return 2.5 * fwd_flops(); }
+  double bwd_flops() const;  // the model's backward factor (FlashAttention: 2.5x forward)
   // Elements of the q-shaped (Q, O, dO, dQ) and kv-shaped (K, V, dK, dV) tensors and of the stats.
   int64_t q_elems() const { return b * s * hq * d; }
   int64_t kv_elems() const { return b * skv() * hkv * d; }

@@ -61,7 +61,7 @@ void EstimateView::refresh() {
               "<b>peak memory</b> %7 GiB of %8 GiB HBM (worst stage %9) — <b style='color:%10'>%11</b>")
           .arg(t.step_s, 0, 'g', 4)
           .arg(loc.toString(t.tokens_per_s_per_gpu, 'f', 0))
-          .arg(loc.toString(t.tokens_per_s_per_gpu * s.num_gpus, 'f', 0))
+          .arg(loc.toString(t.tokens_per_s, 'f', 0))
           .arg(t.mfu * 100, 0, 'f', 1)
           .arg(t.hfu * 100, 0, 'f', 1)
           .arg(t.model_tflops_per_gpu, 0, 'f', 0)

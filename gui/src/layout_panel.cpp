@@ -17,13 +17,6 @@ namespace {
 
 QString str(std::string_view v) { return QString::fromUtf8(v.data(), static_cast<int>(v.size())); }
 
-std::vector<int> divisors(int n) {
-  std::vector<int> out;
-  for (int d = 1; d <= n; ++d)
-    if (n % d == 0) out.push_back(d);
-  return out;
-}
-
 int get(const plan::Layout& l, LayoutPanel::Knob k) {
   switch (k) {
     case LayoutPanel::kTp: return l.tp;
@@ -80,11 +73,11 @@ std::vector<std::pair<int, QString>> candidates(LayoutPanel::Knob k, const Scena
     case LayoutPanel::kCp:
     case LayoutPanel::kPp:
     case LayoutPanel::kEp:
-    case LayoutPanel::kEtp: ints(divisors(std::max(1, s.num_gpus))); break;
+    case LayoutPanel::kEtp: ints(plan::divisors(std::max(1, s.num_gpus))); break;
     case LayoutPanel::kVl: {
       out.emplace_back(0, "off");
       const int per_stage = s.model.num_layers / std::max(1, cur.pp);
-      for (int d : divisors(std::max(1, per_stage)))
+      for (int d : plan::divisors(std::max(1, per_stage)))
         if (d < per_stage) out.emplace_back(d, QString("%1 layers per virtual stage").arg(d));
       break;
     }

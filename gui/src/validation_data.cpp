@@ -24,8 +24,9 @@ ValidationLoad load_validation_rows(const QString& path, const HardwareSpec& hw)
   out.rows.reserve(cmp.size());
   for (const PointResult& p : cmp) {
     out.rows.push_back(ValidationRow{to_string(p.cls), p.point->name, p.point->key, p.point->source,
-                                     p.predicted_before_s, p.point->measured_s});
+                                     p.predicted_before_s, p.point->measured_s, p.error_after()});
   }
+  out.within_10 = count_within(cmp, 0.10);
   return out;
 }
 

@@ -41,7 +41,7 @@ int ValidationModel::columnCount(const QModelIndex& parent) const { return paren
 QVariant ValidationModel::data(const QModelIndex& index, int role) const {
   if (index.row() < 0 || index.row() >= static_cast<int>(rows_.size())) return {};
   const ValidationRow& r = rows_[static_cast<size_t>(index.row())];
-  const double err = r.predicted_s / r.measured_s - 1.0;
+  const double err = r.error;
   if (role == Qt::TextAlignmentRole && index.column() >= kPredicted) return int(Qt::AlignRight | Qt::AlignVCenter);
   if (role == Qt::ToolTipRole) return QString::fromStdString(r.key + " (" + r.source + ")");
   if (role == Qt::UserRole) {  // sort keys
@@ -139,15 +139,13 @@ void ValidationTab::reload() {
     panel_->set_chart(nullptr, v.error);
     return;
   }
-  int within = 0;
-  for (const ValidationRow& r : v.rows) within += std::abs(r.predicted_s / r.measured_s - 1.0) <= 0.10 ? 1 : 0;
   status_->setText(QString("%1: %2 points from %3 files on profile %4 (%5 skipped); %6 within ±10%.")
                        .arg(path_)
                        .arg(v.rows.size())
                        .arg(v.files)
                        .arg(QString::fromStdString(hw.name))
                        .arg(v.skipped)
-                       .arg(within));
+                       .arg(v.within_10));
   panel_->set_chart(validation_chart(v.rows, QString::fromStdString(hw.name)));
   model_->set_rows(v.rows);
 }

@@ -297,6 +297,13 @@ std::vector<Param> class_params(CalibClass c, const std::vector<const MeasuredOp
 
 }  // namespace
 
+int count_within(const std::vector<PointResult>& rows, double tolerance) {
+  int n = 0;
+  for (const PointResult& r : rows)
+    if (r.point->measured_s > 0 && std::abs(r.error_after()) <= tolerance) ++n;
+  return n;
+}
+
 std::vector<PointResult> compare(const std::vector<MeasuredOp>& points, const HardwareSpec& hw) {
   std::vector<PointResult> out;
   out.reserve(points.size());
@@ -348,17 +355,18 @@ Calibration calibrate(const std::vector<MeasuredOp>& points, const HardwareSpec&
             }
           }
         cal.fitted = best_hw;
-        cf.params.push_back({"efficiency.gemm_tile_m", static_cast<double>(before.efficiency.gemm_tile_m),
-                             static_cast<double>(cal.fitted.efficiency.gemm_tile_m)});
-        cf.params.push_back({"efficiency.gemm_tile_n", static_cast<double>(before.efficiency.gemm_tile_n),
-                             static_cast<double>(cal.fitted.efficiency.gemm_tile_n)});
       } else {
         fit(pts, params, cal.fitted);
       }
       for (const Param& p : params) {
         HardwareSpec b = before;
-        cf.params.insert(cf.params.end() - (c == CalibClass::kGemmBf16 ? 2 : 0),
-                         {p.key, p.ref(b) / p.unit, p.ref(cal.fitted) / p.unit});
+        cf.params.push_back({p.key, p.ref(b) / p.unit, p.ref(cal.fitted) / p.unit});
+      }
+      if (c == CalibClass::kGemmBf16) {
+        cf.params.push_back({"efficiency.gemm_tile_m", static_cast<double>(before.efficiency.gemm_tile_m),
+                             static_cast<double>(cal.fitted.efficiency.gemm_tile_m)});
+        cf.params.push_back({"efficiency.gemm_tile_n", static_cast<double>(before.efficiency.gemm_tile_n),
+                             static_cast<double>(cal.fitted.efficiency.gemm_tile_n)});
       }
       cf.fitted = true;
     }
@@ -371,11 +379,8 @@ Calibration calibrate(const std::vector<MeasuredOp>& points, const HardwareSpec&
 
   const HardwareSpec& after = cal.fitted;
   cal.points.reserve(points.size());
-  for (const MeasuredOp& m : points) {
-    PointResult r{&m, calib_class(m), predict_time(m, start), predict_time(m, after)};
-    if (m.measured_s > 0 && std::abs(r.error_after()) <= 0.10) ++cal.total_within_10;
-    cal.points.push_back(r);
-  }
+  for (const MeasuredOp& m : points) cal.points.push_back({&m, calib_class(m), predict_time(m, start), predict_time(m, after)});
+  cal.total_within_10 = count_within(cal.points, 0.10);
   return cal;
 }
 

@@ -296,6 +296,7 @@ StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops&
   out.exposed_comm[idx(CommDim::kDp)] += out.dp_exposed;
   const double world = s.num_gpus;
   const double tokens = static_cast<double>(s.training.global_batch_size) * static_cast<double>(s.training.seq_length);
+  out.tokens_per_s = tokens / out.step_s;
   out.tokens_per_s_per_gpu = tokens / (out.step_s * world);
   out.model_tflops_per_gpu = flops.model_flops / (out.step_s * world) / 1e12;
   out.mfu = flops.model_flops / (out.step_s * world) / hw.gpu.peak_bf16_flops;

@@ -16,21 +16,26 @@ double peak_flops(DType dtype, const HardwareSpec& hw) {
   return dtype == DType::kFp8 ? hw.gpu.peak_fp8_flops : hw.gpu.peak_bf16_flops;
 }
 
-// Topology of a group given its member ranks.
+// Topology of a group given its member ranks (node = rank / gpus_per_node).
 GroupTopology topology_of(const std::vector<int>& ranks, int gpus_per_node) {
-  GroupTopology t;
-  t.size = static_cast<int>(ranks.size());
   std::vector<int> nodes;
   nodes.reserve(ranks.size());
   for (int r : ranks) nodes.push_back(r / std::max(1, gpus_per_node));
-  std::sort(nodes.begin(), nodes.end());
-  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-  t.nodes = static_cast<int>(nodes.size());
-  t.per_node = (t.size + t.nodes - 1) / t.nodes;
-  return t;
+  return group_topology(nodes);
 }
 
 }  // namespace
+
+GroupTopology group_topology(const std::vector<int>& node_of_rank) {
+  GroupTopology t;
+  t.size = static_cast<int>(node_of_rank.size());
+  std::vector<int> nodes = node_of_rank;
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  t.nodes = std::max(1, static_cast<int>(nodes.size()));
+  t.per_node = (t.size + t.nodes - 1) / t.nodes;
+  return t;
+}
 
 MeshTopology mesh_topology(const Scenario& s, const Mesh& m) {
   MeshTopology topo;

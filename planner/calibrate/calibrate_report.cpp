@@ -13,7 +13,7 @@ namespace {
 std::string pct(double frac) { return fmt::format("{:+.1f}%", 100.0 * frac); }
 std::string pct_abs(double frac) { return fmt::format("{:.1f}%", 100.0 * frac); }
 // rms of log(pred/meas) as the relative error it corresponds to.
-std::string rms_pct(double log_rms) { return fmt::format("{:.1f}%", 100.0 * (std::exp(log_rms) - 1.0)); }
+std::string rms_pct(double log_rms) { return fmt::format("{:.1f}%", 100.0 * rms_relative(log_rms)); }
 std::string us(double s) { return fmt::format("{:.1f}", s * 1e6); }
 std::string value(double v) { return fmt::format("{:.4g}", v); }
 
@@ -42,13 +42,10 @@ Table comparison_table(const std::vector<PointResult>& rows, const std::string& 
   Table t;
   t.title = title;
   t.header = {"op", "class", "shape", "measured us", "predicted us", "error"};
-  int within = 0;
-  for (const PointResult& r : rows) {
-    const double e = r.error_after();
-    if (std::abs(e) <= 0.10) ++within;
+  for (const PointResult& r : rows)
     t.rows.push_back({r.point->name, to_string(r.cls), shape_of(*r.point), us(r.point->measured_s),
-                      us(r.predicted_after_s), pct(e)});
-  }
+                      us(r.predicted_after_s), pct(r.error_after())});
+  const int within = count_within(rows, 0.10);
   t.notes.push_back(fmt::format("{} of {} points within 10% ({:.1f}%)", within, rows.size(),
                                 rows.empty() ? 0.0 : 100.0 * within / static_cast<double>(rows.size())));
   return t;

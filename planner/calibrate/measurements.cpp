@@ -46,17 +46,17 @@ std::map<int, std::string> rank_hosts(const std::vector<std::string>& lines) {
   return hosts;
 }
 
+// The group's topology from the host of each rank (lcm::group_topology); a rank whose host
+// the file does not name sits on node rank / gpus_per_node.
 GroupTopology topology(const std::vector<int>& ranks, const std::map<int, std::string>& hosts, int gpus_per_node) {
-  GroupTopology t;
-  t.size = static_cast<int>(ranks.size());
-  std::set<std::string> nodes;
+  std::map<std::string, int> node_ids;
+  std::vector<int> node_of;
   for (int r : ranks) {
     const auto h = hosts.find(r);
-    nodes.insert(h != hosts.end() ? h->second : "node" + std::to_string(r / std::max(1, gpus_per_node)));
+    const std::string node = h != hosts.end() ? h->second : "node" + std::to_string(r / std::max(1, gpus_per_node));
+    node_of.push_back(node_ids.emplace(node, static_cast<int>(node_ids.size())).first->second);
   }
-  t.nodes = std::max<int>(1, static_cast<int>(nodes.size()));
-  t.per_node = (t.size + t.nodes - 1) / t.nodes;
-  return t;
+  return group_topology(node_of);
 }
 
 MeasuredOp collective_point(Collective kind, double bytes, const GroupTopology& topo) {
@@ -176,7 +176,8 @@ std::optional<MeasuredOp> moe_phase_op(const json& p, const std::string& op, con
   };
   std::optional<MeasuredOp> m;
   if (op.starts_with("L.moe.router.")) m = gemm(GemmShape{T, E, h, 1});
-  else if (op.starts_with("L.moe.experts.fc1.")) m = gemm(GemmShape{rows, 2 * f, h, El});  // SwiGLU: gate and up
+  else if (op.starts_with("L.moe.experts.fc1."))
+    m = gemm(GemmShape{rows, (moe.value("activation", "swiglu") == "swiglu" ? 2 : 1) * f, h, El});  // SwiGLU: gate, up
   else if (op.starts_with("L.moe.experts.fc2.")) m = gemm(GemmShape{rows, h, f, El});
   else if ((op.starts_with("L.moe.dispatch.a2a.") || op.starts_with("L.moe.combine.a2a.")) && ep > 1) {
     std::vector<int> ranks;

@@ -123,7 +123,7 @@ int run_calibrate(const CalibrateArgs& a) {
       edits.push_back({p.key, fmt::format("lcm calibrate: {:.4g} -> {:.4g}, fitted on {} {} points (rms error {:.1f}% -> "
                                           "{:.1f}%, {}/{} within 10%)",
                                           p.before, p.after, c.points, to_string(c.cls),
-                                          100.0 * (std::exp(c.rms_before) - 1.0), 100.0 * (std::exp(c.rms_after) - 1.0),
+                                          100.0 * rms_relative(c.rms_before), 100.0 * rms_relative(c.rms_after),
                                           c.within_10_after, c.points)});
   }
   // A profile is named after its file (hwprofiles/NAME.yaml is found by NAME).

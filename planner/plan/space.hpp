@@ -10,8 +10,6 @@
 
 namespace lcm::plan {
 
-std::vector<int> divisors(int n);
-
 // The deep knobs of one mesh (tp, cp, pp and its split, ep, etp).
 struct MeshSpec {
   Layout mesh;  // tp, cp, pp (+split), ep, etp set; the rest default

@@ -67,6 +67,7 @@ struct ValidationRow {
   std::string source;  // results file
   double predicted_s = 0;
   double measured_s = 0;
+  double error = 0;  // predicted / measured - 1 (lcm::PointResult::error_after)
 };
 
 QChart* memory_chart(const Scenario& s, const Estimate& e);

@@ -19,6 +19,7 @@ struct ValidationLoad {
   std::vector<ValidationRow> rows;
   int files = 0;    // result files read
   int skipped = 0;  // points the reader could not use (failed checks, no op shape)
+  int within_10 = 0;  // rows predicted within 10% (lcm::count_within)
   QString error;    // non-empty: nothing could be read
 };
 

@@ -9,6 +9,7 @@
 // residuals before and after. docs/calibration.md describes the fit.
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ struct FittedParam {
   double after = 0;
 };
 
+// The relative error a root mean square of log(predicted / measured) stands for.
+inline double rms_relative(double rms_log) { return std::exp(rms_log) - 1.0; }
+
 struct ClassFit {
   CalibClass cls = CalibClass::kGemmBf16;
   int points = 0;
@@ -81,6 +85,9 @@ struct Calibration {
   std::vector<PointResult> points;   // input order; pointers into the caller's vector
   int total_within_10 = 0;           // after the fit
 };
+
+// Rows whose |predicted / measured - 1| after the fit is at most `tolerance`.
+int count_within(const std::vector<PointResult>& rows, double tolerance);
 
 // Fits `start`'s parameters to the points (which must outlive the result). Classes
 // without points keep their parameters. Deterministic.

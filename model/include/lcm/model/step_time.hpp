@@ -46,6 +46,7 @@ struct StepTime {
   // Per-step totals on the bottleneck stage (micro-batches multiplied out).
   std::array<double, kNumOpClasses> compute{};
   std::array<double, kNumCommDims> exposed_comm{};
+  double tokens_per_s = 0;  // the whole job's (global batch x sequence / step_s)
   double tokens_per_s_per_gpu = 0;
   double model_tflops_per_gpu = 0;  // TFLOP/s
   double mfu = 0;

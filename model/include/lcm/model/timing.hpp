@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <vector>
 
 #include "lcm/model/comm.hpp"
 #include "lcm/model/mesh.hpp"
@@ -34,6 +35,8 @@ struct MeshTopology {
   const GroupTopology& operator[](CommDim d) const { return dim[static_cast<size_t>(d)]; }
 };
 MeshTopology mesh_topology(const Scenario& s, const Mesh& m);
+// Topology of a group from the node of each of its ranks (any ids, one per rank).
+GroupTopology group_topology(const std::vector<int>& node_of_rank);
 
 // Time of one op (one call; Op::calls repetitions are the caller's to multiply).
 double gemm_time(const GemmShape& g, DType dtype, const HardwareSpec& hw);

@@ -210,6 +210,9 @@ struct PlanResult {
 // scenario's own layout is ignored.
 PlanResult search(const Scenario& base, const PlanOptions& opts = {});
 
+// The divisors of n, ascending (the values a parallel degree of n ranks can take).
+std::vector<int> divisors(int n);
+
 // The groups of `ranked` (best first) within `threshold` (relative) of the best step
 // time, with what separates each from the best.
 std::vector<NearTie> near_ties(const std::vector<Ranked>& ranked, double threshold, const Scenario& base);
