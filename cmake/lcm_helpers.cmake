@@ -12,7 +12,6 @@ function(lcm_add_test name)
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main GTest::gmock lcm_warnings)
   target_compile_definitions(${name} PRIVATE
     LCM_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    LCM_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared"
     LCM_BINARY_DIR="${CMAKE_BINARY_DIR}")
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${T_LABELS}")
 endfunction()

@@ -1,11 +1,11 @@
 // NCCL communicators of an lcm-exec run, bootstrapped through MPI, all non-blocking
 // (ncclConfig_t.blocking = 0) so the host can always reach ncclCommAbort.
 //
-// Every wait is the nccl-tests testStreamSynchronize pattern (reliability.md §3.1): spin
+// Every wait is the nccl-tests testStreamSynchronize pattern (docs/reference/reliability.md §3.1): spin
 // on cudaStreamQuery, check ncclCommGetAsyncError on every communicator, and once the
 // deadline (--timeout) passes or NCCL reports an error, throw CommFailure naming the rank and
 // the op; main() writes the finished results, then aborts every communicator. ArrivalProbe names the peers that never reached
-// the op (the flight-recorder idea of reliability.md §3.10: "name the first rank whose seq
+// the op (the flight-recorder idea of docs/reference/reliability.md §3.10: "name the first rank whose seq
 // lags").
 #pragma once
 

@@ -15,7 +15,7 @@ namespace lcm::exec {
 
 enum class Family : uint8_t { kGemm, kCollectives, kMembw, kAttention, kMoe, kCpAttention };
 
-// Fault injection (reliability.md §3.9): deterministic (rank, point) triggers.
+// Fault injection (docs/reference/reliability.md §3.9): deterministic (rank, point) triggers.
 struct Inject {
   enum class Kind : uint8_t { kNone, kStall, kCorrupt, kKill };
   Kind kind = Kind::kNone;

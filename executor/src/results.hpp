@@ -66,7 +66,7 @@ class ResultSink {
   std::vector<PointRecord> points_;
 };
 
-// Chrome Trace Event Format (conventions.md §1.2): pid = rank, one tid per stream or
+// Chrome Trace Event Format (docs/reference/conventions.md §1.2): pid = rank, one tid per stream or
 // communicator, ts/dur in microseconds from the run's start on rank 0's clock.
 class TraceWriter {
  public:

@@ -1,6 +1,6 @@
 // FLOPs of one training step, by op class and pass, plus Megatron's headline count.
 //
-// Counting (shared/reference/formulas.md §2): 2 FLOPs per multiply-accumulate; every GEMM
+// Counting (docs/reference/formulas.md §2): 2 FLOPs per multiply-accumulate; every GEMM
 // runs once forward and twice backward (dgrad + wgrad); the attention core (QK^T and PV)
 // does s^2 (query, key) pairs per head, halved for a causal mask when the convention
 // says so. The per-class terms reproduce Megatron-LM's num_floating_point_operations

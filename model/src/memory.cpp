@@ -217,7 +217,7 @@ double in_flight(const Scenario& sc, const Mesh& m, int rank) {
   const int total = mb * m.vp;
   const int warmup = 2 * (p - rank - 1) + (m.vp - 1) * p;
   const int chunks = warmup >= total ? total : warmup + 1;
-  // --overlap-moe-expert-parallel-comm schedules one extra warmup chunk (formulas.md §3.3).
+  // --overlap-moe-expert-parallel-comm schedules one extra warmup chunk (docs/reference/formulas.md §3.3).
   const int extra = sc.parallel.overlap_moe_expert_parallel_comm ? 1 : 0;
   return static_cast<double>(std::min(chunks + extra, total)) / m.vp;
 }

@@ -2,7 +2,7 @@
 //
 // Follows the modules Megatron-Core builds (gpt_layer_specs.py with the Transformer Engine
 // backend, d98e8a64) and the counting of theoretical_memory_usage.py::
-// compute_weight_and_optimizer_memory (shared/reference/formulas.md §1). Where the two differ,
+// compute_weight_and_optimizer_memory (docs/reference/formulas.md §1). Where the two differ,
 // the real module layout wins and docs/flops-and-params.md says so:
 //   * biases (add_bias_linear, add_qkv_bias) and the per-head qk-norms are counted;
 //   * MLA q/kv norms exist only with qk_layernorm (Megatron's estimate always adds them);
@@ -56,7 +56,7 @@ double expert_ffn(const ModelSpec& m) {  // Megatron: moe_ffn_hidden_size defaul
                                                         : m.ffn_hidden_size);
 }
 
-// Self-attention (GQA/MHA/MQA). Source: formulas.md §1.1; attention.py linear_qkv has a
+// Self-attention (GQA/MHA/MQA). Source: docs/reference/formulas.md §1.1; attention.py linear_qkv has a
 // bias with add_bias_linear or add_qkv_bias, linear_proj (row-parallel) with add_bias_linear.
 Split gqa_attention(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden_size);
@@ -71,7 +71,7 @@ Split gqa_attention(const ModelSpec& m) {
   return s;
 }
 
-// Multi-latent attention. Source: formulas.md §1.2; multi_latent_attention.py (down
+// Multi-latent attention. Source: docs/reference/formulas.md §1.2; multi_latent_attention.py (down
 // projections are TELinear 'duplicated', up projections and linear_proj TP-sharded).
 Split mla_attention(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden_size);
@@ -102,7 +102,7 @@ Split attention(const ModelSpec& m) {
 }
 
 // An MLP of width w: fc1 h -> w (2w when gated), fc2 w -> h. fc1 is column-parallel (its
-// bias shards), fc2 row-parallel (its bias is replicated). Source: formulas.md §1.3.
+// bias shards), fc2 row-parallel (its bias is replicated). Source: docs/reference/formulas.md §1.3.
 Split mlp(const ModelSpec& m, double w) {
   const double h = static_cast<double>(m.hidden_size);
   const double fc1_out = m.swiglu ? 2 * w : w;

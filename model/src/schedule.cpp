@@ -3,7 +3,7 @@
 // all-gather before and reduce-scatter after each TP region, vocab-parallel embedding and
 // output layer, the MoE dispatchers (alltoall, allgather, flex), TE's CP implementations.
 // The ops come from one generator (schedule_gen.hpp), which estimate_comm folds too.
-// Sources: formulas.md §2-§4, docs/communication-model.md.
+// Sources: docs/reference/formulas.md §2-§4, docs/communication-model.md.
 #include "lcm/model/schedule.hpp"
 
 #include <algorithm>

@@ -276,7 +276,7 @@ void bwd_ops(const Elem& e, F&& f) {
 }
 
 // ---------------------------------------------------------------------------------
-// TP regions (formulas.md §4.2). Every TP-sharded block has an enter collective on its
+// TP regions (docs/reference/formulas.md §4.2). Every TP-sharded block has an enter collective on its
 // input and an exit collective on its output; they move X = T·h·2 B, except the MLA
 // enter (latents) and the MTP eh_proj enter (2X).
 // ---------------------------------------------------------------------------------
@@ -345,7 +345,7 @@ void bda(Sink& out, const char* base, const Ctx& x) {
 }
 
 // ---------------------------------------------------------------------------------
-// Attention core and CP (formulas.md §4.5; TE context_parallel.py). Heads are this TP
+// Attention core and CP (docs/reference/formulas.md §4.5; TE context_parallel.py). Heads are this TP
 // rank's: heads_q query heads, heads_kv key/value heads (>= 1: with fewer KV groups than
 // TP ranks every rank holds one, attention.py).
 // ---------------------------------------------------------------------------------
@@ -509,7 +509,7 @@ void dense_mlp_block(Sink& out, const Ctx& x) {
 }
 
 // ---------------------------------------------------------------------------------
-// MoE block (formulas.md §4.6; Megatron token_dispatcher.py). Tokens enter on the SP
+// MoE block (docs/reference/formulas.md §4.6; Megatron token_dispatcher.py). Tokens enter on the SP
 // shard: T_e per rank. Balanced routing.
 // ---------------------------------------------------------------------------------
 
@@ -766,7 +766,7 @@ void emit_mtp(const Ctx& x, Sink& out) {
 }
 
 // ---------------------------------------------------------------------------------
-// Pipeline send/recv (formulas.md §4.3): per micro-batch each of the stage's vp model
+// Pipeline send/recv (docs/reference/formulas.md §4.3): per micro-batch each of the stage's vp model
 // chunks receives and sends activations forward and gradients backward, except at the
 // ends of the model. Only sends carry a Comm item (a receive is the neighbour's send).
 // ---------------------------------------------------------------------------------
@@ -791,7 +791,7 @@ void emit_pp(const Ctx& x, bool first, bool last, F&& f) {
 }
 
 // ---------------------------------------------------------------------------------
-// Once-per-step ops (formulas.md §3.1, §4.4): gradient reduction and parameter gather
+// Once-per-step ops (docs/reference/formulas.md §3.1, §4.4): gradient reduction and parameter gather
 // over DP (dense parameters, group dp·cp) and EDP (expert parameters), the TP sum of the
 // TP-replicated parameters' grads under SP, the embedding gradient sync between first
 // and last stage, and the optimizer update. `calls` is per step: Megatron-FSDP

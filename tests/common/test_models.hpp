@@ -1,5 +1,5 @@
 // Model specs of published architectures, built in C++ for tests that must not depend
-// on the YAML loader. Values: shared/reference/validation/model_architectures.csv.
+// on the YAML loader. Values: validation/published/model_architectures.csv.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Validation of the memory model against Megatron-LM's CI golden values on DGX-H100.
 //
-// Every row of shared/reference/validation/megatron_functional_tests_h100.csv that has
+// Every row of validation/published/megatron_functional_tests_h100.csv that has
 // mem_max_allocated_bytes_max is turned into a Megatron flag list (column name = flag
 // name; "True" = bare flag; blank = absent), imported as Megatron would read it, and the
 // predicted allocator peak (StageMemory::allocated) of the pipeline stage that holds global
@@ -41,7 +41,7 @@ constexpr double kWorstErrorBoundPct = 30.0;
 constexpr int kMinEvaluatedRows = 44;
 constexpr int kMinRowsWithin10Pct = 40;
 
-const char* kCsv = LCM_SHARED_DIR "/reference/validation/megatron_functional_tests_h100.csv";
+const char* kCsv = LCM_SOURCE_DIR "/validation/published/megatron_functional_tests_h100.csv";
 
 // Columns that are not Megatron flags.
 const std::set<std::string> kNonFlagColumns = {

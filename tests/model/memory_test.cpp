@@ -1,5 +1,5 @@
 // Memory model: the published closed forms it must reproduce (Korthikanti et al. 2022
-// Table 2, Megatron's bytes per parameter, ZeRO stages, formulas.md §3.3 in-flight counts)
+// Table 2, Megatron's bytes per parameter, ZeRO stages, docs/reference/formulas.md §3.3 in-flight counts)
 // and the behaviour of each term. docs/memory-model.md derives every number used here.
 #include <gtest/gtest.h>
 
@@ -332,7 +332,7 @@ TEST(MemoryState, Fp8CachesLinearWeights) {
   expect_rel(mem.stages[0].fp8_weight_cache, 2.0 * (1e9 - vh));
 }
 
-// ---- Pipeline in-flight micro-batches (formulas.md §3.3).
+// ---- Pipeline in-flight micro-batches (docs/reference/formulas.md §3.3).
 Scenario pipeline(int p, int vp_layers, int gbs) {
   Scenario s = gpt_paper(1, false);
   s.model.num_layers = 48;

@@ -96,7 +96,7 @@ TEST(Params, DeepSeekV3) {
   EXPECT_LT(rel(p.active.main(), 37.5e9), 0.01);
   EXPECT_DOUBLE_EQ(p.total.main(), 671'026'404'352.0);
   EXPECT_DOUBLE_EQ(p.active.main(), 37'552'282'624.0);
-  // One MLA layer (formulas.md §1.2, the +1 being the RMSNorms):
+  // One MLA layer (docs/reference/formulas.md §1.2, the +1 being the RMSNorms):
   //   q  1536*(7168 + 128*192 + 1)         =  48,760,320
   //   kv  512*(7168 + 128*256 + 1) + 7168*64 = 20,447,744 + 458,752
   //   out 128*128*7168                       = 117,440,512      -> 187,107,328

@@ -2,7 +2,7 @@
 // model and planner", Done means item 2). docs/validation-performance.md records the
 // output, the conventions and the assumptions; this file is the single source of both.
 //
-// Tables (shared/reference/validation/, read at run time):
+// Tables (validation/published/, read at run time):
 //  - megatron_bridge_perf_summary.csv, DGX-H100 rows: tokens/s/GPU (primary) and model
 //    TFLOP/s/GPU under Megatron-Bridge's causal-halved convention (flop_utils.py).
 //  - nemo_24.07_h100.csv: tokens/s/GPU only (the 24.07 FLOP convention is unknown; the
@@ -70,7 +70,7 @@ constexpr int kMinCounted = 60;                // rows evaluated and counted
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)
 constexpr int kMinNemoNonCausalMatches = 9;
 
-const std::string kDir = LCM_SHARED_DIR "/reference/validation/";
+const std::string kDir = LCM_SOURCE_DIR "/validation/published/";
 
 // ---------------------------------------------------------------------------------
 // CSV

@@ -3,7 +3,7 @@
 // is the size S of the full array a collective works on (for all-gather and
 // reduce-scatter the gathered total), and `sent_bytes` is what one rank puts on the
 // wire for all calls of the step (ring algorithms; all-to-all sends (n-1)/n of its
-// buffer). Sources: formulas.md §4. The volumes themselves are written once, in the op
+// buffer). Sources: docs/reference/formulas.md §4. The volumes themselves are written once, in the op
 // schedule's generator (model/src/schedule_gen.hpp); this is their per-item sum.
 #pragma once
 

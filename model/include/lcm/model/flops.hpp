@@ -4,7 +4,7 @@
 // the full s x s work when causal_halved; recomputation counted only in `recompute`
 // and included in the headline total only when include_recompute (hardware FLOPs).
 // With causal_halved and no recompute the total equals Megatron-LM's
-// num_floating_point_operations (training.py, d98e8a64; formulas.md §2.1).
+// num_floating_point_operations (training.py, d98e8a64; docs/reference/formulas.md §2.1).
 #pragma once
 
 #include "lcm/model/mesh.hpp"

@@ -5,7 +5,7 @@
 //               (what torch.cuda.max_memory_allocated reports; Megatron CI's figure);
 //   peak      = allocated + what nvidia-smi also shows (CUDA context, NCCL buffers,
 //               cuBLAS workspace, allocator fragmentation).
-// Sources: formulas.md §3 (Megatron theoretical_memory_usage.py, Korthikanti et al.
+// Sources: docs/reference/formulas.md §3 (Megatron theoretical_memory_usage.py, Korthikanti et al.
 // 2022, ZeRO). All values in bytes.
 #pragma once
 

@@ -1,7 +1,7 @@
 // Parameter counts: whole model (total and active per token, per component) and what
 // one GPU of a pipeline stage holds after TP / PP / EP / ETP sharding.
 // Source: Megatron-LM theoretical_memory_usage.py::compute_weight_and_optimizer_memory
-// (shared/reference/formulas.md §1). Counts are in parameters (not bytes).
+// (docs/reference/formulas.md §1). Counts are in parameters (not bytes).
 #pragma once
 
 #include <vector>

@@ -3,7 +3,7 @@
 // computed exactly or by seeded Monte Carlo, and what each capacity factor does to the
 // expert-parallel all-to-all bytes, routed-expert GEMM FLOPs and peak memory.
 //
-// Vocabulary (formulas.md §6, docs/moe-routing.md):
+// Vocabulary (docs/reference/formulas.md §6, docs/moe-routing.md):
 //   T   tokens in one routing group: the tokens one router call sees on one rank
 //       (micro_batch * seq / (cp * tp) under sequence parallelism);
 //   k   moe_router_topk, E num_experts, CF moe_expert_capacity_factor;
