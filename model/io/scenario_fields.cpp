@@ -107,7 +107,14 @@ FieldSpec enumeration(Section sec, std::string_view key, Acc acc) {
             acc(d.s) = *v;
             return {};
           },
-          [acc](const Scenario& s) { return YAML::Node(std::string(to_string(acc(mut(s))))); }};
+          [acc](const Scenario& s) { return YAML::Node(std::string(to_string(acc(mut(s))))); },
+          [] {
+            std::vector<std::string> out;
+            const auto table = spellings<E>();
+            for (size_t i = 0; i < table.size(); ++i)
+              if (i == 0 || table[i - 1].value != table[i].value) out.emplace_back(table[i].name);
+            return out;
+          }};
 }
 
 std::string parse_rope_scaling(const YAML::Node& n, ScenarioDraft& d) {
