@@ -1,4 +1,4 @@
-// The planner's layout evaluator (internal to planner/plan): validate_scenario, memory
+// The planner's layout evaluator (internal to planner/search): validate_scenario, memory
 // and step time of one layout, with the sub-results that layouts share cached.
 //
 // Every cached piece is the output of a model function (stage_layers, gpu_params,
