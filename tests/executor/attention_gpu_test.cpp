@@ -21,12 +21,12 @@
 #include <memory>
 #include <vector>
 
-#include "attention.hpp"
-#include "attention_ref.cuh"
-#include "kernels.cuh"
-#include "pattern.hpp"
+#include "lcm/executor/attention.hpp"
+#include "lcm/executor/attention_ref.cuh"
+#include "lcm/executor/kernels.cuh"
+#include "lcm/executor/pattern.hpp"
 #ifdef LCM_EXEC_HAVE_CUDNN
-#include "attention_runner.hpp"
+#include "lcm/executor/attention_runner.hpp"
 #endif
 
 namespace lcm::exec {

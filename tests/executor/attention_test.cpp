@@ -6,9 +6,9 @@
 #include <limits>
 #include <set>
 
-#include "attention.hpp"
-#include "error.hpp"
-#include "options.hpp"
+#include "lcm/executor/attention.hpp"
+#include "lcm/executor/error.hpp"
+#include "lcm/executor/options.hpp"
 
 namespace lcm::exec {
 namespace {

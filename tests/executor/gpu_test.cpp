@@ -5,8 +5,8 @@
 
 #include <cuda_runtime.h>
 
-#include "gemm.hpp"
-#include "kernels.cuh"
+#include "lcm/executor/gemm.hpp"
+#include "lcm/executor/kernels.cuh"
 
 namespace lcm::exec {
 namespace {

@@ -10,11 +10,11 @@
 #include <set>
 #include <sstream>
 
-#include "cp_attention.hpp"
-#include "error.hpp"
+#include "lcm/executor/cp_attention.hpp"
+#include "lcm/executor/error.hpp"
 #include "lcm/model/routing.hpp"
-#include "moe.hpp"
-#include "options.hpp"
+#include "lcm/executor/moe.hpp"
+#include "lcm/executor/options.hpp"
 
 namespace lcm::exec {
 namespace {

@@ -1,8 +1,8 @@
 // lcm-exec command-line parsing: nccl-tests size syntax, shapes, layouts, fault injection.
 #include <gtest/gtest.h>
 
-#include "error.hpp"
-#include "options.hpp"
+#include "lcm/executor/error.hpp"
+#include "lcm/executor/options.hpp"
 
 namespace lcm::exec {
 namespace {

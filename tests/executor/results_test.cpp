@@ -11,10 +11,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "collectives.hpp"
-#include "gemm.hpp"
-#include "results.hpp"
-#include "timing.hpp"
+#include "lcm/executor/collectives.hpp"
+#include "lcm/executor/gemm.hpp"
+#include "lcm/executor/results.hpp"
+#include "lcm/executor/timing.hpp"
 
 namespace lcm::exec {
 namespace {

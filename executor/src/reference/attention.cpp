@@ -1,0 +1,170 @@
+// Attention problem, sampling and checker (see attention.hpp).
+#include "lcm/executor/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "lcm/executor/error.hpp"
+#include "lcm/model/flops.hpp"
+
+namespace lcm::exec {
+
+float AttentionProblem::softmax_scale() const {
+  return scale > 0 ? scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+}
+
+std::string AttentionProblem::shape_text() const {
+  return std::to_string(b) + "x" + std::to_string(s) + "x" + std::to_string(hq) + "x" + std::to_string(hkv) + "x" +
+         std::to_string(d);
+}
+
+void AttentionProblem::validate() const {
+  const std::string what = "attention shape " + shape_text() + ": ";
+  if (b < 1 || s < 1 || hq < 1 || hkv < 1 || d < 1) throw UsageError(what + "every dimension must be positive");
+  if (hq % hkv != 0) throw UsageError(what + "h_q must be a multiple of h_kv (GQA)");
+  if (d % 8 != 0 || d > 256) throw UsageError(what + "head dim must be a multiple of 8 and at most 256");
+  if (static_cast<double>(q_elems()) >= 9.2e18 / 4) throw UsageError(what + "too large");
+  if (s_kv < 0 || stats_stride < 0 || (stats_stride > 0 && stats_stride < s)) throw UsageError(what + "bad s_kv / stats stride");
+  if (causal && skv() != s) throw UsageError(what + "a causal mask needs as many keys as queries");
+}
+
+// The model's attention FLOP count (lcm::attention_core_flops), causal as half the square.
+double AttentionProblem::fwd_flops() const {
+  AttentionShape a;
+  a.batch = b;
+  a.seq_q = s;
+  a.seq_kv = skv();
+  a.heads_q = hq;
+  a.heads_kv = hkv;
+  a.head_dim_qk = a.head_dim_v = d;
+  a.causal = causal;
+  a.work_fraction = causal ? 0.5 : 1.0;
+  return attention_core_flops(a);
+}
+double AttentionProblem::bwd_flops() const { return kAttentionBackwardFlopFactor * fwd_flops(); }
+
+double AttentionProblem::set_bytes() const {
+  return 2.0 * (4.0 * static_cast<double>(q_elems()) + 4.0 * static_cast<double>(kv_elems())) +
+         4.0 * static_cast<double>(stat_elems());
+}
+
+AttnSample attention_sample(const AttentionProblem& p, bool full, uint64_t seed, int q_rows_per_head,
+                            int kv_rows_per_head, int64_t kv_tail) {
+  AttnSample out;
+  out.full = full;
+  const auto rows = [&](int64_t heads, bool kv, std::vector<AttnRow>& dst) {
+    std::mt19937_64 rng(seed ^ (kv ? 0x6b76ull : 0x71ull));
+    for (int64_t bi = 0; bi < p.b; ++bi)
+      for (int64_t h = 0; h < heads; ++h) {
+        std::set<int64_t> pick;
+        if (full) {
+          for (int64_t i = 0; i < p.s; ++i) pick.insert(i);
+        } else if (!kv) {
+          pick = {0, std::min<int64_t>(1, p.s - 1), p.s - 1};
+          while (static_cast<int64_t>(pick.size()) < std::min<int64_t>(q_rows_per_head, p.s))
+            pick.insert(static_cast<int64_t>(rng() % static_cast<uint64_t>(p.s)));
+        } else {
+          const int64_t tail = std::min<int64_t>(kv_tail, p.s);
+          pick = {p.s - 1};
+          while (static_cast<int64_t>(pick.size()) < std::min<int64_t>(kv_rows_per_head, tail))
+            pick.insert(p.s - 1 - static_cast<int64_t>(rng() % static_cast<uint64_t>(tail)));
+        }
+        for (int64_t i : pick)
+          dst.push_back({static_cast<int32_t>(bi), static_cast<int32_t>(h), static_cast<int32_t>(i)});
+      }
+  };
+  rows(p.hq, false, out.q_rows);
+  rows(p.hkv, true, out.kv_rows);
+  int64_t first = p.s;
+  for (const AttnRow& r : out.kv_rows) first = std::min<int64_t>(first, r.i);
+  // Non-causal: every key row depends on every query row.
+  out.kv_first_query = p.causal ? first : 0;
+  return out;
+}
+
+namespace {
+
+constexpr double kTolFactor = 1.0 / 128.0;  // 2^-7
+
+void finish(AttnCheck& c, double err2, double ref2) {
+  c.rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : (err2 > 0 ? INFINITY : 0.0);
+}
+
+}  // namespace
+
+AttnCheck check_attention_values(const std::vector<float>& got, const std::vector<float>& ref,
+                                 const std::vector<float>& mag, double rel_l2_limit) {
+  if (got.size() != ref.size() || mag.size() != ref.size()) throw ExecError("check_attention_values: size mismatch");
+  AttnCheck c;
+  c.rel_l2_limit = rel_l2_limit;
+  double err2 = 0, ref2 = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double r = ref[i];
+    const double tol = (std::fabs(r) + std::fabs(static_cast<double>(mag[i]))) * kTolFactor + 1e-30;
+    const double err = std::fabs(static_cast<double>(got[i]) - r);
+    ++c.checked;
+    if (!(err <= tol)) ++c.wrong;  // NaN compares false
+    if (std::isfinite(err)) {
+      c.max_err_ratio = std::max(c.max_err_ratio, err / tol);
+      err2 += err * err;
+    } else {
+      err2 = INFINITY;
+      c.max_err_ratio = INFINITY;
+    }
+    ref2 += r * r;
+  }
+  finish(c, err2, ref2);
+  return c;
+}
+
+AttnCheck check_attention_lse(const std::vector<float>& got, const std::vector<float>& ref) {
+  if (got.size() != ref.size()) throw ExecError("check_attention_lse: size mismatch");
+  AttnCheck c;
+  c.rel_l2_limit = 2e-3;
+  double err2 = 0, ref2 = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double r = ref[i];
+    const double tol = 2e-3 * std::max(1.0, std::fabs(r));
+    const double err = std::fabs(static_cast<double>(got[i]) - r);
+    ++c.checked;
+    if (!(err <= tol)) ++c.wrong;
+    if (std::isfinite(err)) {
+      c.max_err_ratio = std::max(c.max_err_ratio, err / tol);
+      err2 += err * err;
+    } else {
+      err2 = INFINITY;
+      c.max_err_ratio = INFINITY;
+    }
+    ref2 += r * r;
+  }
+  finish(c, err2, ref2);
+  return c;
+}
+
+const char* to_string(AttnOut o) {
+  switch (o) {
+    case AttnOut::kO: return "O";
+    case AttnOut::kLse: return "LSE";
+    case AttnOut::kDq: return "dQ";
+    case AttnOut::kDk: return "dK";
+    case AttnOut::kDv: return "dV";
+  }
+  return "?";
+}
+
+void AttnCheckSet::merge(const AttnCheckSet& o) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    AttnCheck& a = out[i];
+    const AttnCheck& b = o.out[i];
+    a.checked += b.checked;
+    a.wrong += b.wrong;
+    a.max_err_ratio = std::max(a.max_err_ratio, b.max_err_ratio);
+    a.rel_l2 = std::max(a.rel_l2, b.rel_l2);
+    a.rel_l2_limit = b.rel_l2_limit;
+    if (b.nonfinite >= 0) a.nonfinite = std::max<int64_t>(a.nonfinite, 0) + b.nonfinite;
+  }
+}
+
+}  // namespace lcm::exec
