@@ -111,7 +111,7 @@ TEST(Attention, CheckerFindsPlantedErrorsAndNaN) {
     // A bf16-like rounding error: within tolerance.
     got[i] = ref[i] * (1.0f + 1.0f / 512.0f);
   }
-  AttnCheck c = check_attention_values(got, ref, mag, 1e-2);
+  Comparison c = check_attention_values(got, ref, mag, 1e-2);
   EXPECT_EQ(c.checked, 1000);
   EXPECT_EQ(c.wrong, 0);
   EXPECT_TRUE(c.ok());

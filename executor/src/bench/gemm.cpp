@@ -108,14 +108,12 @@ void run_gemm_bench(RunContext& ctx) {
       const Clocks clocks = query_clocks(ctx.device.pci_bus_id);  // right after the timed loop
 
       if (ctx.inject_corrupt()) runner.corrupt_output(0, 0, 0, 1.0e4f);
-      GemmCheck total;
+      Comparison total;
+      int64_t failures = 0;
       for (int s = 0; s < std::min(sets, reps); ++s) {
-        const GemmCheck c = runner.verify(s, o.seed + static_cast<uint64_t>(s));
-        total.checked += c.checked;
-        total.wrong += c.wrong;
-        if (c.wrong == 0 && !c.ok()) ++total.wrong;  // every element in tolerance but the norm error is not
-        total.max_err_ratio = std::max(total.max_err_ratio, c.max_err_ratio);
-        total.rel_l2 = std::max(total.rel_l2, c.rel_l2);
+        const Comparison c = runner.verify(s, o.seed + static_cast<uint64_t>(s));
+        failures += c.failures();
+        total.merge(c);
       }
 
       const std::vector<double> durs = ev.durations_us();
@@ -134,13 +132,14 @@ void run_gemm_bench(RunContext& ctx) {
       rec.time = mine;
       rec.tflops = p.flops() / (mine.median_us * 1e-6) / 1e12;
       rec.per_rank_median_us = allgather_double(mine.median_us);
-      rec.wrong = allreduce_sum(total.wrong);
+      rec.wrong = allreduce_sum(failures);
       rec.checked = allreduce_sum(total.checked);
       rec.correct = rec.wrong == 0;
       rec.extra = {{"algo", runner.algo_json(runner.selected_algo())},
                    {"algos_considered", runner.num_algos()},
                    {"max_err_over_tolerance", total.max_err_ratio},
                    {"rel_l2_error", total.rel_l2},
+                   {"check", to_json(total)},
                    {"clocks_after", to_json(clocks)},
                    {"layout", dt == GemmDType::kBf16 ? "NN (torch.matmul)" : "TN (torch._scaled_mm)"}};
       trace_repetitions(ctx, op, "gemm", kComputeTid, base_us, ev,

@@ -48,29 +48,25 @@ char* at(void* base, int64_t elems) { return static_cast<char*>(base) + elems * 
 }  // namespace
 
 bool CpCheck::ok() const {
-  for (const CpCheckOne& c : vs_single)
+  for (const Comparison& c : vs_single)
     if (!c.ok()) return false;
   return single_vs_reference.fwd_ok() && single_vs_reference.bwd_ok();
 }
 int64_t CpCheck::wrong() const {
   int64_t w = 0;
-  for (const CpCheckOne& c : vs_single) w += c.wrong + c.nonfinite + (c.wrong == 0 && c.nonfinite == 0 && !c.ok() ? 1 : 0);
-  for (const AttnCheck& c : single_vs_reference.out) w += c.wrong + std::max<int64_t>(c.nonfinite, 0) + (c.wrong == 0 && !c.ok() ? 1 : 0);
+  for (const Comparison& c : vs_single) w += c.failures();
+  for (const Comparison& c : single_vs_reference.out) w += c.failures();
   return w;
 }
 int64_t CpCheck::checked() const {
   int64_t n = 0;
-  for (const CpCheckOne& c : vs_single) n += c.checked;
-  for (const AttnCheck& c : single_vs_reference.out) n += c.checked;
+  for (const Comparison& c : vs_single) n += c.checked;
+  for (const Comparison& c : single_vs_reference.out) n += c.checked;
   return n;
 }
 nlohmann::json to_json(const CpCheck& c) {
   nlohmann::json v = nlohmann::json::object();
-  for (size_t i = 0; i < c.vs_single.size(); ++i) {
-    const CpCheckOne& x = c.vs_single[i];
-    v[kOutNames[i]] = {{"checked", x.checked}, {"wrong", x.wrong}, {"nonfinite", x.nonfinite},
-                       {"rel_l2_error", x.rel_l2}, {"rel_l2_limit", x.rel_l2_limit}, {"ok", x.ok()}};
-  }
+  for (size_t i = 0; i < c.vs_single.size(); ++i) v[kOutNames[i]] = to_json(c.vs_single[i]);
   return {{"ring_vs_single_gpu_cudnn", v}, {"single_gpu_cudnn_vs_reference", to_json(c.single_vs_reference)}};
 }
 
@@ -426,13 +422,8 @@ CpCheck CpRing::verify(int set, bool full_reference, uint64_t sample_seed) {
     kernels::CpCompare h{};
     LCM_CUDA_CHECK(cudaMemcpyAsync(&h, d_cmp, sizeof h, cudaMemcpyDeviceToHost, compute_));
     LCM_CUDA_CHECK(cudaStreamSynchronize(compute_));
-    CpCheckOne o;
-    o.checked = 2 * c * re;
-    o.wrong = static_cast<int64_t>(h.wrong);
-    o.nonfinite = static_cast<int64_t>(h.nonfinite);
-    o.rel_l2 = h.ref2 > 0 ? std::sqrt(h.err2 / h.ref2) : 0;
-    o.rel_l2_limit = limit;
-    return o;
+    return Comparison::from_sums(2 * c * re, static_cast<int64_t>(h.wrong), static_cast<int64_t>(h.nonfinite), h.err2,
+                                 h.ref2, limit);
   };
   out.vs_single[0] = rows_check(x.o, r.o, hq * d, 1e-2, 1.0 / 32);
   {
@@ -441,12 +432,8 @@ CpCheck CpRing::verify(int set, bool full_reference, uint64_t sample_seed) {
     kernels::CpCompare h{};
     LCM_CUDA_CHECK(cudaMemcpyAsync(&h, d_cmp, sizeof h, cudaMemcpyDeviceToHost, compute_));
     LCM_CUDA_CHECK(cudaStreamSynchronize(compute_));
-    CpCheckOne& o = out.vs_single[1];
-    o.checked = hq * 2 * c;
-    o.wrong = static_cast<int64_t>(h.wrong);
-    o.nonfinite = static_cast<int64_t>(h.nonfinite);
-    o.rel_l2 = h.ref2 > 0 ? std::sqrt(h.err2 / h.ref2) : 0;
-    o.rel_l2_limit = 2e-3;
+    out.vs_single[1] = Comparison::from_sums(hq * 2 * c, static_cast<int64_t>(h.wrong), static_cast<int64_t>(h.nonfinite),
+                                             h.err2, h.ref2, 2e-3);
   }
   out.vs_single[2] = rows_check(x.dq, r.dq, hq * d, 2e-2, 1.0 / 32);
   out.vs_single[3] = rows_check(x.dk, r.dk, hkv * d, 2e-2, 1.0);

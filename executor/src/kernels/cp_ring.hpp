@@ -28,13 +28,8 @@ class EventSeries;
 
 struct CpEvents;  // per-step CUDA events of one pass (cp_ring.cpp)
 
-struct CpCheckOne {
-  int64_t checked = 0, wrong = 0, nonfinite = 0;
-  double rel_l2 = 0, rel_l2_limit = 1e-2;
-  bool ok() const { return wrong == 0 && nonfinite == 0 && rel_l2 <= rel_l2_limit; }
-};
 struct CpCheck {
-  std::array<CpCheckOne, 5> vs_single{};  // O, LSE, dQ, dK, dV of the ring against single-GPU cuDNN
+  std::array<Comparison, 5> vs_single{};  // O, LSE, dQ, dK, dV of the ring against single-GPU cuDNN
   AttnCheckSet single_vs_reference;       // single-GPU cuDNN against the reference kernels
   bool ok() const;
   int64_t wrong() const;

@@ -75,34 +75,10 @@ struct Scratch {
   Scratch& operator=(const Scratch&) = delete;
 };
 
-// Accumulates one output's comparison: |got - ref| <= tol_factor (|ref| + mag) + abs_tol.
-struct Comparer {
-  MoeValueCheck c;
-  double err2 = 0, ref2 = 0;
-  double factor, abs_tol;
-  Comparer(double f, double a, double limit) : factor(f), abs_tol(a) { c.rel_l2_limit = limit; }
-  void add(double got, double ref, double mag) {
-    const double tol = factor * (std::fabs(ref) + mag) + abs_tol;
-    const double err = std::fabs(got - ref);
-    ++c.checked;
-    if (!(err <= tol)) ++c.wrong;
-    if (std::isfinite(err)) {
-      c.max_err_ratio = std::max(c.max_err_ratio, err / tol);
-      err2 += err * err;
-    } else {
-      err2 = INFINITY;
-    }
-    ref2 += ref * ref;
-  }
-  MoeValueCheck done() {
-    c.rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : (err2 > 0 ? INFINITY : 0.0);
-    return c;
-  }
-};
-
-nlohmann::json check_json(const MoeValueCheck& c) {
-  return {{"checked", c.checked}, {"wrong", c.wrong}, {"max_err_over_tolerance", c.max_err_ratio},
-          {"rel_l2_error", c.rel_l2}, {"rel_l2_limit", c.rel_l2_limit}, {"ok", c.ok()}};
+// The MoE outputs' tolerance (compare.hpp): factor x (|ref| + mag) + abs per element, where
+// mag is the reference's magnitude term, and the relative L2 bound.
+Tolerance moe_tolerance(double factor, double abs, double rel_l2_limit) {
+  return Tolerance{.rel = factor, .mag_rel = factor, .abs = abs, .rel_l2_limit = rel_l2_limit};
 }
 
 }  // namespace
@@ -118,19 +94,18 @@ bool MoeCheck::fwd_ok() const { return logits.ok() && routing.ok() && dispatch.o
 bool MoeCheck::ok() const { return fwd_ok() && dx.ok() && dwr.ok() && dw1.ok() && dw2.ok(); }
 int64_t MoeCheck::wrong() const {
   int64_t w = 0;
-  for (const MoeValueCheck* c : {&logits, &routing, &dispatch, &permute, &y, &dx, &dwr, &dw1, &dw2})
-    w += c->wrong + (c->wrong == 0 && !c->ok() ? 1 : 0);
+  for (const Comparison* c : {&logits, &routing, &dispatch, &permute, &y, &dx, &dwr, &dw1, &dw2}) w += c->failures();
   return w;
 }
 int64_t MoeCheck::checked() const {
   int64_t n = 0;
-  for (const MoeValueCheck* c : {&logits, &routing, &dispatch, &permute, &y, &dx, &dwr, &dw1, &dw2}) n += c->checked;
+  for (const Comparison* c : {&logits, &routing, &dispatch, &permute, &y, &dx, &dwr, &dw1, &dw2}) n += c->checked;
   return n;
 }
 nlohmann::json to_json(const MoeCheck& c) {
-  return {{"logits", check_json(c.logits)}, {"routing", check_json(c.routing)}, {"dispatch", check_json(c.dispatch)},
-          {"permute", check_json(c.permute)}, {"Y", check_json(c.y)},             {"dX", check_json(c.dx)},
-          {"dWr", check_json(c.dwr)},         {"dW1", check_json(c.dw1)},         {"dW2", check_json(c.dw2)}};
+  return {{"logits", to_json(c.logits)}, {"routing", to_json(c.routing)}, {"dispatch", to_json(c.dispatch)},
+          {"permute", to_json(c.permute)}, {"Y", to_json(c.y)},             {"dX", to_json(c.dx)},
+          {"dWr", to_json(c.dwr)},         {"dW1", to_json(c.dw1)},         {"dW2", to_json(c.dw2)}};
 }
 
 MoeLayer::MoeLayer(cudaStream_t stream, Comms* comms, ncclComm_t ep_comm, int ep_rank, int global_rank,
@@ -541,7 +516,7 @@ MoeCheck MoeLayer::verify(int set, bool full, uint64_t sample_seed) {
   // 1. Logits of sampled tokens: the router GEMM in float64 plus the routing term.
   const std::vector<float> lw = routing_log_weights(p);
   {
-    Comparer cmp(1.0 / 1024, 1e-5, 1e-3);
+    Comparer cmp(moe_tolerance(1.0 / 1024, 1e-5, 1e-3));
     const size_t nl = std::min<size_t>(tokens.size(), full ? tokens.size() : 16);
     std::vector<double> wcol(static_cast<size_t>(h));
     for (int e = 0; e < E; ++e) {
@@ -558,22 +533,21 @@ MoeCheck MoeLayer::verify(int set, bool full, uint64_t sample_seed) {
         if (!lw.empty())
           ref += static_cast<double>(lw[static_cast<size_t>(e)]) +
                  static_cast<double>(pattern::routing_gumbel(routing_seed(set), tb + static_cast<uint64_t>(t), static_cast<uint32_t>(e)));
-        cmp.add(logits[static_cast<size_t>(t * E + e)], ref, mag + 1e-3 * std::fabs(ref));
+        cmp.add(logits[static_cast<size_t>(t * E + e)], ref, mag + 1e-3 * std::fabs(ref), t * E + e);
       }
     }
-    out.logits = cmp.done();
+    out.logits = cmp.result();
   }
-  // 2. Top-k of every token from the GPU's logits (exact, up to near-ties in the score).
+  // 2. Top-k of every token from the GPU's logits (exact, up to near-ties in the score); gate
+  // weights within 1e-5 |ref| + 1e-7, relative L2 error 1e-4.
   {
-    MoeValueCheck c;
-    c.rel_l2_limit = 1e-4;
-    double err2 = 0, ref2 = 0;
+    Comparer cw(Tolerance{.rel = 1e-5, .abs = 1e-7, .rel_l2_limit = 1e-4});
+    int64_t wrong_expert = 0;  // assignments whose weight is within tolerance but whose expert is not
     for (int64_t t = 0; t < T; ++t) {
       const float* l = &logits[static_cast<size_t>(t * E)];
       const TokenRoute r = route_token(l, p);
       for (int j = 0; j < k; ++j) {
         const size_t a = static_cast<size_t>(t * k + j);
-        ++c.checked;
         bool ok = r.idx[static_cast<size_t>(j)] == idx[a];
         if (!ok) {  // accept a swap of two experts whose keys tie to within float rounding
           const auto key = [&](int e) {
@@ -581,18 +555,15 @@ MoeCheck MoeLayer::verify(int set, bool full, uint64_t sample_seed) {
           };
           ok = idx[a] >= 0 && idx[a] < E && std::fabs(key(idx[a]) - key(r.idx[static_cast<size_t>(j)])) <= 1e-6 * (1 + std::fabs(key(idx[a])));
         }
-        const double we = std::fabs(static_cast<double>(w[a]) - r.w[static_cast<size_t>(j)]);
-        if (!ok || !(we <= 1e-5 * std::fabs(r.w[static_cast<size_t>(j)]) + 1e-7)) ++c.wrong;
-        err2 += std::isfinite(we) ? we * we : INFINITY;
-        ref2 += static_cast<double>(r.w[static_cast<size_t>(j)]) * r.w[static_cast<size_t>(j)];
+        if (cw.add(w[a], r.w[static_cast<size_t>(j)], 0, static_cast<int64_t>(a)) && !ok) ++wrong_expert;
       }
     }
-    c.rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : 0;
-    out.routing = c;
+    out.routing = cw.result();
+    out.routing.wrong += wrong_expert;
   }
   // 3. Counts, drops and rows: the host reference of the whole routing group.
   {
-    MoeValueCheck c;
+    Comparison c;  // exact: every row, count and kept count equal
     bool valid = true;
     for (int32_t e : idx) valid = valid && e >= 0 && e < E;
     if (!valid) {
@@ -730,25 +701,25 @@ MoeCheck MoeLayer::verify(int set, bool full, uint64_t sample_seed) {
         }
       }
     }
-    Comparer cy(1.0 / 64, 1e-6, 1e-2), cdx(1.0 / 64, 1e-6, 2e-2);
+    Comparer cy(moe_tolerance(1.0 / 64, 1e-6, 1e-2)), cdx(moe_tolerance(1.0 / 64, 1e-6, 2e-2));
     for (size_t i = 0; i < nt; ++i) {
       const int64_t t = tokens[i];
       const std::vector<float> gy = download_bf16(static_cast<const uint16_t*>(y_) + t * h, static_cast<size_t>(h), s);
       const std::vector<float> gdx = download_bf16(static_cast<const uint16_t*>(dx_) + t * h, static_cast<size_t>(h), s);
       for (int64_t c = 0; c < h; ++c) {
         const size_t o = i * static_cast<size_t>(h) + static_cast<size_t>(c);
-        cy.add(gy[static_cast<size_t>(c)], yref[o], ymag[o]);
-        cdx.add(gdx[static_cast<size_t>(c)], dxref[o], dxmag[o]);
+        cy.add(gy[static_cast<size_t>(c)], yref[o], ymag[o], t * h + c);
+        cdx.add(gdx[static_cast<size_t>(c)], dxref[o], dxmag[o], t * h + c);
       }
     }
-    out.y = cy.done();
-    out.dx = cdx.done();
+    out.y = cy.result();
+    out.dx = cdx.result();
   }
   // 6. Weight gradients, sampled elements: dWr from the GPU's dlogits; dW1, dW2 of the first and
   // last local expert from the expert's received rows (the GEMMs' own inputs).
   {
     const std::vector<float> dl = download_bf16(dl_, static_cast<size_t>(T * E), s);
-    Comparer c(1.0 / 128, 1e-6, 1e-2);
+    Comparer c(moe_tolerance(1.0 / 128, 1e-6, 1e-2));
     for (int q = 0; q < 16; ++q) {
       const int64_t col = static_cast<int64_t>(rng() % static_cast<uint64_t>(h));
       const int e = static_cast<int>(rng() % static_cast<uint64_t>(E));
@@ -759,11 +730,11 @@ MoeCheck MoeLayer::verify(int set, bool full, uint64_t sample_seed) {
         mag += std::fabs(v);
       }
       const auto got = download_bf16(static_cast<const uint16_t*>(dwr_) + col * E + e, 1, s);
-      c.add(got[0], ref, mag);
+      c.add(got[0], ref, mag, col * E + e);
     }
-    out.dwr = c.done();
+    out.dwr = c.result();
 
-    Comparer c1(1.0 / 128, 1e-6, 1e-2), c2(1.0 / 128, 1e-6, 1e-2);
+    Comparer c1(moe_tolerance(1.0 / 128, 1e-6, 1e-2)), c2(moe_tolerance(1.0 / 128, 1e-6, 1e-2));
     for (int j : {0, El - 1}) {
       const int64_t m = rows_[static_cast<size_t>(j)], o = row_off_[static_cast<size_t>(j)];
       for (int q = 0; q < 8; ++q) {
@@ -795,12 +766,12 @@ MoeCheck MoeLayer::verify(int set, bool full, uint64_t sample_seed) {
         }
         const auto g2 = download_bf16(static_cast<const uint16_t*>(dw2_) + static_cast<size_t>(j) * f * h + a * h + b, 1, s);
         const auto g1 = download_bf16(static_cast<const uint16_t*>(dw1_) + static_cast<size_t>(j) * h * 2 * f + cc * 2 * f + g, 1, s);
-        c2.add(g2[0], r2, m2);
-        c1.add(g1[0], r1, m1);
+        c2.add(g2[0], r2, m2, static_cast<int64_t>(j) * f * h + a * h + b);
+        c1.add(g1[0], r1, m1, static_cast<int64_t>(j) * h * 2 * f + cc * 2 * f + g);
       }
     }
-    out.dw1 = c1.done();
-    out.dw2 = c2.done();
+    out.dw1 = c1.result();
+    out.dw2 = c2.result();
   }
   return out;
 }

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "lcm/executor/compare.hpp"
 #include "lcm/executor/gemm.hpp"
 #include "lcm/executor/moe.hpp"
 
@@ -44,13 +45,8 @@ bool is_forward(MoePhase p);
 // Called around every phase (start = true before, false after) when timing.
 using PhaseHook = std::function<void(MoePhase, bool start)>;
 
-struct MoeValueCheck {
-  int64_t checked = 0, wrong = 0;
-  double max_err_ratio = 0, rel_l2 = 0, rel_l2_limit = 1e-2;
-  bool ok() const { return wrong == 0 && rel_l2 <= rel_l2_limit; }
-};
 struct MoeCheck {
-  MoeValueCheck logits, routing, dispatch, permute, y, dx, dwr, dw1, dw2;
+  Comparison logits, routing, dispatch, permute, y, dx, dwr, dw1, dw2;
   bool ok() const;
   bool fwd_ok() const;
   int64_t wrong() const;

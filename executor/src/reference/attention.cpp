@@ -84,63 +84,15 @@ AttnSample attention_sample(const AttentionProblem& p, bool full, uint64_t seed,
   return out;
 }
 
-namespace {
-
-constexpr double kTolFactor = 1.0 / 128.0;  // 2^-7
-
-void finish(AttnCheck& c, double err2, double ref2) {
-  c.rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : (err2 > 0 ? INFINITY : 0.0);
+Comparison check_attention_values(const std::vector<float>& got, const std::vector<float>& ref,
+                                  const std::vector<float>& mag, double rel_l2_limit) {
+  // (|ref| + mag) x 2^-7 per element.
+  return compare(got, ref, mag, Tolerance{.rel = 1.0 / 128, .mag_rel = 1.0 / 128, .rel_l2_limit = rel_l2_limit});
 }
 
-}  // namespace
-
-AttnCheck check_attention_values(const std::vector<float>& got, const std::vector<float>& ref,
-                                 const std::vector<float>& mag, double rel_l2_limit) {
-  if (got.size() != ref.size() || mag.size() != ref.size()) throw ExecError("check_attention_values: size mismatch");
-  AttnCheck c;
-  c.rel_l2_limit = rel_l2_limit;
-  double err2 = 0, ref2 = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double r = ref[i];
-    const double tol = (std::fabs(r) + std::fabs(static_cast<double>(mag[i]))) * kTolFactor + 1e-30;
-    const double err = std::fabs(static_cast<double>(got[i]) - r);
-    ++c.checked;
-    if (!(err <= tol)) ++c.wrong;  // NaN compares false
-    if (std::isfinite(err)) {
-      c.max_err_ratio = std::max(c.max_err_ratio, err / tol);
-      err2 += err * err;
-    } else {
-      err2 = INFINITY;
-      c.max_err_ratio = INFINITY;
-    }
-    ref2 += r * r;
-  }
-  finish(c, err2, ref2);
-  return c;
-}
-
-AttnCheck check_attention_lse(const std::vector<float>& got, const std::vector<float>& ref) {
-  if (got.size() != ref.size()) throw ExecError("check_attention_lse: size mismatch");
-  AttnCheck c;
-  c.rel_l2_limit = 2e-3;
-  double err2 = 0, ref2 = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double r = ref[i];
-    const double tol = 2e-3 * std::max(1.0, std::fabs(r));
-    const double err = std::fabs(static_cast<double>(got[i]) - r);
-    ++c.checked;
-    if (!(err <= tol)) ++c.wrong;
-    if (std::isfinite(err)) {
-      c.max_err_ratio = std::max(c.max_err_ratio, err / tol);
-      err2 += err * err;
-    } else {
-      err2 = INFINITY;
-      c.max_err_ratio = INFINITY;
-    }
-    ref2 += r * r;
-  }
-  finish(c, err2, ref2);
-  return c;
+Comparison check_attention_lse(const std::vector<float>& got, const std::vector<float>& ref) {
+  // 2e-3 x max(1, |ref|) per element, relative L2 error 2e-3.
+  return compare(got, ref, {}, Tolerance{.rel = 2e-3, .ref_floor = 1.0, .rel_l2_limit = 2e-3});
 }
 
 const char* to_string(AttnOut o) {
@@ -155,16 +107,7 @@ const char* to_string(AttnOut o) {
 }
 
 void AttnCheckSet::merge(const AttnCheckSet& o) {
-  for (size_t i = 0; i < out.size(); ++i) {
-    AttnCheck& a = out[i];
-    const AttnCheck& b = o.out[i];
-    a.checked += b.checked;
-    a.wrong += b.wrong;
-    a.max_err_ratio = std::max(a.max_err_ratio, b.max_err_ratio);
-    a.rel_l2 = std::max(a.rel_l2, b.rel_l2);
-    a.rel_l2_limit = b.rel_l2_limit;
-    if (b.nonfinite >= 0) a.nonfinite = std::max<int64_t>(a.nonfinite, 0) + b.nonfinite;
-  }
+  for (size_t i = 0; i < out.size(); ++i) out[i].merge(o.out[i]);
 }
 
 }  // namespace lcm::exec

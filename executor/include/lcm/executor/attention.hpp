@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "lcm/executor/compare.hpp"
+
 namespace lcm::exec {
 
 struct AttentionProblem {
@@ -77,31 +79,23 @@ AttnSample attention_sample(const AttentionProblem& p, bool full, uint64_t seed,
 // rounds P (and dS) to bf16 before its matmuls, which moves each term by up to 2^-9 of its
 // size; 2^-7 leaves a factor 2 on the sum of both. LSE (fp32): 2e-3 x max(1, |ref|) per
 // element. The relative L2 error over the checked elements must stay under rel_l2_limit
-// (O 1e-2, gradients 2e-2, LSE 2e-3).
-struct AttnCheck {
-  int64_t checked = 0;
-  int64_t wrong = 0;         // outside tolerance or not finite
-  double max_err_ratio = 0;  // max |got - ref| / tolerance
-  double rel_l2 = 0;         // ||got - ref|| / ||ref||
-  double rel_l2_limit = 1e-2;
-  int64_t nonfinite = -1;    // non-finite elements in the whole output (-1: not scanned)
-  bool ok() const { return wrong == 0 && rel_l2 <= rel_l2_limit && nonfinite <= 0; }
-};
-AttnCheck check_attention_values(const std::vector<float>& got, const std::vector<float>& ref,
-                                 const std::vector<float>& mag, double rel_l2_limit);
-AttnCheck check_attention_lse(const std::vector<float>& got, const std::vector<float>& ref);
+// (O 1e-2, gradients 2e-2, LSE 2e-3). Both use the one result comparer (compare.hpp); the
+// bench fills `nonfinite` from a scan of the whole output.
+Comparison check_attention_values(const std::vector<float>& got, const std::vector<float>& ref,
+                                  const std::vector<float>& mag, double rel_l2_limit);
+Comparison check_attention_lse(const std::vector<float>& got, const std::vector<float>& ref);
 
 // The outputs checked per point, in this order.
 enum class AttnOut : uint8_t { kO, kLse, kDq, kDk, kDv };
 inline constexpr int kAttnOuts = 5;
 const char* to_string(AttnOut o);
 struct AttnCheckSet {
-  std::array<AttnCheck, kAttnOuts> out{};
-  AttnCheck& operator[](AttnOut o) { return out[static_cast<size_t>(o)]; }
-  const AttnCheck& operator[](AttnOut o) const { return out[static_cast<size_t>(o)]; }
+  std::array<Comparison, kAttnOuts> out{};
+  Comparison& operator[](AttnOut o) { return out[static_cast<size_t>(o)]; }
+  const Comparison& operator[](AttnOut o) const { return out[static_cast<size_t>(o)]; }
   bool fwd_ok() const { return (*this)[AttnOut::kO].ok() && (*this)[AttnOut::kLse].ok(); }
   bool bwd_ok() const { return (*this)[AttnOut::kDq].ok() && (*this)[AttnOut::kDk].ok() && (*this)[AttnOut::kDv].ok(); }
-  void merge(const AttnCheckSet& o);  // sums counts, keeps the worst ratios
+  void merge(const AttnCheckSet& o);  // Comparison::merge of each output
 };
 
 }  // namespace lcm::exec

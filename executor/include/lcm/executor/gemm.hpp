@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "lcm/executor/compare.hpp"
 #include "lcm/executor/options.hpp"
 
 namespace lcm::exec {
@@ -37,14 +38,6 @@ inline constexpr float kFp8ScaleB = 0.25f;  // weight scale
 // Input element `index` of an operand, as the device holds it, widened to float.
 float gemm_input_value(GemmDType t, uint64_t seed, uint64_t index);
 
-struct GemmCheck {
-  int64_t checked = 0;
-  int64_t wrong = 0;         // elements outside tolerance (NaN included)
-  double max_err_ratio = 0;  // max |got - ref| / tolerance
-  double rel_l2 = 0;         // ||got - ref|| / ||ref|| over the checked elements
-  bool ok() const { return wrong == 0 && rel_l2 <= 1e-2; }
-};
-
 // The output elements a check compares: every row and column for small problems
 // (m*n*k <= 2^27), else the first and last row/column and 30 more of each (1024 elements).
 struct SampleGrid {
@@ -52,12 +45,13 @@ struct SampleGrid {
 };
 SampleGrid sample_grid(const GemmProblem& p, uint64_t seed);
 
-// Compares got[r * cols.size() + c] = C[rows[r], cols[c]] with the float64 reference.
+// Compares got[r * cols.size() + c] = C[rows[r], cols[c]] with the float64 reference
+// (reference/gemm_check.cpp), the worst element reported as its index r * n + c.
 // Tolerance per element: |ref| / 128 + sum_k |a_k b_k| x (2^-16 bf16, 2^-13 fp8): bf16 output
 // rounding is at most |ref| / 256; the second term covers the accumulation (fp32 for bf16,
-// Hopper's reduced-precision fp8 MMA accumulation for fp8).
-GemmCheck check_gemm(const GemmProblem& p, uint64_t seed_a, uint64_t seed_b, const SampleGrid& g,
-                     const std::vector<float>& got);
+// Hopper's reduced-precision fp8 MMA accumulation for fp8). Relative L2 error <= 1e-2.
+Comparison check_gemm(const GemmProblem& p, uint64_t seed_a, uint64_t seed_b, const SampleGrid& g,
+                      const std::vector<float>& got);
 
 class GemmRunner {
  public:
@@ -79,7 +73,7 @@ class GemmRunner {
   const GemmProblem& problem() const { return p_; }
 
   void enqueue(int set);  // one GEMM on the stream
-  GemmCheck verify(int set, uint64_t sample_seed);  // waits for the stream
+  Comparison verify(int set, uint64_t sample_seed);  // waits for the stream
   void corrupt_output(int set, int64_t row, int64_t col, float value);  // for the checker's test
   uint64_t seed_a(int set) const { return seed_ * 1000003ull + 2ull * static_cast<uint64_t>(set); }
   uint64_t seed_b(int set) const { return seed_a(set) + 1; }
