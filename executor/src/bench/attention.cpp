@@ -78,21 +78,14 @@ void run_attention_bench(RunContext& ctx) {
     std::printf("# lcm-exec bench attention: %d rank(s), %s, cuDNN %s (headers %s), bf16, BSHD, causal %s, "
                 "warm-up >= %d reps and >= %.0f ms, check %s\n",
                 ctx.world, ctx.device.name.c_str(), cudnn_version_string(cudnn_runtime_version()).c_str(),
-                cudnn_version_string(cudnn_header_version()).c_str(), o.attn_causal ? "yes" : "no", warmup,
-                warmup_s * 1000, o.attn_check.c_str());
+                cudnn_version_string(cudnn_header_version()).c_str(), (o.attn_points.empty() || o.attn_points.front().shape.causal) ? "yes" : "no",
+                warmup, warmup_s * 1000, to_string(o.check));
     std::printf("# %-24s %-20s %4s %4s %10s %10s %8s %8s %9s %7s %s\n", "label", "BxSxHQxHKVxD", "bufs", "reps",
                 "fwd_ms", "bwd_ms", "fwd_TF", "bwd_TF", "total_TF", "#wrong", "check");
     std::fflush(stdout);
   }
-  for (const AttnShape& shape : o.attn_shapes) {
-    AttentionProblem p;
-    p.b = shape.b;
-    p.s = shape.s;
-    p.hq = shape.hq;
-    p.hkv = shape.hkv;
-    p.d = shape.d;
-    p.causal = o.attn_causal;
-    p.scale = static_cast<float>(o.attn_scale);
+  for (const AttentionPoint& shape : o.attn_points) {
+    const AttentionProblem p = AttentionProblem::of(shape.shape, o.attn_scale);
     p.validate();
     const std::string st = p.shape_text();
     const std::string kf = "attention/fwd/" + st, kb = "attention/bwd/" + st, kt = "attention/fwd+bwd/" + st;
@@ -178,7 +171,7 @@ void run_attention_bench(RunContext& ctx) {
     const Clocks clocks = query_clocks(ctx.device.pci_bus_id);  // right after the timed loop
 
     if (ctx.inject_corrupt()) runner.corrupt(0, AttnOut::kDq, 0, 0, p.s - 1, 0, 1.0e4f);
-    const bool full = o.attn_check == "full" || (o.attn_check == "auto" && p.s <= kAttnFullCheckMaxSeq);
+    const bool full = check_full(o.check, p.s, kAttnFullCheckMaxSeq);
     AttnCheckSet chk;
     for (int s = 0; s < std::min(sets, reps); ++s) chk.merge(runner.verify(s, full, o.seed + static_cast<uint64_t>(s)));
 

@@ -94,17 +94,16 @@ const CollOp* find_coll_op(std::string_view name) {
 void run_collectives_bench(RunContext& ctx) {
   const Options& o = ctx.opt;
   const BenchFamily& fam = bench_family(Family::kCollectives);
-  const Layout layout = parse_layout(o.layout, ctx.world);
+  const Layout& layout = ctx.layout;
   std::vector<const CollOp*> ops;
-  if (o.ops.empty())
-    for (const CollOp& c : kOps) ops.push_back(&c);
-  for (const std::string& n : o.ops) {
-    const CollOp* c = find_coll_op(n);
-    if (!c) throw UsageError("--ops: unknown collective '" + n + "' (all_reduce, all_gather, reduce_scatter, all_to_all, send_recv)");
-    ops.push_back(c);
-  }
-  const kernels::ElemType et = o.dtype == "bf16" ? kernels::ElemType::kBf16 : kernels::ElemType::kF32;
-  const ncclDataType_t nt = o.dtype == "bf16" ? ncclBfloat16 : ncclFloat;
+  for (const CollOp& c : kOps)
+    if (o.collectives.empty()) ops.push_back(&c);
+  for (Collective kind : o.collectives)
+    for (const CollOp& c : kOps)
+      if (c.kind == kind) ops.push_back(&c);
+  const bool bf16 = o.coll_dtype == CollDType::kBf16;
+  const kernels::ElemType et = bf16 ? kernels::ElemType::kBf16 : kernels::ElemType::kF32;
+  const ncclDataType_t nt = bf16 ? ncclBfloat16 : ncclFloat;
   const size_t es = kernels::elem_size(et);
 
   ctx.comms = std::make_unique<Comms>(layout, ctx.rank, o.timeout_s, std::vector<Group>{o.group});
@@ -127,7 +126,7 @@ void run_collectives_bench(RunContext& ctx) {
   if (ctx.rank == 0)
     std::printf("# lcm-exec bench collectives: layout '%s' (tp %d cp %d dp %d pp %d ep %d etp %d edp %d), group %s of %d "
                 "rank(s), %s, warmup %d, iters %d, median of per-iteration times averaged over ranks\n",
-                o.layout.c_str(), layout.mesh.tp, layout.mesh.cp, layout.mesh.dp, layout.mesh.pp, layout.mesh.ep,
+                o.layout.text.c_str(), layout.mesh.tp, layout.mesh.cp, layout.mesh.dp, layout.mesh.pp, layout.mesh.ep,
                 layout.mesh.etp, layout.mesh.edp, gname.c_str(), n, kernels::to_string(et), warmup,
                 ctx.iters(fam.default_iters));
 
@@ -266,7 +265,7 @@ void run_collectives_bench(RunContext& ctx) {
       rec.wrong = allreduce_sum(static_cast<int64_t>(wrong));
       rec.checked = allreduce_sum(static_cast<int64_t>(recv_n) * used);
       rec.correct = rec.wrong == 0;
-      rec.extra = {{"ranks", split.ranks}, {"layout", o.layout}, {"in_place", false}};
+      rec.extra = {{"ranks", split.ranks}, {"layout", o.layout.text}, {"in_place", false}};
       trace_repetitions(ctx, op, "nccl", tid, base_us, ev,
                         {{"Collective name", c->name},
                          {"In msg nelems", send_n},

@@ -41,7 +41,7 @@ std::vector<double> medians(const std::vector<std::vector<double>>& v) {
 void run_cp_attention_bench(RunContext& ctx) {
   const Options& o = ctx.opt;
   const BenchFamily& fam = bench_family(Family::kCpAttention);
-  const Layout layout = parse_layout(o.layout, ctx.world);
+  const Layout& layout = ctx.layout;
   const Group g = o.group;
   int cp = 1, cp_rank = 0;
   std::vector<int> cp_ranks{ctx.rank};
@@ -84,15 +84,8 @@ void run_cp_attention_bench(RunContext& ctx) {
                 cudnn_version_string(cudnn_runtime_version()).c_str(), warmup, warmup_s * 1000);
     std::fflush(stdout);
   }
-  for (const AttnShape& shape : o.attn_shapes) {
-    AttentionProblem full;
-    full.b = 1;
-    full.s = shape.s;
-    full.hq = shape.hq;
-    full.hkv = shape.hkv;
-    full.d = shape.d;
-    full.causal = true;
-    full.scale = static_cast<float>(o.attn_scale);
+  for (const AttentionPoint& shape : o.attn_points) {
+    const AttentionProblem full = AttentionProblem::of(shape.shape, o.attn_scale);  // b = 1, causal (options.cpp)
     full.validate();
     CpLayout{full.s, cp, cp_rank}.validate();
     const std::string st = full.shape_text() + ".cp" + std::to_string(cp);
@@ -172,7 +165,7 @@ void run_cp_attention_bench(RunContext& ctx) {
     }
     const Clocks clocks = query_clocks(ctx.device.pci_bus_id);
     if (ctx.inject_corrupt()) ring.corrupt_dq(last, 0, 1.0e4f);
-    const bool full_ref = o.attn_check == "full" || (o.attn_check == "auto" && full.s <= kFullRefMaxSeq);
+    const bool full_ref = check_full(o.check, full.s, kFullRefMaxSeq);
     const CpCheck chk = ring.verify(last, full_ref, o.seed + static_cast<uint64_t>(ctx.point_index));
     const int64_t wrong = allreduce_sum(chk.wrong()), checked = allreduce_sum(chk.checked());
 

@@ -15,10 +15,6 @@ namespace {
 
 constexpr int kComputeTid = 1;
 
-std::string shape_text(const GemmShape& s) {
-  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
-}
-
 // Times each heuristic candidate briefly (3 warm-up + 10 timed) and returns the fastest.
 int pick_fastest_algo(GemmRunner& r, cudaStream_t s, double timeout_s, const std::string& op) {
   int best = 0;
@@ -63,15 +59,15 @@ void run_gemm_bench(RunContext& ctx) {
                 "median_us", "min_us", "max_us", "TFLOP/s", "#wrong", "check");
   }
   for (GemmDType dt : o.gemm_dtypes) {
-    for (const GemmShape& shape : o.shapes) {
-      const std::string st = shape_text(shape);
+    for (const GemmPoint& shape : o.gemm_points) {
+      const std::string st = shape.text();
       const std::string key = std::string("gemm/") + to_string(dt) + "/" + st;
       const std::string op = "bench.gemm." + st;
       if (ctx.skip.count(key)) {
         if (ctx.rank == 0) std::printf("  %-30s %-9s %22s  (resumed: already measured)\n", shape.label.c_str(), to_string(dt), st.c_str());
         continue;
       }
-      const GemmProblem p{shape.m, shape.n, shape.k, dt};
+      const GemmProblem p{shape.shape.m, shape.shape.n, shape.shape.k, dt};
       const int sets = rotation_sets(p.set_bytes(), ctx.rotate_bytes(), 64);
       runner.setup(p, sets, o.seed + static_cast<uint64_t>(ctx.point_index), o.algos);
       const int supported = static_cast<int>(allreduce_sum(runner.supported() ? 1 : 0));

@@ -17,7 +17,7 @@ namespace {
 constexpr int kCopyTid = 2;
 
 struct Method {
-  const char* name;
+  CopyMethod method;
   void (*copy)(void* dst, const void* src, size_t bytes, cudaStream_t s);
 };
 
@@ -26,7 +26,7 @@ void copy_memcpy(void* dst, const void* src, size_t bytes, cudaStream_t s) {
 }
 void copy_kernel(void* dst, const void* src, size_t bytes, cudaStream_t s) { kernels::copy_vec16(dst, src, bytes, s); }
 
-constexpr Method kMethods[] = {{"memcpy", copy_memcpy}, {"kernel", copy_kernel}};
+constexpr Method kMethods[] = {{CopyMethod::kMemcpy, copy_memcpy}, {CopyMethod::kKernel, copy_kernel}};
 
 struct Pair {
   void* src = nullptr;
@@ -40,9 +40,9 @@ void run_membw_bench(RunContext& ctx) {
   const BenchFamily& fam = bench_family(Family::kMembw);
   std::vector<const Method*> methods;
   for (const Method& m : kMethods)
-    if (o.ops.empty() || std::find(o.ops.begin(), o.ops.end(), m.name) != o.ops.end()) methods.push_back(&m);
-  for (const std::string& n : o.ops)
-    if (n != "memcpy" && n != "kernel") throw UsageError("--methods: unknown method '" + n + "' (memcpy, kernel)");
+    if (o.copy_methods.empty() ||
+        std::find(o.copy_methods.begin(), o.copy_methods.end(), m.method) != o.copy_methods.end())
+      methods.push_back(&m);
   cudaStream_t stream = nullptr;
   LCM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   StreamGate gate;
@@ -58,8 +58,8 @@ void run_membw_bench(RunContext& ctx) {
     for (int64_t requested : sweep_sizes(o.sweep)) {
       const size_t bytes = static_cast<size_t>(requested) / 16 * 16;
       if (bytes == 0) continue;
-      const std::string key = std::string("membw/") + m->name + "/" + std::to_string(bytes);
-      const std::string op = std::string("bench.membw.") + m->name;
+      const std::string key = std::string("membw/") + to_string(m->method) + "/" + std::to_string(bytes);
+      const std::string op = std::string("bench.membw.") + to_string(m->method);
       if (ctx.skip.count(key)) continue;
       const int sets = rotation_sets(2.0 * static_cast<double>(bytes), ctx.rotate_bytes());
       const int reps = std::max(ctx.iters(fam.default_iters), sets);
@@ -115,7 +115,7 @@ void run_membw_bench(RunContext& ctx) {
         rec.family = "membw";
         rec.op = op;
         rec.dtype = "bytes";
-        rec.label = m->name;
+        rec.label = to_string(m->method);
         rec.size_bytes = static_cast<int64_t>(bytes);
         rec.warmup = warmup;
         rec.reps = reps;
@@ -126,9 +126,9 @@ void run_membw_bench(RunContext& ctx) {
         rec.wrong = allreduce_sum(static_cast<int64_t>(wrong));
         rec.checked = allreduce_sum(static_cast<int64_t>(bytes / 4) * used);
         rec.correct = rec.wrong == 0;
-        trace_repetitions(ctx, op, "copy", kCopyTid, base_us, ev, {{"size", bytes}, {"method", m->name}});
+        trace_repetitions(ctx, op, "copy", kCopyTid, base_us, ev, {{"size", bytes}, {"method", to_string(m->method)}});
         if (ctx.rank == 0)
-          std::printf("  %-7s %12zu %5d %4d %10.2f %10.2f %10.2f %9.1f %7lld\n", m->name, bytes, reps, sets, t.median_us,
+          std::printf("  %-7s %12zu %5d %4d %10.2f %10.2f %10.2f %9.1f %7lld\n", to_string(m->method), bytes, reps, sets, t.median_us,
                       t.min_us, t.max_us, rec.gbps, static_cast<long long>(rec.wrong));
         std::fflush(stdout);
         free_all();

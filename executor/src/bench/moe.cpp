@@ -13,6 +13,7 @@
 #include "lcm/executor/error.hpp"
 #include "kernels/moe_layer.hpp"
 #include "lcm/executor/results.hpp"
+#include "lcm/model/io/enums.hpp"
 
 namespace lcm::exec {
 
@@ -33,7 +34,7 @@ std::string ranks_text(const std::vector<int>& r) {
 void run_moe_bench(RunContext& ctx) {
   const Options& o = ctx.opt;
   const BenchFamily& fam = bench_family(Family::kMoe);
-  const Layout layout = parse_layout(o.layout, ctx.world);
+  const Layout& layout = ctx.layout;
   const int ep = layout.mesh.ep;
   Comms* comms = nullptr;
   ncclComm_t ep_comm = nullptr;
@@ -168,7 +169,7 @@ void run_moe_bench(RunContext& ctx) {
 
       if (ctx.inject_corrupt()) layer.corrupt_output(0, 0, 1.0e4f);
       const int last = (reps - 1) % sets;
-      const bool full = o.attn_check == "full" || (o.attn_check == "auto" && p.tokens <= kFullCheckMaxTokens);
+      const bool full = check_full(o.check, p.tokens, kFullCheckMaxTokens);
       const MoeCheck chk = layer.verify(last, full, o.seed + static_cast<uint64_t>(ctx.point_index));
 
       // Loads and drops (the last repetition's routing of this rank's group; every rank's too).
@@ -207,7 +208,7 @@ void run_moe_bench(RunContext& ctx) {
       const nlohmann::json moe_json = {
           {"tokens", p.tokens}, {"hidden", p.hidden}, {"ffn", p.ffn}, {"experts", p.experts}, {"topk", p.topk},
           {"ep", p.ep}, {"local_experts", p.local_experts()}, {"groups", p.groups}, {"topk_groups", p.topk_groups},
-          {"score", to_string(p.score)}, {"capacity_factor", p.cf > 0 ? nlohmann::json(p.cf) : nlohmann::json("none")},
+          {"score", std::string(to_string(p.score))}, {"capacity_factor", p.cf > 0 ? nlohmann::json(p.cf) : nlohmann::json("none")},
           {"capacity", p.capacity()}, {"drop_policy", to_string(p.policy)}, {"skew", p.skew.text()},
           {"activation", "swiglu"}, {"dtype", "bf16"}};
       const nlohmann::json routing_json = {

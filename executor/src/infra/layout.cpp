@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "lcm/executor/error.hpp"
+#include "lcm/model/io/enums.hpp"
 
 namespace lcm::exec {
 
@@ -38,41 +39,12 @@ int parse_positive(std::string_view key, std::string_view v) {
   return out;
 }
 
-std::optional<Dim> parse_dim(std::string_view s) {
-  if (s == "tp") return Dim::kTp;
-  if (s == "cp") return Dim::kCp;
-  if (s == "ep") return Dim::kEp;
-  if (s == "dp") return Dim::kDp;
-  if (s == "pp") return Dim::kPp;
-  return std::nullopt;
-}
-
-void parse_order(std::string_view v, ParallelSpec& p) {
-  std::vector<Dim> dims;
-  size_t start = 0;
-  while (start <= v.size()) {
-    const size_t end = std::min(v.find('-', start), v.size());
-    const auto d = parse_dim(v.substr(start, end - start));
-    if (!d) throw UsageError("--layout: order=" + std::string(v) + ": expected a permutation of tp-cp-ep-dp-pp");
-    dims.push_back(*d);
-    start = end + 1;
-  }
-  std::vector<Dim> sorted = dims;
-  std::sort(sorted.begin(), sorted.end());
-  if (sorted != std::vector<Dim>{Dim::kTp, Dim::kCp, Dim::kEp, Dim::kDp, Dim::kPp})
-    throw UsageError("--layout: order=" + std::string(v) + ": expected a permutation of tp-cp-ep-dp-pp");
-  for (int i = 0; i < kNumOrderDims; ++i) p.order[i] = dims[static_cast<size_t>(i)];
-}
-
 }  // namespace
 
-Layout parse_layout(std::string_view text, int world) {
-  if (world < 1) throw UsageError("--layout: world size must be positive");
-  Layout l;
-  l.world = world;
+LayoutSpec parse_layout_spec(std::string_view text) {
+  LayoutSpec l;
   l.text = std::string(text);
   ParallelSpec& p = l.parallel;
-  int dp_given = 0, edp_given = 0;
   size_t start = 0;
   while (start < text.size()) {
     const size_t end = std::min(text.find(',', start), text.size());
@@ -87,12 +59,26 @@ Layout parse_layout(std::string_view text, int world) {
     else if (key == "pp") p.pipeline_model_parallel_size = parse_positive(key, val);
     else if (key == "ep") p.expert_model_parallel_size = parse_positive(key, val);
     else if (key == "etp") p.expert_tensor_parallel_size = parse_positive(key, val);
-    else if (key == "dp") dp_given = parse_positive(key, val);
-    else if (key == "edp") edp_given = parse_positive(key, val);
-    else if (key == "order") parse_order(val, p);
-    else
+    else if (key == "dp") l.dp = parse_positive(key, val);
+    else if (key == "edp") l.edp = parse_positive(key, val);
+    else if (key == "order") {
+      const auto order = parse_rank_order(val);  // the scenario loader's rank_order parser
+      if (!order) throw UsageError("--layout: order=" + std::string(val) + ": expected a permutation of tp-cp-ep-dp-pp");
+      std::copy(order->begin(), order->end(), p.order);
+    } else {
       throw UsageError("--layout: unknown key '" + std::string(key) + "' (expected tp, cp, pp, ep, etp, dp, edp, order)");
+    }
   }
+  return l;
+}
+
+Layout resolve_layout(const LayoutSpec& spec, int world) {
+  if (world < 1) throw UsageError("--layout: world size must be positive");
+  Layout l;
+  l.world = world;
+  l.text = spec.text;
+  l.parallel = spec.parallel;
+  const ParallelSpec& p = l.parallel;
   const int tp = p.tensor_model_parallel_size, cp = p.context_parallel_size, pp = p.pipeline_model_parallel_size;
   const int ep = p.expert_model_parallel_size;
   const int etp = p.expert_tensor_parallel_size > 0 ? p.expert_tensor_parallel_size : tp;
@@ -107,12 +93,14 @@ Layout parse_layout(std::string_view text, int world) {
   s.parallel = p;
   s.model.num_experts = ep > 1 ? ep : 0;  // derive_mesh keeps ep = 1 for a dense model
   l.mesh = derive_mesh(s);
-  if (dp_given != 0 && dp_given != l.mesh.dp)
-    fail("dp is derived as world/(tp*cp*pp) = " + std::to_string(l.mesh.dp) + ", not " + std::to_string(dp_given));
-  if (edp_given != 0 && edp_given != l.mesh.edp)
-    fail("edp is derived as world/(etp*ep*pp) = " + std::to_string(l.mesh.edp) + ", not " + std::to_string(edp_given));
+  if (spec.dp != 0 && spec.dp != l.mesh.dp)
+    fail("dp is derived as world/(tp*cp*pp) = " + std::to_string(l.mesh.dp) + ", not " + std::to_string(spec.dp));
+  if (spec.edp != 0 && spec.edp != l.mesh.edp)
+    fail("edp is derived as world/(etp*ep*pp) = " + std::to_string(l.mesh.edp) + ", not " + std::to_string(spec.edp));
   return l;
 }
+
+Layout parse_layout(std::string_view text, int world) { return resolve_layout(parse_layout_spec(text), world); }
 
 namespace {
 

@@ -92,6 +92,15 @@ int main(int argc, char** argv) {
   int local_rank = 0;
   MPI_Comm_rank(local, &local_rank);
   MPI_Comm_free(&local);
+  // Everything the command line can get wrong is rejected here, before CUDA or NCCL start,
+  // so bad input gives its one-line message and exit code 2 even without a GPU.
+  try {
+    ctx.layout = validate_for_world(opt, ctx.world);
+  } catch (const UsageError& e) {
+    if (ctx.rank == 0) std::fprintf(stderr, "lcm-exec: %s\n", e.what());
+    MPI_Finalize();
+    return kExitUsage;
+  }
 
   int ndev = 0;
   const cudaError_t de = cudaGetDeviceCount(&ndev);
@@ -146,7 +155,7 @@ int main(int argc, char** argv) {
                       {"timeout_s", opt.timeout_s},
                       {"seed", opt.seed},
                       {"rotate_bytes", ctx.rotate_bytes()},
-                      {"layout", opt.layout},
+                      {"layout", opt.layout.text},
                       {"group", to_string(opt.group)}}},
       };
       sink = std::make_unique<ResultSink>(opt.out_dir, run);

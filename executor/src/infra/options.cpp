@@ -5,13 +5,34 @@
 #include <cmath>
 #include <sstream>
 
+#include "lcm/executor/collectives.hpp"
+#include "lcm/executor/cp_attention.hpp"
 #include "lcm/executor/error.hpp"
+#include "lcm/executor/moe.hpp"
+#include "lcm/model/io/enums.hpp"
 
 namespace lcm::exec {
 
 const char* to_string(GemmDType t) { return t == GemmDType::kBf16 ? "bf16" : "fp8_e4m3"; }
-const char* to_string(ScoreFunction f) { return f == ScoreFunction::kSoftmax ? "softmax" : "sigmoid"; }
+const char* to_string(CollDType t) { return t == CollDType::kBf16 ? "bf16" : "float"; }
+const char* to_string(CopyMethod m) { return m == CopyMethod::kMemcpy ? "memcpy" : "kernel"; }
 const char* to_string(DropPolicy p) { return p == DropPolicy::kProbs ? "probs" : "position"; }
+const char* to_string(CheckMode m) {
+  switch (m) {
+    case CheckMode::kAuto: return "auto";
+    case CheckMode::kFull: return "full";
+    case CheckMode::kSampled: return "sampled";
+  }
+  return "?";
+}
+
+bool check_full(CheckMode m, int64_t rows, int64_t auto_full_max_rows) {
+  return m == CheckMode::kFull || (m == CheckMode::kAuto && rows <= auto_full_max_rows);
+}
+
+std::string GemmPoint::text() const {
+  return std::to_string(shape.m) + "x" + std::to_string(shape.n) + "x" + std::to_string(shape.k);
+}
 
 std::string RoutingSkew::text() const {
   if (kind == Kind::kBalanced) return "balanced";
@@ -80,35 +101,36 @@ std::vector<int64_t> sweep_sizes(const SizeSweep& s) {
   return out;
 }
 
-std::vector<GemmShape> model_shapes() {
+std::vector<GemmPoint> model_shapes() {
   // M = tokens; N, K from hidden / ffn (Llama 3 8B: 4096/14336, 32 heads, 8 KV groups;
   // Llama 3 70B: 8192/28672, 64 heads, 8 KV groups; Mixtral 8x7B: 4096/14336, 8 experts,
   // top-2, so 16K tokens give 4K tokens per expert). QKV: (heads + 2 groups) x 128;
   // MLP up is the fused gate+up projection of SwiGLU (2 x ffn).
   return {
-      {8192, 8192, 8192, "square-8k"},
-      {4096, 6144, 4096, "llama3-8b.qkv@4k"},
-      {8192, 28672, 4096, "llama3-8b.mlp-up@8k"},
-      {8192, 4096, 14336, "llama3-8b.mlp-down@8k"},
-      {16384, 10240, 8192, "llama3-70b.qkv@16k"},
-      {16384, 8192, 8192, "llama3-70b.attn-out@16k"},
-      {4096, 8192, 28672, "llama3-70b.mlp-down@4k"},
-      {16384, 6144, 4096, "mixtral-8x7b.qkv@16k"},
-      {4096, 28672, 4096, "mixtral-8x7b.expert-up@16k"},
-      {4096, 4096, 14336, "mixtral-8x7b.expert-down@16k"},
+      {{8192, 8192, 8192}, "square-8k"},
+      {{4096, 6144, 4096}, "llama3-8b.qkv@4k"},
+      {{8192, 28672, 4096}, "llama3-8b.mlp-up@8k"},
+      {{8192, 4096, 14336}, "llama3-8b.mlp-down@8k"},
+      {{16384, 10240, 8192}, "llama3-70b.qkv@16k"},
+      {{16384, 8192, 8192}, "llama3-70b.attn-out@16k"},
+      {{4096, 8192, 28672}, "llama3-70b.mlp-down@4k"},
+      {{16384, 6144, 4096}, "mixtral-8x7b.qkv@16k"},
+      {{4096, 28672, 4096}, "mixtral-8x7b.expert-up@16k"},
+      {{4096, 4096, 14336}, "mixtral-8x7b.expert-down@16k"},
   };
 }
 
-std::vector<GemmShape> parse_shapes(std::string_view s) {
+// Any positive M, N, K: cuBLASLt runs shapes that are not multiples of 16 (the runner pads
+// the leading dimensions, gemm.hpp); a shape it cannot run is skipped with the reason.
+std::vector<GemmPoint> parse_shapes(std::string_view s) {
   if (s == "models") return model_shapes();
-  std::vector<GemmShape> out;
+  std::vector<GemmPoint> out;
   for (std::string_view item : split(s, ',')) {
     const auto dims = split(item, 'x');
     if (dims.size() != 3) throw UsageError("--shapes: '" + std::string(item) + "': expected MxNxK");
-    GemmShape g{parse_int("--shapes", dims[0]), parse_int("--shapes", dims[1]), parse_int("--shapes", dims[2]), ""};
-    if (g.m < 1 || g.n < 1 || g.k < 1) throw UsageError("--shapes: '" + std::string(item) + "': dimensions must be positive");
-    if (g.n % 16 != 0 || g.k % 16 != 0)
-      throw UsageError("--shapes: '" + std::string(item) + "': N and K must be multiples of 16 (cuBLASLt fp8/bf16 alignment)");
+    GemmPoint g{{parse_int("--shapes", dims[0]), parse_int("--shapes", dims[1]), parse_int("--shapes", dims[2])}, ""};
+    if (g.shape.m < 1 || g.shape.n < 1 || g.shape.k < 1)
+      throw UsageError("--shapes: '" + std::string(item) + "': dimensions must be positive");
     out.push_back(g);
   }
   if (out.empty()) throw UsageError("--shapes: no shape given");
@@ -121,8 +143,15 @@ std::string seq_label(int64_t s) {
   return s % 1024 == 0 ? std::to_string(s / 1024) + "k" : std::to_string(s);
 }
 
-AttnShape attn_shape(int64_t b, int64_t s, int64_t hq, int64_t hkv, int64_t d) {
-  AttnShape a{b, s, hq, hkv, d, ""};
+AttentionPoint attn_shape(int64_t b, int64_t s, int64_t hq, int64_t hkv, int64_t d) {
+  AttentionPoint a;
+  a.shape.batch = b;
+  a.shape.seq_q = a.shape.seq_kv = s;
+  a.shape.heads_q = hq;
+  a.shape.heads_kv = hkv;
+  a.shape.head_dim_qk = a.shape.head_dim_v = d;
+  a.shape.causal = true;
+  a.shape.work_fraction = 0.5;
   a.label = (hq == hkv ? "mha" + std::to_string(hq) : "gqa" + std::to_string(hq) + "/" + std::to_string(hkv)) +
             ".d" + std::to_string(d) + ".s" + seq_label(s) + (b > 1 ? ".b" + std::to_string(b) : "");
   return a;
@@ -130,17 +159,17 @@ AttnShape attn_shape(int64_t b, int64_t s, int64_t hq, int64_t hkv, int64_t d) {
 
 }  // namespace
 
-std::vector<AttnShape> attn_sweep_shapes() {
-  std::vector<AttnShape> out;
+std::vector<AttentionPoint> attn_sweep_shapes() {
+  std::vector<AttentionPoint> out;
   for (int64_t s : {4, 8, 16, 32, 64, 128}) out.push_back(attn_shape(1, s * 1024, 32, 8, 128));
   for (int64_t d : {64, 192})
     for (int64_t s : {4, 16, 64}) out.push_back(attn_shape(1, s * 1024, 32, 8, d));
   return out;
 }
 
-std::vector<AttnShape> parse_attn_shapes(std::string_view s) {
+std::vector<AttentionPoint> parse_attn_shapes(std::string_view s) {
   if (s == "sweep" || s == "default") return attn_sweep_shapes();
-  std::vector<AttnShape> out;
+  std::vector<AttentionPoint> out;
   for (std::string_view item : split(s, ',')) {
     const auto dims = split(item, 'x');
     if (dims.size() != 5) throw UsageError("--shapes: '" + std::string(item) + "': expected BxSxHQxHKVxD");
@@ -164,8 +193,8 @@ std::vector<AttnShape> parse_attn_shapes(std::string_view s) {
   return out;
 }
 
-std::vector<AttnShape> cp_attn_default_shapes() {
-  std::vector<AttnShape> out;
+std::vector<AttentionPoint> cp_attn_default_shapes() {
+  std::vector<AttentionPoint> out;
   for (int64_t s : {8, 32, 128}) out.push_back(attn_shape(1, s * 1024, 32, 8, 128));
   return out;
 }
@@ -223,6 +252,21 @@ void validate_moe(const MoeOptions& m) {
       throw UsageError("--topk exceeds the experts of --topk-groups groups");
   }
   if (static_cast<double>(m.tokens) * m.topk > 2.0e9) throw UsageError("--tokens x --topk too large");
+}
+
+Layout validate_for_world(const Options& o, int world) {
+  const Layout l = resolve_layout(o.layout, world);
+  if (o.family == Family::kMoe) {
+    MoeProblem p;
+    p.experts = o.moe.experts;
+    p.ep = l.mesh.ep;
+    p.validate();
+  }
+  if (o.family == Family::kCpAttention) {
+    const int cp = world > 1 ? group_size(l, o.group) : 1;  // the ring runs over --group
+    for (const AttentionPoint& a : o.attn_points) CpLayout{a.shape.seq_q, cp, 0}.validate();
+  }
+  return l;
 }
 
 Inject parse_inject(std::string_view s) {
@@ -342,9 +386,10 @@ Options parse_args(int argc, const char* const* argv) {
   else if (fam == "cp-attention") o.family = Family::kCpAttention;
   else if (fam == "-h" || fam == "--help") { o.help = true; return o; }
   else throw UsageError("bench: unknown benchmark '" + std::string(fam) + "' (gemm, collectives, membw, attention, moe, cp-attention)");
-  o.shapes = {{8192, 8192, 8192, "square-8k"}};
-  if (o.family == Family::kAttention) o.attn_shapes = attn_sweep_shapes();
-  if (o.family == Family::kCpAttention) o.attn_shapes = cp_attn_default_shapes();
+  o.gemm_points = {{{8192, 8192, 8192}, "square-8k"}};
+  if (o.family == Family::kAttention) o.attn_points = attn_sweep_shapes();
+  if (o.family == Family::kCpAttention) o.attn_points = cp_attn_default_shapes();
+  bool causal = true;
   const bool is_moe = o.family == Family::kMoe;
   const auto moe_only = [&](const std::string& flag) {
     if (!is_moe) throw UsageError(flag + " is an option of bench moe");
@@ -380,7 +425,7 @@ Options parse_args(int argc, const char* const* argv) {
     else if (flag == "--seed") o.seed = static_cast<uint64_t>(parse_int(flag, arg()));
     else if (flag == "--rotate") o.rotate_bytes = static_cast<double>(parse_size(arg()));
     else if (flag == "--inject") o.inject = parse_inject(arg());
-    else if (flag == "--layout") o.layout = arg();
+    else if (flag == "--layout") o.layout = parse_layout_spec(arg());
     else if (flag == "--group") {
       const std::string g = arg();
       const auto pg = parse_group(g);
@@ -388,9 +433,22 @@ Options parse_args(int argc, const char* const* argv) {
       o.group = *pg;
       o.group_given = true;
     } else if (flag == "--ops" || flag == "--methods") {
-      o.ops.clear();
       const std::string list = arg();
-      for (std::string_view s : split(list, ',')) o.ops.emplace_back(s);
+      o.collectives.clear();
+      o.copy_methods.clear();
+      for (std::string_view name : split(list, ',')) {
+        if (o.family == Family::kMembw) {
+          if (name == to_string(CopyMethod::kMemcpy)) o.copy_methods.push_back(CopyMethod::kMemcpy);
+          else if (name == to_string(CopyMethod::kKernel)) o.copy_methods.push_back(CopyMethod::kKernel);
+          else throw UsageError(flag + ": unknown method '" + std::string(name) + "' (memcpy, kernel)");
+        } else {
+          const CollOp* c = find_coll_op(name);
+          if (!c)
+            throw UsageError(flag + ": unknown collective '" + std::string(name) +
+                             "' (all_reduce, all_gather, reduce_scatter, all_to_all, send_recv)");
+          o.collectives.push_back(c->kind);
+        }
+      }
     } else if (flag == "-d" || flag == "--dtype") {
       const std::string v = arg();
       if (o.family == Family::kGemm) {
@@ -400,9 +458,12 @@ Options parse_args(int argc, const char* const* argv) {
           else if (s == "fp8" || s == "fp8_e4m3") o.gemm_dtypes.push_back(GemmDType::kFp8E4M3);
           else throw UsageError("--dtype: '" + std::string(s) + "' (gemm: bf16, fp8)");
         }
+      } else if (v == "float") {
+        o.coll_dtype = CollDType::kFloat;
+      } else if (v == "bf16") {
+        o.coll_dtype = CollDType::kBf16;
       } else {
-        if (v != "float" && v != "bf16") throw UsageError("-d: '" + v + "' (float, bf16)");
-        o.dtype = v;
+        throw UsageError("-d: '" + v + "' (float, bf16)");
       }
     } else if (flag == "-b" || flag == "--minbytes") o.sweep.min_bytes = parse_size(arg());
     else if (flag == "-e" || flag == "--maxbytes") o.sweep.max_bytes = parse_size(arg());
@@ -426,23 +487,25 @@ Options parse_args(int argc, const char* const* argv) {
     } else if (flag == "--score") {
       moe_only(flag);
       const std::string v = arg();
-      if (v == "softmax") o.moe.score = ScoreFunction::kSoftmax;
-      else if (v == "sigmoid") o.moe.score = ScoreFunction::kSigmoid;
-      else throw UsageError("--score: '" + v + "' (softmax, sigmoid)");
+      const auto score = parse_router_score(v);  // the scenario loader's moe_router_score_function parser
+      if (!score) throw UsageError("--score: '" + v + "' (softmax, sigmoid)");
+      o.moe.score = *score;
     }
     else if (flag == "--shapes") {
-      if (o.family == Family::kAttention || o.family == Family::kCpAttention) o.attn_shapes = parse_attn_shapes(arg());
-      else o.shapes = parse_shapes(arg());
+      if (o.family == Family::kAttention || o.family == Family::kCpAttention) o.attn_points = parse_attn_shapes(arg());
+      else o.gemm_points = parse_shapes(arg());
     }
     else if (flag == "--scale") {
       o.attn_scale = parse_double(flag, arg());
       if (o.attn_scale <= 0) throw UsageError("--scale must be positive");
     }
-    else if (flag == "--no-causal") o.attn_causal = false;
+    else if (flag == "--no-causal") causal = false;
     else if (flag == "--check") {
-      o.attn_check = arg();
-      if (o.attn_check != "auto" && o.attn_check != "full" && o.attn_check != "sampled")
-        throw UsageError("--check: '" + o.attn_check + "' (auto, full, sampled)");
+      const std::string v = arg();
+      if (v == "auto") o.check = CheckMode::kAuto;
+      else if (v == "full") o.check = CheckMode::kFull;
+      else if (v == "sampled") o.check = CheckMode::kSampled;
+      else throw UsageError("--check: '" + v + "' (auto, full, sampled)");
     }
     else if (flag == "--point-ms") {
       o.point_ms = parse_double(flag, arg());
@@ -458,11 +521,15 @@ Options parse_args(int argc, const char* const* argv) {
   if (o.resume && o.out_dir.empty()) throw UsageError("--resume needs --out DIR");
   if (o.family == Family::kCollectives || o.family == Family::kMembw) (void)sweep_sizes(o.sweep);  // validates -b/-e/-f/-i
   if (is_moe) validate_moe(o.moe);
+  for (AttentionPoint& a : o.attn_points) {
+    a.shape.causal = causal;
+    a.shape.work_fraction = causal ? 0.5 : 1.0;
+  }
   if (o.family == Family::kCpAttention) {
     if (!o.group_given) o.group = Group::kCp;
-    for (const AttnShape& a : o.attn_shapes)
-      if (a.b != 1) throw UsageError("cp-attention: --shapes '" + a.label + "': only B = 1 is supported");
-    if (!o.attn_causal) throw UsageError("cp-attention: --no-causal is not supported (load balancing is for causal masks)");
+    for (const AttentionPoint& a : o.attn_points)
+      if (a.shape.batch != 1) throw UsageError("cp-attention: --shapes '" + a.label + "': only B = 1 is supported");
+    if (!causal) throw UsageError("cp-attention: --no-causal is not supported (load balancing is for causal masks)");
   }
   return o;
 }

@@ -27,6 +27,7 @@ struct RunContext {
   const Options& opt;
   int rank = 0;
   int world = 1;
+  Layout layout;                  // --layout resolved against the world size (main, before CUDA)
   DeviceInfo device;
   double origin_us = 0;           // system_clock time of the run's start on rank 0 (µs)
   ResultSink* sink = nullptr;     // rank 0 only

@@ -305,7 +305,7 @@ void MoeLayer::forward(int set, const PhaseHook& hook) {
   const int E = p.experts, El = p.local_experts();
   const void* x = x_.at(static_cast<size_t>(set));
   kernels::RouterDesc rd{static_cast<int>(T), E, p.topk, p.groups, p.topk_groups,
-                         p.score == ScoreFunction::kSigmoid ? 1 : 0, routing_seed(set), token_base(), log_w_};
+                         p.score == RouterScore::kSigmoid ? 1 : 0, routing_seed(set), token_base(), log_w_};
 
   mark(MoePhase::kRouter, true);
   gemm_->run(T, E, h, x, false, wr_, false, logits_, true);
@@ -413,7 +413,7 @@ void MoeLayer::backward(int set, const PhaseHook& hook) {
   const void* x = x_.at(static_cast<size_t>(set));
   const void* dout = dout_.at(static_cast<size_t>(set));
   kernels::RouterDesc rd{static_cast<int>(T), E, p.topk, p.groups, p.topk_groups,
-                         p.score == ScoreFunction::kSigmoid ? 1 : 0, routing_seed(set), token_base(), log_w_};
+                         p.score == RouterScore::kSigmoid ? 1 : 0, routing_seed(set), token_base(), log_w_};
   const auto bf = [](void* base, int64_t off) { return static_cast<uint16_t*>(base) + off; };
   const uint16_t* w1 = static_cast<const uint16_t*>(w1_);
   const uint16_t* w2 = static_cast<const uint16_t*>(w2_);
@@ -551,7 +551,7 @@ MoeCheck MoeLayer::verify(int set, bool full, uint64_t sample_seed) {
         bool ok = r.idx[static_cast<size_t>(j)] == idx[a];
         if (!ok) {  // accept a swap of two experts whose keys tie to within float rounding
           const auto key = [&](int e) {
-            return p.score == ScoreFunction::kSigmoid ? 1.0 / (1.0 + std::exp(-static_cast<double>(l[e]))) : static_cast<double>(l[e]);
+            return p.score == RouterScore::kSigmoid ? 1.0 / (1.0 + std::exp(-static_cast<double>(l[e]))) : static_cast<double>(l[e]);
           };
           ok = idx[a] >= 0 && idx[a] < E && std::fabs(key(idx[a]) - key(r.idx[static_cast<size_t>(j)])) <= 1e-6 * (1 + std::fabs(key(idx[a])));
         }
@@ -681,14 +681,14 @@ MoeCheck MoeLayer::verify(int set, bool full, uint64_t sample_seed) {
       const int64_t t = tokens[i];
       double sdot = 0, ssum = 0;
       for (int j = 0; j < k; ++j) sdot += static_cast<double>(w[static_cast<size_t>(t * k + j)]) * dp[static_cast<size_t>(t * k + j)];
-      if (p.score == ScoreFunction::kSigmoid)
+      if (p.score == RouterScore::kSigmoid)
         for (int j = 0; j < k; ++j)
           ssum += 1.0 / (1.0 + std::exp(-static_cast<double>(logits[static_cast<size_t>(t * E + idx[static_cast<size_t>(t * k + j)])])));
       for (int j = 0; j < k; ++j) {
         const size_t a = static_cast<size_t>(t * k + j);
         const int e = idx[a];
         double dl;
-        if (p.score == ScoreFunction::kSoftmax) {
+        if (p.score == RouterScore::kSoftmax) {
           dl = w[a] * (dp[a] - sdot);
         } else {
           const double sj = 1.0 / (1.0 + std::exp(-static_cast<double>(logits[static_cast<size_t>(t * E + e)])));

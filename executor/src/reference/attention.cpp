@@ -30,8 +30,20 @@ void AttentionProblem::validate() const {
   if (causal && skv() != s) throw UsageError(what + "a causal mask needs as many keys as queries");
 }
 
-// The model's attention FLOP count (lcm::attention_core_flops), causal as half the square.
-double AttentionProblem::fwd_flops() const {
+AttentionProblem AttentionProblem::of(const AttentionShape& a, double scale) {
+  AttentionProblem p;
+  p.b = a.batch;
+  p.s = a.seq_q;
+  p.s_kv = a.seq_kv == a.seq_q ? 0 : a.seq_kv;
+  p.hq = a.heads_q;
+  p.hkv = a.heads_kv;
+  p.d = a.head_dim_qk;
+  p.causal = a.causal;
+  p.scale = static_cast<float>(scale);
+  return p;
+}
+
+AttentionShape AttentionProblem::shape() const {
   AttentionShape a;
   a.batch = b;
   a.seq_q = s;
@@ -40,9 +52,12 @@ double AttentionProblem::fwd_flops() const {
   a.heads_kv = hkv;
   a.head_dim_qk = a.head_dim_v = d;
   a.causal = causal;
-  a.work_fraction = causal ? 0.5 : 1.0;
-  return attention_core_flops(a);
+  a.work_fraction = causal ? 0.5 : 1.0;  // causal as half the square
+  return a;
 }
+
+// The model's attention FLOP count (lcm::attention_core_flops).
+double AttentionProblem::fwd_flops() const { return attention_core_flops(shape()); }
 double AttentionProblem::bwd_flops() const { return kAttentionBackwardFlopFactor * fwd_flops(); }
 
 double AttentionProblem::set_bytes() const {

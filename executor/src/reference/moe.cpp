@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "lcm/executor/error.hpp"
+#include "lcm/model/io/enums.hpp"
 #include "lcm/model/routing.hpp"
 
 namespace lcm::exec {
@@ -30,7 +31,7 @@ int64_t MoeProblem::capacity() const {
 std::string MoeProblem::config_text() const {
   std::string s = "T" + std::to_string(tokens) + ".h" + std::to_string(hidden) + ".f" + std::to_string(ffn) + ".E" +
                   std::to_string(experts) + ".k" + std::to_string(topk) + ".ep" + std::to_string(ep) + "." +
-                  to_string(score);
+                  std::string(to_string(score));
   if (groups > 0) s += ".g" + std::to_string(groups) + "x" + std::to_string(topk_groups);  // no "/": keys split on it
   return s;
 }
@@ -75,7 +76,7 @@ TokenRoute route_token(const float* logits, const MoeProblem& p) {
   std::vector<float> key(static_cast<size_t>(E));
   for (int e = 0; e < E; ++e) {
     const float l = logits[e];
-    key[static_cast<size_t>(e)] = p.score == ScoreFunction::kSigmoid ? 1.0f / (1.0f + std::exp(-l)) : l;
+    key[static_cast<size_t>(e)] = p.score == RouterScore::kSigmoid ? 1.0f / (1.0f + std::exp(-l)) : l;
   }
   std::vector<char> allowed(static_cast<size_t>(E), 1);
   if (p.groups > 0) {
@@ -109,7 +110,7 @@ TokenRoute route_token(const float* logits, const MoeProblem& p) {
     taken[static_cast<size_t>(best)] = 1;
     r.idx.push_back(best);
   }
-  if (p.score == ScoreFunction::kSoftmax) {
+  if (p.score == RouterScore::kSoftmax) {
     float mx = -INFINITY;
     for (int e : r.idx) mx = std::max(mx, logits[e]);
     float sum = 0;

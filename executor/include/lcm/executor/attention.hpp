@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "lcm/executor/compare.hpp"
+#include "lcm/model/schedule.hpp"
 
 namespace lcm::exec {
 
@@ -32,6 +33,11 @@ struct AttentionProblem {
   int64_t stats_stride = 0;
   int64_t skv() const { return s_kv > 0 ? s_kv : s; }
   int64_t sstride() const { return stats_stride > 0 ? stats_stride : s; }
+
+  // From the model's shape (seq_kv = seq_q, head_dim_v = head_dim_qk) and the softmax scale
+  // (0: 1 / sqrt(d)); and back (work_fraction 0.5 when causal).
+  static AttentionProblem of(const AttentionShape& a, double scale);
+  AttentionShape shape() const;
 
   float softmax_scale() const;
   int64_t group() const { return hkv > 0 ? hq / hkv : 0; }

@@ -25,6 +25,15 @@ inline constexpr Group kAllGroups[kNumGroups] = {Group::kWorld, Group::kTp, Grou
 const char* to_string(Group g);
 std::optional<Group> parse_group(std::string_view name);
 
+// `--layout` as parsed from the command line, before the world size is known: the sizes
+// and the rank order (lcm::parse_rank_order, the scenario loader's parser); dp and edp only
+// as the user wrote them, to be checked against the derived values.
+struct LayoutSpec {
+  ParallelSpec parallel;
+  int dp = 0, edp = 0;  // 0: not given
+  std::string text;     // as given, for reports
+};
+
 struct Layout {
   int world = 1;
   ParallelSpec parallel;
@@ -32,7 +41,10 @@ struct Layout {
   std::string text;  // as given, for reports
 };
 
-// Throws UsageError with the offending key on a malformed or impossible layout.
+// Throw UsageError with the offending key: a malformed spec (parse_layout_spec), or one the
+// world size does not allow (resolve_layout). parse_layout does both.
+LayoutSpec parse_layout_spec(std::string_view text);
+Layout resolve_layout(const LayoutSpec& spec, int world);
 Layout parse_layout(std::string_view text, int world);
 
 // One NCCL split: ranks with equal color form a communicator; key orders them.

@@ -37,7 +37,7 @@ struct MoeProblem {
   int64_t tokens = 0, hidden = 0, ffn = 0;
   int experts = 0, topk = 0, ep = 1;
   int groups = 0, topk_groups = 0;
-  ScoreFunction score = ScoreFunction::kSoftmax;
+  RouterScore score = RouterScore::kSoftmax;
   DropPolicy policy = DropPolicy::kProbs;
   double cf = 0;  // 0: dropless
   RoutingSkew skew;

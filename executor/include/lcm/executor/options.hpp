@@ -10,6 +10,9 @@
 #include <vector>
 
 #include "lcm/executor/layout.hpp"
+#include "lcm/model/comm.hpp"
+#include "lcm/model/schedule.hpp"
+#include "lcm/model/specs.hpp"
 
 namespace lcm::exec {
 
@@ -33,22 +36,36 @@ struct SizeSweep {
 
 enum class GemmDType : uint8_t { kBf16, kFp8E4M3 };
 const char* to_string(GemmDType t);
+// Element type of `bench collectives` (-d).
+enum class CollDType : uint8_t { kFloat, kBf16 };
+const char* to_string(CollDType t);
+// Copy methods of `bench membw` (--methods).
+enum class CopyMethod : uint8_t { kMemcpy, kKernel };
+const char* to_string(CopyMethod m);
+// How much of a point's output a check compares (--check): every row up to a family's size
+// limit, else sampled rows (auto); every row (full); sampled rows (sampled).
+enum class CheckMode : uint8_t { kAuto, kFull, kSampled };
+const char* to_string(CheckMode m);
+bool check_full(CheckMode m, int64_t rows, int64_t auto_full_max_rows);  // full, or auto and rows <= max
 
-struct GemmShape {
-  int64_t m = 0, n = 0, k = 0;  // C[m,n] = A[m,k] * B[k,n]; m = tokens
-  std::string label;            // e.g. "llama3-70b.qkv@16k"; empty for user shapes
+// One GEMM point: the model's shape (lcm::GemmShape, C[m,n] = A[m,k] B[k,n], m = tokens,
+// one group) and its label, e.g. "llama3-70b.qkv@16k" (empty for user shapes).
+struct GemmPoint {
+  GemmShape shape;
+  std::string label;
+  std::string text() const;  // "MxNxK"
 };
 
-// One attention point: causal GQA, b x s tokens, h_q query and h_kv KV heads, head dim d.
-struct AttnShape {
-  int64_t b = 1, s = 4096, hq = 32, hkv = 8, d = 128;
-  std::string label;  // e.g. "gqa32/8.d128.s16k"
+// One attention point: the model's shape (lcm::AttentionShape: b x s tokens, h_q query and
+// h_kv KV heads, head dim d; seq_kv = seq_q, head_dim_v = head_dim_qk; causal as --no-causal
+// says, work_fraction 0.5 when causal) and its label, e.g. "gqa32/8.d128.s16k".
+struct AttentionPoint {
+  AttentionShape shape;
+  std::string label;
 };
 
-// MoE router score function and Megatron's capacity drop policies.
-enum class ScoreFunction : uint8_t { kSoftmax, kSigmoid };
+// Megatron's capacity drop policies (the router score function is the model's lcm::RouterScore).
 enum class DropPolicy : uint8_t { kProbs, kPosition };
-const char* to_string(ScoreFunction f);
 const char* to_string(DropPolicy p);
 
 // Synthetic routing of `bench moe` (moe.hpp): balanced (uniform random top-k), zipf:S
@@ -69,7 +86,7 @@ struct MoeOptions {
   int topk = 2;
   std::vector<double> capacity_factors{0.0};  // 0: dropless (--capacity-factor none)
   DropPolicy drop_policy = DropPolicy::kProbs;
-  ScoreFunction score = ScoreFunction::kSoftmax;
+  RouterScore score = RouterScore::kSoftmax;
   int groups = 0;          // group-limited top-k (DeepSeek-V3): expert groups; 0 = off
   int topk_groups = 0;     // groups a token may use
   std::vector<RoutingSkew> skews{RoutingSkew{}};
@@ -87,26 +104,27 @@ struct Options {
   uint64_t seed = 1;
   double rotate_bytes = 0;      // distinct buffer bytes to rotate through; 0: max(100 MB, 2 x L2)
   Inject inject;
-  // collectives
-  std::string layout = "";      // --layout; empty: every dimension 1 (dp = world)
+  LayoutSpec layout;            // --layout, checked for syntax (the world size is checked at start-up)
   Group group = Group::kWorld;  // --group
-  std::vector<std::string> ops; // --ops (collectives) or --methods (membw); empty: all
-  std::string dtype = "float";  // collectives: float | bf16
-  SizeSweep sweep;
+  bool group_given = false;     // --group on the command line (cp-attention defaults to cp)
+  // collectives
+  std::vector<Collective> collectives;  // --ops; empty: all
+  CollDType coll_dtype = CollDType::kFloat;  // -d
+  SizeSweep sweep;              // collectives and membw
+  // membw
+  std::vector<CopyMethod> copy_methods;  // --methods; empty: both
   // gemm
-  std::vector<GemmShape> shapes;
+  std::vector<GemmPoint> gemm_points;
   std::vector<GemmDType> gemm_dtypes{GemmDType::kBf16, GemmDType::kFp8E4M3};
-  int algos = 1;                // heuristic candidates to time; 1 = the heuristic's first choice
+  int algos = 1;                // gemm and attention: candidates to time; 1 = the heuristic's first choice
   int64_t workspace_bytes = int64_t{32} << 20;
-  // attention
-  std::vector<AttnShape> attn_shapes;
+  // attention and cp-attention
+  std::vector<AttentionPoint> attn_points;
   double attn_scale = 0;        // --scale; 0: 1 / sqrt(d)
-  std::string attn_check = "auto";  // auto (full up to s = 2048, else sampled) | full | sampled
+  CheckMode check = CheckMode::kAuto;  // attention, cp-attention, moe
   double point_ms = 2000;       // --point-ms: timed repetitions per point stop near this (>= 5 reps)
-  bool attn_causal = true;      // --no-causal
   // moe
   MoeOptions moe;
-  bool group_given = false;     // --group on the command line (cp-attention defaults to cp)
   std::string command_line;
 };
 
@@ -116,13 +134,13 @@ std::string usage();
 
 int64_t parse_size(std::string_view s);  // "64M" -> 67108864; plain digits are bytes
 std::vector<int64_t> sweep_sizes(const SizeSweep& s);
-std::vector<GemmShape> parse_shapes(std::string_view s);  // "MxNxK,..." or "models"
-std::vector<GemmShape> model_shapes();  // Llama 3 8B/70B and Mixtral 8x7B GEMMs at 4K-16K tokens
+std::vector<GemmPoint> parse_shapes(std::string_view s);  // "MxNxK,..." or "models"
+std::vector<GemmPoint> model_shapes();  // Llama 3 8B/70B and Mixtral 8x7B GEMMs at 4K-16K tokens
 Inject parse_inject(std::string_view s);  // "stall@rank=1[,seconds=S][,point=P]"
 // "BxSxHQxHKVxD,..." (S may end in K: 16K = 16384) or "sweep": d128 at s = 4K..128K, d64 and
 // d192 at 4K, 16K, 64K; b = 1, 32 query / 8 KV heads.
-std::vector<AttnShape> parse_attn_shapes(std::string_view s);
-std::vector<AttnShape> attn_sweep_shapes();
+std::vector<AttentionPoint> parse_attn_shapes(std::string_view s);
+std::vector<AttentionPoint> attn_sweep_shapes();
 // "none,1.0,1.25" -> {0, 1.0, 1.25} (0 = dropless); each factor > 0.
 std::vector<double> parse_capacity_factors(std::string_view s);
 // "balanced", "zipf:S" (S >= 0), "router"; a comma list for several.
@@ -130,6 +148,11 @@ std::vector<RoutingSkew> parse_skews(std::string_view s);
 // Cross-field checks of the MoE options (experts, top-k, groups); throws UsageError.
 void validate_moe(const MoeOptions& m);
 // cp-attention default shapes: b = 1, 32 query / 8 KV heads, d 128, S = 8K, 32K, 128K.
-std::vector<AttnShape> cp_attn_default_shapes();
+std::vector<AttentionPoint> cp_attn_default_shapes();
+// The checks that need the world size, before anything touches CUDA or NCCL: the layout
+// against `world` (resolve_layout), and what each benchmark needs of it (moe: experts a
+// multiple of ep; cp-attention: every sequence a multiple of 2 x the group size). Throws
+// UsageError.
+Layout validate_for_world(const Options& o, int world);
 
 }  // namespace lcm::exec
