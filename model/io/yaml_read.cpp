@@ -315,11 +315,14 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 std::string closest(std::string_view word, std::span<const std::string> candidates) {
   std::string best;
   size_t best_d = std::numeric_limits<size_t>::max();
+  const size_t limit = std::max<size_t>(2, word.size() / 3);
   for (const std::string& c : candidates) {
+    // The distance is at least the length difference: such a candidate is never close
+    // enough, and skipping it keeps a long unknown word from costing |word| x |c| per candidate.
+    if (std::max(word.size(), c.size()) - std::min(word.size(), c.size()) > limit) continue;
     const size_t d = edit_distance(word, c);
     if (d < best_d) best_d = d, best = c;
   }
-  const size_t limit = std::max<size_t>(2, word.size() / 3);
   return best_d <= limit ? best : std::string();
 }
 
