@@ -247,7 +247,7 @@ Result<std::string> find_profile(const std::string& name_or_path, const std::vec
   const bool is_path = ref.find('/') != std::string::npos || ref.ends_with(".yaml") || ref.ends_with(".yml");
   std::error_code ec;
   if (is_path) {
-    if (fs::is_regular_file(ref, ec)) return ref;
+    if (fs::exists(ref, ec)) return ref;  // not a regular file: load_hardware_profile says what it is
     return error_at(here, "hardware.profile", fmt::format("hardware profile file '{}' not found", ref));
   }
   std::vector<std::string> search = dirs;

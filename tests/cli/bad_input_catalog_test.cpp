@@ -92,7 +92,7 @@ std::vector<Case> catalog() {
   c.push_back({"PatternNested20000DeepInSet", def + " --set 'moe_layer_freq=" + nested_pattern(20000) + "*32'", 2,
                "nested deeper than 100 brackets"});
   c.push_back({"PatternNested20000DeepInImport",
-               "import megatron --gpus 8 --hw h200-sxm -- --num-layers 4 --hidden-size 1024 --num-attention-heads 8 "
+               "import megatron --gpus 8 --hw h200-sxm -- --bf16 --num-layers 4 --hidden-size 1024 --num-attention-heads 8 "
                "--seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 8 "
                "--num-experts 8 --moe-layer-freq '" + nested_pattern(20000) + "*4'",
                2, "nested deeper than 100 brackets"});
@@ -163,11 +163,11 @@ std::vector<Case> catalog() {
   c.push_back({"HierarchicalCpProduct", def + " --set 'hierarchical_context_parallel_sizes=[1048576,1048576]'", 2,
                "multiply to more than 1048576"});
   c.push_back({"ImportNumLayersCap",
-               "import megatron --gpus 8 --hw h200-sxm -- --num-layers 100000 --hidden-size 1024 "
+               "import megatron --gpus 8 --hw h200-sxm -- --bf16 --num-layers 100000 --hidden-size 1024 "
                "--num-attention-heads 8 --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 "
                "--global-batch-size 8",
                2, "--num-layers: 100000 is above lcm's cap of 1024"});
-  c.push_back({"ImportHiddenInt64", "import megatron --gpus 8 --hw h200-sxm -- --num-layers 4 --hidden-size "
+  c.push_back({"ImportHiddenInt64", "import megatron --gpus 8 --hw h200-sxm -- --bf16 --num-layers 4 --hidden-size "
                "9223372036854775807 --num-attention-heads 8 --seq-length 4096 --max-position-embeddings 4096 "
                "--micro-batch-size 1 --global-batch-size 8",
                2, "expected an integer in [1, 2147483647]"});
@@ -287,7 +287,7 @@ std::vector<Case> catalog() {
   c.push_back({"UnknownProfile", def + " --set hardware.profile=h900", 2, "unknown hardware profile 'h900'"});
   c.push_back({"MissingProfileFile", def + " --set hardware.profile=./nothere.yaml", 2,
                "hardware profile file './nothere.yaml' not found"});
-  c.push_back({"HeadsNotDivisibleByTp", def + " --set tensor_model_parallel_size=3", 2, "must be a multiple of"});
+  c.push_back({"WorldNotDivisibleByTp", def + " --set tensor_model_parallel_size=3", 2, "(3 * 2 * 4 = 24)"});
   c.push_back({"WorldNotDivisible", def + " --set pipeline_model_parallel_size=3", 2, "is not divisible by"});
   c.push_back({"LearnedAbsoluteWithoutTable", "estimate f.yaml", 2, "max_position_embeddings (0) must be greater",
                {{"f.yaml", dense_with_model("  position_embedding_type: learned_absolute\n")}}});
@@ -301,6 +301,9 @@ std::vector<Case> catalog() {
   c.push_back({"SetAmbiguousKey", def + " --set name=x", 2, "ambiguous key; write name or model.name"});
   c.push_back({"SetNegative", def + " --set num_layers=-4", 2, "expected an integer in [1, 1024], got -4"});
   c.push_back({"SetFloatForInt", def + " --set num_layers=4.5", 2, "expected an integer in [1, 1024]"});
+  // A Megatron pattern starting with '[' is read whole, not as the YAML list [1] plus dropped text.
+  c.push_back({"SetPatternIsReadWhole", def + " --set 'moe_layer_freq=[1]*31'", 2,
+               "moe_layer_freq lists 31 layers but num_layers is 32"});
   c.push_back({"SetCapacityFactorZero", def + " --set moe_expert_capacity_factor=0", 2, "expected a number > 0"});
   // ---- capacity options ----
   c.push_back({"CapacityDense", "capacity $S/llama3.1-8b.yaml", 2, "dense model (num_experts = 0)"});
@@ -334,6 +337,8 @@ std::vector<Case> catalog() {
   c.push_back({"ImportWithoutSubcommand", "import", 2, "A subcommand is required"});
   return c;
 }
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class BadInput : public testing::TestWithParam<Case> {};
 
