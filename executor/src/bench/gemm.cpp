@@ -133,6 +133,7 @@ void run_gemm_bench(RunContext& ctx) {
       rec.correct = rec.wrong == 0;
       rec.extra = {{"algo", runner.algo_json(runner.selected_algo())},
                    {"algos_considered", runner.num_algos()},
+                   {"leading_dims", {{"a", p.lda()}, {"b", p.ldb()}, {"d", p.ldd()}}},
                    {"max_err_over_tolerance", total.max_err_ratio},
                    {"rel_l2_error", total.rel_l2},
                    {"check", to_json(total)},

@@ -50,16 +50,17 @@ SampleGrid sample_grid(const GemmProblem& p, uint64_t seed) {
 Comparison check_gemm(const GemmProblem& p, uint64_t seed_a, uint64_t seed_b, const SampleGrid& g,
                      const std::vector<float>& got) {
   const size_t K = static_cast<size_t>(p.k);
-  // Materialise the sampled rows of A and columns of B once.
+  const uint64_t lda = static_cast<uint64_t>(p.lda()), ldb = static_cast<uint64_t>(p.ldb());
+  // Materialise the sampled rows of A and columns of B once (storage index: row x ld + column).
   std::vector<float> arow(g.rows.size() * K), bcol(g.cols.size() * K);
   for (size_t r = 0; r < g.rows.size(); ++r)
     for (size_t k = 0; k < K; ++k)
-      arow[r * K + k] = gemm_input_value(p.dtype, seed_a, static_cast<uint64_t>(g.rows[r]) * K + k);
+      arow[r * K + k] = gemm_input_value(p.dtype, seed_a, static_cast<uint64_t>(g.rows[r]) * lda + k);
   for (size_t q = 0; q < g.cols.size(); ++q)
     for (size_t k = 0; k < K; ++k) {
       const uint64_t j = static_cast<uint64_t>(g.cols[q]);
-      // bf16: B row-major [k, n]; fp8: W row-major [n, k].
-      const uint64_t idx = p.dtype == GemmDType::kBf16 ? k * static_cast<uint64_t>(p.n) + j : j * K + k;
+      // bf16: B row-major [k, ldb]; fp8: W row-major [n, ldb].
+      const uint64_t idx = p.dtype == GemmDType::kBf16 ? k * ldb + j : j * ldb + k;
       bcol[q * K + k] = gemm_input_value(p.dtype, seed_b, idx);
     }
   const double scale = scale_of(p.dtype);

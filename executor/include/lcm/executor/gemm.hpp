@@ -29,7 +29,15 @@ struct GemmProblem {
   int64_t m = 0, n = 0, k = 0;
   GemmDType dtype = GemmDType::kBf16;
   double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
-  double set_bytes() const;  // one A + B + D set
+  double set_bytes() const;  // one A + B + D set, padding included
+  // Leading dimensions (elements) of the row-major buffers: the row length rounded up to 16
+  // bytes, the alignment cuBLASLt's tensor-core kernels need of every column it reads (a
+  // shape whose N or K is not a multiple of 8 (bf16) or 16 (fp8) still gets them; equal
+  // to the row length for every aligned shape, e.g. 3000x5000x7000 bf16, as torch.matmul's
+  // contiguous tensors). A is [m, lda]; B bf16 [k, ldb], fp8 W [n, ldb]; D [m, ldd].
+  int64_t lda() const;
+  int64_t ldb() const;
+  int64_t ldd() const;
 };
 
 inline constexpr float kFp8ScaleA = 0.5f;   // activation scale
