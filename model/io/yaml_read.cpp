@@ -116,6 +116,7 @@ Read<int64_t> parse_size_with_suffix(std::string_view text, int64_t min) {
   const auto v = to_int(s);
   if (!v) return Bad{fmt::format("expected an integer or an integer with suffix K (x1024) or M (x1048576), e.g. 128K, got '{}'", text)};
   if (*v > std::numeric_limits<int64_t>::max() / mult) return Bad{fmt::format("value '{}' is too large", text)};
+  if (*v < std::numeric_limits<int64_t>::min() / mult) return Bad{fmt::format("value '{}' is too small", text)};
   const int64_t out = *v * mult;
   if (out < min) return Bad{fmt::format("expected a size >= {}, got {}", min, out)};
   return out;
