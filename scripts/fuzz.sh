@@ -57,7 +57,9 @@ for t in "${targets[@]}"; do
   # "#RUNS ... cov: N ... exec/s: N" (plain mode: the last status line; -fork=N mode: the job lines).
   last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
   runs=$(sed -nE 's/^#([0-9]+).*/\1/p' <<<"$last")
-  per_s=$(sed -nE 's/.*exec\/s: ([0-9]+).*/\1/p' <<<"$last")
+  per_s=$(sed -nE 's/.*exec\/s:? ([0-9]+).*/\1/p' <<<"$last")
+  secs=$(sed -nE 's/.* time: ([0-9]+)s.*/\1/p' <<<"$last")  # -fork: average over the whole run
+  [[ -n $secs && $secs -gt 0 && -n $runs ]] && per_s=$((runs / secs))
   cov=$(sed -nE 's/.*cov: ([0-9]+).*/\1/p' <<<"$last")
   printf '%-20s %-6s runs %-10s exec/s %-7s cov %s\n' "$t" "$status" "${runs:-?}" "${per_s:-?}" "${cov:-?}"
 done

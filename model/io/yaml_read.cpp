@@ -136,6 +136,8 @@ Read<int64_t> parse_size_with_suffix(std::string_view text, int64_t min, int64_t
   else if (!s.empty() && (s.back() == 'M' || s.back() == 'm')) mult = 1024 * 1024, s.remove_suffix(1);
   const auto v = to_int(s);
   if (!v) return Bad{fmt::format("expected an integer or an integer with suffix K (x1024) or M (x1048576), e.g. 128K, got '{}'", text)};
+  if (*v < std::numeric_limits<int64_t>::min() / mult)  // *v * mult would overflow
+    return Bad{fmt::format("expected a size >= {}, got '{}'", min, text)};
   if (*v > cap / mult || *v * mult > cap)
     return Bad{fmt::format("expected a size in [{}, {}], got '{}'; {} is lcm's cap (docs/scenario-format.md#caps)", min,
                            cap, text, cap)};
