@@ -1,4 +1,4 @@
-// The planner's search space (internal to planner/plan): the meshes of N GPUs and the
+// The planner's search space (internal to planner/search): the meshes of N GPUs and the
 // deeper knobs of each (docs/planner.md, "The search space").
 #pragma once
 
