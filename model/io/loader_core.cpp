@@ -154,11 +154,11 @@ std::optional<ConfigError> finish_draft(ScenarioDraft& d, const KeyLocations& wh
   if (std::string err = expand_moe_layer_freq(d); !err.empty())
     return error_for_key(where, "model.moe_layer_freq", err);
 
-  const bool has_dense = m.num_experts == 0 || m.moe_layer_pattern.end() != std::find(m.moe_layer_pattern.begin(),
+  const bool has_dense = !has_moe(m) || m.moe_layer_pattern.end() != std::find(m.moe_layer_pattern.begin(),
                                                                                        m.moe_layer_pattern.end(), 0);
   if (has_dense && !given("model.ffn_hidden_size"))
     return error_for_key(where, "model.ffn_hidden_size",
-                         m.num_experts == 0 ? "missing required key 'ffn_hidden_size'"
+                         !has_moe(m) ? "missing required key 'ffn_hidden_size'"
                                             : "missing required key 'ffn_hidden_size' (width of the dense layers "
                                               "that moe_layer_freq leaves non-MoE)");
   if (!given("model.num_query_groups")) m.num_query_groups = m.num_attention_heads;
@@ -170,7 +170,7 @@ std::optional<ConfigError> finish_draft(ScenarioDraft& d, const KeyLocations& wh
                                        m.hidden_size, m.num_attention_heads));
     m.kv_channels = m.hidden_size / m.num_attention_heads;
   }
-  if (m.num_experts > 0 && !given("model.moe_ffn_hidden_size")) {
+  if (has_moe(m) && !given("model.moe_ffn_hidden_size")) {
     if (!given("model.ffn_hidden_size"))
       return error_for_key(where, "model.moe_ffn_hidden_size",
                            "missing required key 'moe_ffn_hidden_size' (expert width; defaults to ffn_hidden_size, "

@@ -24,7 +24,7 @@ bool same_topology(const GroupTopology& a, const GroupTopology& b) {
 uint32_t dims_of(const std::vector<Op>& ops) {
   uint32_t mask = 0;
   for (const Op& op : ops)
-    if (op.kind == OpKind::kCollective || op.kind == OpKind::kSendRecv) mask |= 1u << static_cast<unsigned>(op.coll.dim);
+    if (is_comm(op)) mask |= 1u << static_cast<unsigned>(op.coll.dim);
   return mask;
 }
 
@@ -303,7 +303,7 @@ void Evaluator::Impl::share(const Layout& l, const Mesh& m, Shared& sh) {
   sh.topo = topo_slot.get();
   const int cpc = l.cp > 1 ? static_cast<int>(l.cp_comm) : 0;
   const int a2a = l.cp > 1 && l.cp_comm == CpCommType::kA2AP2P ? l.cp_a2a : 0;
-  const int disp = base.model.num_experts > 0 ? static_cast<int>(l.dispatcher) : -1;
+  const int disp = has_moe(base.model) ? static_cast<int>(l.dispatcher) : -1;
   auto& layer_slot =
       layers_[IntKey<9>{{l.tp, l.cp, cpc, a2a, l.ep, l.etp, l.mbs, static_cast<int>(l.recompute), disp}}];
   if (!layer_slot) {

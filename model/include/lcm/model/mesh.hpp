@@ -67,6 +67,10 @@ struct StageLayers {
 
 // Layers per pipeline rank, honouring uneven first/last stages and the MoE pattern.
 std::vector<StageLayers> stage_layers(const Scenario& s, const Mesh& m);
+// The global 0-based indices of the transformer layers each pipeline rank runs (index =
+// rank), in the order it runs them: chunk by chunk with interleaving, each chunk in model
+// order. The same split as stage_layers.
+std::vector<std::vector<int>> stage_layer_indices(const Scenario& s, const Mesh& m);
 
 // True when transformer layer i (0-based) is an MoE layer.
 bool is_moe_layer(const ModelSpec& model, int layer);
