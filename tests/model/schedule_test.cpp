@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -443,6 +444,55 @@ TEST(ScheduleComm, CollectivesSitInTheirPasses) {
   EXPECT_TRUE(head.count("logits.tp.copy.bwd"));
   EXPECT_TRUE(head.count("loss.tp.allreduce.fwd"));
   EXPECT_FALSE(head.count("loss.tp.allreduce.bwd"));
+}
+
+// Every op of a schedule is typed: its full name reads back (parse_op_name) as the same
+// id, pass and part, and each name is one of the table's. Covers MLA, MoE with shared
+// experts, MTP, CP a2a, PP sends, FSDP step ops and FP8 casts.
+void expect_names_parse_back(const Scenario& s) {
+  SCOPED_TRACE(s.name);
+  const Built b = build(s);
+  int checked = 0;
+  auto check = [&](const std::vector<Op>& ops, const char* prefix) {
+    for (const Op& o : ops) {
+      ASSERT_NE(o.id, OpId::kNone);
+      const std::string name = op_name(o, prefix);
+      const std::optional<OpName> n = parse_op_name(name);
+      ASSERT_TRUE(n.has_value()) << name;
+      EXPECT_EQ(n->id, o.id) << name;
+      EXPECT_EQ(n->pass, o.pass) << name;
+      EXPECT_EQ(n->part, o.part) << name;
+      EXPECT_STREQ(n->prefix, prefix) << name;
+      EXPECT_EQ(op_name(n->id, n->pass, n->part, n->prefix), name);
+      ++checked;
+    }
+  };
+  for (const LayerOps* l : {&b.sched.dense, &b.sched.moe})
+    for (const auto* v : {&l->fwd, &l->recompute, &l->bwd}) check(*v, kLayerPrefix);
+  for (const auto* v : {&b.sched.mtp.fwd, &b.sched.mtp.recompute, &b.sched.mtp.bwd}) check(*v, kMtpPrefix);
+  for (const StageSchedule& st : b.sched.stages)
+    for (const auto* v : {&st.pre_fwd, &st.post_fwd, &st.post_bwd, &st.pre_bwd, &st.step}) check(*v, "");
+  EXPECT_GT(checked, 100);
+}
+
+TEST(ScheduleNames, EveryOpParsesBackToItsId) {
+  Scenario s = base(deepseek_like(), 32);
+  s.name = "mla moe mtp fsdp";
+  s.training.global_batch_size = 8;
+  s.parallel.tensor_model_parallel_size = 2;
+  s.parallel.sequence_parallel = true;
+  s.parallel.context_parallel_size = 2;
+  s.parallel.cp_comm_type = CpCommType::kA2A;
+  s.parallel.pipeline_model_parallel_size = 2;
+  s.parallel.expert_model_parallel_size = 4;
+  s.parallel.expert_tensor_parallel_size = 1;
+  s.parallel.data_parallel_sharding_strategy = DpSharding::kOptimGradsParams;
+  s.parallel.recompute_granularity = RecomputeGranularity::kSelective;
+  s.parallel.recompute_modules = kRecomputeCoreAttn | kRecomputeMlaUpProj | kRecomputeMoe;
+  expect_names_parse_back(s);
+  s.name = "mla moe mtp fp8";
+  s.training.precision = Precision::kFp8;
+  expect_names_parse_back(s);
 }
 
 }  // namespace
