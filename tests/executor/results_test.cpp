@@ -11,10 +11,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "collectives.hpp"
-#include "gemm.hpp"
-#include "results.hpp"
-#include "timing.hpp"
+#include "lcm/executor/collectives.hpp"
+#include "lcm/executor/gemm.hpp"
+#include "lcm/executor/results.hpp"
+#include "lcm/executor/timing.hpp"
 
 namespace lcm::exec {
 namespace {
@@ -160,7 +160,7 @@ TEST(GemmChecker, AcceptsRoundedResultAndFindsPlantedError) {
         }
         got.push_back(__bfloat162float(__float2bfloat16_rn(static_cast<float>(dot * scale))));
       }
-    GemmCheck ok = check_gemm(p, 11, 12, g, got);
+    Comparison ok = check_gemm(p, 11, 12, g, got);
     EXPECT_EQ(ok.wrong, 0);
     EXPECT_EQ(ok.checked, 64 * 48);
     EXPECT_TRUE(ok.ok());

@@ -146,7 +146,7 @@ TEST_F(ProfileFile, MalformedAndMissingFile) {
   EXPECT_THAT(r.error().str(), HasSubstr("malformed YAML"));
   auto m = load_hardware_profile("/nonexistent/p.yaml");
   ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.error().str(), "/nonexistent/p.yaml: cannot read hardware profile");
+  EXPECT_EQ(m.error().str(), "/nonexistent/p.yaml: cannot read hardware profile: No such file or directory");
 }
 
 }  // namespace

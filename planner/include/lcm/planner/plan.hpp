@@ -113,7 +113,7 @@ class Evaluator {
   Evaluator& operator=(const Evaluator&) = delete;
   Outcome evaluate(const Layout& l);
 
-  struct Impl;  // planner/plan/evaluator_impl.hpp (the search drives it directly)
+  struct Impl;  // planner/search/evaluator_impl.hpp (the search drives it directly)
 
  private:
   std::unique_ptr<Impl> impl_;
