@@ -8,15 +8,16 @@
 // measured points (lcm-exec, calibrate) and predicted ops meet by id, never by string.
 // docs/op-schedule.md lists every op.
 //
-// Layers of model/ (lowest first). A header includes only headers of lower layers; the
+// Layers of model/ (lowest first). A header (and its .cpp) includes only model headers of
+// its own layer or below, never io/; the
 // check is tests/model/layering_check.sh (CTest `model_layering`).
-//   0  specs.hpp                      input value structs and enums
+//   0  specs.hpp    limits.hpp        input value structs and enums; caps on sizes
 //   1  ops.hpp                        op ids, names, shapes, Op (this file)
 //   2  mesh.hpp                       the derived mesh, validation, stage split, rank order
 //   3  resolve.hpp  capacity.hpp      per-rank shapes and defaults; expert capacity
 //   4  params.hpp   flops.hpp         parameter and FLOP counts
 //   5  comm.hpp     schedule.hpp      communication items; the op schedule (one generator)
-//      memory.hpp   timing.hpp        memory per stage; time of one op, group topology
+//   5  memory.hpp   timing.hpp        memory per stage; time of one op, group topology
 //   6  step_time.hpp calibration.hpp  step time from the schedule; fitting a profile
 //   7  estimate.hpp                   every breakdown of one layout
 //   8  routing.hpp  scaling.hpp       routing statistics and capacity sweeps; scaling table
@@ -352,8 +353,8 @@ inline GemmShape gemm_in_pass(const GemmShape& fwd, GemmPart part) {
 // The forward GEMMs of an MoE layer on one rank (moe/experts.py, router.py), from the
 // tokens they see: the router h -> E over `tokens`, the experts' fc1 h -> f (2f gated) and
 // fc2 f -> h over `expert_rows` token copies in `local_experts` groups. `ffn` is the
-// expert width on this rank (after ETP; whole columns are kept). The schedule,
-// calibration and the executor's MoE layer all take the shapes from here.
+// expert width on this rank (after ETP; whole columns are kept). The schedule and
+// calibration take the shapes from here.
 inline GemmShape moe_router_shape(int64_t tokens, int64_t hidden, int64_t experts) {
   return GemmShape{tokens, experts, hidden, 1};
 }
