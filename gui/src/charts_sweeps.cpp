@@ -66,7 +66,7 @@ void crossover_line(QChart* c, double seq, double y0, double y1, QAbstractAxis* 
 QChart* scaling_flops_chart(const Scenario& s, const std::vector<ScalingRow>& rows, const Crossover& x) {
   QChart* c = detail::new_chart(QString("%1: FLOPs of one layer").arg(QString::fromStdString(s.model.name)));
   auto* core = line("attention core", 5);
-  auto* mlp = line(s.model.num_experts > 0 ? "active experts" : "MLP", 0);
+  auto* mlp = line(has_moe(s.model) ? "active experts" : "MLP", 0);
   auto* proj = line("projections", 2);
   double lo = std::numeric_limits<double>::max(), hi = 0;
   for (const ScalingRow& r : rows) {
@@ -90,7 +90,7 @@ QChart* scaling_flops_chart(const Scenario& s, const std::vector<ScalingRow>& ro
   attach(c, core, ax, ay);
   attach(c, mlp, ax, ay);
   attach(c, proj, ax, ay);
-  const bool moe = s.model.num_experts > 0;
+  const bool moe = has_moe(s.model);
   crossover_line(c, moe ? x.moe_seq : x.dense_seq, ay->min(), ay->max(), ax, ay, moe ? "MoE" : "dense");
   if (moe && x.dense_seq > 0) crossover_line(c, x.dense_seq, ay->min(), ay->max(), ax, ay, "dense");
   return c;
@@ -130,7 +130,7 @@ QChart* scaling_memory_chart(const Scenario& s, const std::vector<ScalingRow>& r
   attach(c, act, ax, ay);
   attach(c, peak, ax, ay);
   attach(c, hbm, ax, ay);
-  const bool moe = s.model.num_experts > 0;
+  const bool moe = has_moe(s.model);
   crossover_line(c, moe ? x.moe_seq : x.dense_seq, ay->min(), ay->max(), ax, ay, moe ? "MoE" : "dense");
   return c;
 }

@@ -154,7 +154,7 @@ void LayoutPanel::refresh() {
   updating_ = true;
   const Scenario& base = session_->base();
   const plan::Layout& cur = session_->layout();
-  const bool moe = base.model.num_experts > 0;
+  const bool moe = has_moe(base.model);
   for (int k = 0; k < kNumKnobs; ++k) {
     const Knob knob = static_cast<Knob>(k);
     QComboBox* c = combos_[static_cast<size_t>(k)];

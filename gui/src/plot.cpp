@@ -51,7 +51,7 @@ QChart* make_plot(const std::string& kind, const Scenario& s, const PlotInputs& 
     return kind == "scaling-flops" ? scaling_flops_chart(s, rows, x) : scaling_memory_chart(s, rows, x);
   }
   if (kind == "capacity") {
-    if (s.model.num_experts <= 0) {
+    if (!has_moe(s.model)) {
       *error = "dense model (num_experts = 0): the capacity plot needs an MoE scenario";
       return nullptr;
     }

@@ -152,9 +152,9 @@ void ScenarioPanel::refresh() {
   select_data(precision_, static_cast<int>(s.training.precision));
   experts_->setValue(s.model.num_experts);
   topk_->setValue(s.model.moe_router_topk);
-  topk_->setEnabled(s.model.num_experts > 0);
+  topk_->setEnabled(has_moe(s.model));
   capacity_->setValue(std::max(0.0, s.model.moe_expert_capacity_factor));
-  capacity_->setEnabled(s.model.num_experts > 0);
+  capacity_->setEnabled(has_moe(s.model));
   // Layout problems of the current document (a knob change can invalidate the layout).
   const auto& problems = session_->problems();
   if (!problems.empty()) {

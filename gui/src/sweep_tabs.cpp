@@ -168,7 +168,7 @@ void CapacityTab::refresh() {
     panel_->set_chart(nullptr, why);
   };
   if (!session_->has_estimate()) return fail("No estimate: the layout is not valid");
-  if (s.model.num_experts <= 0) return fail("Dense model (num_experts = 0): the capacity factor applies to MoE models");
+  if (!has_moe(s.model)) return fail("Dense model (num_experts = 0): the capacity factor applies to MoE models");
   if (routing == RoutingKind::kMeasured && loads_.size() != static_cast<size_t>(s.model.num_experts))
     return fail(loads_.empty() ? QString("Choose a loads file (one count per expert)")
                                : QString("%1 has loads for %2 experts, but the model has %3")

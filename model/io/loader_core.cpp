@@ -8,6 +8,7 @@
 
 #include "lcm/model/io/enums.hpp"
 #include "lcm/model/mesh.hpp"
+#include "lcm/model/resolve.hpp"
 
 namespace lcm::io {
 
@@ -176,28 +177,29 @@ std::optional<ConfigError> finish_draft(ScenarioDraft& d, const KeyLocations& wh
   if (std::string err = expand_moe_layer_freq(d); !err.empty())
     return error_for_key(where, "model.moe_layer_freq", err);
 
-  const bool has_dense = m.num_experts == 0 || m.moe_layer_pattern.end() != std::find(m.moe_layer_pattern.begin(),
+  const bool has_dense = !has_moe(m) || m.moe_layer_pattern.end() != std::find(m.moe_layer_pattern.begin(),
                                                                                        m.moe_layer_pattern.end(), 0);
   if (has_dense && !given("model.ffn_hidden_size"))
     return error_for_key(where, "model.ffn_hidden_size",
-                         m.num_experts == 0 ? "missing required key 'ffn_hidden_size'"
+                         !has_moe(m) ? "missing required key 'ffn_hidden_size'"
                                             : "missing required key 'ffn_hidden_size' (width of the dense layers "
                                               "that moe_layer_freq leaves non-MoE)");
-  if (!given("model.num_query_groups")) m.num_query_groups = m.num_attention_heads;
+  // Unset fields (0) take the defaults of resolve.hpp, the one place they are defined.
+  if (!given("model.num_query_groups")) m.num_query_groups = query_groups(m);
   if (!given("model.kv_channels")) {
     if (m.hidden_size % m.num_attention_heads != 0)
       return error_for_key(where, "model.kv_channels",
                            fmt::format("kv_channels not given and hidden_size ({}) is not divisible by "
                                        "num_attention_heads ({}); set kv_channels",
                                        m.hidden_size, m.num_attention_heads));
-    m.kv_channels = m.hidden_size / m.num_attention_heads;
+    m.kv_channels = static_cast<int64_t>(head_dim(m));
   }
-  if (m.num_experts > 0 && !given("model.moe_ffn_hidden_size")) {
+  if (has_moe(m) && !given("model.moe_ffn_hidden_size")) {
     if (!given("model.ffn_hidden_size"))
       return error_for_key(where, "model.moe_ffn_hidden_size",
                            "missing required key 'moe_ffn_hidden_size' (expert width; defaults to ffn_hidden_size, "
                            "which is not given either)");
-    m.moe_ffn_hidden_size = m.ffn_hidden_size;
+    m.moe_ffn_hidden_size = expert_ffn(m);
   }
   if (!given("model.add_qkv_bias")) m.add_qkv_bias = m.add_bias_linear;  // Megatron validate_args
   if (!given("parallel.expert_tensor_parallel_size")) p.expert_tensor_parallel_size = p.tensor_model_parallel_size;

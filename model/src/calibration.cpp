@@ -54,7 +54,7 @@ double predict_time(const MeasuredOp& m, const HardwareSpec& hw) {
       const bool bwd = op.pass == Pass::kBwd;
       return attention_time(op.attn, bwd ? kAttentionBackwardFlopFactor * fwd : fwd, bwd, hw);
     }
-    case OpKind::kMemoryBound: return memory_time(op.bytes, hw);
+    case OpKind::kMemoryBound: return memory_time(op.mem.bytes, hw);
     case OpKind::kCollective:
     case OpKind::kSendRecv: return collective_time(op.coll, m.topo, hw);
   }
@@ -249,7 +249,7 @@ std::vector<Param> class_params(CalibClass c, const std::vector<const MeasuredOp
       // The fixed time per kernel shows in small kernels: fitted here, where copies span
       // sizes from launch-bound to bandwidth-bound, and shared by every compute class.
       double lo = std::numeric_limits<double>::infinity(), hi = 0;
-      for (const MeasuredOp* m : pts) lo = std::min(lo, m->op.bytes), hi = std::max(hi, m->op.bytes);
+      for (const MeasuredOp* m : pts) lo = std::min(lo, m->op.mem.bytes), hi = std::max(hi, m->op.mem.bytes);
       if (pts.size() >= 3 && hi >= 64 * lo) return {p_hbm, p_kernel_fixed};
       *note = "sizes span less than 64x: kernel_fixed_us kept";
       return {p_hbm};

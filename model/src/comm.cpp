@@ -44,22 +44,22 @@ namespace {
 // Appends to / merges into the fixed item array. An item that receives calls of different
 // sizes (e.g. cp.a2a for Q, K, V, O) keeps the call-weighted mean as message_bytes, so
 // sent_bytes == calls * bus_factor * message_bytes holds for every item. Items are matched
-// by the address of their comm_item constant.
+// by id.
 class Items {
  public:
   explicit Items(Comm& c) : c_(c) {}
 
   // `times` executions of op (each of op.calls calls).
   void add(const Op& op, double times) {
-    const char* what = op.item;
+    const CommItemId id = op.item;
     const int n = op.coll.group_size;
     const double message_bytes = op.coll.message_bytes;
     const double calls = times * op.calls;
-    if (what == nullptr || n <= 1 || calls <= 0.0 || message_bytes <= 0.0) return;
+    if (id == CommItemId::kNone || n <= 1 || calls <= 0.0 || message_bytes <= 0.0) return;
     const double sent = calls * sent_bytes_per_call(op.coll.kind, n, message_bytes);
     for (int i = 0; i < c_.num_items; ++i) {
       CommItem& it = c_.items[static_cast<size_t>(i)];
-      if (it.what != what) continue;
+      if (it.id != id) continue;
       assert(it.dim == op.coll.dim && it.kind == op.coll.kind && it.group_size == n);
       const double total = it.calls + calls;
       if (it.message_bytes != message_bytes)
@@ -73,7 +73,7 @@ class Items {
     CommItem& it = c_.items[static_cast<size_t>(c_.num_items++)];
     it.dim = op.coll.dim;
     it.kind = op.coll.kind;
-    it.what = what;
+    it.id = id;
     it.group_size = n;
     it.message_bytes = message_bytes;
     it.calls = calls;
@@ -106,7 +106,7 @@ struct Times {
 template <class Gen>
 void fold(Items& out, const Times& n, const sched::RecomputeSel& rc, Gen&& gen) {
   auto sink = [&](const sched::Elem& e) {
-    if (!sched::is_comm(e.op)) return;
+    if (!is_comm(e.op)) return;
     sched::fwd_op(e, [&](const Op& o) { out.add(o, n.fwd); });
     if (n.recompute > 0) sched::recompute_op(e, rc, [&](const Op& o) { out.add(o, n.recompute); });
     sched::bwd_ops(e, [&](const Op& o) { out.add(o, n.bwd); });
@@ -146,7 +146,7 @@ Comm estimate_comm(const Scenario& s, const Mesh& m, const std::vector<StageLaye
   // Once per step. Parameter counts only when a gradient term needs them.
   GpuParams p;
   double replicated = 0;
-  const bool sharded_data = m.dp * m.cp > 1 || (s.model.num_experts > 0 && m.edp > 1);
+  const bool sharded_data = m.dp * m.cp > 1 || (has_moe(s.model) && m.edp > 1);
   const bool tp_grads = m.sp && m.tp > 1;
   if (sharded_data || tp_grads) {
     p = gpu_params(s, m, layers)[stage];
@@ -154,7 +154,7 @@ Comm estimate_comm(const Scenario& s, const Mesh& m, const std::vector<StageLaye
       replicated = sched::tp_replicated_params(m, p.dense, sched::gpu_params_at_tp1(s, m, layers)[stage].dense);
   }
   sched::emit_step(x, first, last, p, replicated, [&](const Op& o) {
-    if (sched::is_comm(o)) out.add(o, 1.0);
+    if (is_comm(o)) out.add(o, 1.0);
   });
 
   // Items by dimension (stable), then the sums.

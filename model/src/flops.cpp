@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "lcm/model/resolve.hpp"
+
 namespace lcm {
 namespace {
 
@@ -32,18 +34,6 @@ struct LayerFwd {
   double total_without_router() const { return total() - router; }
 };
 
-double head_dim(const ModelSpec& m) {
-  if (m.kv_channels > 0) return static_cast<double>(m.kv_channels);
-  assert(m.num_attention_heads > 0);
-  return static_cast<double>(m.hidden_size) / m.num_attention_heads;
-}
-double query_groups(const ModelSpec& m) {
-  return m.num_query_groups > 0 ? m.num_query_groups : m.num_attention_heads;
-}
-double expert_ffn(const ModelSpec& m) {  // Megatron: moe_ffn_hidden_size defaults to ffn
-  return static_cast<double>(m.moe_ffn_hidden_size > 0 ? m.moe_ffn_hidden_size
-                                                        : m.ffn_hidden_size);
-}
 double ffn_factor(const ModelSpec& m) { return m.swiglu ? 3.0 : 2.0; }  // GEMMs per MLP width
 
 // MACs per token of the attention projections. GQA: QKV h x (a+2g)d_h and out a*d_h x h.
@@ -96,12 +86,12 @@ LayerFwd layer_fwd(const ModelSpec& m, int64_t seq, bool moe, bool causal_halved
   f.attn_proj = 2 * s * attn_proj_macs(m);
   f.attn_core = 2 * s * s * attn_core_macs_per_pair(m) * (causal_halved ? 0.5 : 1.0);
   if (moe) {
-    const double topk = m.num_experts > 0 ? m.moe_router_topk : 0;  // dense model: no experts
+    const double topk = has_moe(m) ? m.moe_router_topk : 0;  // dense model: no experts
     f.routed = 2 * s * ffn_factor(m) * h * expert_ffn(m) * topk;
     f.shared = 2 * s * ffn_factor(m) * h * static_cast<double>(m.moe_shared_expert_intermediate_size);
     f.router = 2 * s * h * m.num_experts;
   } else {
-    f.dense_mlp = 2 * s * ffn_factor(m) * h * static_cast<double>(m.ffn_hidden_size);
+    f.dense_mlp = 2 * s * ffn_factor(m) * h * static_cast<double>(ffn_width(m));
   }
   return f;
 }
@@ -146,9 +136,6 @@ LayerCount all_layers(const ModelSpec& m) {
   return c;
 }
 
-bool mtp_is_moe(const ModelSpec& m) {  // Megatron: MTP layers copy the last layer's kind
-  return m.num_layers > 0 && is_moe_layer(m, m.num_layers - 1);
-}
 
 // Layers rerun by full recompute, as assigned per pipeline stage and model chunk by
 // stage_layers() (mesh.cpp: uniform reruns every layer; block the first
@@ -223,7 +210,7 @@ double megatron_formula(const ModelSpec& m, int64_t seq, int64_t batch, int64_t 
   const double ffn_exp = m.swiglu ? 3 : 2;
 
   double num_moe = 0, num_dense = m.num_layers, routed_to = 0, last_is_moe = 0;
-  if (m.num_experts > 0) {
+  if (has_moe(m)) {
     const LayerCount c = all_layers(m);
     num_moe = c.moe;
     num_dense = c.dense;

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "lcm/model/resolve.hpp"
+
 namespace lcm {
 
 namespace {
@@ -25,7 +27,8 @@ double dtype_bytes(DType d) {
   return 4.0;
 }
 
-// Shapes and switches shared by every layer of the scenario, derived once.
+// Shapes and switches shared by every layer of the scenario: the per-rank shape
+// (resolve.hpp) under the names of docs/memory-model.md, plus the memory-only switches.
 struct Shape {
   double b = 1, s = 1, s_kv = 1, T = 1, Ts = 1, t = 1;
   double h = 0, a = 0, g = 0, dh = 0;
@@ -35,44 +38,46 @@ struct Shape {
   bool mla = false, qk_norm = false;
   double r_q = 0, r_kv = 0, d_n = 0, d_r = 0, d_v = 0;
   double V = 0;  // padded vocab on this TP rank
+  bool mtp_moe = false;  // MTP layers are MoE layers
 };
 
 Shape make_shape(const Scenario& sc, const Mesh& m) {
   const ModelSpec& md = sc.model;
+  const RankShape r = resolve(sc, m);
   Shape x;
   x.t = m.tp;
-  x.b = sc.training.micro_batch_size;
-  x.s = static_cast<double>(sc.training.seq_length) / m.cp;
+  x.b = r.micro_batch;
+  x.s = r.seq_rank;
   // Unfused attention cannot run with CP in Megatron; with CP the key length of a fused
   // kernel does not enter the memory terms, so s_kv = s here.
   x.s_kv = x.s;
-  x.T = x.s * x.b;
-  x.Ts = m.sp ? x.T / m.tp : x.T;
-  x.h = static_cast<double>(md.hidden_size);
-  x.a = md.num_attention_heads;
-  x.g = md.num_query_groups > 0 ? md.num_query_groups : md.num_attention_heads;
-  x.dh = md.kv_channels > 0 ? static_cast<double>(md.kv_channels)
-                            : x.h / std::max(1, md.num_attention_heads);
-  x.f = md.ffn_hidden_size > 0 ? static_cast<double>(md.ffn_hidden_size) : 4.0 * x.h;
-  x.fe = md.moe_ffn_hidden_size > 0 ? static_cast<double>(md.moe_ffn_hidden_size) : x.f;
-  x.fs = static_cast<double>(md.moe_shared_expert_intermediate_size);
-  x.E = md.num_experts;
-  x.k = md.moe_router_topk;
-  x.etp = m.etp;
+  x.T = r.tokens;
+  x.Ts = r.sp_tokens;
+  x.h = r.hidden;
+  x.a = r.heads;
+  x.g = r.groups;
+  x.dh = r.head_dim;
+  x.f = r.ffn;
+  x.fe = r.expert_ffn;
+  x.fs = r.shared_ffn;
+  x.E = r.experts;
+  x.k = r.topk;
+  x.etp = r.etp;
   if (md.moe_expert_capacity_factor > 0 && md.moe_pad_expert_input_to_capacity)
     x.capacity = md.moe_expert_capacity_factor;
-  x.swiglu = md.swiglu;
+  x.swiglu = r.gated;
   x.unfused = sc.training.attention_backend == AttentionBackend::kUnfused;
   x.hidden_drop = md.hidden_dropout > 0;
   x.attn_drop = md.attention_dropout > 0;
-  x.mla = md.multi_latent_attention;
+  x.mla = r.mla;
   x.qk_norm = md.qk_layernorm;
-  x.r_q = static_cast<double>(md.q_lora_rank);
-  x.r_kv = static_cast<double>(md.kv_lora_rank);
-  x.d_n = static_cast<double>(md.qk_head_dim);
-  x.d_r = static_cast<double>(md.qk_pos_emb_head_dim);
-  x.d_v = static_cast<double>(md.v_head_dim);
-  x.V = static_cast<double>(m.padded_vocab) / m.tp;
+  x.r_q = r.q_lora_rank;
+  x.r_kv = r.kv_lora_rank;
+  x.d_n = r.qk_head_dim;
+  x.d_r = r.qk_pos_emb_head_dim;
+  x.d_v = r.v_head_dim;
+  x.V = r.vocab_rank;
+  x.mtp_moe = r.mtp_moe;
   return x;
 }
 
@@ -317,7 +322,7 @@ void estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLa
   comms += m.cp > 1;
   comms += m.dp * m.cp > 1;
   comms += m.pp > 1;
-  if (md.num_experts > 0) {
+  if (has_moe(md)) {
     comms += m.ep > 1;
     comms += m.etp > 1 && m.etp != m.tp;
     comms += m.edp > 1;
@@ -363,10 +368,7 @@ void estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLa
     }
 
     // Activations of one micro-batch on this stage (all its chunks).
-    const int n_moe = L.num_moe_layers + (L.num_mtp_layers > 0 && md.num_experts > 0 &&
-                                                  is_moe_layer(md, md.num_layers - 1)
-                                              ? L.num_mtp_layers
-                                              : 0);
+    const int n_moe = L.num_moe_layers + (x.mtp_moe ? L.num_mtp_layers : 0);
     const int n_all = L.num_layers + L.num_mtp_layers;
     const int n_dense = n_all - n_moe;
     double per_mb = 0;
@@ -385,7 +387,7 @@ void estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLa
         per_mb = chunks * (rc * layer_input + (per_chunk - rc) * avg_full);
       }
       // MTP blocks are not covered by the layer recompute.
-      per_mb += L.num_mtp_layers * (is_moe_layer(md, md.num_layers - 1) ? moe.full : dense.full);
+      per_mb += L.num_mtp_layers * (x.mtp_moe ? moe.full : dense.full);
       // Backward recomputes one group: its full activations plus that layer's working set.
       const double group = std::min<double>(rc_layers, std::max(1.0, per_chunk));
       const double worst_full = n_moe > 0 ? moe.full : dense.full;

@@ -11,7 +11,7 @@ int64_t padded_vocab_size(int64_t vocab, int divisible_by, int tp) {
 }
 
 bool is_moe_layer(const ModelSpec& model, int layer) {
-  if (model.num_experts <= 0) return false;
+  if (!has_moe(model)) return false;
   if (model.moe_layer_pattern.empty()) return true;
   assert(layer >= 0 && layer < static_cast<int>(model.moe_layer_pattern.size()));
   return model.moe_layer_pattern[static_cast<size_t>(layer)] != 0;
@@ -60,7 +60,7 @@ Mesh derive_mesh(const Scenario& s) {
   m.pp = par.pipeline_model_parallel_size;
   m.dp = m.world / (m.tp * m.cp * m.pp);
   m.etp = par.expert_tensor_parallel_size > 0 ? par.expert_tensor_parallel_size : m.tp;
-  m.ep = s.model.num_experts > 0 ? par.expert_model_parallel_size : 1;
+  m.ep = has_moe(s.model) ? par.expert_model_parallel_size : 1;
   m.edp = m.world / (m.etp * m.ep * m.pp);
   m.sp = par.sequence_parallel && m.tp > 1;
   if (par.num_layers_per_virtual_pipeline_stage > 0 && m.pp > 1) {
@@ -93,6 +93,40 @@ void add_layer(const ModelSpec& model, const ParallelSpec& par, int layer, int p
   }
 }
 
+// Calls f(rank, layer, pos) for every transformer layer in the order each pipeline rank
+// runs its model chunks: `layer` the global 0-based index, `pos` its position in its chunk.
+template <class F>
+void for_each_stage_layer(const Scenario& s, const Mesh& m, F&& f) {
+  const ModelSpec& model = s.model;
+  const int p = m.pp;
+  int counts[1024];
+  assert(p <= 1024);
+  pipeline_split(model, s.parallel, counts);
+
+  if (m.vp > 1) {
+    // Interleaved: global chunk c = j*p + r holds layers [c*n, (c+1)*n) in model order,
+    // where n = layers per virtual stage; the embedding-accounted virtual layer shifts
+    // all layer indices by one on chunk 0 of rank 0.
+    const int n = s.parallel.num_layers_per_virtual_pipeline_stage;
+    const int emb = s.parallel.account_for_embedding_in_pipeline_split ? 1 : 0;
+    for (int r = 0; r < p; ++r) {
+      for (int j = 0; j < m.vp; ++j) {
+        const int chunk = j * p + r;
+        int pos = 0;
+        for (int v = chunk * n; v < (chunk + 1) * n; ++v) {
+          const int layer = v - emb;
+          if (layer < 0 || layer >= model.num_layers) continue;  // embedding / loss slots
+          f(r, layer, pos++);
+        }
+      }
+    }
+  } else {
+    int layer = 0;
+    for (int r = 0; r < p; ++r)
+      for (int i = 0; i < counts[r]; ++i, ++layer) f(r, layer, i);
+  }
+}
+
 }  // namespace
 
 ShardKey shard_key(const Mesh& m) { return {.tp = m.tp, .sp = m.sp, .cp = m.cp, .ep = m.ep, .etp = m.etp}; }
@@ -120,40 +154,19 @@ StructureKey structure_key(const Scenario& s, const Mesh& m) {
 
 std::vector<StageLayers> stage_layers(const Scenario& s, const Mesh& m) {
   const ModelSpec& model = s.model;
-  const int p = m.pp;
-  std::vector<StageLayers> out(static_cast<size_t>(p));
-  int counts[1024];
-  assert(p <= 1024);
-  pipeline_split(model, s.parallel, counts);
-
-  if (m.vp > 1) {
-    // Interleaved: global chunk c = j*p + r holds layers [c*n, (c+1)*n) in model order,
-    // where n = layers per virtual stage; the embedding-accounted virtual layer shifts
-    // all layer indices by one on chunk 0 of rank 0.
-    const int n = s.parallel.num_layers_per_virtual_pipeline_stage;
-    const int emb = s.parallel.account_for_embedding_in_pipeline_split ? 1 : 0;
-    for (int r = 0; r < p; ++r) {
-      StageLayers& st = out[static_cast<size_t>(r)];
-      for (int j = 0; j < m.vp; ++j) {
-        const int chunk = j * p + r;
-        int pos = 0;
-        for (int v = chunk * n; v < (chunk + 1) * n; ++v) {
-          const int layer = v - emb;
-          if (layer < 0 || layer >= model.num_layers) continue;  // embedding / loss slots
-          add_layer(model, s.parallel, layer, pos++, st);
-        }
-      }
-    }
-  } else {
-    int layer = 0;
-    for (int r = 0; r < p; ++r) {
-      StageLayers& st = out[static_cast<size_t>(r)];
-      for (int i = 0; i < counts[r]; ++i, ++layer) add_layer(model, s.parallel, layer, i, st);
-    }
-  }
+  std::vector<StageLayers> out(static_cast<size_t>(m.pp));
+  for_each_stage_layer(s, m, [&](int r, int layer, int pos) {
+    add_layer(model, s.parallel, layer, pos, out[static_cast<size_t>(r)]);
+  });
   out.front().has_embedding = true;
   out.back().has_output = true;
   out.back().num_mtp_layers = model.mtp_num_layers;
+  return out;
+}
+
+std::vector<std::vector<int>> stage_layer_indices(const Scenario& s, const Mesh& m) {
+  std::vector<std::vector<int>> out(static_cast<size_t>(m.pp));
+  for_each_stage_layer(s, m, [&](int r, int layer, int) { out[static_cast<size_t>(r)].push_back(layer); });
   return out;
 }
 

@@ -14,6 +14,8 @@
 
 #include <cassert>
 
+#include "lcm/model/resolve.hpp"
+
 namespace lcm {
 namespace {
 
@@ -42,18 +44,6 @@ struct Split {
 
 double norm_size(const ModelSpec& m) {  // RMSNorm: weight; LayerNorm: weight + bias
   return m.normalization == Normalization::kRMSNorm ? 1.0 : 2.0;
-}
-double head_dim(const ModelSpec& m) {
-  if (m.kv_channels > 0) return static_cast<double>(m.kv_channels);
-  assert(m.num_attention_heads > 0);
-  return static_cast<double>(m.hidden_size) / m.num_attention_heads;
-}
-double query_groups(const ModelSpec& m) {
-  return m.num_query_groups > 0 ? m.num_query_groups : m.num_attention_heads;
-}
-double expert_ffn(const ModelSpec& m) {  // Megatron: moe_ffn_hidden_size defaults to ffn
-  return static_cast<double>(m.moe_ffn_hidden_size > 0 ? m.moe_ffn_hidden_size
-                                                        : m.ffn_hidden_size);
 }
 
 // Self-attention (GQA/MHA/MQA). Source: docs/reference/formulas.md §1.1; attention.py linear_qkv has a
@@ -146,7 +136,7 @@ Split mtp_extras(const ModelSpec& m) {
 
 // Fraction of the routed experts a token touches.
 double active_fraction(const ModelSpec& m) {
-  return m.num_experts > 0 ? static_cast<double>(m.moe_router_topk) / m.num_experts : 0.0;
+  return has_moe(m) ? static_cast<double>(m.moe_router_topk) / m.num_experts : 0.0;
 }
 
 // One whole transformer layer (MoE or dense MLP). `expert_scale` scales the routed experts
@@ -159,14 +149,11 @@ Split layer(const ModelSpec& m, bool moe, double expert_scale) {
     s += routed_experts(m) * expert_scale;
     s += shared_experts(m);
   } else {
-    s += mlp(m, static_cast<double>(m.ffn_hidden_size));
+    s += mlp(m, static_cast<double>(ffn_width(m)));
   }
   return s;
 }
 
-bool mtp_is_moe(const ModelSpec& m) {  // Megatron: the MTP layer copies the last layer's kind
-  return m.num_layers > 0 && is_moe_layer(m, m.num_layers - 1);
-}
 
 // Fills every component; `expert_scale` as in layer().
 ParamComponents components(const ModelSpec& m, double vocab, double expert_scale) {
@@ -180,8 +167,8 @@ ParamComponents components(const ModelSpec& m, double vocab, double expert_scale
   if (m.position_embedding_type == PositionEmbedding::kLearnedAbsolute)
     c.embedding += static_cast<double>(m.max_position_embeddings) * h;
   c.attention = m.num_layers * attention(m).total();
-  c.dense_mlp = dense_layers * mlp(m, static_cast<double>(m.ffn_hidden_size)).total();
-  if (m.num_experts > 0) {
+  c.dense_mlp = dense_layers * mlp(m, static_cast<double>(ffn_width(m))).total();
+  if (has_moe(m)) {
     c.router = moe_layers * router(m).total();
     c.routed_experts = moe_layers * routed_experts(m).total() * expert_scale;
     c.shared_experts = moe_layers * shared_experts(m).total();
@@ -218,7 +205,7 @@ std::vector<GpuParams> gpu_params(const Scenario& s, const Mesh& m,
   };
   const bool mtp_moe = mtp_is_moe(model);
   const Split dense_layer = layer(model, false, 1.0);
-  const Split moe_layer = model.num_experts > 0 ? layer(model, true, 1.0) : Split{};
+  const Split moe_layer = has_moe(model) ? layer(model, true, 1.0) : Split{};
   const Split mtp_block = layer(model, mtp_moe, 1.0) + mtp_extras(model);
 
   std::vector<GpuParams> out;

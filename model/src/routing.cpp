@@ -1,7 +1,8 @@
-// MoE routing under a capacity factor: capacity, expected drops (exact and Monte Carlo),
-// and the sweep over capacity factors. The math is derived in docs/moe-routing.md.
+// MoE routing under a capacity factor: expected drops (exact and Monte Carlo) and the
+// sweep over capacity factors (capacity itself: capacity.cpp). The math is derived in
+// docs/moe-routing.md.
 //
-// defines: capacity, capacity_for_assignments, routing_group_tokens, zipf_weights,
+// defines: zipf_weights,
 //          topk_inclusion_probabilities, expected_binomial_excess, expected_drop_fraction,
 //          monte_carlo_drop_fraction, measured_drop_fraction, capacity_sweep
 #include "lcm/model/routing.hpp"
@@ -197,28 +198,6 @@ std::vector<double> normalised(const std::vector<double>& w) {
 }
 
 }  // namespace
-
-// ---------------------------------------------------------------------------------
-// Capacity.
-// ---------------------------------------------------------------------------------
-
-int64_t capacity_for_assignments(double assignments, int experts, double cf, int64_t min_capacity) {
-  assert(experts > 0 && cf > 0 && assignments >= 0);
-  // Saturates at the assignments T*k: no expert can receive more (it gets at most T), so any
-  // larger capacity drops nothing, and a huge CF cannot overflow the integer.
-  const double c = std::min(std::ceil((assignments / experts) * cf), std::max(1.0, std::ceil(assignments)));
-  const auto cap = static_cast<int64_t>(c);
-  return min_capacity > 0 ? std::max(cap, min_capacity) : cap;
-}
-
-int64_t capacity(int64_t tokens, int topk, int experts, double cf, int64_t min_capacity) {
-  return capacity_for_assignments(static_cast<double>(tokens * topk), experts, cf, min_capacity);
-}
-
-int64_t routing_group_tokens(const Scenario& s, const Mesh& m) {
-  const int64_t per_cp = s.training.micro_batch_size * s.training.seq_length / std::max(m.cp, 1);
-  return m.sp ? per_cp / std::max(m.tp, 1) : per_cp;
-}
 
 // ---------------------------------------------------------------------------------
 // Routing distributions.
@@ -542,7 +521,7 @@ CapacityRow make_row(const Scenario& s, const CapacitySweep& sw, double cf, int6
 }  // namespace
 
 CapacitySweep capacity_sweep(const Scenario& s, const CapacityOptions& o) {
-  assert(s.model.num_experts > 0 && s.model.moe_router_topk >= 1);
+  assert(has_moe(s.model) && s.model.moe_router_topk >= 1);
   CapacitySweep sw;
   sw.routing = o.routing;
   sw.method = o.routing == RoutingKind::kMeasured ? DropMethod::kMeasured : o.method;

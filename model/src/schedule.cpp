@@ -15,22 +15,6 @@
 
 namespace lcm {
 
-std::string op_name(const Op& op, const char* prefix) {
-  std::string n = prefix;
-  n += op.base;
-  switch (op.pass) {
-    case Pass::kFwd: n += ".fwd"; break;
-    case Pass::kRecompute: n += ".recompute"; break;
-    case Pass::kBwd:
-      n += ".bwd";
-      if (op.part == GemmPart::kDgrad) n += ".dgrad";
-      if (op.part == GemmPart::kWgrad) n += ".wgrad";
-      break;
-    case Pass::kStep: break;
-  }
-  return n;
-}
-
 namespace {
 
 using sched::Elem;

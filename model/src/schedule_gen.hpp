@@ -18,14 +18,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "lcm/model/comm.hpp"
 #include "lcm/model/flops.hpp"
 #include "lcm/model/mesh.hpp"
 #include "lcm/model/params.hpp"
-#include "lcm/model/routing.hpp"
+#include "lcm/model/resolve.hpp"
+#include "lcm/model/capacity.hpp"
 #include "lcm/model/schedule.hpp"
 #include "lcm/model/specs.hpp"
 
@@ -33,38 +33,24 @@ namespace lcm::sched {
 
 inline constexpr double kAct = 2.0;  // bytes per bf16 element (activations, their grads, bf16 weights)
 
-// Everything about one micro-batch on one rank that the op shapes and volumes need.
+// Everything about one micro-batch on one rank that the op shapes and volumes need: the
+// per-rank shape (resolve.hpp) and what the schedule derives from it.
 struct Ctx {
   const Scenario* s = nullptr;
   const Mesh* m = nullptr;
-  double b = 0, seq = 0, h = 0;
-  int64_t tokens = 0;     // b·s/c: tokens of this rank's CP chunk (full hidden under TP)
-  int64_t sp_tokens = 0;  // tokens held between TP regions (tokens/t with SP)
-  int t = 1, c = 1;
-  bool sp = false;  // sequence parallel over t > 1 ranks
+  RankShape r;
   DType gemm_dtype = DType::kBf16;
   // Volumes are real numbers (balanced-routing expectations are fractional).
-  double T = 0;    // b·s/c
   double act = 0;  // X = T·h·2 B: one activation of this CP rank, the S of a TP collective
-  double T_e = 0;  // tokens entering the MoE block on this rank: T/t with SP, else T
 };
 
 inline Ctx make_ctx(const Scenario& s, const Mesh& m) {
   Ctx x;
   x.s = &s;
   x.m = &m;
-  x.b = s.training.micro_batch_size;
-  x.seq = static_cast<double>(s.training.seq_length);
-  x.h = static_cast<double>(s.model.hidden_size);
-  x.t = m.tp;
-  x.c = m.cp;
-  x.sp = m.sp && m.tp > 1;
-  x.tokens = static_cast<int64_t>(x.b * x.seq / m.cp);
-  x.sp_tokens = m.sp ? x.tokens / m.tp : x.tokens;
+  x.r = resolve(s, m);
   x.gemm_dtype = s.training.precision == Precision::kFp8 ? DType::kFp8 : DType::kBf16;
-  x.T = static_cast<double>(s.training.micro_batch_size) * static_cast<double>(s.training.seq_length) / m.cp;
-  x.act = x.T * x.h * kAct;
-  x.T_e = x.T / (m.sp ? m.tp : 1);
+  x.act = x.r.tokens * x.r.hidden * kAct;
   return x;
 }
 
@@ -85,31 +71,34 @@ inline Stream stream_of(CommDim d) {
   return Stream::kCompute;
 }
 
-inline Op gemm_op(const char* base, int64_t m, int64_t n, int64_t k, int groups, const Ctx& x) {
+inline Op gemm_op(OpId base, const GemmShape& g, const Ctx& x) {
   Op o;
-  o.base = base;
+  o.id = base;
   o.kind = OpKind::kGemm;
   o.dtype = x.gemm_dtype;
-  o.gemm = GemmShape{m, n, k, groups};
-  o.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  o.gemm = g;
+  o.flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
   o.model_flops = o.flops;
   return o;
 }
+inline Op gemm_op(OpId base, int64_t m, int64_t n, int64_t k, int groups, const Ctx& x) {
+  return gemm_op(base, GemmShape{m, n, k, groups}, x);
+}
 
-inline Op memory_op(const char* base, double bytes) {
+inline Op memory_op(OpId base, double bytes) {
   Op o;
-  o.base = base;
+  o.id = base;
   o.kind = OpKind::kMemoryBound;
-  o.bytes = bytes;
+  o.mem.bytes = bytes;
   return o;
 }
 
 // A collective (or send/recv) of `calls` calls of S = message_bytes over `group` ranks,
-// counted in Comm item `item` (nullptr: not counted, see Op::item).
-inline Op coll_op(const char* base, Collective kind, CommDim dim, int group, double message_bytes, const char* item,
+// counted in Comm item `item` (kNone: not counted, see Op::item).
+inline Op coll_op(OpId base, Collective kind, CommDim dim, int group, double message_bytes, CommItemId item,
                   int calls = 1) {
   Op o;
-  o.base = base;
+  o.id = base;
   o.kind = kind == Collective::kSendRecv ? OpKind::kSendRecv : OpKind::kCollective;
   o.stream = stream_of(dim);
   o.coll = CollectiveShape{kind, dim, group, message_bytes};
@@ -123,8 +112,6 @@ inline Op in_group(Op o, CommGroup g) {
   return o;
 }
 
-inline bool is_comm(const Op& o) { return o.kind == OpKind::kCollective || o.kind == OpKind::kSendRecv; }
-
 // One forward op and what the other passes make of it.
 struct Elem {
   Op op;                     // op.pass == kFwd; kBwd: a backward-only op placed here
@@ -133,7 +120,7 @@ struct Elem {
   // Collectives: the backward counterpart (the conjugate collective), if any.
   bool has_bwd = true;
   Collective bwd_kind = Collective::kAllReduce;
-  const char* bwd_item = nullptr;
+  CommItemId bwd_item = CommItemId::kNone;
   double bwd_bytes = 0;
   int bwd_calls = 1;
 };
@@ -145,7 +132,7 @@ inline Elem compute_el(const Op& o, uint32_t modules = 0) {
   return e;
 }
 // A collective whose backward runs `bwd_calls` calls of `bwd_kind` on S = bwd_bytes.
-inline Elem coll_el(const Op& o, Collective bwd_kind, const char* bwd_item, double bwd_bytes, int bwd_calls,
+inline Elem coll_el(const Op& o, Collective bwd_kind, CommItemId bwd_item, double bwd_bytes, int bwd_calls,
                     uint32_t modules = 0) {
   Elem e;
   e.op = o;
@@ -262,7 +249,7 @@ void bwd_ops(const Elem& e, F&& f) {
       o.model_flops = 2.0 * e.op.model_flops;
       break;
     case OpKind::kMemoryBound:
-      o.bytes = e.bwd_bytes > 0 ? e.bwd_bytes : 2.0 * e.op.bytes;  // bwd_bytes: FP8 gradient casts
+      o.mem.bytes = e.bwd_bytes > 0 ? e.bwd_bytes : 2.0 * e.op.mem.bytes;  // bwd_bytes: FP8 gradient casts
       break;
     case OpKind::kCollective:
     case OpKind::kSendRecv:
@@ -281,67 +268,68 @@ void bwd_ops(const Elem& e, F&& f) {
 // enter (latents) and the MTP eh_proj enter (2X).
 // ---------------------------------------------------------------------------------
 struct TpItems {
-  const char* ag;  // SP all-gather
-  const char* rs;  // SP reduce-scatter
-  const char* ar;  // all-reduce without SP
+  CommItemId ag;  // SP all-gather
+  CommItemId rs;  // SP reduce-scatter
+  CommItemId ar;  // all-reduce without SP
 };
-inline constexpr TpItems kTpLayer{comm_item::kTpSpAllGather, comm_item::kTpSpReduceScatter, comm_item::kTpAllReduce};
-inline constexpr TpItems kTpMla{comm_item::kTpSpAllGatherMla, comm_item::kTpSpReduceScatterMla,
-                                comm_item::kTpAllReduceMla};
-inline constexpr TpItems kTpEmbedding{comm_item::kTpEmbeddingAllGather, comm_item::kTpEmbeddingReduceScatter,
-                                      comm_item::kTpEmbeddingAllReduce};
-inline constexpr TpItems kTpOutput{comm_item::kTpOutputAllGather, comm_item::kTpOutputReduceScatter,
-                                   comm_item::kTpOutputAllReduce};
+inline constexpr TpItems kTpLayer{CommItemId::kTpSpAllGather, CommItemId::kTpSpReduceScatter, CommItemId::kTpAllReduce};
+inline constexpr TpItems kTpMla{CommItemId::kTpSpAllGatherMla, CommItemId::kTpSpReduceScatterMla,
+                                CommItemId::kTpAllReduceMla};
+inline constexpr TpItems kTpEmbedding{CommItemId::kTpEmbeddingAllGather, CommItemId::kTpEmbeddingReduceScatter,
+                                      CommItemId::kTpEmbeddingAllReduce};
+inline constexpr TpItems kTpOutput{CommItemId::kTpOutputAllGather, CommItemId::kTpOutputReduceScatter,
+                                   CommItemId::kTpOutputAllReduce};
 
 // Enter (column-parallel input): SP all-gather forward, reduce-scatter backward. Without
 // SP an identity copy forward (Megatron's f) whose backward all-reduces the input grad.
 template <class Sink>
-void tp_enter(Sink& out, const char* sp_base, const char* copy_base, double bytes, const TpItems& it, const Ctx& x,
+void tp_enter(Sink& out, OpId sp_base, OpId copy_base, double bytes, const TpItems& it, const Ctx& x,
               uint32_t modules = 0) {
-  if (x.t <= 1) return;
-  if (x.sp) {
-    out(coll_el(coll_op(sp_base, Collective::kAllGather, CommDim::kTp, x.t, bytes, it.ag), Collective::kReduceScatter,
+  if (x.r.tp <= 1) return;
+  if (x.r.sp) {
+    out(coll_el(coll_op(sp_base, Collective::kAllGather, CommDim::kTp, x.r.tp, bytes, it.ag), Collective::kReduceScatter,
                 it.rs, bytes, 1, modules));
     // The column-parallel GEMM saves only its SP shard of the input and all-gathers it
     // again in backward for the weight gradient (Megatron's
     // LinearWithGradAccumulationAndAsyncCommunication; TE's LayerNormLinear with SP).
-    Op regather = coll_op(sp_base, Collective::kAllGather, CommDim::kTp, x.t, bytes, it.ag);
+    Op regather = coll_op(sp_base, Collective::kAllGather, CommDim::kTp, x.r.tp, bytes, it.ag);
     regather.part = GemmPart::kWgrad;
     out(bwd_only_el(regather));
   } else {
-    out(bwd_only_el(coll_op(copy_base, Collective::kAllReduce, CommDim::kTp, x.t, bytes, it.ar)));
+    out(bwd_only_el(coll_op(copy_base, Collective::kAllReduce, CommDim::kTp, x.r.tp, bytes, it.ar)));
   }
 }
 // Exit (row-parallel output): SP reduce-scatter forward, all-gather backward. Without SP
 // an all-reduce forward (Megatron's g) whose backward is an identity.
 template <class Sink>
-void tp_exit(Sink& out, const char* sp_base, const char* ar_base, double bytes, const TpItems& it, const Ctx& x,
+void tp_exit(Sink& out, OpId sp_base, OpId ar_base, double bytes, const TpItems& it, const Ctx& x,
              uint32_t modules = 0) {
-  if (x.t <= 1) return;
-  if (x.sp)
-    out(coll_el(coll_op(sp_base, Collective::kReduceScatter, CommDim::kTp, x.t, bytes, it.rs), Collective::kAllGather,
+  if (x.r.tp <= 1) return;
+  if (x.r.sp)
+    out(coll_el(coll_op(sp_base, Collective::kReduceScatter, CommDim::kTp, x.r.tp, bytes, it.rs), Collective::kAllGather,
                 it.ag, bytes, 1, modules));
   else
-    out(fwd_only_el(coll_op(ar_base, Collective::kAllReduce, CommDim::kTp, x.t, bytes, it.ar), modules));
+    out(fwd_only_el(coll_op(ar_base, Collective::kAllReduce, CommDim::kTp, x.r.tp, bytes, it.ar), modules));
 }
 
-// A GEMM that every TP rank runs with the full weight on the tokens it holds (MLA down
+// A GEMM that every TP rank runs with the full weight on the tokens it holds, g.m =
+// x.r.sp_tokens_int (MLA down
 // projections, router): with SP on its SP shard; without SP duplicated on all TP ranks,
 // so only 1/t of it counts as model FLOPs.
-inline Op replicated_gemm(const char* base, int64_t n, int64_t k, const Ctx& x) {
-  Op o = gemm_op(base, x.sp_tokens, n, k, 1, x);
-  if (!x.sp && x.t > 1) o.model_flops = o.flops / x.t;
+inline Op replicated_gemm(OpId base, const GemmShape& g, const Ctx& x) {
+  Op o = gemm_op(base, g, x);
+  if (!x.r.sp && x.r.tp > 1) o.model_flops = o.flops / x.r.tp;
   return o;
 }
 
 // Norm: read input, write output (bf16). Bias-dropout-add: read two, write one.
 template <class Sink>
-void norm(Sink& out, const char* base, const Ctx& x, uint32_t modules = 0) {
-  out(compute_el(memory_op(base, 2.0 * kAct * static_cast<double>(x.sp_tokens) * x.h), modules));
+void norm(Sink& out, OpId base, const Ctx& x, uint32_t modules = 0) {
+  out(compute_el(memory_op(base, 2.0 * kAct * static_cast<double>(x.r.sp_tokens_int) * x.r.hidden), modules));
 }
 template <class Sink>
-void bda(Sink& out, const char* base, const Ctx& x) {
-  out(compute_el(memory_op(base, 3.0 * kAct * static_cast<double>(x.sp_tokens) * x.h)));
+void bda(Sink& out, OpId base, const Ctx& x) {
+  out(compute_el(memory_op(base, 3.0 * kAct * static_cast<double>(x.r.sp_tokens_int) * x.r.hidden)));
 }
 
 // ---------------------------------------------------------------------------------
@@ -352,13 +340,13 @@ void bda(Sink& out, const char* base, const Ctx& x) {
 template <class Sink>
 void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, double d_qk, double d_v) {
   const Scenario& s = *x.s;
-  const double seq = x.seq;
-  const int c = x.c;
+  const double seq = x.r.seq;
+  const int c = x.r.cp;
   constexpr uint32_t kCore = kRecomputeCoreAttn;
   Op a;
-  a.base = "attn.core";
+  a.id = OpId::kAttnCore;
   a.kind = OpKind::kAttention;
-  a.attn.batch = static_cast<int64_t>(x.b);
+  a.attn.batch = static_cast<int64_t>(x.r.micro_batch);
   a.attn.head_dim_qk = static_cast<int64_t>(d_qk);
   a.attn.head_dim_v = static_cast<int64_t>(d_v);
   a.attn.causal = true;
@@ -370,7 +358,7 @@ void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, do
 
   // Elements per token of Q, K, V, O on this rank, and bytes of its T tokens.
   const double q_tok = heads_q * d_qk, k_tok = heads_kv * d_qk, v_tok = heads_kv * d_v, o_tok = heads_q * d_v;
-  const double to_bytes = x.T * kAct;
+  const double to_bytes = x.r.tokens * kAct;
   const double q_bytes = q_tok * to_bytes, k_bytes = k_tok * to_bytes, v_bytes = v_tok * to_bytes;
   const double o_bytes = o_tok * to_bytes;
   const double kv_block = (k_tok + v_tok) * to_bytes;
@@ -385,14 +373,14 @@ void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, do
   // (TE sends KV, [KV, dKV] ... [KV, dKV], dKV), so 2(n-1) block sends.
   auto ring = [&](int n) {
     if (n <= 1) return;
-    Op o = coll_op("attn.cp.kv.p2p", Collective::kSendRecv, CommDim::kCp, n, kv_block, comm_item::kCpP2pKv, n - 1);
+    Op o = coll_op(OpId::kAttnCpKvP2p, Collective::kSendRecv, CommDim::kCp, n, kv_block, CommItemId::kCpP2pKv, n - 1);
     o.overlappable = true;
-    out(coll_el(o, Collective::kSendRecv, comm_item::kCpP2pKv, kv_block, 2 * (n - 1), kCore));
+    out(coll_el(o, Collective::kSendRecv, CommItemId::kCpP2pKv, kv_block, 2 * (n - 1), kCore));
   };
   // Ulysses all-to-all of one tensor; its backward moves the gradient the same way.
-  auto a2a = [&](const char* base, double bytes) {
-    out(coll_el(coll_op(base, Collective::kAllToAll, CommDim::kCp, n_a2a, bytes, comm_item::kCpA2A),
-                Collective::kAllToAll, comm_item::kCpA2A, bytes, 1, kCore));
+  auto a2a = [&](OpId base, double bytes) {
+    out(coll_el(coll_op(base, Collective::kAllToAll, CommDim::kCp, n_a2a, bytes, CommItemId::kCpA2A),
+                Collective::kAllToAll, CommItemId::kCpA2A, bytes, 1, kCore));
   };
   const bool ulysses = c > 1 && (type == CpCommType::kA2A || type == CpCommType::kA2AP2P) && n_a2a > 1;
   if (c > 1) {
@@ -401,19 +389,19 @@ void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, do
       case CpCommType::kAllGather:
         // K and V gathered separately (full sequence); the backward reduce-scatters dK, dV.
         out(coll_el(
-            coll_op("attn.cp.k.allgather", Collective::kAllGather, CommDim::kCp, c, k_full, comm_item::kCpAllGatherKv),
-            Collective::kReduceScatter, comm_item::kCpReduceScatterDkv, k_full, 1, kCore));
+            coll_op(OpId::kAttnCpKAllGather, Collective::kAllGather, CommDim::kCp, c, k_full, CommItemId::kCpAllGatherKv),
+            Collective::kReduceScatter, CommItemId::kCpReduceScatterDkv, k_full, 1, kCore));
         out(coll_el(
-            coll_op("attn.cp.v.allgather", Collective::kAllGather, CommDim::kCp, c, v_full, comm_item::kCpAllGatherKv),
-            Collective::kReduceScatter, comm_item::kCpReduceScatterDkv, v_full, 1, kCore));
+            coll_op(OpId::kAttnCpVAllGather, Collective::kAllGather, CommDim::kCp, c, v_full, CommItemId::kCpAllGatherKv),
+            Collective::kReduceScatter, CommItemId::kCpReduceScatterDkv, v_full, 1, kCore));
         break;
       case CpCommType::kA2A:
       case CpCommType::kA2AP2P:
         // Heads scattered over n_a2a ranks, sequence gathered: Q, K, V before the core.
         if (ulysses) {
-          a2a("attn.cp.a2a.q", q_bytes);
-          a2a("attn.cp.a2a.k", k_bytes);
-          a2a("attn.cp.a2a.v", v_bytes);
+          a2a(OpId::kAttnCpA2AQ, q_bytes);
+          a2a(OpId::kAttnCpA2AK, k_bytes);
+          a2a(OpId::kAttnCpA2AV, v_bytes);
         }
         // a2a+p2p: after the a2a a rank holds s/n_p2p tokens of heads/n_a2a, the same KV
         // block as plain p2p, in a ring over n_p2p.
@@ -427,29 +415,24 @@ void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, do
   a.flops = attention_core_flops(a.attn);
   a.model_flops = s.flop_convention.causal_halved ? a.flops : 2.0 * a.flops;
   out(compute_el(a, kCore));
-  if (ulysses) a2a("attn.cp.a2a.o", o_bytes);  // O after the core; backward: dO before it
+  if (ulysses) a2a(OpId::kAttnCpA2AO, o_bytes);  // O after the core; backward: dO before it
   if (c > 1 && type == CpCommType::kAllGather) {
     // TE saves only the local K and V: the backward gathers them again before the core.
     out(bwd_only_el(
-        coll_op("attn.cp.v.regather", Collective::kAllGather, CommDim::kCp, c, v_full, comm_item::kCpAllGatherKv)));
+        coll_op(OpId::kAttnCpVRegather, Collective::kAllGather, CommDim::kCp, c, v_full, CommItemId::kCpAllGatherKv)));
     out(bwd_only_el(
-        coll_op("attn.cp.k.regather", Collective::kAllGather, CommDim::kCp, c, k_full, comm_item::kCpAllGatherKv)));
+        coll_op(OpId::kAttnCpKRegather, Collective::kAllGather, CommDim::kCp, c, k_full, CommItemId::kCpAllGatherKv)));
   }
-}
-
-inline double head_dim(const ModelSpec& md) {
-  return md.kv_channels > 0 ? static_cast<double>(md.kv_channels)
-                            : static_cast<double>(md.hidden_size) / md.num_attention_heads;
 }
 
 // Attention block forward: norm, TP enter, projections, core, out-proj, TP exit, bda.
 template <class Sink>
 void attention_block(Sink& out, const Ctx& x) {
   const ModelSpec& md = x.s->model;
-  const double t = x.t;
-  const int64_t T = x.tokens;
+  const double t = x.r.tp;
+  const int64_t T = x.r.tokens_int;
   const int64_t h = md.hidden_size;
-  norm(out, "attn.norm", x, kRecomputeLayernorm);
+  norm(out, OpId::kAttnNorm, x, kRecomputeLayernorm);
   if (md.multi_latent_attention) {
     // multi_latent_attention.py: the down projections are duplicated linears on the tokens
     // this rank holds (the SP shard); the column-parallel up projections gather their
@@ -459,53 +442,53 @@ void attention_block(Sink& out, const Ctx& x) {
     const double a = md.num_attention_heads;
     const double dn = static_cast<double>(md.qk_head_dim), dr = static_cast<double>(md.qk_pos_emb_head_dim);
     const double dv = static_cast<double>(md.v_head_dim);
-    if (md.q_lora_rank > 0) out(compute_el(replicated_gemm("attn.q_down", md.q_lora_rank, h, x)));
-    out(compute_el(replicated_gemm("attn.kv_down", md.kv_lora_rank + md.qk_pos_emb_head_dim, h, x)));
-    const double q_in = md.q_lora_rank > 0 ? static_cast<double>(md.q_lora_rank) : x.h;
-    const double latents = x.T * kAct * (q_in + static_cast<double>(md.kv_lora_rank + md.qk_pos_emb_head_dim));
-    tp_enter(out, "attn.sp.allgather", "attn.tp.copy", latents, kTpMla, x, kUp);
+    if (md.q_lora_rank > 0) out(compute_el(replicated_gemm(OpId::kAttnQDown, GemmShape{x.r.sp_tokens_int, md.q_lora_rank, h}, x)));
+    out(compute_el(replicated_gemm(OpId::kAttnKvDown, GemmShape{x.r.sp_tokens_int, md.kv_lora_rank + md.qk_pos_emb_head_dim, h}, x)));
+    const double q_in = md.q_lora_rank > 0 ? static_cast<double>(md.q_lora_rank) : x.r.hidden;
+    const double latents = x.r.tokens * kAct * (q_in + static_cast<double>(md.kv_lora_rank + md.qk_pos_emb_head_dim));
+    tp_enter(out, OpId::kAttnSpAllGather, OpId::kAttnTpCopy, latents, kTpMla, x, kUp);
     if (md.q_lora_rank > 0)
-      out(compute_el(gemm_op("attn.q_up", T, static_cast<int64_t>(a * (dn + dr) / t), md.q_lora_rank, 1, x), kUp));
+      out(compute_el(gemm_op(OpId::kAttnQUp, T, static_cast<int64_t>(a * (dn + dr) / t), md.q_lora_rank, 1, x), kUp));
     else
-      out(compute_el(gemm_op("attn.q", T, static_cast<int64_t>(a * (dn + dr) / t), h, 1, x), kUp));
-    out(compute_el(gemm_op("attn.kv_up", T, static_cast<int64_t>(a * (dn + dv) / t), md.kv_lora_rank, 1, x), kUp));
-    out(compute_el(memory_op("attn.rope", 2.0 * kAct * static_cast<double>(T) * (a / t + 1) * dr), kUp));
+      out(compute_el(gemm_op(OpId::kAttnQ, T, static_cast<int64_t>(a * (dn + dr) / t), h, 1, x), kUp));
+    out(compute_el(gemm_op(OpId::kAttnKvUp, T, static_cast<int64_t>(a * (dn + dv) / t), md.kv_lora_rank, 1, x), kUp));
+    out(compute_el(memory_op(OpId::kAttnRope, 2.0 * kAct * static_cast<double>(T) * (a / t + 1) * dr), kUp));
     attention_core(out, x, a / t, a / t, dn + dr, dv);  // no GQA: every head has its own K, V
-    out(compute_el(gemm_op("attn.proj", T, h, static_cast<int64_t>(a * dv / t), 1, x)));
+    out(compute_el(gemm_op(OpId::kAttnProj, T, h, static_cast<int64_t>(a * dv / t), 1, x)));
   } else {
     const double a = md.num_attention_heads;
-    const double g = md.num_query_groups > 0 ? md.num_query_groups : md.num_attention_heads;
-    const double dh = head_dim(md);
-    tp_enter(out, "attn.sp.allgather", "attn.tp.copy", x.act, kTpLayer, x);
-    out(compute_el(gemm_op("attn.qkv", T, static_cast<int64_t>((a + 2 * g) * dh / t), h, 1, x)));
+    const double g = x.r.groups;
+    const double dh = x.r.head_dim;
+    tp_enter(out, OpId::kAttnSpAllGather, OpId::kAttnTpCopy, x.act, kTpLayer, x);
+    out(compute_el(gemm_op(OpId::kAttnQkv, T, static_cast<int64_t>((a + 2 * g) * dh / t), h, 1, x)));
     if (md.position_embedding_type == PositionEmbedding::kRope)
-      out(compute_el(memory_op("attn.rope", 2.0 * kAct * static_cast<double>(T) * (a + g) / t * dh)));
+      out(compute_el(memory_op(OpId::kAttnRope, 2.0 * kAct * static_cast<double>(T) * (a + g) / t * dh)));
     attention_core(out, x, a / t, std::max(1.0, g / t), dh, dh);
-    out(compute_el(gemm_op("attn.proj", T, h, static_cast<int64_t>(a * dh / t), 1, x)));
+    out(compute_el(gemm_op(OpId::kAttnProj, T, h, static_cast<int64_t>(a * dh / t), 1, x)));
   }
-  tp_exit(out, "attn.sp.reducescatter", "attn.tp.allreduce", x.act, kTpLayer, x);
-  bda(out, "attn.bda", x);
+  tp_exit(out, OpId::kAttnSpReduceScatter, OpId::kAttnTpAllReduce, x.act, kTpLayer, x);
+  bda(out, OpId::kAttnBda, x);
 }
 
 // A TP-sharded MLP of width w on the full tokens (dense MLP or shared experts).
 template <class Sink>
-void mlp_gemms(Sink& out, const char* fc1, const char* act, const char* fc2, double w, const Ctx& x, uint32_t modules) {
+void mlp_gemms(Sink& out, OpId fc1, OpId act, OpId fc2, double w, const Ctx& x, uint32_t modules) {
   const ModelSpec& md = x.s->model;
   const double gate = md.swiglu ? 2.0 : 1.0;
-  const int64_t T = x.tokens;
-  out(compute_el(gemm_op(fc1, T, static_cast<int64_t>(gate * w / x.t), md.hidden_size, 1, x), modules));
-  out(compute_el(memory_op(act, kAct * static_cast<double>(T) * (gate + 1.0) * w / x.t), modules));
-  out(compute_el(gemm_op(fc2, T, md.hidden_size, static_cast<int64_t>(w / x.t), 1, x), modules));
+  const int64_t T = x.r.tokens_int;
+  out(compute_el(gemm_op(fc1, T, static_cast<int64_t>(gate * w / x.r.tp), md.hidden_size, 1, x), modules));
+  out(compute_el(memory_op(act, kAct * static_cast<double>(T) * (gate + 1.0) * w / x.r.tp), modules));
+  out(compute_el(gemm_op(fc2, T, md.hidden_size, static_cast<int64_t>(w / x.r.tp), 1, x), modules));
 }
 
 template <class Sink>
 void dense_mlp_block(Sink& out, const Ctx& x) {
   constexpr uint32_t kMlp = kRecomputeMlp;
-  norm(out, "mlp.norm", x, kRecomputeLayernorm);
-  tp_enter(out, "mlp.sp.allgather", "mlp.tp.copy", x.act, kTpLayer, x, kMlp);
-  mlp_gemms(out, "mlp.fc1", "mlp.act", "mlp.fc2", static_cast<double>(x.s->model.ffn_hidden_size), x, kMlp);
-  tp_exit(out, "mlp.sp.reducescatter", "mlp.tp.allreduce", x.act, kTpLayer, x, kMlp);
-  bda(out, "mlp.bda", x);
+  norm(out, OpId::kMlpNorm, x, kRecomputeLayernorm);
+  tp_enter(out, OpId::kMlpSpAllGather, OpId::kMlpTpCopy, x.act, kTpLayer, x, kMlp);
+  mlp_gemms(out, OpId::kMlpFc1, OpId::kMlpAct, OpId::kMlpFc2, x.r.ffn, x, kMlp);
+  tp_exit(out, OpId::kMlpSpReduceScatter, OpId::kMlpTpAllReduce, x.act, kTpLayer, x, kMlp);
+  bda(out, OpId::kMlpBda, x);
 }
 
 // ---------------------------------------------------------------------------------
@@ -530,15 +513,16 @@ void moe_block(Sink& out, const Ctx& x) {
   const ModelSpec& md = x.s->model;
   const Mesh& m = *x.m;
   constexpr uint32_t kMoe = kRecomputeMoe;
-  const double E = md.num_experts, h = x.h;
+  const double E = md.num_experts, h = x.r.hidden;
   const int k = md.moe_router_topk;
-  const double f_e = static_cast<double>(md.moe_ffn_hidden_size > 0 ? md.moe_ffn_hidden_size : md.ffn_hidden_size);
-  const double Te = x.T_e;
+  const double f_e = x.r.expert_ffn;
+  const double Te = x.r.sp_tokens;
   const double dispatch_bytes = x.s->parallel.moe_fp8_dispatch ? 1.0 : kAct;  // forward dispatch only
   const Dispatcher type = md.moe_token_dispatcher_type;
-  norm(out, "mlp.norm", x, kRecomputeLayernorm);
-  out(compute_el(replicated_gemm("moe.router", md.num_experts, md.hidden_size, x), kMoe));
-  out(compute_el(memory_op("moe.topk", 3.0 * 4.0 * static_cast<double>(x.sp_tokens) * E), kMoe));
+  norm(out, OpId::kMlpNorm, x, kRecomputeLayernorm);
+  out(compute_el(replicated_gemm(OpId::kMoeRouter, moe_router_shape(x.r.sp_tokens_int, md.hidden_size, md.num_experts), x),
+                 kMoe));
+  out(compute_el(memory_op(OpId::kMoeTopk, 3.0 * 4.0 * static_cast<double>(x.r.sp_tokens_int) * E), kMoe));
   // Token copies (slots) this rank sends: T_e·k dropless; with a capacity factor
   // C = ceil(T_e·k/E·CF) per expert (get_capacity): E·C padded, min(E·C, T_e·k) dropping.
   // DeepEP (flex) and the allgather dispatcher are dropless here.
@@ -555,92 +539,91 @@ void moe_block(Sink& out, const Ctx& x) {
   // flex: a token goes to each destination rank once
   const double flex_tok =
       type == Dispatcher::kFlex && n_tpep > 1 ? Te * n_tpep * rank_hit_probability(E, E / m.ep, k) * h : 0.0;
-  out(compute_el(memory_op("moe.permute", 2.0 * kAct * slots * h), kMoe));
+  out(compute_el(memory_op(OpId::kMoePermute, 2.0 * kAct * slots * h), kMoe));
   // Dispatch. Every collective of the dispatcher is charged to dim ep.
   switch (type) {
     case Dispatcher::kAllToAll:
       // EP all-to-all of the slots; backward: one all-to-all of the gradients per forward one.
       if (m.ep > 1)
-        out(coll_el(coll_op("moe.dispatch.a2a", Collective::kAllToAll, CommDim::kEp, m.ep, tok * dispatch_bytes,
-                            comm_item::kEpA2ADispatch),
-                    Collective::kAllToAll, comm_item::kEpA2ABwd, tok * kAct, 1, kMoe));
+        out(coll_el(coll_op(OpId::kMoeDispatchA2A, Collective::kAllToAll, CommDim::kEp, m.ep, tok * dispatch_bytes,
+                            CommItemId::kEpA2ADispatch),
+                    Collective::kAllToAll, CommItemId::kEpA2ABwd, tok * kAct, 1, kMoe));
       // dispatch_postprocess gathers the received tokens over the expert-TP group whether
       // or not SP is on (combine_preprocess reduce-scatters them).
       if (m.etp > 1)
-        out(coll_el(in_group(coll_op("moe.dispatch.etp.allgather", Collective::kAllGather, CommDim::kEp, m.etp,
-                                     m.etp * tok * kAct, comm_item::kEtpAllGatherDispatch),
+        out(coll_el(in_group(coll_op(OpId::kMoeDispatchEtpAllGather, Collective::kAllGather, CommDim::kEp, m.etp,
+                                     m.etp * tok * kAct, CommItemId::kEtpAllGatherDispatch),
                              CommGroup::kExpertTp),
-                    Collective::kReduceScatter, comm_item::kEtpReduceScatterCombine, m.etp * tok * kAct, 1, kMoe));
+                    Collective::kReduceScatter, CommItemId::kEtpReduceScatterCombine, m.etp * tok * kAct, 1, kMoe));
       break;
     case Dispatcher::kAllGather:
       // Hidden states gathered over TPxEP; outputs reduce-scattered back.
       if (n_tpep > 1)
-        out(coll_el(in_group(coll_op("moe.dispatch.allgather", Collective::kAllGather, CommDim::kEp, n_tpep, gathered,
-                                     comm_item::kEpAllGatherDispatch),
+        out(coll_el(in_group(coll_op(OpId::kMoeDispatchAllGather, Collective::kAllGather, CommDim::kEp, n_tpep, gathered,
+                                     CommItemId::kEpAllGatherDispatch),
                              tpep),
-                    Collective::kReduceScatter, comm_item::kEpReduceScatterCombine, gathered, 1, kMoe));
+                    Collective::kReduceScatter, CommItemId::kEpReduceScatterCombine, gathered, 1, kMoe));
       break;
     case Dispatcher::kFlex:
       // DeepEP sends a token once per destination rank (is_token_in_rank): to each ETP rank
       // of every EP rank holding one of its experts.
       if (n_tpep > 1)
-        out(coll_el(in_group(coll_op("moe.dispatch.a2a", Collective::kAllToAll, CommDim::kEp, n_tpep,
-                                     flex_tok * dispatch_bytes, comm_item::kEpA2ADispatch),
+        out(coll_el(in_group(coll_op(OpId::kMoeDispatchA2A, Collective::kAllToAll, CommDim::kEp, n_tpep,
+                                     flex_tok * dispatch_bytes, CommItemId::kEpA2ADispatch),
                              tpep),
-                    Collective::kAllToAll, comm_item::kEpA2ABwd, flex_tok * kAct, 1, kMoe));
+                    Collective::kAllToAll, CommItemId::kEpA2ABwd, flex_tok * kAct, 1, kMoe));
       break;
   }
   // Tokens the local experts process (balanced): what this rank sent, times the ETP ranks
   // whose tokens each expert shard also sees.
   const double expert_tokens = slots * m.etp;
-  const int local_experts = std::max(1, md.num_experts / m.ep);
+  const int local_experts = x.r.local_experts;
   const double gate = md.swiglu ? 2.0 : 1.0;
   const auto M = static_cast<int64_t>(expert_tokens);
-  out(compute_el(
-      gemm_op("moe.experts.fc1", M, static_cast<int64_t>(gate * f_e / m.etp), md.hidden_size, local_experts, x), kMoe));
-  out(compute_el(memory_op("moe.experts.act", kAct * expert_tokens * (gate + 1.0) * f_e / m.etp),
-                 kMoe | kRecomputeMoeAct));
-  out(compute_el(gemm_op("moe.experts.fc2", M, md.hidden_size, static_cast<int64_t>(f_e / m.etp), local_experts, x),
+  out(compute_el(gemm_op(OpId::kMoeExpertsFc1, moe_fc1_shape(M, md.hidden_size, x.r.expert_ffn_rank, md.swiglu, local_experts), x),
                  kMoe));
+  out(compute_el(memory_op(OpId::kMoeExpertsAct, kAct * expert_tokens * (gate + 1.0) * f_e / m.etp),
+                 kMoe | kRecomputeMoeAct));
+  out(compute_el(gemm_op(OpId::kMoeExpertsFc2, moe_fc2_shape(M, md.hidden_size, x.r.expert_ffn_rank, local_experts), x), kMoe));
   // Combine: the mirror of the dispatch.
   switch (type) {
     case Dispatcher::kAllToAll:
       if (m.etp > 1)
-        out(coll_el(in_group(coll_op("moe.combine.etp.reducescatter", Collective::kReduceScatter, CommDim::kEp, m.etp,
-                                     m.etp * tok * kAct, comm_item::kEtpReduceScatterCombine),
+        out(coll_el(in_group(coll_op(OpId::kMoeCombineEtpReduceScatter, Collective::kReduceScatter, CommDim::kEp, m.etp,
+                                     m.etp * tok * kAct, CommItemId::kEtpReduceScatterCombine),
                              CommGroup::kExpertTp),
-                    Collective::kAllGather, comm_item::kEtpAllGatherDispatch, m.etp * tok * kAct, 1, kMoe));
+                    Collective::kAllGather, CommItemId::kEtpAllGatherDispatch, m.etp * tok * kAct, 1, kMoe));
       if (m.ep > 1)
         out(coll_el(
-            coll_op("moe.combine.a2a", Collective::kAllToAll, CommDim::kEp, m.ep, tok * kAct, comm_item::kEpA2ACombine),
-            Collective::kAllToAll, comm_item::kEpA2ABwd, tok * kAct, 1, kMoe));
+            coll_op(OpId::kMoeCombineA2A, Collective::kAllToAll, CommDim::kEp, m.ep, tok * kAct, CommItemId::kEpA2ACombine),
+            Collective::kAllToAll, CommItemId::kEpA2ABwd, tok * kAct, 1, kMoe));
       break;
     case Dispatcher::kAllGather:
       if (n_tpep > 1)
-        out(coll_el(in_group(coll_op("moe.combine.reducescatter", Collective::kReduceScatter, CommDim::kEp, n_tpep,
-                                     gathered, comm_item::kEpReduceScatterCombine),
+        out(coll_el(in_group(coll_op(OpId::kMoeCombineReduceScatter, Collective::kReduceScatter, CommDim::kEp, n_tpep,
+                                     gathered, CommItemId::kEpReduceScatterCombine),
                              tpep),
-                    Collective::kAllGather, comm_item::kEpAllGatherDispatch, gathered, 1, kMoe));
+                    Collective::kAllGather, CommItemId::kEpAllGatherDispatch, gathered, 1, kMoe));
       break;
     case Dispatcher::kFlex:
       if (n_tpep > 1)
-        out(coll_el(in_group(coll_op("moe.combine.a2a", Collective::kAllToAll, CommDim::kEp, n_tpep, flex_tok * kAct,
-                                     comm_item::kEpA2ACombine),
+        out(coll_el(in_group(coll_op(OpId::kMoeCombineA2A, Collective::kAllToAll, CommDim::kEp, n_tpep, flex_tok * kAct,
+                                     CommItemId::kEpA2ACombine),
                              tpep),
-                    Collective::kAllToAll, comm_item::kEpA2ABwd, flex_tok * kAct, 1, kMoe));
+                    Collective::kAllToAll, CommItemId::kEpA2ABwd, flex_tok * kAct, 1, kMoe));
       break;
   }
-  out(compute_el(memory_op("moe.unpermute", 2.0 * kAct * slots * h), kMoe));
+  out(compute_el(memory_op(OpId::kMoeUnpermute, 2.0 * kAct * slots * h), kMoe));
   if (md.moe_shared_expert_intermediate_size > 0) {
     // Shared experts: a TP-sharded MLP on the attention TP group (shared_experts.py),
     // inside the MoE layer's checkpoint for "moe" recompute.
     constexpr uint32_t kShared = kRecomputeMoe | kRecomputeSharedExperts;
-    tp_enter(out, "moe.shared.sp.allgather", "moe.shared.tp.copy", x.act, kTpLayer, x, kShared);
-    mlp_gemms(out, "moe.shared.fc1", "moe.shared.act", "moe.shared.fc2",
+    tp_enter(out, OpId::kMoeSharedSpAllGather, OpId::kMoeSharedTpCopy, x.act, kTpLayer, x, kShared);
+    mlp_gemms(out, OpId::kMoeSharedFc1, OpId::kMoeSharedAct, OpId::kMoeSharedFc2,
               static_cast<double>(md.moe_shared_expert_intermediate_size), x, kShared);
-    tp_exit(out, "moe.shared.sp.reducescatter", "moe.shared.tp.allreduce", x.act, kTpLayer, x, kShared);
+    tp_exit(out, OpId::kMoeSharedSpReduceScatter, OpId::kMoeSharedTpAllReduce, x.act, kTpLayer, x, kShared);
   }
-  bda(out, "mlp.bda", x);
+  bda(out, OpId::kMlpBda, x);
 }
 
 // FP8 quantization of a GEMM's operands (Transformer Engine, per-tensor scaling): the
@@ -650,24 +633,24 @@ void moe_block(Sink& out, const Ctx& x) {
 // casts the output gradient the same way. Weights are cast once per step (not counted:
 // parameters x 4 bytes, milliseconds per step). The op follows its GEMM's name.
 struct Fp8Cast {
-  const char* gemm;
-  const char* name;
+  OpId gemm;
+  OpId cast;
   bool fused_input;
 };
-inline const Fp8Cast* fp8_cast_of(const char* gemm_base, const Scenario& s) {
+inline const Fp8Cast* fp8_cast_of(OpId gemm, const Scenario& s) {
   static constexpr Fp8Cast kCasts[] = {
-      {"attn.qkv", "attn.qkv.fp8cast", true},           {"attn.proj", "attn.proj.fp8cast", false},
-      {"attn.q", "attn.q.fp8cast", false},              {"attn.q_down", "attn.q_down.fp8cast", false},
-      {"attn.kv_down", "attn.kv_down.fp8cast", false},  {"attn.q_up", "attn.q_up.fp8cast", false},
-      {"attn.kv_up", "attn.kv_up.fp8cast", false},      {"mlp.fc1", "mlp.fc1.fp8cast", true},
-      {"mlp.fc2", "mlp.fc2.fp8cast", false},            {"moe.experts.fc1", "moe.experts.fc1.fp8cast", false},
-      {"moe.experts.fc2", "moe.experts.fc2.fp8cast", false}, {"moe.shared.fc1", "moe.shared.fc1.fp8cast", false},
-      {"moe.shared.fc2", "moe.shared.fc2.fp8cast", false},
+      {OpId::kAttnQkv, OpId::kAttnQkvFp8Cast, true},           {OpId::kAttnProj, OpId::kAttnProjFp8Cast, false},
+      {OpId::kAttnQ, OpId::kAttnQFp8Cast, false},              {OpId::kAttnQDown, OpId::kAttnQDownFp8Cast, false},
+      {OpId::kAttnKvDown, OpId::kAttnKvDownFp8Cast, false},  {OpId::kAttnQUp, OpId::kAttnQUpFp8Cast, false},
+      {OpId::kAttnKvUp, OpId::kAttnKvUpFp8Cast, false},      {OpId::kMlpFc1, OpId::kMlpFc1Fp8Cast, true},
+      {OpId::kMlpFc2, OpId::kMlpFc2Fp8Cast, false},            {OpId::kMoeExpertsFc1, OpId::kMoeExpertsFc1Fp8Cast, false},
+      {OpId::kMoeExpertsFc2, OpId::kMoeExpertsFc2Fp8Cast, false}, {OpId::kMoeSharedFc1, OpId::kMoeSharedFc1Fp8Cast, false},
+      {OpId::kMoeSharedFc2, OpId::kMoeSharedFc2Fp8Cast, false},
   };
-  static constexpr Fp8Cast kExpertsFc1Fp8Dispatch{"moe.experts.fc1", "moe.experts.fc1.fp8cast", true};
+  static constexpr Fp8Cast kExpertsFc1Fp8Dispatch{OpId::kMoeExpertsFc1, OpId::kMoeExpertsFc1Fp8Cast, true};
   for (const Fp8Cast& c : kCasts) {
-    if (std::strcmp(c.gemm, gemm_base) != 0) continue;
-    if (s.parallel.moe_fp8_dispatch && std::strcmp(c.gemm, "moe.experts.fc1") == 0) return &kExpertsFc1Fp8Dispatch;
+    if (c.gemm != gemm) continue;
+    if (s.parallel.moe_fp8_dispatch && c.gemm == OpId::kMoeExpertsFc1) return &kExpertsFc1Fp8Dispatch;
     return &c;
   }
   return nullptr;
@@ -689,10 +672,10 @@ void emit_layer(const Ctx& x, bool moe, Sink& out) {
   }
   auto with_casts = [&](const Elem& e) {
     if (e.op.kind == OpKind::kGemm && e.op.pass == Pass::kFwd) {
-      if (const Fp8Cast* c = fp8_cast_of(e.op.base, *x.s)) {
+      if (const Fp8Cast* c = fp8_cast_of(e.op.id, *x.s)) {
         const GemmShape& g = e.op.gemm;
         Elem ce = e;  // the GEMM's recompute modules and checkpointed region
-        ce.op = memory_op(c->name, c->fused_input ? 0.0 : 4.0 * static_cast<double>(g.m) * static_cast<double>(g.k));
+        ce.op = memory_op(c->cast, c->fused_input ? 0.0 : 4.0 * static_cast<double>(g.m) * static_cast<double>(g.k));
         ce.bwd_bytes = 4.0 * static_cast<double>(g.m) * static_cast<double>(g.n);
         out(ce);
       }
@@ -709,8 +692,8 @@ void emit_layer(const Ctx& x, bool moe, Sink& out) {
 // Vocab-parallel lookup: its partial sums leave through the TP exit (SP reduce-scatter,
 // reduce_scatter_embeddings; without SP an all-reduce, no backward collective).
 template <class Sink>
-void emit_embedding(Sink& out, const Ctx& x, const char* base, const char* sp_base, const char* ar_base) {
-  out(compute_el(memory_op(base, 2.0 * kAct * static_cast<double>(x.tokens) * x.h)));
+void emit_embedding(Sink& out, const Ctx& x, OpId base, OpId sp_base, OpId ar_base) {
+  out(compute_el(memory_op(base, 2.0 * kAct * static_cast<double>(x.r.tokens_int) * x.r.hidden)));
   tp_exit(out, sp_base, ar_base, x.act, kTpEmbedding, x);
 }
 
@@ -719,31 +702,27 @@ void emit_embedding(Sink& out, const Ctx& x, const char* base, const char* sp_ba
 // entropy's forward all-reduces (max, sum-exp, target logit: T fp32 each) carry no Comm
 // item (communication-model.md §8); its backward has no collective.
 template <class Sink>
-void emit_head(Sink& out, const Ctx& x, const char* norm_base, const char* ag_base, const char* copy_base,
-               const char* logits_base, const char* loss_base) {
-  const double v_local = static_cast<double>(x.m->padded_vocab) / x.t;
+void emit_head(Sink& out, const Ctx& x, OpId norm_base, OpId ag_base, OpId copy_base, OpId logits_base,
+               OpId loss_base) {
+  const double v_local = static_cast<double>(x.m->padded_vocab) / x.r.tp;
   norm(out, norm_base, x);
   tp_enter(out, ag_base, copy_base, x.act, kTpOutput, x);
-  out(compute_el(gemm_op(logits_base, x.tokens, static_cast<int64_t>(v_local), x.s->model.hidden_size, 1, x)));
+  out(compute_el(gemm_op(logits_base, x.r.tokens_int, static_cast<int64_t>(v_local), x.s->model.hidden_size, 1, x)));
   // Cross entropy over fp32 logits: read logits, write softmax-ready buffer, (bwd reads it).
-  out(compute_el(memory_op(loss_base, 3.0 * 4.0 * static_cast<double>(x.tokens) * v_local)));
-  if (x.t > 1)
-    out(fwd_only_el(coll_op("loss.tp.allreduce", Collective::kAllReduce, CommDim::kTp, x.t,
-                            3.0 * 4.0 * static_cast<double>(x.tokens), nullptr)));
+  out(compute_el(memory_op(loss_base, 3.0 * 4.0 * static_cast<double>(x.r.tokens_int) * v_local)));
+  if (x.r.tp > 1)
+    out(fwd_only_el(coll_op(OpId::kLossTpAllReduce, Collective::kAllReduce, CommDim::kTp, x.r.tp,
+                            3.0 * 4.0 * static_cast<double>(x.r.tokens_int), CommItemId::kNone)));
 }
 
 // The first stage's embedding and the last stage's head.
 template <class Sink>
 void emit_stage_embedding(const Ctx& x, Sink& out) {
-  emit_embedding(out, x, "embed", "embed.sp.reducescatter", "embed.tp.allreduce");
+  emit_embedding(out, x, OpId::kEmbed, OpId::kEmbedSpReduceScatter, OpId::kEmbedTpAllReduce);
 }
 template <class Sink>
 void emit_stage_head(const Ctx& x, Sink& out) {
-  emit_head(out, x, "final.norm", "logits.sp.allgather", "logits.tp.copy", "logits", "loss");
-}
-
-inline bool mtp_is_moe(const ModelSpec& md) {
-  return md.num_experts > 0 && md.num_layers > 0 && is_moe_layer(md, md.num_layers - 1);
+  emit_head(out, x, OpId::kFinalNorm, OpId::kLogitsSpAllGather, OpId::kLogitsTpCopy, OpId::kLogits, OpId::kLoss);
 }
 
 // One MTP depth (DeepSeek-V3; multi_token_prediction.py): embedding of the shifted tokens,
@@ -757,12 +736,12 @@ void emit_mtp(const Ctx& x, Sink& out) {
     e.checkpointed = false;
     out(e);
   };
-  emit_embedding(outside, x, "mtp.embed", "mtp.embed.sp.reducescatter", "mtp.embed.tp.allreduce");
-  tp_enter(out, "mtp.eh_proj.sp.allgather", "mtp.eh_proj.tp.copy", 2.0 * x.act, kTpLayer, x);
-  out(compute_el(gemm_op("mtp.eh_proj", x.tokens, static_cast<int64_t>(x.h / x.t), 2 * md.hidden_size, 1, x)));
-  tp_exit(out, "mtp.eh_proj.sp.reducescatter", "mtp.eh_proj.tp.allreduce", x.act, kTpLayer, x);
-  emit_layer(x, mtp_is_moe(md), out);
-  emit_head(outside, x, "mtp.norm", "mtp.sp.allgather", "mtp.tp.copy", "mtp.logits", "mtp.loss");
+  emit_embedding(outside, x, OpId::kMtpEmbed, OpId::kMtpEmbedSpReduceScatter, OpId::kMtpEmbedTpAllReduce);
+  tp_enter(out, OpId::kMtpEhProjSpAllGather, OpId::kMtpEhProjTpCopy, 2.0 * x.act, kTpLayer, x);
+  out(compute_el(gemm_op(OpId::kMtpEhProj, x.r.tokens_int, static_cast<int64_t>(x.r.hidden / x.r.tp), 2 * md.hidden_size, 1, x)));
+  tp_exit(out, OpId::kMtpEhProjSpReduceScatter, OpId::kMtpEhProjTpAllReduce, x.act, kTpLayer, x);
+  emit_layer(x, x.r.mtp_moe, out);
+  emit_head(outside, x, OpId::kMtpNorm, OpId::kMtpSpAllGather, OpId::kMtpTpCopy, OpId::kMtpLogits, OpId::kMtpLoss);
 }
 
 // ---------------------------------------------------------------------------------
@@ -776,18 +755,18 @@ template <class F>
 void emit_pp(const Ctx& x, bool first, bool last, F&& f) {
   const Mesh& m = *x.m;
   if (m.pp <= 1) return;
-  const double bytes = x.T * x.h / (m.sp ? m.tp : 1) * kAct;
+  const double bytes = x.r.tokens * x.r.hidden / (m.sp ? m.tp : 1) * kAct;
   const int from_prev = m.vp - (first ? 1 : 0);  // chunks with a previous stage
   const int to_next = m.vp - (last ? 1 : 0);     // chunks with a next stage
-  auto op = [&](const char* base, Pass pass, const char* item, int calls) {
+  auto op = [&](OpId base, Pass pass, CommItemId item, int calls) {
     Op o = coll_op(base, Collective::kSendRecv, CommDim::kPp, 2, bytes, item, calls);
     o.pass = pass;
     return o;
   };
-  if (from_prev > 0) f(StageList::kPreFwd, op("pp.recv", Pass::kFwd, nullptr, from_prev));
-  if (to_next > 0) f(StageList::kPostFwd, op("pp.send", Pass::kFwd, comm_item::kPpSendRecv, to_next));
-  if (to_next > 0) f(StageList::kPostBwd, op("pp.recv.grad", Pass::kBwd, nullptr, to_next));
-  if (from_prev > 0) f(StageList::kPreBwd, op("pp.send.grad", Pass::kBwd, comm_item::kPpSendRecv, from_prev));
+  if (from_prev > 0) f(StageList::kPreFwd, op(OpId::kPpRecv, Pass::kFwd, CommItemId::kNone, from_prev));
+  if (to_next > 0) f(StageList::kPostFwd, op(OpId::kPpSend, Pass::kFwd, CommItemId::kPpSendRecv, to_next));
+  if (to_next > 0) f(StageList::kPostBwd, op(OpId::kPpRecvGrad, Pass::kBwd, CommItemId::kNone, to_next));
+  if (from_prev > 0) f(StageList::kPreBwd, op(OpId::kPpSendGrad, Pass::kBwd, CommItemId::kPpSendRecv, from_prev));
 }
 
 // ---------------------------------------------------------------------------------
@@ -829,7 +808,7 @@ void emit_step(const Ctx& x, bool first, bool last, const GpuParams& p, double t
   const double gb = grad_bytes(s);
   const DpSharding how = effective_sharding(par);
   const int mb = m.num_micro_batches;
-  auto add = [&](const char* base, Collective kind, CommDim dim, int group, double bytes, const char* item, int calls,
+  auto add = [&](OpId base, Collective kind, CommDim dim, int group, double bytes, CommItemId item, int calls,
                  bool overlap) {
     if (group <= 1 || bytes <= 0) return;
     Op o = coll_op(base, kind, dim, group, bytes, item, calls);
@@ -841,16 +820,16 @@ void emit_step(const Ctx& x, bool first, bool last, const GpuParams& p, double t
     double params;
     CommDim dim;
     int size;
-    const char *ar, *rs, *ag, *ag_bwd;        // op bases
-    const char *ar_item, *rs_item, *ag_item;  // Comm items
+    OpId ar, rs, ag, ag_bwd;                 // ops
+    CommItemId ar_item, rs_item, ag_item;  // Comm items
   };
   const Group groups[2] = {
-      {p.dense, CommDim::kDp, m.dp * m.cp, "dp.grads.allreduce", "dp.grads.reducescatter", "dp.params.allgather",
-       "dp.params.allgather.bwd", comm_item::kDpAllReduceGrads, comm_item::kDpReduceScatterGrads,
-       comm_item::kDpAllGatherParams},
-      {p.expert, CommDim::kEdp, s.model.num_experts > 0 ? m.edp : 1, "edp.grads.allreduce", "edp.grads.reducescatter",
-       "edp.params.allgather", "edp.params.allgather.bwd", comm_item::kEdpAllReduceGrads,
-       comm_item::kEdpReduceScatterGrads, comm_item::kEdpAllGatherParams}};
+      {p.dense, CommDim::kDp, m.dp * m.cp, OpId::kDpGradsAllReduce, OpId::kDpGradsReduceScatter, OpId::kDpParamsAllGather,
+       OpId::kDpParamsAllGatherBwd, CommItemId::kDpAllReduceGrads, CommItemId::kDpReduceScatterGrads,
+       CommItemId::kDpAllGatherParams},
+      {p.expert, CommDim::kEdp, x.r.moe ? m.edp : 1, OpId::kEdpGradsAllReduce, OpId::kEdpGradsReduceScatter,
+       OpId::kEdpParamsAllGather, OpId::kEdpParamsAllGatherBwd, CommItemId::kEdpAllReduceGrads,
+       CommItemId::kEdpReduceScatterGrads, CommItemId::kEdpAllGatherParams}};
   double optimizer_params = 0;
   for (const Group& g : groups) {
     const double grads = g.params * gb, weights = g.params * kAct;
@@ -875,16 +854,16 @@ void emit_step(const Ctx& x, bool first, bool last, const GpuParams& p, double t
     }
     optimizer_params += g.params / std::max(1, g.size);
   }
-  add("tp.grads.allreduce", Collective::kAllReduce, CommDim::kTp, x.t, tp_replicated * gb, comm_item::kTpAllReduceGrads,
+  add(OpId::kTpGradsAllReduce, Collective::kAllReduce, CommDim::kTp, x.r.tp, tp_replicated * gb, CommItemId::kTpAllReduceGrads,
       1, false);
   // finalize_model_grads: the word embedding lives on the first and the last stage when it
   // is tied to the output layer or needed by MTP; its main grad is summed between them.
   const bool shared_embedding = !s.model.untie_embeddings_and_output_weights || s.model.mtp_num_layers > 0;
   if (m.pp > 1 && shared_embedding && (first || last))
-    add("emb.grads.allreduce", Collective::kAllReduce, CommDim::kEmb, 2,
-        static_cast<double>(m.padded_vocab) * x.h / m.tp * gb, comm_item::kEmbAllReduceGrads, 1, false);
+    add(OpId::kEmbGradsAllReduce, Collective::kAllReduce, CommDim::kEmb, 2,
+        static_cast<double>(m.padded_vocab) * x.r.hidden / m.tp * gb, CommItemId::kEmbAllReduceGrads, 1, false);
   // Fused Adam: read fp32 param, grad, exp_avg, exp_avg_sq; write them back and the bf16 copy.
-  Op opt = memory_op("optimizer.step", 30.0 * optimizer_params);
+  Op opt = memory_op(OpId::kOptimizerStep, 30.0 * optimizer_params);
   opt.pass = Pass::kStep;
   f(opt);
 }

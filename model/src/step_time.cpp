@@ -191,7 +191,7 @@ PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const Me
   double tp_last_chunks = 0;  // TP reduce-scatters / all-reduces: their last pipelined chunk
   for (const Op& op : ops) {
     const double t = op_time(op, topo, hw) * op.calls;
-    if (op.kind == OpKind::kCollective || op.kind == OpKind::kSendRecv) {
+    if (is_comm(op)) {
       if (op.coll.dim == CommDim::kCp && op.overlappable) cp_overlappable += t;
       else comm[idx(op.coll.dim)] += t;
       if (op.coll.dim == CommDim::kTp && op.coll.kind != Collective::kAllGather)

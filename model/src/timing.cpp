@@ -8,6 +8,8 @@
 #include <cmath>
 #include <vector>
 
+#include "lcm/model/comm.hpp"
+
 namespace lcm {
 
 namespace {
@@ -191,7 +193,7 @@ double op_time(const Op& op, const MeshTopology& topo, const HardwareSpec& hw) {
   switch (op.kind) {
     case OpKind::kGemm: return gemm_time(op.gemm, op.dtype, hw);
     case OpKind::kAttention: return attention_time(op.attn, op.flops, op.pass == Pass::kBwd, hw);
-    case OpKind::kMemoryBound: return memory_time(op.bytes, hw);
+    case OpKind::kMemoryBound: return memory_time(op.mem.bytes, hw);
     case OpKind::kCollective:
     case OpKind::kSendRecv: {
       // Expert-layer collectives name their group: the expert-TP group or the ETP x EP

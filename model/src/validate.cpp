@@ -12,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "lcm/model/io/enums.hpp"
 #include "lcm/model/limits.hpp"
 #include "lcm/model/mesh.hpp"
 
@@ -32,7 +31,7 @@ class Checker {
 };
 
 bool any_moe_layer(const ModelSpec& m) {
-  if (m.num_experts <= 0) return false;
+  if (!has_moe(m)) return false;
   if (m.moe_layer_pattern.empty()) return true;
   return std::find(m.moe_layer_pattern.begin(), m.moe_layer_pattern.end(), 1) != m.moe_layer_pattern.end();
 }
@@ -99,7 +98,7 @@ void check_sizes(const Scenario& s, Checker& check) {
   check(m.make_vocab_size_divisible_by > 0, "model.make_vocab_size_divisible_by",
         "make_vocab_size_divisible_by must be positive");
   check(m.num_experts >= 0, "model.num_experts", "num_experts must be non-negative");
-  const bool has_dense_layer = m.num_experts <= 0 || (!m.moe_layer_pattern.empty() &&
+  const bool has_dense_layer = !has_moe(m) || (!m.moe_layer_pattern.empty() &&
                                                       std::find(m.moe_layer_pattern.begin(), m.moe_layer_pattern.end(),
                                                                 0) != m.moe_layer_pattern.end());
   check(!has_dense_layer || m.ffn_hidden_size > 0, "model.ffn_hidden_size",
@@ -250,20 +249,20 @@ void check_moe(const Scenario& s, Checker& check) {
   if (!m.moe_layer_pattern.empty()) {
     check(static_cast<int>(m.moe_layer_pattern.size()) == m.num_layers, "model.moe_layer_freq",
           "moe_layer_freq lists {} layers but num_layers is {}", m.moe_layer_pattern.size(), m.num_layers);
-    const bool has_moe = std::find(m.moe_layer_pattern.begin(), m.moe_layer_pattern.end(), 1) != m.moe_layer_pattern.end();
-    check(!has_moe || m.num_experts > 0, "model.moe_layer_freq", "moe_layer_freq marks MoE layers but num_experts is 0");
+    const bool marks_moe = std::find(m.moe_layer_pattern.begin(), m.moe_layer_pattern.end(), 1) != m.moe_layer_pattern.end();
+    check(!marks_moe || has_moe(m), "model.moe_layer_freq", "moe_layer_freq marks MoE layers but num_experts is 0");
   }
   if (ep > 1) {
-    check(m.num_experts > 0, "parallel.expert_model_parallel_size",
+    check(has_moe(m), "parallel.expert_model_parallel_size",
           "num_experts must be non None to use expert model parallelism");
-    if (m.num_experts > 0)
+    if (has_moe(m))
       check(m.num_experts % ep == 0, "model.num_experts",
             "Number of experts ({}) should be a multiple of expert_model_parallel_size ({})", m.num_experts, ep);
     if (tp > 1)
       check(p.sequence_parallel, "parallel.sequence_parallel",
             "When using expert parallelism and tensor parallelism for training, sequence parallelism must be used");
   }
-  if (m.num_experts <= 0) return;
+  if (!has_moe(m)) return;
   check(m.moe_router_topk >= 1 && m.moe_router_topk <= m.num_experts, "model.moe_router_topk",
         "moe_router_topk ({}) must be between 1 and num_experts ({})", m.moe_router_topk, m.num_experts);
   check(m.moe_ffn_hidden_size > 0 || !any_moe_layer(m), "model.moe_ffn_hidden_size", "moe_ffn_hidden_size must be positive");
@@ -328,8 +327,7 @@ void check_recompute_and_overlap(const Scenario& s, Checker& check) {
           per_rank);
   } else {
     check(p.recompute_num_layers == 0, "parallel.recompute_num_layers",
-          "recompute_num_layers applies only to recompute_granularity: full (got {})",
-          to_string(p.recompute_granularity));
+          "recompute_num_layers ({}) applies only to recompute_granularity: full", p.recompute_num_layers);
   }
   if (p.recompute_granularity == RecomputeGranularity::kSelective)
     check(!(p.recompute_modules & kRecomputeMlaUpProj) || s.model.multi_latent_attention, "parallel.recompute_modules",

@@ -26,7 +26,7 @@ std::string shape_of(const MeasuredOp& m) {
     case OpKind::kAttention:
       return fmt::format("b{} s{} h{}/{} d{} {}", o.attn.batch, o.attn.seq_q, o.attn.heads_q, o.attn.heads_kv,
                          o.attn.head_dim_qk, o.pass == Pass::kBwd ? "bwd" : "fwd");
-    case OpKind::kMemoryBound: return fmt::format("{:.1f} MiB moved", o.bytes / (1024.0 * 1024.0));
+    case OpKind::kMemoryBound: return fmt::format("{:.1f} MiB moved", o.mem.bytes / (1024.0 * 1024.0));
     case OpKind::kCollective:
     case OpKind::kSendRecv:
       return fmt::format("{} {:.1f} MiB on {} ranks / {} node{}", to_string(o.coll.kind),

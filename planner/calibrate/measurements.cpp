@@ -1,6 +1,5 @@
 // Measured op times as model ops: lcm-exec summaries and nccl-tests logs (calibrate.hpp).
 #include <algorithm>
-#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -98,7 +97,7 @@ std::string implausible(const MeasuredOp& m) {
         return fmt::format("message size {:g} bytes is outside (0, 1 TiB]", op.coll.message_bytes);
       break;
     case OpKind::kMemoryBound:
-      if (!(op.bytes > 0 && op.bytes <= 2 * kMaxBytes)) return fmt::format("{:g} bytes copied is outside (0, 2 TiB]", op.bytes);
+      if (!(op.mem.bytes > 0 && op.mem.bytes <= 2 * kMaxBytes)) return fmt::format("{:g} bytes copied is outside (0, 2 TiB]", op.mem.bytes);
       break;
     case OpKind::kGemm:
       if (!dim_ok(static_cast<double>(op.gemm.m)) || !dim_ok(static_cast<double>(op.gemm.n)) ||
@@ -140,8 +139,8 @@ std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ra
   }
   if (kind == "memory") {
     m.op.kind = OpKind::kMemoryBound;
-    m.op.bytes = number(mo, "bytes");
-    if (m.op.bytes <= 0) return *why = "memory model_op without bytes", std::nullopt;
+    m.op.mem.bytes = number(mo, "bytes");
+    if (m.op.mem.bytes <= 0) return *why = "memory model_op without bytes", std::nullopt;
     return m;
   }
   if (kind == "collective") {
@@ -199,29 +198,38 @@ std::optional<MeasuredOp> moe_phase_op(const json& p, const std::string& op, con
   const int64_t rows = recv.is_array() && !recv.empty() ? static_cast<int64_t>(recv[0].get<double>()) : T * topk;
   const double dropped = number(routing, "dropped_fraction_rank0");
   const double sent_rows = static_cast<double>(T * topk) * (1.0 - dropped);
-  auto ends = [&](const char* suffix) { return op.size() >= std::strlen(suffix) && op.ends_with(suffix); };
+  // The phase is a schedule op by name ("L.moe.experts.fc1.bwd.wgrad"); its GEMM in that
+  // pass, with the forward shape from the model's one definition (ops.hpp).
+  const std::optional<OpName> name = parse_op_name(op);
   auto gemm = [&](GemmShape fwd) -> std::optional<MeasuredOp> {
     MeasuredOp m;
     m.op.kind = OpKind::kGemm;
     m.op.dtype = DType::kBf16;
-    m.op.pass = ends(".fwd") ? Pass::kFwd : Pass::kBwd;
-    m.op.gemm = ends(".bwd.dgrad") ? dgrad_shape(fwd) : ends(".bwd.wgrad") ? wgrad_shape(fwd) : fwd;
-    if (!ends(".fwd") && !ends(".bwd.dgrad") && !ends(".bwd.wgrad")) return std::nullopt;
+    m.op.pass = name->pass;
+    m.op.gemm = gemm_in_pass(fwd, name->part);
+    if (name->pass != Pass::kFwd && name->part == GemmPart::kNone) return std::nullopt;
     return m;
   };
   std::optional<MeasuredOp> m;
-  if (op.starts_with("L.moe.router.")) m = gemm(GemmShape{T, E, h, 1});
-  else if (op.starts_with("L.moe.experts.fc1."))
-    m = gemm(GemmShape{rows, (moe.value("activation", "swiglu") == "swiglu" ? 2 : 1) * f, h, El});  // SwiGLU: gate, up
-  else if (op.starts_with("L.moe.experts.fc2.")) m = gemm(GemmShape{rows, h, f, El});
-  else if ((op.starts_with("L.moe.dispatch.a2a.") || op.starts_with("L.moe.combine.a2a.")) && ep > 1) {
-    std::vector<int> ranks;
-    for (const auto& r : ex.value("ep_ranks", json::array())) ranks.push_back(r.get<int>());
-    if (static_cast<int>(ranks.size()) != ep) {
-      ranks.clear();
-      for (int r = 0; r < ep; ++r) ranks.push_back(r);
+  const bool gated = moe.value("activation", "swiglu") == "swiglu";  // SwiGLU: gate, up
+  switch (name && std::string_view(name->prefix) == kLayerPrefix ? name->id : OpId::kNone) {
+    case OpId::kMoeRouter: m = gemm(moe_router_shape(T, h, E)); break;
+    case OpId::kMoeExpertsFc1: m = gemm(moe_fc1_shape(rows, h, f, gated, El)); break;
+    case OpId::kMoeExpertsFc2: m = gemm(moe_fc2_shape(rows, h, f, El)); break;
+    case OpId::kMoeDispatchA2A:
+    case OpId::kMoeCombineA2A: {
+      if (ep <= 1) break;
+      std::vector<int> ranks;
+      for (const auto& r : ex.value("ep_ranks", json::array())) ranks.push_back(r.get<int>());
+      if (static_cast<int>(ranks.size()) != ep) {
+        ranks.clear();
+        for (int r = 0; r < ep; ++r) ranks.push_back(r);
+      }
+      m = collective_point(Collective::kAllToAll, sent_rows * static_cast<double>(h) * 2.0,
+                           topology(ranks, hosts, gpus_per_node));
+      break;
     }
-    m = collective_point(Collective::kAllToAll, sent_rows * static_cast<double>(h) * 2.0, topology(ranks, hosts, gpus_per_node));
+    default: break;
   }
   if (!m) *why = "moe phase without a model op (memory-bound phases carry no byte count)";
   return m;
@@ -321,8 +329,8 @@ io::Result<std::vector<MeasuredOp>> parse_exec_summary(const std::string& text, 
       // A device-to-device copy reads and writes every byte.
       m = MeasuredOp{};
       m->op.kind = OpKind::kMemoryBound;
-      m->op.bytes = 2.0 * number(p, "size");
-      if (!(m->op.bytes > 0)) m.reset(), why = "no size";
+      m->op.mem.bytes = 2.0 * number(p, "size");
+      if (!(m->op.mem.bytes > 0)) m.reset(), why = "no size";
     } else {
       why = fmt::format("family '{}' point carries no model_op", family);
     }

@@ -190,7 +190,7 @@ void register_capacity(CLI::App& app, int& exit_code) {
       exit_code = kExitBadInput;
       return;
     }
-    if (s->model.num_experts <= 0) {
+    if (!has_moe(s->model)) {
       std::cerr << "lcm: " << so->path << ": dense model (num_experts = 0); lcm capacity needs an MoE scenario\n";
       exit_code = kExitBadInput;
       return;

@@ -39,7 +39,7 @@ ordered_json comm_json(const Scenario& s, const plan::CommBreakdown& c) {
   for (const plan::CommItemTime& it : c.items)
     items.push_back(ordered_json{{"dim", to_string(it.item.dim)},
                                  {"collective", to_string(it.item.kind)},
-                                 {"item", it.item.what},
+                                 {"item", to_string(it.item.id)},
                                  {"group_size", it.item.group_size},
                                  {"message_bytes", it.item.message_bytes},
                                  {"calls", it.item.calls},
@@ -99,7 +99,7 @@ std::vector<Table> comm_tables(const Scenario& s, const plan::CommBreakdown& c) 
   t.title = "Collectives";
   t.header = {"dim", "collective", "item", "group", "MiB per call", "calls", "sent GiB", "time s"};
   for (const plan::CommItemTime& it : c.items)
-    t.rows.push_back({to_string(it.item.dim), to_string(it.item.kind), it.item.what, fmt::format("{}", it.item.group_size),
+    t.rows.push_back({to_string(it.item.dim), to_string(it.item.kind), to_string(it.item.id), fmt::format("{}", it.item.group_size),
                       fmt::format("{:.2f}", it.item.message_bytes / (1024.0 * 1024.0)), fmt::format("{:.0f}", it.item.calls),
                       fmt::format("{:.3f}", it.item.sent_bytes / kGiB), fmt::format("{:.4f}", it.time_s)});
   for (const plan::UncountedComm& u : c.uncounted)
@@ -118,7 +118,7 @@ Table comm_csv_table(const Scenario&, const plan::CommBreakdown& c) {
   t.header = {"dim", "collective", "item", "group_size", "message_bytes", "calls", "sent_bytes", "time_s", "intra_node"};
   for (const plan::CommItemTime& it : c.items) {
     const GroupTopology& g = c.topology.dim[static_cast<size_t>(it.item.dim)];
-    t.rows.push_back({to_string(it.item.dim), to_string(it.item.kind), it.item.what, fmt::format("{}", it.item.group_size),
+    t.rows.push_back({to_string(it.item.dim), to_string(it.item.kind), to_string(it.item.id), fmt::format("{}", it.item.group_size),
                       fmt::format("{:.6g}", it.item.message_bytes), fmt::format("{:.6g}", it.item.calls),
                       fmt::format("{:.6g}", it.item.sent_bytes), fmt::format("{:.6g}", it.time_s),
                       g.nodes <= 1 ? "true" : "false"});

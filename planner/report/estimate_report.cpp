@@ -180,7 +180,7 @@ nlohmann::ordered_json estimate_json(const Scenario& s, const Estimate& e) {
   ordered_json items = ordered_json::array();
   for (int i = 0; i < e.comm.num_items; ++i) {
     const CommItem& c = e.comm.items[static_cast<size_t>(i)];
-    items.push_back(ordered_json{{"name", c.what},
+    items.push_back(ordered_json{{"name", to_string(c.id)},
                                  {"dim", to_string(c.dim)},
                                  {"collective", to_string(c.kind)},
                                  {"group_size", c.group_size},
@@ -299,7 +299,7 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
   c.header = {"name", "dim", "collective", "group", "message MiB", "calls", "sent GiB"};
   for (int i = 0; i < e.comm.num_items; ++i) {
     const CommItem& it = e.comm.items[static_cast<size_t>(i)];
-    c.rows.push_back({it.what, to_string(it.dim), to_string(it.kind), std::to_string(it.group_size),
+    c.rows.push_back({to_string(it.id), to_string(it.dim), to_string(it.kind), std::to_string(it.group_size),
                       fmt_fixed(it.message_bytes / (1024.0 * 1024.0), 2), fmt_fixed(it.calls, 0),
                       gib(it.sent_bytes)});
   }
@@ -361,7 +361,7 @@ Table estimate_long_table(const Scenario& s, const Estimate& e) {
   row("memory", "", "allocated_peak_bytes", e.memory.allocated_peak_bytes, "bytes");
   for (int i = 0; i < e.comm.num_items; ++i) {
     const CommItem& it = e.comm.items[static_cast<size_t>(i)];
-    row("comm", std::to_string(e.comm.stage), it.what, it.sent_bytes, "bytes");
+    row("comm", std::to_string(e.comm.stage), to_string(it.id), it.sent_bytes, "bytes");
   }
   row("comm", std::to_string(e.comm.stage), "total", e.comm.total_sent_bytes, "bytes");
   return t;

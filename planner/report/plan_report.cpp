@@ -54,7 +54,7 @@ ordered_json layout_json(const Scenario& base, const Layout& l) {
     j["recompute_modules"] = recompute_module_names(p.recompute_modules);
   j["data_parallel_sharding_strategy"] = std::string(to_string(p.data_parallel_sharding_strategy));
   j["use_distributed_optimizer"] = p.use_distributed_optimizer;
-  if (base.model.num_experts > 0)
+  if (has_moe(base.model))
     j["moe_token_dispatcher_type"] = std::string(to_string(s.model.moe_token_dispatcher_type));
   j["rank_order"] = rank_order_to_string(p.order);
   j["tp_comm_overlap"] = p.tp_comm_overlap;
@@ -329,7 +329,7 @@ Table plan_csv_table(const Scenario& base, const plan::PlanResult& r) {
                                  fmt::format("{}", l.mbs),
                                  std::string(to_string(l.recompute)),
                                  std::string(to_string(l.sharding)),
-                                 base.model.num_experts > 0 ? std::string(to_string(l.dispatcher)) : "",
+                                 has_moe(base.model) ? std::string(to_string(l.dispatcher)) : "",
                                  rank_order_to_string(s.parallel.order),
                                  fmt::format("{:.6g}", x.step_s),
                                  fmt::format("{:.6g}", x.tokens_per_s_per_gpu),

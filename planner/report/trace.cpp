@@ -3,6 +3,7 @@
 #include "lcm/planner/trace.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,25 @@ const char* pass_name(Pass p) {
   return "";
 }
 
+// Which layer a per-layer op list runs for: its global transformer layer index ("layer")
+// or its MTP depth ("mtp_depth"). Stage-edge and step ops have none (key nullptr).
+struct LayerRef {
+  const char* key = nullptr;
+  int index = 0;
+};
+
+// The layers of each kind a pipeline stage runs, in forward order.
+struct StageLayerRefs {
+  std::vector<LayerRef> dense, moe, mtp;
+};
+
+StageLayerRefs layer_refs(const Scenario& s, const std::vector<int>& indices, int mtp_depths) {
+  StageLayerRefs out;
+  for (int l : indices) (is_moe_layer(s.model, l) ? out.moe : out.dense).push_back({"layer", l});
+  for (int d = 0; d < mtp_depths; ++d) out.mtp.push_back({"mtp_depth", d});
+  return out;
+}
+
 // Collects events for one stage (one pid) and advances its compute cursor.
 struct StageWriter {
   const Scenario& s;
@@ -53,23 +73,24 @@ struct StageWriter {
   // Places one op list. Compute ops run back to back on the compute stream. A collective
   // the model hides (CP ring exchange; TP with tp_comm_overlap; EP with A2A overlap) runs
   // on its stream beside the compute that follows it; other collectives block the compute
-  // stream while they run on theirs.
-  void ops(const std::vector<Op>& list, const char* prefix, int micro_batch) {
+  // stream while they run on theirs. `at`: the layer the list belongs to, if any.
+  void ops(const std::vector<Op>& list, const char* prefix, int micro_batch, const LayerRef& at = {}) {
     const ParallelSpec& par = s.parallel;
     for (const Op& op : list) {
       const double t = op_time(op, topo, s.hardware) * op.calls;
       if (t <= 0) continue;
-      const bool comm = op.kind == OpKind::kCollective || op.kind == OpKind::kSendRecv;
+      const bool comm = is_comm(op);
       // Overlapped DP step collectives are drawn at the end of the step beside the compute
       // stream (the model hides them under the passes, except their last bucket).
       const bool hidden = overlaps_compute(op, par) || (op.pass == Pass::kStep && op.overlappable);
       ordered_json args;
       if (opts.detail == TraceDetail::kOp) {
         args = ordered_json{{"micro_batch", micro_batch}};
+        if (at.key != nullptr) args[at.key] = at.index;
         if (op.kind == OpKind::kGemm)
           args["gemm_mnk"] = {op.gemm.m, op.gemm.n, op.gemm.k}, args["groups"] = op.gemm.groups;
         if (op.flops > 0) args["flops"] = op.flops;
-        if (op.kind == OpKind::kMemoryBound) args["bytes"] = op.bytes;
+        if (op.kind == OpKind::kMemoryBound) args["bytes"] = op.mem.bytes;
         if (comm) {
           args["group_size"] = op.coll.group_size;
           args["message_bytes"] = op.coll.message_bytes;
@@ -87,15 +108,16 @@ struct StageWriter {
     }
   }
 
-  // One layer kind for one pass, `count` times; in layer detail one event per layer.
-  void layers(const std::vector<Op>& list, int count, const char* prefix, const char* kind, Pass pass,
-              int micro_batch) {
-    for (int i = 0; i < count; ++i) {
+  // One layer kind for one pass, once per entry of `at` (the layers it runs, in order); in
+  // layer detail one event per layer.
+  void layers(const std::vector<Op>& list, const std::vector<LayerRef>& at, const char* prefix, const char* kind,
+              Pass pass, int micro_batch) {
+    for (const LayerRef& layer : at) {
       const double start = cursor;
-      ops(list, prefix, micro_batch);
+      ops(list, prefix, micro_batch, layer);
       if (opts.detail == TraceDetail::kLayer && cursor > start)
         event(std::string(prefix) + kind + "." + pass_name(pass), tid(Stream::kCompute), start, cursor - start,
-              ordered_json{{"micro_batch", micro_batch}});
+              ordered_json{{"micro_batch", micro_batch}, {layer.key, layer.index}});
     }
   }
 };
@@ -148,6 +170,12 @@ ordered_json predicted_trace(const Scenario& s, const Estimate& e, const Schedul
   std::vector<std::vector<double>> fwd_end(static_cast<size_t>(p), std::vector<double>(static_cast<size_t>(m), -1));
   std::vector<std::vector<double>> bwd_end = fwd_end;
   for (int r = 0; r < p; ++r) order[static_cast<size_t>(r)] = one_f_one_b(p, r, m);
+  // The layers of each stage; the trace draws a stage's dense layers, then its MoE layers,
+  // then its MTP depths forward, and the reverse backward.
+  const std::vector<std::vector<int>> indices = stage_layer_indices(s, e.mesh);
+  std::vector<StageLayerRefs> refs;
+  for (int r = 0; r < p; ++r)
+    refs.push_back(layer_refs(s, indices[static_cast<size_t>(r)], sched.stages[static_cast<size_t>(r)].mtp));
   bool progress = true;
   while (progress) {
     progress = false;
@@ -163,28 +191,30 @@ ordered_json predicted_trace(const Scenario& s, const Estimate& e, const Schedul
         StageWriter& w = writers[ri];
         w.cursor = std::max(w.cursor, ready);
         const StageSchedule& st = sched.stages[ri];
+        const StageLayerRefs& at = refs[ri];
+        assert(at.dense.size() == static_cast<size_t>(st.dense) && at.moe.size() == static_cast<size_t>(st.moe));
         if (pr.fwd) {
           w.ops(st.pre_fwd, "", pr.micro_batch);
-          w.layers(sched.dense.fwd, st.dense, "L.", "dense", Pass::kFwd, pr.micro_batch);
-          w.layers(sched.moe.fwd, st.moe, "L.", "moe", Pass::kFwd, pr.micro_batch);
-          w.layers(sched.mtp.fwd, st.mtp, "MTP.", "mtp", Pass::kFwd, pr.micro_batch);
+          w.layers(sched.dense.fwd, at.dense, kLayerPrefix, "dense", Pass::kFwd, pr.micro_batch);
+          w.layers(sched.moe.fwd, at.moe, kLayerPrefix, "moe", Pass::kFwd, pr.micro_batch);
+          w.layers(sched.mtp.fwd, at.mtp, kMtpPrefix, "mtp", Pass::kFwd, pr.micro_batch);
           w.ops(st.post_fwd, "", pr.micro_batch);
           fwd_end[ri][mb] = w.cursor;
         } else {
           w.ops(st.post_bwd, "", pr.micro_batch);
-          for (int i = 0; i < st.mtp; ++i) {
-            if (i < st.mtp_recomputed) w.layers(sched.mtp.recompute, 1, "MTP.", "mtp", Pass::kRecompute, pr.micro_batch);
-            w.layers(sched.mtp.bwd, 1, "MTP.", "mtp", Pass::kBwd, pr.micro_batch);
-          }
-          for (int i = 0; i < st.moe; ++i) {
-            if (i < st.moe_recomputed) w.layers(sched.moe.recompute, 1, "L.", "moe", Pass::kRecompute, pr.micro_batch);
-            w.layers(sched.moe.bwd, 1, "L.", "moe", Pass::kBwd, pr.micro_batch);
-          }
-          for (int i = 0; i < st.dense; ++i) {
-            if (i < st.dense_recomputed)
-              w.layers(sched.dense.recompute, 1, "L.", "dense", Pass::kRecompute, pr.micro_batch);
-            w.layers(sched.dense.bwd, 1, "L.", "dense", Pass::kBwd, pr.micro_batch);
-          }
+          // Backward runs the layers last first; the first `*_recomputed` of them rerun
+          // their forward before it.
+          auto backward = [&](const LayerOps& l, const std::vector<LayerRef>& layers, int recomputed,
+                              const char* prefix, const char* kind) {
+            for (int i = 0; i < static_cast<int>(layers.size()); ++i) {
+              const std::vector<LayerRef> one{layers[layers.size() - 1 - static_cast<size_t>(i)]};
+              if (i < recomputed) w.layers(l.recompute, one, prefix, kind, Pass::kRecompute, pr.micro_batch);
+              w.layers(l.bwd, one, prefix, kind, Pass::kBwd, pr.micro_batch);
+            }
+          };
+          backward(sched.mtp, at.mtp, st.mtp_recomputed, kMtpPrefix, "mtp");
+          backward(sched.moe, at.moe, st.moe_recomputed, kLayerPrefix, "moe");
+          backward(sched.dense, at.dense, st.dense_recomputed, kLayerPrefix, "dense");
           w.ops(st.pre_bwd, "", pr.micro_batch);
           bwd_end[ri][mb] = w.cursor;
         }

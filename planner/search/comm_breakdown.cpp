@@ -1,17 +1,9 @@
 // Per-item and per-dimension communication of one layout (see comm_breakdown.hpp).
 #include "lcm/planner/comm_breakdown.hpp"
 
-#include <cstring>
-
 #include "lcm/model/schedule.hpp"
 
 namespace lcm::plan {
-
-namespace {
-
-bool is_comm(const Op& op) { return op.kind == OpKind::kCollective || op.kind == OpKind::kSendRecv; }
-
-}  // namespace
 
 CommBreakdown comm_breakdown(const Scenario& s) {
   CommBreakdown out;
@@ -26,8 +18,8 @@ CommBreakdown comm_breakdown(const Scenario& s) {
 
   for (int i = 0; i < e.comm.num_items; ++i) out.items.push_back({e.comm.items[static_cast<size_t>(i)], 0.0});
   std::array<double, kNumCommDims> dim_time{}, dim_step_time{};
-  // Time of `times` executions of each op of a list, by item (address of its comm_item
-  // constant, as estimate_comm matches them) and by dimension.
+  // Time of `times` executions of each op of a list, by item (its CommItemId, as
+  // estimate_comm matches them) and by dimension.
   auto add = [&](const std::vector<Op>& ops, double times, bool step) {
     if (times <= 0) return;
     for (const Op& op : ops) {
@@ -41,7 +33,7 @@ CommBreakdown comm_breakdown(const Scenario& s) {
       }
       bool found = false;
       for (CommItemTime& it : out.items)
-        if (op.item != nullptr && it.item.what == op.item) {
+        if (op.item != CommItemId::kNone && it.item.id == op.item) {
           it.time_s += t;
           found = true;
           break;

@@ -80,7 +80,7 @@ void apply_layout_into(const Scenario& base, const Layout& l, Scenario& out) {
                                        l.dispatcher != Dispatcher::kAllGather &&
                                        l.recompute != RecomputeGranularity::kFull && (l.pp == 1 || l.vl > 0);
   p.moe_fp8_dispatch = b.moe_fp8_dispatch;
-  out.model.moe_token_dispatcher_type = base.model.num_experts > 0 ? l.dispatcher : base.model.moe_token_dispatcher_type;
+  out.model.moe_token_dispatcher_type = has_moe(base.model) ? l.dispatcher : base.model.moe_token_dispatcher_type;
   out.training.micro_batch_size = l.mbs;
   out.num_gpus = base.num_gpus;
 }
@@ -112,7 +112,7 @@ Layout layout_of(const Scenario& s) {
   l.first_stage_layers = p.num_layers_in_first_pipeline_stage;
   l.last_stage_layers = p.num_layers_in_last_pipeline_stage;
   l.vl = p.num_layers_per_virtual_pipeline_stage;
-  l.ep = s.model.num_experts > 0 ? p.expert_model_parallel_size : 1;
+  l.ep = has_moe(s.model) ? p.expert_model_parallel_size : 1;
   l.etp = p.expert_tensor_parallel_size > 0 ? p.expert_tensor_parallel_size : p.tensor_model_parallel_size;
   l.mbs = s.training.micro_batch_size;
   l.recompute = p.recompute_granularity;
@@ -132,9 +132,9 @@ std::string layout_string(const Layout& l, const Scenario& base) {
   if (l.first_stage_layers > 0 || l.last_stage_layers > 0)
     out += fmt::format("(first{},last{})", l.first_stage_layers, l.last_stage_layers);
   if (l.vl > 0) out += fmt::format(" vp{}", layers_per_rank(base, l.pp) / l.vl);
-  if (base.model.num_experts > 0) out += fmt::format(" ep{} etp{}", l.ep, l.etp);
+  if (has_moe(base.model)) out += fmt::format(" ep{} etp{}", l.ep, l.etp);
   out += fmt::format(" dp{} mbs{} {} {}", dp, l.mbs, recompute_name(l.recompute), to_string(l.sharding));
-  if (base.model.num_experts > 0) out += fmt::format(" {}", to_string(l.dispatcher));
+  if (has_moe(base.model)) out += fmt::format(" {}", to_string(l.dispatcher));
   if (l.pp_before_dp) out += " order=tp-cp-ep-pp-dp";
   return out;
 }
@@ -166,7 +166,7 @@ std::vector<std::string> megatron_flags(const Scenario& s) {
       f.push_back(num(p.hierarchical_context_parallel_sizes[1]));
     }
   }
-  if (s.model.num_experts > 0) {
+  if (has_moe(s.model)) {
     add("--expert-model-parallel-size", num(p.expert_model_parallel_size));
     add("--expert-tensor-parallel-size",
         num(p.expert_tensor_parallel_size > 0 ? p.expert_tensor_parallel_size : p.tensor_model_parallel_size));
@@ -217,14 +217,14 @@ std::vector<std::string> layout_differences(const Layout& a, const Layout& b, co
   diff("pipeline split", fmt::format("{}/{}", a.first_stage_layers, a.last_stage_layers),
        fmt::format("{}/{}", b.first_stage_layers, b.last_stage_layers));
   diff("vp", n(a.vl > 0 ? layers_per_rank(base, a.pp) / a.vl : 1), n(b.vl > 0 ? layers_per_rank(base, b.pp) / b.vl : 1));
-  if (base.model.num_experts > 0) {
+  if (has_moe(base.model)) {
     diff("ep", n(a.ep), n(b.ep));
     diff("etp", n(a.etp), n(b.etp));
   }
   diff("mbs", n(a.mbs), n(b.mbs));
   diff("recompute", std::string(to_string(a.recompute)), std::string(to_string(b.recompute)));
   diff("sharding", std::string(to_string(a.sharding)), std::string(to_string(b.sharding)));
-  if (base.model.num_experts > 0) diff("dispatcher", std::string(to_string(a.dispatcher)), std::string(to_string(b.dispatcher)));
+  if (has_moe(base.model)) diff("dispatcher", std::string(to_string(a.dispatcher)), std::string(to_string(b.dispatcher)));
   diff("rank order", rank_order_to_string(sa.parallel.order), rank_order_to_string(sb.parallel.order));
   return out;
 }

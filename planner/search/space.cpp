@@ -77,7 +77,7 @@ struct Knobs {
 // The deeper knobs of a valid mesh `l` (tp, cp, pp and split, ep, etp set).
 MeshSpec mesh_spec(const Scenario& base, const Layout& l, const Knobs& k) {
   const int N = base.num_gpus;
-  const bool moe = base.model.num_experts > 0;
+  const bool moe = has_moe(base.model);
   const int gpn = std::max(1, base.hardware.interconnect.gpus_per_node);
   const int dp = N / (l.tp * l.cp * l.pp);
   const int edp = N / (l.etp * l.ep * l.pp);
@@ -111,7 +111,7 @@ Space enumerate_space(const Scenario& base) {
   // a mesh those knobs cannot make valid counts as one rejected candidate.
   Space space;
   const int N = base.num_gpus;
-  const bool moe = base.model.num_experts > 0;
+  const bool moe = has_moe(base.model);
   Knobs k;
   k.dispatchers = {base.model.moe_token_dispatcher_type};
   if (moe) k.dispatchers = {Dispatcher::kAllToAll, Dispatcher::kAllGather, Dispatcher::kFlex};

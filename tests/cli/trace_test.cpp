@@ -96,5 +96,48 @@ TEST(Trace, PipelineStagesAreProcessesAndStreamsAreThreads) {
   EXPECT_NEAR(end / step, 1.0, 0.05);
 }
 
+// Layer indices, by hand: 4 layers on 2 stages with 2 model chunks each (one layer per
+// virtual stage) put layers 0 and 2 on stage 0, 1 and 3 on stage 1 (chunk j of stage r
+// is virtual stage j*2 + r). With layer 1 dense, stage 1 draws its dense layer 1, then
+// MoE layer 3 forward; the backward runs them last first. Stage-edge and step ops carry
+// no layer.
+TEST(Trace, EventsCarryTheirGlobalLayer) {
+  Scenario s = mixtral(2, 1);
+  s.model.num_layers = 4;
+  s.model.moe_layer_pattern = {1, 0, 1, 1};
+  s.parallel.num_layers_per_virtual_pipeline_stage = 1;
+  s.training.global_batch_size = 8;  // 2 micro-batches per pipeline
+  std::map<std::pair<int, std::string>, std::vector<int>> seen;  // (stage, name) -> layers, micro-batch 0
+  int edge_ops = 0;
+  const auto t = trace_of(s, report::TraceDetail::kOp);
+  for (const auto& ev : t.at("traceEvents")) {
+    if (ev.at("ph") != "X" || ev.at("args").at("micro_batch") != 0) continue;
+    const std::string name = ev.at("name");
+    if (!name.starts_with("L.")) {
+      EXPECT_FALSE(ev.at("args").contains("layer")) << name;
+      ++edge_ops;
+      continue;
+    }
+    seen[{ev.at("pid").get<int>(), name}].push_back(ev.at("args").at("layer").get<int>());
+  }
+  EXPECT_GT(edge_ops, 0);
+  EXPECT_EQ(seen[std::make_pair(0, std::string("L.attn.qkv.fwd"))], (std::vector<int>{0, 2}));
+  EXPECT_EQ(seen[std::make_pair(0, std::string("L.attn.qkv.bwd.wgrad"))], (std::vector<int>{2, 0}));
+  EXPECT_EQ(seen[std::make_pair(1, std::string("L.attn.qkv.fwd"))], (std::vector<int>{1, 3}));
+  EXPECT_EQ(seen[std::make_pair(1, std::string("L.attn.qkv.bwd.dgrad"))], (std::vector<int>{3, 1}));
+  EXPECT_EQ(seen[std::make_pair(1, std::string("L.mlp.fc1.fwd"))], (std::vector<int>{1}));
+  EXPECT_EQ(seen[std::make_pair(1, std::string("L.moe.router.fwd"))], (std::vector<int>{3}));
+  EXPECT_EQ(seen[std::make_pair(0, std::string("L.moe.router.fwd"))], (std::vector<int>{0, 2}));
+
+  std::map<int, std::vector<std::pair<std::string, int>>> layer_events;  // stage -> (name, layer)
+  const auto layer_trace = trace_of(s, report::TraceDetail::kLayer);
+  for (const auto& ev : layer_trace.at("traceEvents"))
+    if (ev.at("ph") == "X" && ev.at("args").at("micro_batch") == 0)
+      layer_events[ev.at("pid").get<int>()].push_back({ev.at("name"), ev.at("args").at("layer").get<int>()});
+  const std::vector<std::pair<std::string, int>> stage1{{"L.dense.fwd", 1}, {"L.moe.fwd", 3}, {"L.moe.recompute", 3},
+                                                        {"L.moe.bwd", 3}, {"L.dense.recompute", 1}, {"L.dense.bwd", 1}};
+  EXPECT_EQ(layer_events[1], stage1);
+}
+
 }  // namespace
 }  // namespace lcm

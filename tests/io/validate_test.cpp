@@ -241,7 +241,7 @@ TEST(Validate, FullRecomputeNeedsLayerCount) {
   s.parallel.recompute_num_layers = 1;
   EXPECT_TRUE(validate_scenario(s).empty());
   s.parallel.recompute_granularity = RecomputeGranularity::kSelective;
-  expect_problem(s, "parallel.recompute_num_layers", "recompute_num_layers applies only to recompute_granularity: full (got selective)");
+  expect_problem(s, "parallel.recompute_num_layers", "recompute_num_layers (1) applies only to recompute_granularity: full");
 }
 
 TEST(Validate, NumGpusMultipleOfNodeOrSmaller) {

@@ -65,7 +65,7 @@ Comm run(const Scenario& s) {
 
 const CommItem* find(const Comm& c, const char* what) {
   for (int i = 0; i < c.num_items; ++i) {
-    if (std::strcmp(c.items[static_cast<size_t>(i)].what, what) == 0) {
+    if (std::strcmp(to_string(c.items[static_cast<size_t>(i)].id), what) == 0) {
       return &c.items[static_cast<size_t>(i)];
     }
   }
@@ -87,13 +87,13 @@ void expect_consistent(const Comm& c) {
   double total = 0;
   for (int i = 0; i < c.num_items; ++i) {
     const CommItem& it = c.items[static_cast<size_t>(i)];
-    EXPECT_GT(it.group_size, 1) << it.what;
-    EXPECT_GT(it.calls, 0.0) << it.what;
+    EXPECT_GT(it.group_size, 1) << to_string(it.id);
+    EXPECT_GT(it.calls, 0.0) << to_string(it.id);
     EXPECT_NEAR(it.sent_bytes, it.calls * bus_factor(it.kind, it.group_size) * it.message_bytes,
                 1e-9 * it.sent_bytes)
-        << it.what;
+        << to_string(it.id);
     for (int j = 0; j < i; ++j) {
-      EXPECT_STRNE(it.what, c.items[static_cast<size_t>(j)].what);
+      EXPECT_NE(it.id, c.items[static_cast<size_t>(j)].id);
     }
     by_dim[static_cast<size_t>(it.dim)] += it.sent_bytes;
     total += it.sent_bytes;

@@ -656,7 +656,7 @@ std::vector<Result> moe_layer_rows(const HardwareSpec& hw) {
     auto sum = [&](const std::vector<Op>& ops) {
       double t = 0;
       for (const Op& op : ops)
-        if (std::string(op.base).rfind("moe.", 0) == 0) t += op_time(op, topo, s.hardware) * op.calls;
+        if (std::string_view(to_string(op.id)).starts_with("moe.")) t += op_time(op, topo, s.hardware) * op.calls;
       return t * 1e3;
     };
     res.pred2 = sum(sched.moe.fwd);

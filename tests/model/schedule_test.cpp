@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -114,7 +115,7 @@ TEST(Schedule, Fp8GemmsCarryTheirCasts) {
   };
   {
     const Built bf16 = build(s);
-    for (const Op& o : bf16.sched.moe.fwd) EXPECT_EQ(std::string(o.base).find("fp8cast"), std::string::npos) << o.base;
+    for (const Op& o : bf16.sched.moe.fwd) EXPECT_EQ(std::string(to_string(o.id)).find("fp8cast"), std::string::npos) << to_string(o.id);
   }
   s.training.precision = Precision::kFp8;
   const Built b = build(s);
@@ -124,18 +125,18 @@ TEST(Schedule, Fp8GemmsCarryTheirCasts) {
   const Op* qkv_f = find(b.sched.moe.fwd, "L.attn.qkv.fp8cast.fwd");
   const Op* qkv_b = find(b.sched.moe.bwd, "L.attn.qkv.fp8cast.bwd");
   ASSERT_TRUE(proj_f && proj_b && qkv_f && qkv_b);
-  EXPECT_DOUBLE_EQ(proj_f->bytes, 4 * T * proj_k);
-  EXPECT_DOUBLE_EQ(proj_b->bytes, 4 * T * h);
-  EXPECT_DOUBLE_EQ(qkv_f->bytes, 0);
-  EXPECT_DOUBLE_EQ(qkv_b->bytes, 4 * T * qkv_n);
+  EXPECT_DOUBLE_EQ(proj_f->mem.bytes, 4 * T * proj_k);
+  EXPECT_DOUBLE_EQ(proj_b->mem.bytes, 4 * T * h);
+  EXPECT_DOUBLE_EQ(qkv_f->mem.bytes, 0);
+  EXPECT_DOUBLE_EQ(qkv_b->mem.bytes, 4 * T * qkv_n);
   // Experts: both FC1 (permuted bf16 tokens) and FC2 inputs are cast.
   const Op* e1 = find(b.sched.moe.fwd, "L.moe.experts.fc1.fp8cast.fwd");
   ASSERT_TRUE(e1);
-  EXPECT_DOUBLE_EQ(e1->bytes, 4 * 8192.0 * h);
+  EXPECT_DOUBLE_EQ(e1->mem.bytes, 4 * 8192.0 * h);
   // The casts come right before their GEMM.
   for (size_t i = 0; i + 1 < b.sched.moe.fwd.size(); ++i)
-    if (std::string(b.sched.moe.fwd[i].base).ends_with(".fp8cast"))
-      EXPECT_EQ(std::string(b.sched.moe.fwd[i].base), std::string(b.sched.moe.fwd[i + 1].base) + ".fp8cast");
+    if (std::string(to_string(b.sched.moe.fwd[i].id)).ends_with(".fp8cast"))
+      EXPECT_EQ(std::string(to_string(b.sched.moe.fwd[i].id)), std::string(to_string(b.sched.moe.fwd[i + 1].id)) + ".fp8cast");
 }
 
 TEST(Schedule, StableNamesAndShapes) {
@@ -189,17 +190,15 @@ struct ItemSum {
   double calls = 0, sent = 0;
 };
 
-bool is_comm(const Op& o) { return o.kind == OpKind::kCollective || o.kind == OpKind::kSendRecv; }
-
-std::map<std::string, ItemSum> schedule_items(const Schedule& sc, int stage) {
-  std::map<std::string, ItemSum> out;
+std::map<CommItemId, ItemSum> schedule_items(const Schedule& sc, int stage) {
+  std::map<CommItemId, ItemSum> out;
   auto add = [&](const std::vector<Op>& ops, double times, const char* prefix) {
     for (const Op& o : ops) {
       if (!is_comm(o)) {
-        EXPECT_EQ(o.item, nullptr) << op_name(o, prefix);
+        EXPECT_EQ(o.item, CommItemId::kNone) << op_name(o, prefix);
         continue;
       }
-      if (o.item == nullptr) {
+      if (o.item == CommItemId::kNone) {
         // Only receives (the neighbour's send) and the cross-entropy all-reduce are
         // deliberately outside Comm (communication-model.md §5, §8).
         const std::string n = op_name(o, prefix);
@@ -239,19 +238,19 @@ void expect_fold_matches(const Scenario& s, int min_items) {
   SCOPED_TRACE(s.name);
   const Built b = build(s);
   const Comm c = estimate_comm(s, b.mesh, b.layers);
-  const std::map<std::string, ItemSum> sum = schedule_items(b.sched, c.stage);
+  const std::map<CommItemId, ItemSum> sum = schedule_items(b.sched, c.stage);
   EXPECT_GE(c.num_items, min_items);
   EXPECT_EQ(sum.size(), static_cast<size_t>(c.num_items));
   double total = 0;
   for (int i = 0; i < c.num_items; ++i) {
     const CommItem& it = c.items[static_cast<size_t>(i)];
-    const auto f = sum.find(it.what);
-    ASSERT_NE(f, sum.end()) << it.what;
-    EXPECT_EQ(f->second.dim, it.dim) << it.what;
-    EXPECT_EQ(f->second.kind, it.kind) << it.what;
-    EXPECT_EQ(f->second.group, it.group_size) << it.what;
-    EXPECT_NEAR(f->second.calls, it.calls, 1e-12 * it.calls) << it.what;
-    EXPECT_NEAR(f->second.sent, it.sent_bytes, 1e-12 * it.sent_bytes) << it.what;
+    const auto f = sum.find(it.id);
+    ASSERT_NE(f, sum.end()) << to_string(it.id);
+    EXPECT_EQ(f->second.dim, it.dim) << to_string(it.id);
+    EXPECT_EQ(f->second.kind, it.kind) << to_string(it.id);
+    EXPECT_EQ(f->second.group, it.group_size) << to_string(it.id);
+    EXPECT_NEAR(f->second.calls, it.calls, 1e-12 * it.calls) << to_string(it.id);
+    EXPECT_NEAR(f->second.sent, it.sent_bytes, 1e-12 * it.sent_bytes) << to_string(it.id);
     total += f->second.sent;
   }
   EXPECT_NEAR(total, c.total_sent_bytes, 1e-12 * c.total_sent_bytes);
@@ -401,7 +400,7 @@ TEST(ScheduleComm, CollectivesSitInTheirPasses) {
   };
   auto item_of = [&](const char* n) {
     const auto it = ops.find(n);
-    return it == ops.end() ? std::string("(none)") : std::string(it->second->item ? it->second->item : "(null)");
+    return it == ops.end() ? std::string("(none)") : std::string(it->second->item != CommItemId::kNone ? to_string(it->second->item) : "(null)");
   };
   index(b.sched.dense);
   EXPECT_EQ(item_of("L.attn.tp.allreduce.fwd"), "tp.allreduce");
@@ -445,6 +444,55 @@ TEST(ScheduleComm, CollectivesSitInTheirPasses) {
   EXPECT_TRUE(head.count("logits.tp.copy.bwd"));
   EXPECT_TRUE(head.count("loss.tp.allreduce.fwd"));
   EXPECT_FALSE(head.count("loss.tp.allreduce.bwd"));
+}
+
+// Every op of a schedule is typed: its full name reads back (parse_op_name) as the same
+// id, pass and part, and each name is one of the table's. Covers MLA, MoE with shared
+// experts, MTP, CP a2a, PP sends, FSDP step ops and FP8 casts.
+void expect_names_parse_back(const Scenario& s) {
+  SCOPED_TRACE(s.name);
+  const Built b = build(s);
+  int checked = 0;
+  auto check = [&](const std::vector<Op>& ops, const char* prefix) {
+    for (const Op& o : ops) {
+      ASSERT_NE(o.id, OpId::kNone);
+      const std::string name = op_name(o, prefix);
+      const std::optional<OpName> n = parse_op_name(name);
+      ASSERT_TRUE(n.has_value()) << name;
+      EXPECT_EQ(n->id, o.id) << name;
+      EXPECT_EQ(n->pass, o.pass) << name;
+      EXPECT_EQ(n->part, o.part) << name;
+      EXPECT_STREQ(n->prefix, prefix) << name;
+      EXPECT_EQ(op_name(n->id, n->pass, n->part, n->prefix), name);
+      ++checked;
+    }
+  };
+  for (const LayerOps* l : {&b.sched.dense, &b.sched.moe})
+    for (const auto* v : {&l->fwd, &l->recompute, &l->bwd}) check(*v, kLayerPrefix);
+  for (const auto* v : {&b.sched.mtp.fwd, &b.sched.mtp.recompute, &b.sched.mtp.bwd}) check(*v, kMtpPrefix);
+  for (const StageSchedule& st : b.sched.stages)
+    for (const auto* v : {&st.pre_fwd, &st.post_fwd, &st.post_bwd, &st.pre_bwd, &st.step}) check(*v, "");
+  EXPECT_GT(checked, 100);
+}
+
+TEST(ScheduleNames, EveryOpParsesBackToItsId) {
+  Scenario s = base(deepseek_like(), 32);
+  s.name = "mla moe mtp fsdp";
+  s.training.global_batch_size = 8;
+  s.parallel.tensor_model_parallel_size = 2;
+  s.parallel.sequence_parallel = true;
+  s.parallel.context_parallel_size = 2;
+  s.parallel.cp_comm_type = CpCommType::kA2A;
+  s.parallel.pipeline_model_parallel_size = 2;
+  s.parallel.expert_model_parallel_size = 4;
+  s.parallel.expert_tensor_parallel_size = 1;
+  s.parallel.data_parallel_sharding_strategy = DpSharding::kOptimGradsParams;
+  s.parallel.recompute_granularity = RecomputeGranularity::kSelective;
+  s.parallel.recompute_modules = kRecomputeCoreAttn | kRecomputeMlaUpProj | kRecomputeMoe;
+  expect_names_parse_back(s);
+  s.name = "mla moe mtp fp8";
+  s.training.precision = Precision::kFp8;
+  expect_names_parse_back(s);
 }
 
 }  // namespace

@@ -81,10 +81,9 @@ constexpr double kHbm = 3.35e12 * 0.85;
 
 Op mem(double seconds, Pass pass) {
   Op o;
-  o.base = "synthetic";
   o.kind = OpKind::kMemoryBound;
   o.pass = pass;
-  o.bytes = seconds * kHbm;
+  o.mem.bytes = seconds * kHbm;
   return o;
 }
 
@@ -143,7 +142,7 @@ TEST(StepTime, InterleavedBubbleShrinksByVp) {
 // ring 1.5 ms all of it hides; with a ring of 3 ms, 1 ms is exposed.
 Op attention_op(double seconds) {
   Op a;
-  a.base = "attn.core";
+  a.id = OpId::kAttnCore;
   a.kind = OpKind::kAttention;
   a.attn.seq_kv = 3584;
   a.attn.work_fraction = 1.0;
@@ -156,7 +155,7 @@ Op attention_op(double seconds) {
 // = alpha + (S + half)/peak, so S = (t - alpha)·peak - half.
 Op ring_op(double seconds) {
   Op r;
-  r.base = "attn.cp.kv.p2p";
+  r.id = OpId::kAttnCpKvP2p;
   r.kind = OpKind::kSendRecv;
   r.overlappable = true;
   r.coll = CollectiveShape{Collective::kSendRecv, CommDim::kCp, 2, 0};

@@ -51,7 +51,7 @@ MeasuredOp attention(int64_t s, int64_t d, bool bwd) {
 MeasuredOp copy(double bytes) {
   MeasuredOp p;
   p.op.kind = OpKind::kMemoryBound;
-  p.op.bytes = bytes;
+  p.op.mem.bytes = bytes;
   p.name = "copy";
   return p;
 }
@@ -167,7 +167,7 @@ TEST(Calibrate, ReadsExecSummary) {
   EXPECT_DOUBLE_EQ(p[3].op.coll.message_bytes, 1048576);
   EXPECT_EQ(p[3].topo.nodes, 2);  // ranks 0 and 1 on different hosts
   EXPECT_EQ(p[3].topo.per_node, 1);
-  EXPECT_DOUBLE_EQ(p[4].op.bytes, 2.0 * 1048576);  // a copy reads and writes
+  EXPECT_DOUBLE_EQ(p[4].op.mem.bytes, 2.0 * 1048576);  // a copy reads and writes
   EXPECT_EQ(p[5].op.gemm.groups, 8);
   EXPECT_EQ(p[5].name, "L.moe.experts.fc1.fwd");
   ASSERT_EQ(skipped.size(), 3u);

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -19,24 +20,43 @@
 #include "kernels/moe_kernels.cuh"
 #include "kernels/moe_pattern.hpp"
 #include "lcm/executor/pattern.hpp"
+#include "lcm/model/ops.hpp"
 
 namespace lcm::exec {
 
 namespace {
 
-constexpr const char* kPhaseNames[kMoePhases] = {
-    "L.moe.router.fwd",          "L.moe.topk.fwd",
-    "L.moe.permute.fwd",         "L.moe.dispatch.counts.fwd",
-    "L.moe.dispatch.a2a.fwd",    "L.moe.experts.fc1.fwd",
-    "L.moe.experts.act.fwd",     "L.moe.experts.fc2.fwd",
-    "L.moe.combine.a2a.fwd",     "L.moe.unpermute.fwd",
-    "L.moe.unpermute.bwd",       "L.moe.combine.a2a.bwd",
-    "L.moe.experts.fc2.bwd.dgrad", "L.moe.experts.fc2.bwd.wgrad",
-    "L.moe.experts.act.bwd",     "L.moe.experts.fc1.bwd.dgrad",
-    "L.moe.experts.fc1.bwd.wgrad", "L.moe.dispatch.a2a.bwd",
-    "L.moe.permute.bwd",         "L.moe.topk.bwd",
-    "L.moe.router.bwd.dgrad",    "L.moe.router.bwd.wgrad",
+// Each phase is a schedule op (ops.hpp); its name comes from the model's one name table.
+struct PhaseOp {
+  OpId id;
+  Pass pass;
+  GemmPart part = GemmPart::kNone;
 };
+constexpr PhaseOp kPhaseOps[kMoePhases] = {
+    {OpId::kMoeRouter, Pass::kFwd},
+    {OpId::kMoeTopk, Pass::kFwd},
+    {OpId::kMoePermute, Pass::kFwd},
+    {OpId::kMoeDispatchCounts, Pass::kFwd},
+    {OpId::kMoeDispatchA2A, Pass::kFwd},
+    {OpId::kMoeExpertsFc1, Pass::kFwd},
+    {OpId::kMoeExpertsAct, Pass::kFwd},
+    {OpId::kMoeExpertsFc2, Pass::kFwd},
+    {OpId::kMoeCombineA2A, Pass::kFwd},
+    {OpId::kMoeUnpermute, Pass::kFwd},
+    {OpId::kMoeUnpermute, Pass::kBwd},
+    {OpId::kMoeCombineA2A, Pass::kBwd},
+    {OpId::kMoeExpertsFc2, Pass::kBwd, GemmPart::kDgrad},
+    {OpId::kMoeExpertsFc2, Pass::kBwd, GemmPart::kWgrad},
+    {OpId::kMoeExpertsAct, Pass::kBwd},
+    {OpId::kMoeExpertsFc1, Pass::kBwd, GemmPart::kDgrad},
+    {OpId::kMoeExpertsFc1, Pass::kBwd, GemmPart::kWgrad},
+    {OpId::kMoeDispatchA2A, Pass::kBwd},
+    {OpId::kMoePermute, Pass::kBwd},
+    {OpId::kMoeTopk, Pass::kBwd},
+    {OpId::kMoeRouter, Pass::kBwd, GemmPart::kDgrad},
+    {OpId::kMoeRouter, Pass::kBwd, GemmPart::kWgrad},
+};
+
 
 float bf16_round(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 float input_value(uint64_t seed, uint64_t i, float scale) { return bf16_round(pattern::uniform_pm1(seed, i) * scale); }
@@ -83,7 +103,15 @@ Tolerance moe_tolerance(double factor, double abs, double rel_l2_limit) {
 
 }  // namespace
 
-const char* op_name(MoePhase p) { return kPhaseNames[static_cast<int>(p)]; }
+const char* op_name(MoePhase p) {
+  static const std::array<std::string, kMoePhases> names = [] {
+    std::array<std::string, kMoePhases> n;
+    for (size_t i = 0; i < n.size(); ++i)
+      n[i] = lcm::op_name(kPhaseOps[i].id, kPhaseOps[i].pass, kPhaseOps[i].part, kLayerPrefix);
+    return n;
+  }();
+  return names[static_cast<size_t>(p)].c_str();
+}
 bool is_comm(MoePhase p) {
   return p == MoePhase::kDispatchCounts || p == MoePhase::kDispatch || p == MoePhase::kCombine ||
          p == MoePhase::kCombineBwd || p == MoePhase::kDispatchBwd;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "lcm/model/schedule.hpp"
+#include "lcm/model/ops.hpp"
 #include "lcm/model/specs.hpp"
 #include "lcm/model/timing.hpp"
 
@@ -36,7 +36,7 @@ struct MeasuredOp {
   std::string name;    // the op's name (schedule name such as "L.attn.core.fwd", or bench.*)
   std::string key;     // unique key of the point in its results (e.g. "gemm/bf16/4096x6144x4096")
   std::string source;  // file it was read from
-  Op op;               // kind, pass, dtype and shape (op.base is unused: "")
+  Op op;               // kind, pass, dtype and shape (op.id is kNone)
   GroupTopology topo;  // collectives: the group's ranks, nodes, ranks per node
   double measured_s = 0;  // median time of one call
   double spread = 0;      // (p90 - p10) / median of the repetitions, 0 when unknown

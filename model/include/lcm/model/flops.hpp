@@ -8,7 +8,7 @@
 #pragma once
 
 #include "lcm/model/mesh.hpp"
-#include "lcm/model/schedule.hpp"
+#include "lcm/model/ops.hpp"
 #include "lcm/model/specs.hpp"
 
 namespace lcm {

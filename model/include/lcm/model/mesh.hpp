@@ -69,6 +69,10 @@ struct StageLayers {
 
 // Layers per pipeline rank, honouring uneven first/last stages and the MoE pattern.
 std::vector<StageLayers> stage_layers(const Scenario& s, const Mesh& m);
+// The global 0-based indices of the transformer layers each pipeline rank runs (index =
+// rank), in the order it runs them: chunk by chunk with interleaving, each chunk in model
+// order. The same split as stage_layers.
+std::vector<std::vector<int>> stage_layer_indices(const Scenario& s, const Mesh& m);
 
 // The shard sizes of a mesh: a part of several cache keys (cache_key.hpp).
 struct ShardKey {

@@ -5,15 +5,16 @@
 // forward, backward and recompute, plus the once-per-step ops (gradient reduction,
 // parameter gather, optimizer). Identical layers share one op list with a repeat count.
 //
-// Op names are stable strings: prefix + base + pass suffix, built by op_name(). Per-layer
-// ops carry the prefix "L." ("L.attn.qkv.fwd", "L.moe.dispatch.a2a.fwd",
-// "L.mlp.fc1.bwd.wgrad"), MTP blocks "MTP."; the executor and predicted traces use
-// exactly these names, so predicted and measured times line up by name. The backward of a
-// forward op keeps its name (".bwd"): "L.attn.sp.allgather.bwd" is that all-gather's
-// conjugate reduce-scatter. docs/op-schedule.md lists them all.
+// Ops are typed (ops.hpp): an OpId, a pass and a shape. Their stable names are prefix +
+// base + pass suffix, built by op_name() from the one name table. Per-layer ops carry the
+// prefix "L." ("L.attn.qkv.fwd", "L.moe.dispatch.a2a.fwd", "L.mlp.fc1.bwd.wgrad"), MTP
+// blocks "MTP."; the executor and predicted traces use exactly these names, so predicted
+// and measured times line up. The backward of a forward op keeps its id (".bwd"):
+// "L.attn.sp.allgather.bwd" is that all-gather's conjugate reduce-scatter.
+// docs/op-schedule.md lists them all.
 //
 // The schedule is the one home of communication volumes: every collective and send/recv
-// carries its group, kind, message size, calls and the Comm item it counts in, and
+// carries its group, kind, message size, calls and the Comm item (CommItemId) it counts in, and
 // estimate_comm (comm.hpp) is their sum over the busiest stage, from the same generator.
 #pragma once
 
@@ -21,99 +22,12 @@
 #include <string>
 #include <vector>
 
-#include "lcm/model/comm.hpp"
 #include "lcm/model/mesh.hpp"
+#include "lcm/model/ops.hpp"
 #include "lcm/model/params.hpp"
 #include "lcm/model/specs.hpp"
 
 namespace lcm {
-
-enum class OpKind : uint8_t {
-  kGemm,         // C[m x n] = A[m x k] · B[k x n]; `groups` > 1: grouped GEMM (experts)
-  kAttention,    // fused attention core (QKᵀ, softmax, PV) forward or backward
-  kMemoryBound,  // norms, activations, router top-k, permutation, optimizer: `bytes` moved
-  kCollective,   // NCCL collective on a parallel group
-  kSendRecv,     // pipeline point-to-point
-};
-
-enum class Pass : uint8_t { kFwd, kBwd, kRecompute, kStep };
-// Backward GEMMs come in two: input gradient (dgrad) and weight gradient (wgrad).
-enum class GemmPart : uint8_t { kNone, kDgrad, kWgrad };
-
-// Where an op runs: compute, or the communication stream of one parallel dimension.
-enum class Stream : uint8_t { kCompute, kTp, kCp, kEp, kDp, kPp };
-inline constexpr int kNumStreams = 6;
-
-struct GemmShape {
-  int64_t m = 0, n = 0, k = 0;
-  int groups = 1;  // grouped GEMM: `groups` GEMMs of m/groups x n x k (balanced)
-  // The groups split k instead of m: the weight gradient of a grouped GEMM, where each
-  // expert's dW = A_e^T dC_e reduces over that expert's tokens (groups GEMMs of m x n x k/groups).
-  bool split_k = false;
-  bool operator==(const GemmShape&) const = default;
-};
-
-// The backward GEMMs of a forward C[m x n] = A[m x k] B[k x n]: the input gradient
-// dA[m x k] = dC[m x n] B^T and the weight gradient dB[k x n] = A^T dC (same groups).
-inline GemmShape dgrad_shape(const GemmShape& g) { return GemmShape{g.m, g.k, g.n, g.groups, false}; }
-inline GemmShape wgrad_shape(const GemmShape& g) { return GemmShape{g.k, g.n, g.m, g.groups, g.groups > 1}; }
-
-struct AttentionShape {
-  int64_t batch = 0;
-  int64_t seq_q = 0;       // query tokens on this rank
-  int64_t seq_kv = 0;      // key/value tokens attended to (whole sequence under CP)
-  int64_t heads_q = 0;     // on this rank (after TP)
-  int64_t heads_kv = 0;
-  int64_t head_dim_qk = 0;
-  int64_t head_dim_v = 0;
-  bool causal = true;
-  double work_fraction = 1.0;  // fraction of the seq_q x seq_kv score matrix computed
-  bool operator==(const AttentionShape&) const = default;
-};
-
-// The group of a collective within its dimension: the dimension's own group, or, on dim
-// ep, the expert-TP group (ETP all-gather / reduce-scatter of the alltoall dispatcher) or
-// the expert TPxEP group (allgather and flex dispatchers; the EP group when etp = 1).
-enum class CommGroup : uint8_t { kDim, kExpertTp, kExpertTpEp };
-
-struct CollectiveShape {
-  Collective kind = Collective::kAllReduce;
-  CommDim dim = CommDim::kTp;
-  int group_size = 1;
-  double message_bytes = 0;  // nccl-tests size S of one call
-  CommGroup group = CommGroup::kDim;
-  bool operator==(const CollectiveShape&) const = default;
-};
-
-struct Op {
-  const char* base = "";  // e.g. "attn.qkv"; see op_name()
-  OpKind kind = OpKind::kGemm;
-  Pass pass = Pass::kFwd;
-  GemmPart part = GemmPart::kNone;
-  Stream stream = Stream::kCompute;
-  DType dtype = DType::kBf16;
-  GemmShape gemm;
-  AttentionShape attn;
-  CollectiveShape coll;
-  double bytes = 0;     // memory-bound ops: bytes read + written
-  double flops = 0;     // executed FLOPs (attention backward includes its recomputation of P)
-  double model_flops = 0;  // FLOPs counted by the model-FLOP convention (0 for recompute)
-  int calls = 1;              // back-to-back repetitions inside one micro-batch (CP ring steps,
-                              // pipeline sends of the stage's vp chunks); step ops: per step
-                              // (Megatron-FSDP reduce-scatters every micro-batch: calls = m)
-  bool overlappable = false;  // communication that can run under compute of the same pass
-  // Communication ops: the estimate_comm item (comm.hpp, comm_item::*) this op's bytes are
-  // counted in. nullptr for compute ops and for the communication Comm leaves out:
-  // pipeline receives (the neighbour's send) and the vocab-parallel cross-entropy
-  // all-reduce (docs/communication-model.md §8). An op's backward counterpart may count in
-  // another item (an SP all-gather's backward is a reduce-scatter).
-  const char* item = nullptr;
-  bool operator==(const Op&) const = default;
-};
-
-// Full stable name: prefix + base + suffix (".fwd", ".recompute", ".bwd", ".bwd.dgrad",
-// ".bwd.wgrad"; step ops have none), e.g. op_name(op, "L.") == "L.attn.qkv.bwd.wgrad".
-std::string op_name(const Op& op, const char* prefix);
 
 // The ops of one kind of transformer layer for one micro-batch. Every layer of a kind has
 // the same shapes, so the schedule holds one list per kind and the stages say how many

@@ -272,6 +272,9 @@ struct FlopConvention {
   bool operator==(const FlopConvention&) const = default;
 };
 
+// The one test for a mixture-of-experts model (num_experts == 0: dense).
+inline bool has_moe(const ModelSpec& m) { return m.num_experts > 0; }
+
 struct Scenario {
   std::string name;
   ModelSpec model;

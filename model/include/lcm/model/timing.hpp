@@ -14,9 +14,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "lcm/model/comm.hpp"
 #include "lcm/model/mesh.hpp"
-#include "lcm/model/schedule.hpp"
+#include "lcm/model/ops.hpp"
 #include "lcm/model/specs.hpp"
 
 namespace lcm {
