@@ -11,9 +11,9 @@
 
 #include <fmt/format.h>
 
-#include "common.hpp"
 #include "lcm/model/routing.hpp"
-#include "lcm/planner/capacity_report.hpp"
+#include "lcm/planner/cli/common.hpp"
+#include "lcm/planner/report/capacity_report.hpp"
 
 namespace lcm::cli {
 

@@ -6,9 +6,9 @@
 #include <iostream>
 #include <sstream>
 
-#include "common.hpp"
 #include "lcm/model/io/megatron_import.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
+#include "lcm/planner/cli/common.hpp"
 
 namespace lcm::cli {
 

@@ -3,9 +3,9 @@
 
 #include <iostream>
 
-#include "common.hpp"
 #include "lcm/model/scaling.hpp"
-#include "lcm/planner/scaling_report.hpp"
+#include "lcm/planner/cli/common.hpp"
+#include "lcm/planner/report/scaling_report.hpp"
 
 namespace lcm::cli {
 

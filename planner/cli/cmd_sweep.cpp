@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "common.hpp"
-#include "lcm/planner/plan_report.hpp"
+#include "lcm/planner/cli/common.hpp"
+#include "lcm/planner/report/plan_report.hpp"
 #include "plan_common.hpp"
 
 namespace lcm::cli {

@@ -3,10 +3,10 @@
 
 #include <iostream>
 
-#include "common.hpp"
 #include "lcm/model/estimate.hpp"
 #include "lcm/model/schedule.hpp"
-#include "lcm/planner/trace.hpp"
+#include "lcm/planner/cli/common.hpp"
+#include "lcm/planner/report/trace.hpp"
 
 namespace lcm::cli {
 

@@ -1,5 +1,5 @@
 // Shared CLI plumbing.
-#include "common.hpp"
+#include "lcm/planner/cli/common.hpp"
 
 #include <cstdio>
 #include <filesystem>

@@ -39,7 +39,7 @@
 #include "lcm/model/schedule.hpp"
 #include "lcm/model/step_time.hpp"
 #include "lcm/model/timing.hpp"
-#include "lcm/planner/plan.hpp"
+#include "lcm/planner/search/plan.hpp"
 
 namespace lcm::plan {
 
