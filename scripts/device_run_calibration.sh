@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on the 2 x H200 device machine (nvidia-h200-x2): build lcm-exec, then measure
-# the calibration inputs whose timing the stream gate changed (executor/src/hold.cuh):
+# the calibration inputs whose timing the stream gate changed (executor/src/infra/hold.cuh):
 # every collective on tp=2 from 64 KiB to 1 GiB and device copies from 1 MiB to 4 GiB,
 # plus torch.distributed's bus bandwidth on the same sizes >= 64 MiB (the gate must not
 # move large messages). Leaves in $OUT: device_log.txt, the summary.json of each run and

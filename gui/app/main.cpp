@@ -3,29 +3,57 @@
 // --screenshot renders every tab to DIR/<tab>.png (offscreen where QT_QPA_PLATFORM says so)
 // and exits. Exit codes as lcm: 0 ok, 1 failure, 2 bad input.
 #include <iostream>
+#include <string>
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QCoreApplication>
 #include <QFileInfo>
 
 #include "lcm/gui/main_window.hpp"
 #include "lcm/gui/scenario_panel.hpp"
 #include "lcm/gui/session.hpp"
 
-int main(int argc, char** argv) {
-  QApplication app(argc, argv);
-  QApplication::setApplicationName("lcm-gui");
-  QApplication::setApplicationVersion("0.1.0");
-  QCommandLineParser cli;
+namespace {
+
+void add_options(QCommandLineParser& cli) {
   cli.setApplicationDescription("lcm-gui: long-context MoE training planner");
   cli.addHelpOption();
   cli.addVersionOption();
   cli.addPositionalArgument("scenario", "Scenario YAML to open (default: scenarios/default.yaml)");
-  QCommandLineOption shot("screenshot", "Render every tab to DIR/<tab>.png and exit.", "DIR");
-  QCommandLineOption size("size", "Window size WxH (default 1600x1000).", "WxH", "1600x1000");
-  cli.addOption(shot);
-  cli.addOption(size);
+  cli.addOption(QCommandLineOption(QStringLiteral("screenshot"), QStringLiteral("Render every tab to DIR/<tab>.png and exit."),
+                                   QStringLiteral("DIR")));
+  cli.addOption(QCommandLineOption(QStringLiteral("size"), QStringLiteral("Window size WxH (default 1600x1000)."),
+                                   QStringLiteral("WxH"), QStringLiteral("1600x1000")));
+}
+
+int print_help_or_version(QCoreApplication& core) {
+  QCoreApplication::setApplicationName("lcm-gui");
+  QCoreApplication::setApplicationVersion("0.1.0");
+  QCommandLineParser cli;
+  add_options(cli);
+  cli.process(core);  // prints the help or the version and exits 0
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // --help and --version without a display (QApplication aborts when it cannot open one):
+  // they are answered by a QCoreApplication before any window system is touched.
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a != "-h" && a != "--help" && a != "--help-all" && a != "-?" && a != "-v" && a != "--version") continue;
+    QCoreApplication core(argc, argv);
+    return print_help_or_version(core);
+  }
+  QApplication app(argc, argv);
+  QApplication::setApplicationName("lcm-gui");
+  QApplication::setApplicationVersion("0.1.0");
+  QCommandLineParser cli;
+  add_options(cli);
   cli.process(app);
+  const QString shot = QStringLiteral("screenshot"), size = QStringLiteral("size");
 
   const QStringList wh = cli.value(size).split('x');
   bool ok_w = false, ok_h = false;

@@ -14,9 +14,9 @@
 
 #include "lcm/gui/chart_export.hpp"
 #include "lcm/gui/plot.hpp"
+#include "lcm/model/io/data_dir.hpp"
 #include "lcm/planner/cli/common.hpp"
 #include "lcm/planner/cli/registry.hpp"
-#include "lcm/planner/report/capacity_report.hpp"
 
 namespace lcm::gui {
 
@@ -31,7 +31,7 @@ struct PlotArgs {
   std::string cf;
   std::string skew;
   std::string loads;
-  std::string results = LCM_SOURCE_DIR "/validation/measured/h200";
+  std::string results = io::find_data("validation/measured/h200").value_or("validation/measured/h200").string();
   int width = 1200;
   int height = 700;
 };
@@ -62,20 +62,14 @@ bool build_inputs(const PlotArgs& a, gui::PlotInputs& in) {
     in.zipf_s = s;
   }
   if (!a.loads.empty()) {
-    std::ifstream f(a.loads, std::ios::binary);
-    std::ostringstream text;
-    text << f.rdbuf();
-    if (!f) {
-      std::cerr << "lcm: " << a.loads << ": cannot read the loads file\n";
-      return false;
-    }
-    auto r = report::parse_expert_loads(text.str(), a.loads);
-    if (!r) {
-      std::cerr << "lcm: " << r.error().str() << "\n";
+    std::string err;
+    auto loads = cli::read_expert_loads(a.loads, &err);
+    if (!loads) {
+      std::cerr << "lcm: " << err << "\n";
       return false;
     }
     in.routing = RoutingKind::kMeasured;
-    in.loads = std::move(r).value();
+    in.loads = std::move(*loads);
   }
   in.results_dir = QString::fromStdString(a.results);
   return true;

@@ -16,6 +16,7 @@
 #include <QVBoxLayout>
 
 #include "lcm/gui/chart_panel.hpp"
+#include "lcm/model/io/data_dir.hpp"
 #include "lcm/gui/session.hpp"
 #include "lcm/gui/validation_data.hpp"
 
@@ -23,8 +24,9 @@ namespace lcm::gui {
 
 // The inputs of the committed H200 calibration (a list, "@FILE", read_measurements).
 QString default_results_dir() {
-  const QFileInfo list(QStringLiteral(LCM_SOURCE_DIR "/validation/measured/h200/calibration_inputs.txt"));
-  return list.exists() ? "@" + list.absoluteFilePath() : QString();
+  // In the data directories (installed share/lcm, $LCM_DATA_DIR, or the source tree).
+  const auto list = io::find_data("validation/measured/h200/calibration_inputs.txt");
+  return list ? "@" + QFileInfo(QString::fromStdString(list->string())).absoluteFilePath() : QString();
 }
 
 ValidationModel::ValidationModel(QObject* parent) : QAbstractTableModel(parent) {}

@@ -13,12 +13,10 @@
 
 #include <fmt/format.h>
 
+#include "lcm/model/io/data_dir.hpp"
+#include "lcm/model/io/input_file.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
 #include "yaml_read.hpp"
-
-#ifndef LCM_SOURCE_DIR
-#define LCM_SOURCE_DIR ""
-#endif
 
 namespace lcm::io {
 
@@ -26,6 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
+constexpr double kMinEfficiency = 0.01;
 constexpr double kTera = 1e12, kGiga = 1e9, kGiB = 1024.0 * 1024 * 1024, kMiB = 1024.0 * 1024, kMicro = 1e-6;
 
 struct Key {
@@ -42,7 +41,9 @@ Key real_key(std::string_view name, double scale, double min, bool exclusive, do
           [=](const YAML::Node& n, HardwareSpec& h) -> std::string {
             auto r = read_double(n, min, exclusive);
             if (failed(r)) return why(r);
-            if (std::get<0>(r) > max) return fmt::format("expected a number <= {}, got {}", max, n.Scalar());
+            if (std::get<0>(r) > max)
+              return fmt::format("expected a number <= {:g} (lcm's physical bound, docs/hardware-profiles.md), got {}", max,
+                                 n.Scalar());
             acc(h) = std::get<0>(r) * scale;
             return {};
           },
@@ -66,8 +67,6 @@ Key int_key(std::string_view name, std::function<int&(HardwareSpec&)> acc) {
           }};
 }
 
-const double kInf = std::numeric_limits<double>::infinity();
-
 std::vector<Key> top_keys() {
   return {
       {"name",
@@ -78,27 +77,28 @@ std::vector<Key> top_keys() {
          return {};
        },
        [](const HardwareSpec& h) { return h.name; }},
-      real_key("peak_bf16_dense_TFLOPs", kTera, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.gpu.peak_bf16_flops; }),
-      real_key("peak_fp8_dense_TFLOPs", kTera, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.gpu.peak_fp8_flops; }),
-      real_key("hbm_capacity_GiB", kGiB, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.gpu.hbm_bytes; }),
-      real_key("hbm_capacity_GB", kGiga, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.gpu.hbm_bytes; }),
-      real_key("hbm_capacity_MiB", kMiB, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.gpu.hbm_bytes; }),
-      real_key("hbm_bw_GBps", kGiga, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.gpu.hbm_bw; }),
+      real_key("peak_bf16_dense_TFLOPs", kTera, 0, true, 1e5, [](HardwareSpec& h) -> double& { return h.gpu.peak_bf16_flops; }),
+      real_key("peak_fp8_dense_TFLOPs", kTera, 0, true, 1e5, [](HardwareSpec& h) -> double& { return h.gpu.peak_fp8_flops; }),
+      real_key("hbm_capacity_GiB", kGiB, 0, true, 65536, [](HardwareSpec& h) -> double& { return h.gpu.hbm_bytes; }),
+      real_key("hbm_capacity_GB", kGiga, 0, true, 70368, [](HardwareSpec& h) -> double& { return h.gpu.hbm_bytes; }),
+      real_key("hbm_capacity_MiB", kMiB, 0, true, 67108864, [](HardwareSpec& h) -> double& { return h.gpu.hbm_bytes; }),
+      real_key("hbm_bw_GBps", kGiga, 0, true, 1e6, [](HardwareSpec& h) -> double& { return h.gpu.hbm_bw; }),
       int_key("num_sms", [](HardwareSpec& h) -> int& { return h.gpu.num_sms; }),
-      real_key("l2_MiB", kMiB, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.gpu.l2_bytes; }),
+      real_key("l2_MiB", kMiB, 0, true, 65536, [](HardwareSpec& h) -> double& { return h.gpu.l2_bytes; }),
       int_key("gpus_per_node", [](HardwareSpec& h) -> int& { return h.interconnect.gpus_per_node; }),
-      real_key("nvlink_bw_GBps", kGiga, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.interconnect.nvlink_bw; }),
-      real_key("nvlink_latency_us", kMicro, 0, false, kInf,
+      real_key("nvlink_bw_GBps", kGiga, 0, true, 1e5, [](HardwareSpec& h) -> double& { return h.interconnect.nvlink_bw; }),
+      real_key("nvlink_latency_us", kMicro, 0, false, 1e6,
                [](HardwareSpec& h) -> double& { return h.interconnect.nvlink_latency; }),
-      real_key("nic_bw_GBps", kGiga, 0, true, kInf, [](HardwareSpec& h) -> double& { return h.interconnect.nic_bw; }),
-      real_key("nic_latency_us", kMicro, 0, false, kInf, [](HardwareSpec& h) -> double& { return h.interconnect.nic_latency; }),
+      real_key("nic_bw_GBps", kGiga, 0, true, 1e5, [](HardwareSpec& h) -> double& { return h.interconnect.nic_bw; }),
+      real_key("nic_latency_us", kMicro, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.interconnect.nic_latency; }),
   };
 }
 
 // Achieved fractions of a peak, (0, 1], and the curve parameters of the time model.
 std::vector<Key> efficiency_keys() {
+  // At least 1% of a peak: a fit below that (a calibration on impossible measurements) is refused.
   auto frac = [](std::string_view name, std::function<double&(HardwareSpec&)> acc) {
-    return real_key(name, 1.0, 0, true, 1.0, std::move(acc));
+    return real_key(name, 1.0, kMinEfficiency, false, 1.0, std::move(acc));
   };
   return {
       frac("gemm", [](HardwareSpec& h) -> double& { return h.efficiency.gemm; }),
@@ -109,36 +109,36 @@ std::vector<Key> efficiency_keys() {
       frac("nvlink", [](HardwareSpec& h) -> double& { return h.efficiency.nvlink; }),
       frac("nic", [](HardwareSpec& h) -> double& { return h.efficiency.nic; }),
       // Shape and size curves (timing.cpp): half-points and GEMM output tiles.
-      real_key("gemm_dim_half", 1.0, 0, false, kInf, [](HardwareSpec& h) -> double& { return h.efficiency.gemm_dim_half; }),
+      real_key("gemm_dim_half", 1.0, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.gemm_dim_half; }),
       int_key("gemm_tile_m", [](HardwareSpec& h) -> int& { return h.efficiency.gemm_tile_m; }),
       int_key("gemm_tile_n", [](HardwareSpec& h) -> int& { return h.efficiency.gemm_tile_n; }),
-      real_key("attention_seq_half_tokens", 1.0, 0, false, kInf,
+      real_key("attention_seq_half_tokens", 1.0, 0, false, 1e9,
                [](HardwareSpec& h) -> double& { return h.efficiency.attention_seq_half; }),
-      real_key("nvlink_half_MiB", kMiB, 0, false, kInf, [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_half_bytes; }),
-      real_key("nic_half_MiB", kMiB, 0, false, kInf, [](HardwareSpec& h) -> double& { return h.efficiency.nic_half_bytes; }),
-      real_key("attention_head_dim_half", 1.0, 0, false, kInf,
+      real_key("nvlink_half_MiB", kMiB, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_half_bytes; }),
+      real_key("nic_half_MiB", kMiB, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.nic_half_bytes; }),
+      real_key("attention_head_dim_half", 1.0, 0, false, 1e6,
                [](HardwareSpec& h) -> double& { return h.efficiency.attention_head_dim_half; }),
-      real_key("attention_bwd_wide_dim_exponent", 1.0, 0, false, kInf,
+      real_key("attention_bwd_wide_dim_exponent", 1.0, 0, false, 10,
                [](HardwareSpec& h) -> double& { return h.efficiency.attention_bwd_wide_dim_exponent; }),
-      real_key("collective_base_us", kMicro, 0, false, kInf, [](HardwareSpec& h) -> double& { return h.efficiency.collective_base; }),
-      real_key("nvlink_allgather_scale", 1.0, 0, true, kInf,
+      real_key("collective_base_us", kMicro, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.collective_base; }),
+      real_key("nvlink_allgather_scale", 1.0, 0, true, 100,
                [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_allgather_scale; }),
-      real_key("nvlink_alltoall_scale", 1.0, 0, true, kInf,
+      real_key("nvlink_alltoall_scale", 1.0, 0, true, 100,
                [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_alltoall_scale; }),
-      real_key("nvlink_sendrecv_scale", 1.0, 0, true, kInf,
+      real_key("nvlink_sendrecv_scale", 1.0, 0, true, 100,
                [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_sendrecv_scale; }),
-      real_key("nvlink_ramp_exponent", 1.0, 0, true, kInf,
+      real_key("nvlink_ramp_exponent", 1.0, 0, true, 10,
                [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_ramp_exponent; }),
-      real_key("kernel_fixed_us", kMicro, 0, false, kInf, [](HardwareSpec& h) -> double& { return h.efficiency.kernel_fixed; }),
+      real_key("kernel_fixed_us", kMicro, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.kernel_fixed; }),
   };
 }
 
 std::vector<Key> allowance_keys() {
   return {
-      real_key("cuda_context_GiB", kGiB, 0, false, kInf, [](HardwareSpec& h) -> double& { return h.allowances.cuda_context; }),
-      real_key("nccl_per_communicator_MiB", kMiB, 0, false, kInf,
+      real_key("cuda_context_GiB", kGiB, 0, false, 1024, [](HardwareSpec& h) -> double& { return h.allowances.cuda_context; }),
+      real_key("nccl_per_communicator_MiB", kMiB, 0, false, 1e6,
                [](HardwareSpec& h) -> double& { return h.allowances.nccl_per_communicator; }),
-      real_key("cublas_workspace_MiB", kMiB, 0, false, kInf,
+      real_key("cublas_workspace_MiB", kMiB, 0, false, 1e6,
                [](HardwareSpec& h) -> double& { return h.allowances.cublas_workspace; }),
       real_key("fragmentation_fraction", 1.0, 0, false, 0.999,
                [](HardwareSpec& h) -> double& { return h.allowances.fragmentation_fraction; }),
@@ -179,15 +179,9 @@ Result<HardwareSpec> load_profile_text(const std::string& text, const std::strin
 
 Result<HardwareSpec> load_hardware_profile(const std::string& path) {
   try {
-    std::string text;
-    {
-      std::ifstream in(path, std::ios::binary);
-      if (!in) return ConfigError{path, 0, 0, "", "cannot read hardware profile"};
-      std::ostringstream ss;
-      ss << in.rdbuf();
-      text = ss.str();
-    }
-    return load_profile_text(text, path);
+    auto text = read_input_file(path, "hardware profile");
+    if (!text) return text.error();
+    return load_profile_text(text.value(), path);
   } catch (const std::exception& e) {  // any library exception becomes an input error
     return ConfigError{path, 0, 0, "", std::string("cannot load hardware profile: ") + e.what()};
   }
@@ -242,13 +236,7 @@ Result<HardwareSpec> load_profile_text(const std::string& text, const std::strin
 
 std::vector<std::string> default_profile_dirs() {
   std::vector<std::string> dirs;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    dirs.push_back((exe.parent_path() / ".." / "hwprofiles").lexically_normal().string());
-    dirs.push_back((exe.parent_path() / ".." / "share" / "lcm" / "hwprofiles").lexically_normal().string());
-  }
-  if (std::string_view(LCM_SOURCE_DIR).size()) dirs.push_back((fs::path(LCM_SOURCE_DIR) / "hwprofiles").string());
+  for (const fs::path& d : data_dirs()) dirs.push_back((d / "hwprofiles").string());
   return dirs;
 }
 
@@ -259,7 +247,7 @@ Result<std::string> find_profile(const std::string& name_or_path, const std::vec
   const bool is_path = ref.find('/') != std::string::npos || ref.ends_with(".yaml") || ref.ends_with(".yml");
   std::error_code ec;
   if (is_path) {
-    if (fs::is_regular_file(ref, ec)) return ref;
+    if (fs::exists(ref, ec)) return ref;  // not a regular file: load_hardware_profile says what it is
     return error_at(here, "hardware.profile", fmt::format("hardware profile file '{}' not found", ref));
   }
   std::vector<std::string> search = dirs;

@@ -62,7 +62,29 @@ ConfigError error_for_key(const KeyLocations& where, const std::string& dotted, 
 
 namespace {
 
+// Text after a flow collection's closing bracket ("[1]*32", a Megatron pattern): yaml-cpp
+// would read the list and drop the rest without a word.
+bool trailing_after_flow(const std::string& value) {
+  if (value.empty() || (value[0] != '[' && value[0] != '{')) return false;
+  int depth = 0;
+  char quote = 0;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const char c = value[i];
+    if (quote) {
+      if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ']' || c == '}') && --depth == 0) {
+      return value.find_first_not_of(" \t", i + 1) != std::string::npos;
+    }
+  }
+  return false;
+}
+
 YAML::Node value_node(const std::string& value) {
+  if (trailing_after_flow(value)) return YAML::Node(value);
   try {
     YAML::Node n = YAML::Load(value);
     if (n.IsDefined()) return n;

@@ -2,6 +2,7 @@
 // and the public import functions. Defaults are Megatron-LM's argparse/TransformerConfig
 // defaults @ d98e8a64 wherever a flag is absent (docs/scenario-format.md, "Megatron import").
 #include <algorithm>
+#include <climits>
 #include <set>
 
 #include <fmt/format.h>
@@ -114,7 +115,9 @@ std::optional<int64_t> MegatronImporter::integer(std::string_view flag, int64_t 
   const auto t = text(flag);
   if (!t) return std::nullopt;
   if (*t == "None") return std::nullopt;
-  auto r = read_int(YAML::Node(*t), min);
+  // Bounded by int so that no value is truncated on its way to validate_scenario, which
+  // checks lcm's caps (lcm/model/limits.hpp) at the flag.
+  auto r = read_int(YAML::Node(*t), min, INT_MAX);
   if (failed(r)) fail(flag, why(r));
   return std::get<0>(r);
 }

@@ -7,6 +7,7 @@
 
 #include "enum_tables.hpp"
 #include "lcm/model/io/enums.hpp"
+#include "lcm/model/limits.hpp"
 
 namespace lcm::io {
 
@@ -39,13 +40,14 @@ Scenario& mut(const Scenario& s) { return const_cast<Scenario&>(s); }
 
 std::string real_text(double v) { return fmt::format("{}", v); }
 
+// An integer in [min, max]; `max` is the key's cap (lcm/model/limits.hpp).
 template <class Acc>
-FieldSpec integer(Section sec, std::string_view key, Acc acc, int64_t min, bool required = false) {
+FieldSpec integer(Section sec, std::string_view key, Acc acc, int64_t min, int64_t max, bool required = false) {
   using T = std::remove_reference_t<decltype(acc(std::declval<Scenario&>()))>;
-  const int64_t max = sizeof(T) == 4 ? INT_MAX : INT64_MAX;
+  static_assert(sizeof(T) >= sizeof(int));
   return {sec, key, required,
           [acc, min, max](const YAML::Node& n, ScenarioDraft& d) -> std::string {
-            auto r = read_int(n, min, max);
+            auto r = read_capped_int(n, min, max);
             if (failed(r)) return why(r);
             acc(d.s) = static_cast<T>(std::get<0>(r));
             return {};
@@ -55,12 +57,12 @@ FieldSpec integer(Section sec, std::string_view key, Acc acc, int64_t min, bool 
 
 // null/omitted = 0 (feature off); otherwise an integer >= 1.
 template <class Acc>
-FieldSpec optional_count(Section sec, std::string_view key, Acc acc) {
+FieldSpec optional_count(Section sec, std::string_view key, Acc acc, int64_t max) {
   using T = std::remove_reference_t<decltype(acc(std::declval<Scenario&>()))>;
   return {sec, key, false,
-          [acc](const YAML::Node& n, ScenarioDraft& d) -> std::string {
+          [acc, max](const YAML::Node& n, ScenarioDraft& d) -> std::string {
             if (n.IsNull()) return acc(d.s) = 0, std::string();
-            auto r = read_int(n, 1, INT_MAX);
+            auto r = read_capped_int(n, 1, max);
             if (failed(r)) return why(r) + " (or null for none)";
             acc(d.s) = static_cast<T>(std::get<0>(r));
             return {};
@@ -107,7 +109,14 @@ FieldSpec enumeration(Section sec, std::string_view key, Acc acc) {
             acc(d.s) = *v;
             return {};
           },
-          [acc](const Scenario& s) { return YAML::Node(std::string(to_string(acc(mut(s))))); }};
+          [acc](const Scenario& s) { return YAML::Node(std::string(to_string(acc(mut(s))))); },
+          [] {
+            std::vector<std::string> out;
+            const auto table = spellings<E>();
+            for (size_t i = 0; i < table.size(); ++i)
+              if (i == 0 || table[i - 1].value != table[i].value) out.emplace_back(table[i].name);
+            return out;
+          }};
 }
 
 std::string parse_rope_scaling(const YAML::Node& n, ScenarioDraft& d) {
@@ -116,10 +125,13 @@ std::string parse_rope_scaling(const YAML::Node& n, ScenarioDraft& d) {
                        "original_max_position_embeddings: N}}, got {}",
                        describe(n));
   RopeScaling& rs = d.s.model.rope_scaling;
+  std::set<std::string> seen;
   for (const auto& kv : n) {
     const std::string sub = kv.first.Scalar();
     std::string err;
-    if (sub == "type") {
+    if (!seen.insert(sub).second) {
+      err = fmt::format("{}: duplicate key", sub);
+    } else if (sub == "type") {
       auto r = read_string(kv.second);
       const auto t = failed(r) ? std::nullopt : parse_enum<RopeScalingType>(std::get<0>(r));
       if (!t) err = fmt::format("type: expected one of: {}; got {}", spelling_list<RopeScalingType>(), describe(kv.second));
@@ -129,7 +141,7 @@ std::string parse_rope_scaling(const YAML::Node& n, ScenarioDraft& d) {
       if (failed(r)) err = "factor: " + why(r);
       else rs.factor = std::get<0>(r);
     } else if (sub == "original_max_position_embeddings") {
-      auto r = read_int(kv.second, 1);
+      auto r = read_capped_int(kv.second, 1, limits::kSeqLength);
       if (failed(r)) err = "original_max_position_embeddings: " + why(r);
       else rs.original_max_position_embeddings = std::get<0>(r);
     } else {
@@ -227,9 +239,13 @@ YAML::Node emit_recompute_modules(const Scenario& s) {
 std::string parse_hcp_sizes(const YAML::Node& n, ScenarioDraft& d) {
   if (!n.IsSequence()) return "expected a list of integers [a2a_size, p2p_size], got " + describe(n);
   std::vector<int> v;
+  int64_t product = 1;
   for (const auto& e : n) {
-    auto r = read_int(e, 1, INT_MAX);
+    auto r = read_capped_int(e, 1, limits::kNumGpus);
     if (failed(r)) return "list element: " + why(r);
+    product *= std::get<0>(r);
+    if (product > limits::kNumGpus)
+      return fmt::format("the sizes multiply to more than {} (lcm's cap on parallel sizes)", limits::kNumGpus);
     v.push_back(static_cast<int>(std::get<0>(r)));
   }
   d.s.parallel.hierarchical_context_parallel_sizes = std::move(v);
@@ -254,6 +270,7 @@ std::string parse_rank_order_field(const YAML::Node& n, ScenarioDraft& d) {
 
 std::vector<FieldSpec> build() {
   using S = Scenario;
+  namespace L = limits;
   constexpr Section M = Section::kModel, T = Section::kTraining, P = Section::kParallel, H = Section::kHardware,
                     F = Section::kFlopConvention;
   std::vector<FieldSpec> f;
@@ -274,15 +291,15 @@ std::vector<FieldSpec> build() {
                  return {};
                },
                [](const S& s) { return YAML::Node(s.model.name); }});
-  f.push_back(integer(M, "num_layers", [](S& s) -> auto& { return s.model.num_layers; }, 1, true));
-  f.push_back(integer(M, "hidden_size", [](S& s) -> auto& { return s.model.hidden_size; }, 1, true));
-  f.push_back(integer(M, "ffn_hidden_size", [](S& s) -> auto& { return s.model.ffn_hidden_size; }, 0));
-  f.push_back(integer(M, "num_attention_heads", [](S& s) -> auto& { return s.model.num_attention_heads; }, 1, true));
-  f.push_back(integer(M, "num_query_groups", [](S& s) -> auto& { return s.model.num_query_groups; }, 1));
-  f.push_back(integer(M, "kv_channels", [](S& s) -> auto& { return s.model.kv_channels; }, 1));
-  f.push_back(integer(M, "vocab_size", [](S& s) -> auto& { return s.model.vocab_size; }, 1, true));
+  f.push_back(integer(M, "num_layers", [](S& s) -> auto& { return s.model.num_layers; }, 1, L::kNumLayers, true));
+  f.push_back(integer(M, "hidden_size", [](S& s) -> auto& { return s.model.hidden_size; }, 1, L::kHiddenSize, true));
+  f.push_back(integer(M, "ffn_hidden_size", [](S& s) -> auto& { return s.model.ffn_hidden_size; }, 0, L::kFfnHiddenSize));
+  f.push_back(integer(M, "num_attention_heads", [](S& s) -> auto& { return s.model.num_attention_heads; }, 1, L::kAttentionHeads, true));
+  f.push_back(integer(M, "num_query_groups", [](S& s) -> auto& { return s.model.num_query_groups; }, 1, L::kAttentionHeads));
+  f.push_back(integer(M, "kv_channels", [](S& s) -> auto& { return s.model.kv_channels; }, 1, L::kHeadDim));
+  f.push_back(integer(M, "vocab_size", [](S& s) -> auto& { return s.model.vocab_size; }, 1, L::kVocabSize, true));
   f.push_back(integer(M, "make_vocab_size_divisible_by",
-                      [](S& s) -> auto& { return s.model.make_vocab_size_divisible_by; }, 1));
+                      [](S& s) -> auto& { return s.model.make_vocab_size_divisible_by; }, 1, L::kVocabSize));
   f.push_back(boolean(M, "untie_embeddings_and_output_weights",
                       [](S& s) -> auto& { return s.model.untie_embeddings_and_output_weights; }));
   f.push_back(boolean(M, "swiglu", [](S& s) -> auto& { return s.model.swiglu; }));
@@ -292,14 +309,14 @@ std::vector<FieldSpec> build() {
   f.push_back(enumeration(M, "normalization", [](S& s) -> auto& { return s.model.normalization; }));
   f.push_back(enumeration(M, "position_embedding_type",
                           [](S& s) -> auto& { return s.model.position_embedding_type; }));
-  f.push_back(optional_count(M, "max_position_embeddings", [](S& s) -> auto& { return s.model.max_position_embeddings; }));
+  f.push_back(optional_count(M, "max_position_embeddings", [](S& s) -> auto& { return s.model.max_position_embeddings; }, L::kSeqLength));
   f.push_back(real(M, "rotary_base", [](S& s) -> auto& { return s.model.rotary_base; }, 0.0, true));
   f.push_back({M, "rope_scaling", false, parse_rope_scaling, emit_rope_scaling});
-  f.push_back(integer(M, "num_experts", [](S& s) -> auto& { return s.model.num_experts; }, 0));
-  f.push_back(integer(M, "moe_router_topk", [](S& s) -> auto& { return s.model.moe_router_topk; }, 1));
-  f.push_back(integer(M, "moe_ffn_hidden_size", [](S& s) -> auto& { return s.model.moe_ffn_hidden_size; }, 0));
+  f.push_back(integer(M, "num_experts", [](S& s) -> auto& { return s.model.num_experts; }, 0, L::kNumExperts));
+  f.push_back(integer(M, "moe_router_topk", [](S& s) -> auto& { return s.model.moe_router_topk; }, 1, L::kNumExperts));
+  f.push_back(integer(M, "moe_ffn_hidden_size", [](S& s) -> auto& { return s.model.moe_ffn_hidden_size; }, 0, L::kFfnHiddenSize));
   f.push_back(integer(M, "moe_shared_expert_intermediate_size",
-                      [](S& s) -> auto& { return s.model.moe_shared_expert_intermediate_size; }, 0));
+                      [](S& s) -> auto& { return s.model.moe_shared_expert_intermediate_size; }, 0, L::kFfnHiddenSize));
   f.push_back({M, "moe_layer_freq", false, parse_moe_layer_freq, emit_moe_layer_freq});
   f.push_back({M, "moe_expert_capacity_factor", false,
                [](const YAML::Node& n, ScenarioDraft& d) -> std::string {
@@ -319,30 +336,30 @@ std::vector<FieldSpec> build() {
                           [](S& s) -> auto& { return s.model.moe_token_dispatcher_type; }));
   f.push_back(enumeration(M, "moe_router_score_function",
                           [](S& s) -> auto& { return s.model.moe_router_score_function; }));
-  f.push_back(integer(M, "moe_router_num_groups", [](S& s) -> auto& { return s.model.moe_router_num_groups; }, 0));
-  f.push_back(integer(M, "moe_router_group_topk", [](S& s) -> auto& { return s.model.moe_router_group_topk; }, 0));
+  f.push_back(integer(M, "moe_router_num_groups", [](S& s) -> auto& { return s.model.moe_router_num_groups; }, 0, L::kNumExperts));
+  f.push_back(integer(M, "moe_router_group_topk", [](S& s) -> auto& { return s.model.moe_router_group_topk; }, 0, L::kNumExperts));
   f.push_back(boolean(M, "moe_router_enable_expert_bias",
                       [](S& s) -> auto& { return s.model.moe_router_enable_expert_bias; }));
   f.push_back(boolean(M, "multi_latent_attention", [](S& s) -> auto& { return s.model.multi_latent_attention; }));
-  f.push_back(integer(M, "q_lora_rank", [](S& s) -> auto& { return s.model.q_lora_rank; }, 0));
-  f.push_back(integer(M, "kv_lora_rank", [](S& s) -> auto& { return s.model.kv_lora_rank; }, 0));
-  f.push_back(integer(M, "qk_head_dim", [](S& s) -> auto& { return s.model.qk_head_dim; }, 0));
-  f.push_back(integer(M, "qk_pos_emb_head_dim", [](S& s) -> auto& { return s.model.qk_pos_emb_head_dim; }, 0));
-  f.push_back(integer(M, "v_head_dim", [](S& s) -> auto& { return s.model.v_head_dim; }, 0));
-  f.push_back(integer(M, "mtp_num_layers", [](S& s) -> auto& { return s.model.mtp_num_layers; }, 0));
+  f.push_back(integer(M, "q_lora_rank", [](S& s) -> auto& { return s.model.q_lora_rank; }, 0, L::kHeadDim));
+  f.push_back(integer(M, "kv_lora_rank", [](S& s) -> auto& { return s.model.kv_lora_rank; }, 0, L::kHeadDim));
+  f.push_back(integer(M, "qk_head_dim", [](S& s) -> auto& { return s.model.qk_head_dim; }, 0, L::kHeadDim));
+  f.push_back(integer(M, "qk_pos_emb_head_dim", [](S& s) -> auto& { return s.model.qk_pos_emb_head_dim; }, 0, L::kHeadDim));
+  f.push_back(integer(M, "v_head_dim", [](S& s) -> auto& { return s.model.v_head_dim; }, 0, L::kHeadDim));
+  f.push_back(integer(M, "mtp_num_layers", [](S& s) -> auto& { return s.model.mtp_num_layers; }, 0, L::kMtpLayers));
   f.push_back(real(M, "hidden_dropout", [](S& s) -> auto& { return s.model.hidden_dropout; }, 0.0, false));
   f.push_back(real(M, "attention_dropout", [](S& s) -> auto& { return s.model.attention_dropout; }, 0.0, false));
   // ---- training ----
   f.push_back({T, "seq_length", true,
                [](const YAML::Node& n, ScenarioDraft& d) -> std::string {
-                 auto r = read_size_with_suffix(n, 1);
+                 auto r = read_size_with_suffix(n, 1, L::kSeqLength);
                  if (failed(r)) return why(r);
                  d.s.training.seq_length = std::get<0>(r);
                  return {};
                },
                [](const S& s) { return YAML::Node(s.training.seq_length); }});
-  f.push_back(integer(T, "micro_batch_size", [](S& s) -> auto& { return s.training.micro_batch_size; }, 1, true));
-  f.push_back(integer(T, "global_batch_size", [](S& s) -> auto& { return s.training.global_batch_size; }, 1, true));
+  f.push_back(integer(T, "micro_batch_size", [](S& s) -> auto& { return s.training.micro_batch_size; }, 1, L::kMicroBatchSize, true));
+  f.push_back(integer(T, "global_batch_size", [](S& s) -> auto& { return s.training.global_batch_size; }, 1, L::kGlobalBatchSize, true));
   f.push_back(enumeration(T, "precision", [](S& s) -> auto& { return s.training.precision; }));
   f.push_back(enumeration(T, "attention_backend", [](S& s) -> auto& { return s.training.attention_backend; }));
   f.push_back(boolean(T, "grad_reduce_in_fp32", [](S& s) -> auto& { return s.training.grad_reduce_in_fp32; }));
@@ -351,34 +368,34 @@ std::vector<FieldSpec> build() {
   f.push_back(enumeration(T, "exp_avg_sq_dtype", [](S& s) -> auto& { return s.training.exp_avg_sq_dtype; }));
   // ---- parallel ----
   f.push_back(integer(P, "tensor_model_parallel_size",
-                      [](S& s) -> auto& { return s.parallel.tensor_model_parallel_size; }, 1));
+                      [](S& s) -> auto& { return s.parallel.tensor_model_parallel_size; }, 1, L::kNumGpus));
   f.push_back(boolean(P, "sequence_parallel", [](S& s) -> auto& { return s.parallel.sequence_parallel; }));
   f.push_back(integer(P, "pipeline_model_parallel_size",
-                      [](S& s) -> auto& { return s.parallel.pipeline_model_parallel_size; }, 1));
+                      [](S& s) -> auto& { return s.parallel.pipeline_model_parallel_size; }, 1, L::kNumGpus));
   f.push_back(optional_count(P, "num_layers_per_virtual_pipeline_stage",
-                             [](S& s) -> auto& { return s.parallel.num_layers_per_virtual_pipeline_stage; }));
+                             [](S& s) -> auto& { return s.parallel.num_layers_per_virtual_pipeline_stage; }, L::kNumLayers));
   f.push_back(optional_count(P, "num_layers_in_first_pipeline_stage",
-                             [](S& s) -> auto& { return s.parallel.num_layers_in_first_pipeline_stage; }));
+                             [](S& s) -> auto& { return s.parallel.num_layers_in_first_pipeline_stage; }, L::kNumLayers));
   f.push_back(optional_count(P, "num_layers_in_last_pipeline_stage",
-                             [](S& s) -> auto& { return s.parallel.num_layers_in_last_pipeline_stage; }));
+                             [](S& s) -> auto& { return s.parallel.num_layers_in_last_pipeline_stage; }, L::kNumLayers));
   f.push_back(boolean(P, "account_for_embedding_in_pipeline_split",
                       [](S& s) -> auto& { return s.parallel.account_for_embedding_in_pipeline_split; }));
   f.push_back(boolean(P, "account_for_loss_in_pipeline_split",
                       [](S& s) -> auto& { return s.parallel.account_for_loss_in_pipeline_split; }));
-  f.push_back(integer(P, "context_parallel_size", [](S& s) -> auto& { return s.parallel.context_parallel_size; }, 1));
+  f.push_back(integer(P, "context_parallel_size", [](S& s) -> auto& { return s.parallel.context_parallel_size; }, 1, L::kNumGpus));
   f.push_back(enumeration(P, "cp_comm_type", [](S& s) -> auto& { return s.parallel.cp_comm_type; }));
   f.push_back({P, "hierarchical_context_parallel_sizes", false, parse_hcp_sizes, emit_hcp_sizes});
   f.push_back(integer(P, "expert_model_parallel_size",
-                      [](S& s) -> auto& { return s.parallel.expert_model_parallel_size; }, 1));
+                      [](S& s) -> auto& { return s.parallel.expert_model_parallel_size; }, 1, L::kNumGpus));
   f.push_back(integer(P, "expert_tensor_parallel_size",
-                      [](S& s) -> auto& { return s.parallel.expert_tensor_parallel_size; }, 1));
+                      [](S& s) -> auto& { return s.parallel.expert_tensor_parallel_size; }, 1, L::kNumGpus));
   f.push_back(boolean(P, "use_distributed_optimizer",
                       [](S& s) -> auto& { return s.parallel.use_distributed_optimizer; }));
   f.push_back(enumeration(P, "data_parallel_sharding_strategy",
                           [](S& s) -> auto& { return s.parallel.data_parallel_sharding_strategy; }));
   f.push_back(enumeration(P, "recompute_granularity", [](S& s) -> auto& { return s.parallel.recompute_granularity; }));
   f.push_back(enumeration(P, "recompute_method", [](S& s) -> auto& { return s.parallel.recompute_method; }));
-  f.push_back(optional_count(P, "recompute_num_layers", [](S& s) -> auto& { return s.parallel.recompute_num_layers; }));
+  f.push_back(optional_count(P, "recompute_num_layers", [](S& s) -> auto& { return s.parallel.recompute_num_layers; }, L::kNumLayers));
   f.push_back({P, "recompute_modules", false, parse_recompute_modules, emit_recompute_modules});
   f.push_back({P, "rank_order", false, parse_rank_order_field,
                [](const S& s) { return YAML::Node(rank_order_to_string(s.parallel.order)); }});
@@ -398,7 +415,7 @@ std::vector<FieldSpec> build() {
                  return {};
                },
                {}});
-  f.push_back(integer(H, "num_gpus", [](S& s) -> auto& { return s.num_gpus; }, 1, true));
+  f.push_back(integer(H, "num_gpus", [](S& s) -> auto& { return s.num_gpus; }, 1, L::kNumGpus, true));
   // ---- flop_convention ----
   f.push_back(boolean(F, "causal_halved", [](S& s) -> auto& { return s.flop_convention.causal_halved; }));
   f.push_back(boolean(F, "include_recompute", [](S& s) -> auto& { return s.flop_convention.include_recompute; }));

@@ -3,15 +3,13 @@
 // MODEL_ARGS block) go through the importer with LoadOptions::num_gpus / hardware.
 #include "lcm/model/io/scenario_loader.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <sstream>
 
 #include <fmt/format.h>
 
+#include "lcm/model/io/data_dir.hpp"
+#include "lcm/model/io/input_file.hpp"
 #include "loader_core.hpp"
 #include "megatron_internal.hpp"
 
@@ -33,15 +31,6 @@ Result<Override> parse_override(const std::string& text) {
 }
 
 namespace {
-
-std::optional<std::string> read_text(const std::string& path, std::string* text) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fmt::format("cannot read file: {}", std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *text = ss.str();
-  return std::nullopt;
-}
 
 std::string unknown_key_message(Section section, const std::string& key) {
   // Megatron-LM flag spelling (dashes) for a Megatron-Core key.
@@ -190,13 +179,27 @@ Result<Scenario> guarded(const std::string& file, const std::function<Result<Sce
 
 }  // namespace
 
-Result<Scenario> load_scenario(const std::string& path, const LoadOptions& opts) {
-  return guarded(path, [&]() -> Result<Scenario> {
-    std::string text;
-    if (auto err = read_text(path, &text)) return ConfigError{path, 0, 0, "", *err};
+Result<std::string> find_scenario(const std::string& name_or_path) {
+  std::error_code ec;
+  const bool is_name = !name_or_path.empty() && name_or_path.find('/') == std::string::npos &&
+                       !name_or_path.ends_with(".yaml") && !name_or_path.ends_with(".yml");
+  if (!is_name || fs::exists(name_or_path, ec)) return name_or_path;
+  if (const auto p = find_data(fs::path("scenarios") / (name_or_path + ".yaml"))) return p->string();
+  return ConfigError{name_or_path, 0, 0, "",
+                     fmt::format("no such file, and no bundled scenario of that name (searched {})",
+                                 data_dirs_text("scenarios"))};
+}
+
+Result<Scenario> load_scenario(const std::string& name_or_path, const LoadOptions& opts) {
+  return guarded(name_or_path, [&]() -> Result<Scenario> {
+    auto found = find_scenario(name_or_path);
+    if (!found) return found.error();
+    const std::string& path = found.value();
+    auto text = read_input_file(path, "scenario");
+    if (!text) return text.error();
     fs::path base = fs::path(path).parent_path();
     if (base.empty()) base = ".";
-    return load_impl(text, path, opts, base);
+    return load_impl(text.value(), path, opts, base);
   });
 }
 

@@ -1,6 +1,8 @@
 # Sources of the YAML / Megatron input edge (owned by model/io/).
 set(LCM_MODEL_IO_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/config_error.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/input_file.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/data_dir.cpp
   ${CMAKE_CURRENT_LIST_DIR}/enums.cpp
   ${CMAKE_CURRENT_LIST_DIR}/yaml_read.cpp
   ${CMAKE_CURRENT_LIST_DIR}/scenario_fields.cpp

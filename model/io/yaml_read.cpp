@@ -25,7 +25,15 @@ ConfigError error_at(const Loc& loc, std::string key, std::string message) {
 
 Result<YAML::Node> parse_yaml(const std::string& text, const std::string& file) {
   try {
-    return YAML::Load(text);
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.empty()) return YAML::Node();
+    if (docs.size() > 1) {
+      // The loader would read the first and drop the rest without a word.
+      const Loc at = loc_of(docs[1].Mark(), file);
+      return error_at(at, "", fmt::format("a second YAML document ('---' before line {}); the file must hold exactly one",
+                                          at.line > 0 ? at.line : 1));
+    }
+    return docs.front();
   } catch (const YAML::DeepRecursion& e) {
     return error_at(loc_of(e.mark, file), "", fmt::format("YAML nesting too deep (more than {} levels)", e.depth()));
   } catch (const YAML::ParserException& e) {
@@ -72,7 +80,7 @@ std::string quoted_hint(const YAML::Node& n) {
 }
 
 std::string bound_text(int64_t min, int64_t max) {
-  if (max >= INT32_MAX) return min == INT64_MIN ? "" : fmt::format(" >= {}", min);
+  if (max == INT64_MAX) return min == INT64_MIN ? "" : fmt::format(" >= {}", min);
   return fmt::format(" in [{}, {}]", min, max);
 }
 
@@ -84,6 +92,19 @@ Read<int64_t> read_int(const YAML::Node& n, int64_t min, int64_t max) {
     return Bad{fmt::format("expected an integer{}, got {}{}", bound_text(min, max), describe(n), quoted_hint(n))};
   if (*v < min || *v > max) return Bad{fmt::format("expected an integer{}, got {}", bound_text(min, max), *v)};
   return *v;
+}
+
+Read<int64_t> read_capped_int(const YAML::Node& n, int64_t min, int64_t cap) {
+  auto r = read_int(n, min, cap);
+  if (!failed(r)) return r;
+  // Above the cap (or beyond int64): name the cap as such.
+  const std::string text = n.IsScalar() && is_plain_scalar(n) ? n.Scalar() : std::string();
+  const size_t digits = text.find_first_not_of('+') == std::string::npos ? 0 : text.find_first_not_of('+');
+  if (text.empty() || digits > 1 || text.find_first_not_of("0123456789", digits) != std::string::npos) return r;
+  const auto v = to_int(text);
+  if (v && *v <= cap) return r;
+  return Bad{fmt::format("expected an integer{}, got {}; {} is lcm's cap for this key (docs/scenario-format.md#caps)",
+                         bound_text(min, cap), text, cap)};
 }
 
 Read<double> read_double(const YAML::Node& n, double min, bool min_exclusive) {
@@ -108,23 +129,25 @@ Read<std::string> read_string(const YAML::Node& n) {
   return n.Scalar();
 }
 
-Read<int64_t> parse_size_with_suffix(std::string_view text, int64_t min) {
+Read<int64_t> parse_size_with_suffix(std::string_view text, int64_t min, int64_t cap) {
   std::string_view s = text;
   int64_t mult = 1;
   if (!s.empty() && (s.back() == 'K' || s.back() == 'k')) mult = 1024, s.remove_suffix(1);
   else if (!s.empty() && (s.back() == 'M' || s.back() == 'm')) mult = 1024 * 1024, s.remove_suffix(1);
   const auto v = to_int(s);
   if (!v) return Bad{fmt::format("expected an integer or an integer with suffix K (x1024) or M (x1048576), e.g. 128K, got '{}'", text)};
-  if (*v > std::numeric_limits<int64_t>::max() / mult) return Bad{fmt::format("value '{}' is too large", text)};
+  if (*v > cap / mult || *v * mult > cap)
+    return Bad{fmt::format("expected a size in [{}, {}], got '{}'; {} is lcm's cap (docs/scenario-format.md#caps)", min,
+                           cap, text, cap)};
   const int64_t out = *v * mult;
   if (out < min) return Bad{fmt::format("expected a size >= {}, got {}", min, out)};
   return out;
 }
 
-Read<int64_t> read_size_with_suffix(const YAML::Node& n, int64_t min) {
+Read<int64_t> read_size_with_suffix(const YAML::Node& n, int64_t min, int64_t cap) {
   if (!n.IsScalar())
     return Bad{fmt::format("expected an integer or a size like 128K, got {}", describe(n))};
-  return parse_size_with_suffix(n.Scalar(), min);
+  return parse_size_with_suffix(n.Scalar(), min, cap);
 }
 
 // ---- Megatron list patterns -----------------------------------------------------------
@@ -138,16 +161,17 @@ struct PatternValue {
 
 class PatternParser {
  public:
-  explicit PatternParser(std::string_view s) : s_(s) {}
+  explicit PatternParser(std::string_view s)
+      : s_(s), shown_(s.size() <= 60 ? std::string(s) : std::string(s.substr(0, 40)) + "..." + std::string(s.substr(s.size() - 10))) {}
 
   Read<std::vector<int>> run() {
     if (s_.find_first_not_of("0123456789,[]()+* ") != std::string_view::npos)
-      return Bad{fmt::format("invalid pattern '{}': only digits and , [ ] ( ) + * are allowed", s_)};
+      return Bad{fmt::format("invalid pattern '{}': only digits and , [ ] ( ) + * are allowed", shown_)};
     auto v = expr();
     if (!err_.empty()) return Bad{err_};
     skip();
-    if (pos_ != s_.size()) return Bad{fmt::format("invalid pattern '{}': unexpected '{}' at offset {}", s_, s_[pos_], pos_)};
-    if (!v.is_list) return Bad{fmt::format("invalid pattern '{}': expected a list expression", s_)};
+    if (pos_ != s_.size()) return Bad{fmt::format("invalid pattern '{}': unexpected '{}' at offset {}", shown_, s_[pos_], pos_)};
+    if (!v.is_list) return Bad{fmt::format("invalid pattern '{}': expected a list expression", shown_)};
     return v.list;
   }
 
@@ -161,14 +185,16 @@ class PatternParser {
     return false;
   }
   void fail(const std::string& what) {
-    if (err_.empty()) err_ = fmt::format("invalid pattern '{}': {}", s_, what);
+    if (err_.empty()) err_ = fmt::format("invalid pattern '{}': {}", shown_, what);
   }
   PatternValue expr() {
     PatternValue v = term();
     while (err_.empty() && eat('+')) {
       PatternValue r = term();
       if (v.is_list != r.is_list) fail("cannot add a list and a number");
+      else if (v.is_list && v.list.size() + r.list.size() > kMaxListPatternLength) fail(too_long());
       else if (v.is_list) v.list.insert(v.list.end(), r.list.begin(), r.list.end());
+      else if (v.number + r.number > kMaxPatternNumber) fail("number too large");
       else v.number += r.number;
     }
     return v;
@@ -182,14 +208,16 @@ class PatternParser {
       } else if (v.is_list || r.is_list) {
         PatternValue& l = v.is_list ? v : r;
         const int64_t times = v.is_list ? r.number : v.number;
-        if (times < 0 || times * static_cast<int64_t>(l.list.size()) > 1'000'000) {
-          fail("repetition count out of range");
+        if (times < 0 || times * static_cast<int64_t>(l.list.size()) > static_cast<int64_t>(kMaxListPatternLength)) {
+          fail(too_long());
           break;
         }
         PatternValue out;
         out.is_list = true;
         for (int64_t i = 0; i < times; ++i) out.list.insert(out.list.end(), l.list.begin(), l.list.end());
         v = std::move(out);
+      } else if (r.number != 0 && v.number > kMaxPatternNumber / r.number) {
+        fail("number too large");
       } else {
         v.number *= r.number;
       }
@@ -199,20 +227,29 @@ class PatternParser {
   PatternValue factor() {
     PatternValue v;
     skip();
+    // Each '(' or '[' recurses once; bounded so that a hostile pattern cannot exhaust the stack.
+    const bool opens = pos_ < s_.size() && (s_[pos_] == '(' || s_[pos_] == '[');
+    if (opens && ++depth_ > kMaxListPatternDepth) {
+      fail(fmt::format("nested deeper than {} brackets", kMaxListPatternDepth));
+      return v;
+    }
     if (eat('(')) {
       v = expr();
       if (!eat(')')) fail("missing ')'");
+      --depth_;
       return v;
     }
     if (eat('[')) {
       v.is_list = true;
-      if (eat(']')) return v;
+      if (eat(']')) return --depth_, v;
       do {
         PatternValue e = expr();
         if (e.is_list) fail("nested lists are not allowed");
-        v.list.push_back(static_cast<int>(e.number));
+        else if (v.list.size() >= kMaxListPatternLength) fail(too_long());
+        else v.list.push_back(static_cast<int>(e.number));
       } while (err_.empty() && eat(','));
       if (!eat(']')) fail("missing ']'");
+      --depth_;
       return v;
     }
     const size_t start = pos_;
@@ -225,8 +262,15 @@ class PatternParser {
     return v;
   }
 
+  static std::string too_long() {
+    return fmt::format("the list would have more than {} elements", kMaxListPatternLength);
+  }
+  static constexpr int64_t kMaxPatternNumber = 999'999'999;
+
   std::string_view s_;
+  std::string shown_;  // s_ for messages, shortened when long
   size_t pos_ = 0;
+  int depth_ = 0;
   std::string err_;
 };
 
@@ -271,11 +315,14 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 std::string closest(std::string_view word, std::span<const std::string> candidates) {
   std::string best;
   size_t best_d = std::numeric_limits<size_t>::max();
+  const size_t limit = std::max<size_t>(2, word.size() / 3);
   for (const std::string& c : candidates) {
+    // The distance is at least the length difference: such a candidate is never close
+    // enough, and skipping it keeps a long unknown word from costing |word| x |c| per candidate.
+    if (std::max(word.size(), c.size()) - std::min(word.size(), c.size()) > limit) continue;
     const size_t d = edit_distance(word, c);
     if (d < best_d) best_d = d, best = c;
   }
-  const size_t limit = std::max<size_t>(2, word.size() / 3);
   return best_d <= limit ? best : std::string();
 }
 

@@ -17,6 +17,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "lcm/model/io/config_error.hpp"
+#include "lcm/model/io/names.hpp"
 
 namespace lcm::io {
 
@@ -52,29 +53,29 @@ const std::string& why(const Read<T>& r) {
 // Integers: plain scalars of decimal digits with an optional sign. `min`/`max` are
 // inclusive bounds named in the message.
 Read<int64_t> read_int(const YAML::Node& n, int64_t min, int64_t max = INT64_MAX);
+// read_int whose upper bound is one of lcm's caps (lcm/model/limits.hpp): the message says so.
+Read<int64_t> read_capped_int(const YAML::Node& n, int64_t min, int64_t cap);
 // Finite reals (integers accepted). `min_exclusive`: value must be > min, else >= min.
 Read<double> read_double(const YAML::Node& n, double min, bool min_exclusive);
 Read<bool> read_bool(const YAML::Node& n);
 Read<std::string> read_string(const YAML::Node& n);
-// Integers with an optional binary suffix K (x1024) or M (x1024^2): 4K, 128K, 1M.
-Read<int64_t> read_size_with_suffix(const YAML::Node& n, int64_t min);
-Read<int64_t> parse_size_with_suffix(std::string_view text, int64_t min);
+// Integers with an optional binary suffix K (x1024) or M (x1024^2): 4K, 128K, 1M, at most `cap`.
+Read<int64_t> read_size_with_suffix(const YAML::Node& n, int64_t min, int64_t cap);
+Read<int64_t> parse_size_with_suffix(std::string_view text, int64_t min, int64_t cap);
 
 // What a scalar looks like, for messages: "'abc'", "a list", "a mapping".
 std::string describe(const YAML::Node& n);
 
 // Megatron's list-pattern strings (arguments.py _eval_pattern: digits , [ ] ( ) + *):
-// "([0]*3+[1]*58)", "[1,1,0]*2", "[0]+[1]*23". Returns the flattened list.
+// "([0]*3+[1]*58)", "[1,1,0]*2", "[0]+[1]*23". Returns the flattened list. Brackets nest at
+// most kMaxListPatternDepth deep and the list has at most kMaxListPatternLength elements.
+inline constexpr int kMaxListPatternDepth = 100;
+inline constexpr size_t kMaxListPatternLength = 1'000'000;
 Read<std::vector<int>> eval_list_pattern(std::string_view text);
 // Inverse for 0/1 patterns: run-length form "([0]*3+[1]*58)".
 std::string list_pattern_string(const std::vector<uint8_t>& pattern);
 
-// Closest candidate by edit distance (optimal string alignment), or "" when nothing is
-// close enough (distance > max(2, |word|/3)).
-std::string closest(std::string_view word, std::span<const std::string> candidates);
-// "unknown key 'hiden_size'; did you mean 'hidden_size'?" (the second part only when close).
-std::string unknown_message(std::string_view what, std::string_view word,
-                            std::span<const std::string> candidates);
+// closest() and unknown_message(): lcm/model/io/names.hpp.
 
 // Strings helpers.
 std::string trim(std::string_view s);

@@ -236,6 +236,19 @@ LayerActivation layer_activation_bytes(const Scenario& s, const Mesh& m, bool mo
   return lm.saved;
 }
 
+MemoryKey memory_key(const Scenario& s, const Mesh& m) {
+  const ParallelSpec& p = s.parallel;
+  return {.structure = structure_key(s, m),
+          .dp = m.dp,
+          .edp = m.edp,
+          .num_micro_batches = m.num_micro_batches,
+          .micro_batch_size = s.training.micro_batch_size,
+          .cp_comm_type = static_cast<int32_t>(p.cp_comm_type),
+          .sharding = static_cast<int32_t>(p.data_parallel_sharding_strategy),
+          .distributed_optimizer = p.use_distributed_optimizer,
+          .overlap_moe_expert_parallel_comm = p.overlap_moe_expert_parallel_comm};
+}
+
 Memory estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
                        const std::vector<GpuParams>& params) {
   Memory out;

@@ -95,6 +95,29 @@ void add_layer(const ModelSpec& model, const ParallelSpec& par, int layer, int p
 
 }  // namespace
 
+ShardKey shard_key(const Mesh& m) { return {.tp = m.tp, .sp = m.sp, .cp = m.cp, .ep = m.ep, .etp = m.etp}; }
+
+PipelineSplitKey pipeline_split_key(const Scenario& s, const Mesh& m) {
+  const ParallelSpec& p = s.parallel;
+  return {.pp = m.pp,
+          .vp = m.vp,
+          .layers_per_virtual_stage = p.num_layers_per_virtual_pipeline_stage,
+          .first_stage_layers = p.num_layers_in_first_pipeline_stage,
+          .last_stage_layers = p.num_layers_in_last_pipeline_stage};
+}
+
+StructureKey structure_key(const Scenario& s, const Mesh& m) {
+  const ParallelSpec& p = s.parallel;
+  return {.shards = shard_key(m),
+          .split = pipeline_split_key(s, m),
+          .account_for_embedding = p.account_for_embedding_in_pipeline_split,
+          .account_for_loss = p.account_for_loss_in_pipeline_split,
+          .recompute_granularity = static_cast<int32_t>(p.recompute_granularity),
+          .recompute_method = static_cast<int32_t>(p.recompute_method),
+          .recompute_num_layers = p.recompute_num_layers,
+          .recompute_modules = static_cast<int32_t>(p.recompute_modules)};
+}
+
 std::vector<StageLayers> stage_layers(const Scenario& s, const Mesh& m) {
   const ModelSpec& model = s.model;
   const int p = m.pp;

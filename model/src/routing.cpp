@@ -203,9 +203,12 @@ std::vector<double> normalised(const std::vector<double>& w) {
 // ---------------------------------------------------------------------------------
 
 int64_t capacity_for_assignments(double assignments, int experts, double cf, int64_t min_capacity) {
-  assert(experts > 0 && cf > 0);
-  const auto c = static_cast<int64_t>(std::ceil((assignments / experts) * cf));
-  return min_capacity > 0 ? std::max(c, min_capacity) : c;
+  assert(experts > 0 && cf > 0 && assignments >= 0);
+  // Saturates at the assignments T*k: no expert can receive more (it gets at most T), so any
+  // larger capacity drops nothing, and a huge CF cannot overflow the integer.
+  const double c = std::min(std::ceil((assignments / experts) * cf), std::max(1.0, std::ceil(assignments)));
+  const auto cap = static_cast<int64_t>(c);
+  return min_capacity > 0 ? std::max(cap, min_capacity) : cap;
 }
 
 int64_t capacity(int64_t tokens, int topk, int experts, double cf, int64_t min_capacity) {

@@ -69,6 +69,42 @@ LayerOps build(const sched::RecomputeSel& rc, Gen&& gen, size_t fwd_capacity = 4
 
 }  // namespace
 
+LayerOpsKey layer_ops_key(const Scenario& s, const Mesh& m) {
+  const ParallelSpec& p = s.parallel;
+  const auto& hs = p.hierarchical_context_parallel_sizes;
+  const bool hierarchical = p.cp_comm_type == CpCommType::kA2AP2P && hs.size() == 2;
+  return {.shards = shard_key(m),
+          .micro_batch_size = s.training.micro_batch_size,
+          .cp_comm_type = static_cast<int32_t>(p.cp_comm_type),
+          .cp_a2a = hierarchical ? hs[0] : 0,
+          .cp_p2p = hierarchical ? hs[1] : 0,
+          .recompute_granularity = static_cast<int32_t>(p.recompute_granularity),
+          .recompute_method = static_cast<int32_t>(p.recompute_method),
+          .recompute_modules = static_cast<int32_t>(p.recompute_modules),
+          .dispatcher = static_cast<int32_t>(s.model.moe_token_dispatcher_type),
+          .fp8_dispatch = p.moe_fp8_dispatch};
+}
+
+EdgeOpsKey edge_ops_key(const Scenario& s, const Mesh& m) {
+  return {.shards = shard_key(m), .split = pipeline_split_key(s, m), .micro_batch_size = s.training.micro_batch_size};
+}
+
+StepOpsKey step_ops_key(const Scenario& s, const Mesh& m) {
+  const ParallelSpec& p = s.parallel;
+  return {.shards = shard_key(m),
+          .pp = m.pp,
+          .dp = m.dp,
+          .edp = m.edp,
+          .micro_batch_size = s.training.micro_batch_size,
+          .num_micro_batches = m.num_micro_batches,
+          .first_stage_layers = p.num_layers_in_first_pipeline_stage,
+          .last_stage_layers = p.num_layers_in_last_pipeline_stage,
+          .sharding = static_cast<int32_t>(p.data_parallel_sharding_strategy),
+          .distributed_optimizer = p.use_distributed_optimizer,
+          .overlap_grad_reduce = p.overlap_grad_reduce,
+          .overlap_param_gather = p.overlap_param_gather};
+}
+
 Schedule build_schedule(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
                         const std::vector<GpuParams>& params, const ScheduleParts& parts) {
   const sched::Ctx x = sched::make_ctx(s, m);

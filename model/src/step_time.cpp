@@ -6,6 +6,8 @@
 // both paths and the results are bit-identical.
 #include "lcm/model/step_time.hpp"
 
+#include "step_compose.hpp"
+
 #include <algorithm>
 #include <cassert>
 #include <new>
@@ -150,6 +152,33 @@ bool overlaps_compute(const Op& op, const ParallelSpec& par) {
   if (op.kind != OpKind::kCollective && op.kind != OpKind::kSendRecv) return false;
   return (op.coll.dim == CommDim::kCp && op.overlappable) || (par.tp_comm_overlap && op.coll.dim == CommDim::kTp) ||
          (par.overlap_moe_expert_parallel_comm && op.coll.dim == CommDim::kEp);
+}
+
+PassTimeSwitches pass_time_switches(const ParallelSpec& par) {
+  return {par.tp_comm_overlap, par.overlap_moe_expert_parallel_comm};
+}
+
+uint32_t comm_uses(const std::vector<Op>& ops) {
+  uint32_t mask = 0;
+  for (const Op& op : ops) {
+    if (op.kind != OpKind::kCollective && op.kind != OpKind::kSendRecv) continue;
+    mask |= op.coll.group == CommGroup::kExpertTp     ? kUsesExpertTp
+            : op.coll.group == CommGroup::kExpertTpEp ? kUsesExpertTpEp
+                                                      : 1u << static_cast<unsigned>(op.coll.dim);
+  }
+  return mask;
+}
+
+uint32_t comm_uses(const LayerOps& l) { return comm_uses(l.fwd) | comm_uses(l.recompute) | comm_uses(l.bwd); }
+
+PassTimeKey pass_time_key(uint32_t uses, const ParallelSpec& par, const MeshTopology& topo) {
+  PassTimeKey k;
+  k.switches = pass_time_switches(par);
+  for (size_t d = 0; d < kNumCommDims; ++d)
+    if (uses & (1u << d)) k.dim[d] = topo.dim[d];
+  if (uses & kUsesExpertTp) k.expert_tp = topo.expert_tp;
+  if (uses & kUsesExpertTpEp) k.expert_tp_ep = topo.expert_tp_ep;
+  return k;
 }
 
 PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const MeshTopology& topo,
@@ -319,12 +348,7 @@ StepTime step_time(const Scenario& s, const Mesh& m, const Schedule& sched, cons
   for (size_t r = 0; r < n; ++r) {
     const StageSchedule& st = sched.stages[r];
     StageInputs& in = stages[r];
-    in.dense = st.dense;
-    in.dense_recomputed = st.dense_recomputed;
-    in.moe = st.moe;
-    in.moe_recomputed = st.moe_recomputed;
-    in.mtp = st.mtp;
-    in.mtp_recomputed = st.mtp_recomputed;
+    copy_layer_counts(st, in);
     edges[r] = {pass_time(st.pre_fwd, par, topo, hw), pass_time(st.post_fwd, par, topo, hw),
                 pass_time(st.post_bwd, par, topo, hw), pass_time(st.pre_bwd, par, topo, hw)};
     in.pre_fwd = &edges[r][0];

@@ -37,6 +37,12 @@ GroupTopology group_topology(const std::vector<int>& node_of_rank) {
   return t;
 }
 
+TopologyKey topology_key(const Scenario& s, const Mesh& m) {
+  TopologyKey k{.shards = shard_key(m), .pp = m.pp, .dp = m.dp, .edp = m.edp};
+  for (int i = 0; i < kNumOrderDims; ++i) k.order[static_cast<size_t>(i)] = static_cast<int32_t>(s.parallel.order[i]);
+  return k;
+}
+
 MeshTopology mesh_topology(const Scenario& s, const Mesh& m) {
   MeshTopology topo;
   const int gpn = s.hardware.interconnect.gpus_per_node;

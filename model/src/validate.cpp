@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lcm/model/io/enums.hpp"
+#include "lcm/model/limits.hpp"
 #include "lcm/model/mesh.hpp"
 
 namespace lcm {
@@ -34,6 +35,54 @@ bool any_moe_layer(const ModelSpec& m) {
   if (m.num_experts <= 0) return false;
   if (m.moe_layer_pattern.empty()) return true;
   return std::find(m.moe_layer_pattern.begin(), m.moe_layer_pattern.end(), 1) != m.moe_layer_pattern.end();
+}
+
+// lcm's caps (lcm/model/limits.hpp). The loader reads every key against its cap already;
+// this covers scenarios built in code and by the Megatron importer.
+void check_caps(const Scenario& s, Checker& check) {
+  namespace L = limits;
+  const ModelSpec& m = s.model;
+  const TrainingSpec& t = s.training;
+  const ParallelSpec& p = s.parallel;
+  const struct {
+    const char* key;
+    int64_t value;
+    int64_t cap;
+  } caps[] = {
+      {"model.num_layers", m.num_layers, L::kNumLayers},
+      {"model.hidden_size", m.hidden_size, L::kHiddenSize},
+      {"model.ffn_hidden_size", m.ffn_hidden_size, L::kFfnHiddenSize},
+      {"model.num_attention_heads", m.num_attention_heads, L::kAttentionHeads},
+      {"model.num_query_groups", m.num_query_groups, L::kAttentionHeads},
+      {"model.kv_channels", m.kv_channels, L::kHeadDim},
+      {"model.vocab_size", m.vocab_size, L::kVocabSize},
+      {"model.make_vocab_size_divisible_by", m.make_vocab_size_divisible_by, L::kVocabSize},
+      {"model.max_position_embeddings", m.max_position_embeddings, L::kSeqLength},
+      {"model.rope_scaling.original_max_position_embeddings", m.rope_scaling.original_max_position_embeddings,
+       L::kSeqLength},
+      {"model.num_experts", m.num_experts, L::kNumExperts},
+      {"model.moe_ffn_hidden_size", m.moe_ffn_hidden_size, L::kFfnHiddenSize},
+      {"model.moe_shared_expert_intermediate_size", m.moe_shared_expert_intermediate_size, L::kFfnHiddenSize},
+      {"model.moe_router_num_groups", m.moe_router_num_groups, L::kNumExperts},
+      {"model.q_lora_rank", m.q_lora_rank, L::kHeadDim},
+      {"model.kv_lora_rank", m.kv_lora_rank, L::kHeadDim},
+      {"model.qk_head_dim", m.qk_head_dim, L::kHeadDim},
+      {"model.qk_pos_emb_head_dim", m.qk_pos_emb_head_dim, L::kHeadDim},
+      {"model.v_head_dim", m.v_head_dim, L::kHeadDim},
+      {"model.mtp_num_layers", m.mtp_num_layers, L::kMtpLayers},
+      {"training.seq_length", t.seq_length, L::kSeqLength},
+      {"training.micro_batch_size", t.micro_batch_size, L::kMicroBatchSize},
+      {"training.global_batch_size", t.global_batch_size, L::kGlobalBatchSize},
+      {"hardware.num_gpus", s.num_gpus, L::kNumGpus},
+      {"parallel.tensor_model_parallel_size", p.tensor_model_parallel_size, L::kNumGpus},
+      {"parallel.pipeline_model_parallel_size", p.pipeline_model_parallel_size, L::kNumGpus},
+      {"parallel.context_parallel_size", p.context_parallel_size, L::kNumGpus},
+      {"parallel.expert_model_parallel_size", p.expert_model_parallel_size, L::kNumGpus},
+      {"parallel.expert_tensor_parallel_size", p.expert_tensor_parallel_size, L::kNumGpus},
+  };
+  for (const auto& c : caps)
+    check(c.value <= c.cap, c.key, "{} is above lcm's cap of {} for this key (docs/scenario-format.md#caps)", c.value,
+          c.cap);
 }
 
 void check_sizes(const Scenario& s, Checker& check) {
@@ -88,17 +137,17 @@ void check_world(const Scenario& s, Checker& check) {
     check(world % gpn == 0 || world < gpn, "hardware.num_gpus",
           "num_gpus ({}) must be a multiple of gpus_per_node ({}) of {}, or fewer than one node", world, gpn,
           s.hardware.name);
-  const int model_size = tp * pp * cp;
+  const int64_t model_size = int64_t{tp} * pp * cp;  // sizes are capped at 2^20: no overflow
   const bool world_ok = world % model_size == 0;
   // Blame the first factor (tp, then pp, then cp) that breaks the divisibility.
   const char* world_key = world % tp != 0             ? "parallel.tensor_model_parallel_size"
-                          : world % (tp * pp) != 0    ? "parallel.pipeline_model_parallel_size"
+                          : world % (int64_t{tp} * pp) != 0 ? "parallel.pipeline_model_parallel_size"
                                                       : "parallel.context_parallel_size";
   check(world_ok, world_key,
         "world size ({}) is not divisible by tensor_model_parallel_size * pipeline_model_parallel_size * "
         "context_parallel_size ({} * {} * {} = {})",
         world, tp, pp, cp, model_size);
-  const int expert_size = etp * ep * pp;
+  const int64_t expert_size = int64_t{etp} * ep * pp;
   const char* expert_key = world % etp != 0 ? "parallel.expert_tensor_parallel_size" : "parallel.expert_model_parallel_size";
   // With ep 1 and etp == tp the expert grid divides the world whenever the dense grid does.
   check(world % expert_size == 0 || (!world_ok && ep == 1 && etp == tp), expert_key,
@@ -106,7 +155,7 @@ void check_world(const Scenario& s, Checker& check) {
         "pipeline_model_parallel_size ({} * {} * {} = {})",
         world, etp, ep, pp, expert_size);
   if (world_ok) {
-    const int dp = world / model_size;
+    const auto dp = static_cast<int>(world / model_size);
     check(t.global_batch_size % (static_cast<int64_t>(t.micro_batch_size) * dp) == 0, "training.global_batch_size",
           "global_batch_size ({}) is not divisible by micro_batch_size ({}) times data_parallel_size ({})",
           t.global_batch_size, t.micro_batch_size, dp);
@@ -308,6 +357,7 @@ void check_sharding(const Scenario& s, Checker& check) {
 
 LayoutValidation validate_layout(const Scenario& s) {
   Checker check;
+  check_caps(s, check);
   check_sizes(s, check);
   if (!check.problems.empty()) return LayoutValidation{std::move(check.problems), false};  // later rules divide by these sizes
   check_world(s, check);

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "lcm/model/io/input_file.hpp"
 #include "lcm/planner/calibrate/measurements.hpp"
 
 namespace lcm::calib {
@@ -80,6 +81,40 @@ std::optional<std::vector<int64_t>> dims(const std::string& shape) {
     out.push_back(std::stoll(tok));
   }
   return out;
+}
+
+// Physical bounds of one measurement (docs/calibration.md): a time between 10 ns and an
+// hour, a message or copy of at most 1 TiB, GEMM and attention dimensions of at most 2^24.
+// Returns "" or what is wrong.
+std::string implausible(const MeasuredOp& m) {
+  constexpr double kMaxBytes = 1099511627776.0, kMaxDim = 16777216.0;
+  if (!(m.measured_s >= 1e-8 && m.measured_s <= 3600.0))
+    return fmt::format("time {:g} s is outside the physical range [10 ns, 1 h]", m.measured_s);
+  const Op& op = m.op;
+  auto dim_ok = [&](double v) { return v >= 0 && v <= kMaxDim; };
+  switch (op.kind) {
+    case OpKind::kCollective:
+    case OpKind::kSendRecv:
+      if (!(op.coll.message_bytes > 0 && op.coll.message_bytes <= kMaxBytes))
+        return fmt::format("message size {:g} bytes is outside (0, 1 TiB]", op.coll.message_bytes);
+      break;
+    case OpKind::kMemoryBound:
+      if (!(op.bytes > 0 && op.bytes <= 2 * kMaxBytes)) return fmt::format("{:g} bytes copied is outside (0, 2 TiB]", op.bytes);
+      break;
+    case OpKind::kGemm:
+      if (!dim_ok(static_cast<double>(op.gemm.m)) || !dim_ok(static_cast<double>(op.gemm.n)) ||
+          !dim_ok(static_cast<double>(op.gemm.k)) || op.gemm.groups > 65536)
+        return fmt::format("GEMM {}x{}x{} has a dimension above 2^24", op.gemm.m, op.gemm.n, op.gemm.k);
+      break;
+    case OpKind::kAttention:
+      for (int64_t v : {op.attn.batch, op.attn.seq_q, op.attn.seq_kv, op.attn.heads_q, op.attn.heads_kv,
+                        op.attn.head_dim_qk, op.attn.head_dim_v})
+        if (!dim_ok(static_cast<double>(v))) return fmt::format("attention dimension {} is above 2^24", v);
+      break;
+    default:
+      break;
+  }
+  return {};
 }
 
 double number(const json& j, const char* key) {
@@ -300,6 +335,7 @@ io::Result<std::vector<MeasuredOp>> parse_exec_summary(const std::string& text, 
     m->key = key;
     m->source = file;
     m->measured_s = med * 1e-6;
+    if (const std::string bad = implausible(*m); !bad.empty()) return err(file, 0, key, bad);
     const double p10 = number(tu, "p10"), p90 = number(tu, "p90");
     m->spread = p90 > p10 ? (p90 - p10) / med : 0.0;
     out.push_back(std::move(*m));
@@ -358,6 +394,7 @@ io::Result<std::vector<MeasuredOp>> parse_nccl_tests_log(const std::string& text
     m.key = fmt::format("nccl-tests/{}/{}/{:.0f}", to_string(*coll), topo.size, size);
     m.source = file;
     m.measured_s = time_us * 1e-6;
+    if (const std::string bad = implausible(m); !bad.empty()) return err(file, static_cast<int>(i + 1), "", bad);
     out.push_back(std::move(m));
   }
   if (out.empty()) return err(file, 0, "", "no result rows (size count type redop root time ...) found");
@@ -371,8 +408,9 @@ io::Result<bool> read_measurements(const std::string& path, int gpus_per_node, M
     // current directory, then from each directory above the list (a list inside a
     // repository names its files from the repository root).
     const fs::path list(path.substr(1));
-    std::ifstream in(list);
-    if (!in) return err(list.string(), 0, "", "cannot read the list of inputs");
+    const auto list_text = io::read_input_file(list.string(), "the list of inputs");
+    if (!list_text) return list_text.error();
+    std::istringstream in(list_text.value());
     int line_no = 0;
     bool any = false;
     for (std::string line; std::getline(in, line);) {
@@ -398,27 +436,23 @@ io::Result<bool> read_measurements(const std::string& path, int gpus_per_node, M
     if (!any) return err(list.string(), 0, "", "the list names no inputs");
     return true;
   }
-  auto read_text = [](const fs::path& p) -> std::optional<std::string> {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
   auto read_one = [&](const fs::path& p, bool from_dir) -> io::Result<bool> {
-    const auto text = read_text(p);
-    if (!text) return err(p.string(), 0, "", "cannot read the file");
-    const size_t b = text->find_first_not_of(" \t\r\n");
-    const bool is_json = b != std::string::npos && (*text)[b] == '{';
+    const auto text = io::read_input_file(p.string(), "measurements");
+    if (!text) return text.error();
+    const std::string& t = text.value();
+    const size_t b = t.find_first_not_of(" \t\r\n");
+    if (b == std::string::npos)
+      return err(p.string(), 0, "", "empty file (expected an lcm-exec summary JSON or an nccl-tests log)");
+    const bool is_json = t[b] == '{' || t[b] == '[' || p.extension() == ".json";
     if (is_json) {
-      auto r = parse_exec_summary(*text, p.string(), gpus_per_node, &out.skipped);
+      auto r = parse_exec_summary(t, p.string(), gpus_per_node, &out.skipped);
       if (!r) {
         if (from_dir) return false;  // other JSON files in a directory are not ours
         return r.error();
       }
       out.points.insert(out.points.end(), r.value().begin(), r.value().end());
     } else {
-      auto r = parse_nccl_tests_log(*text, p.string(), gpus_per_node);
+      auto r = parse_nccl_tests_log(t, p.string(), gpus_per_node);
       if (!r) {
         if (from_dir) return false;
         return r.error();

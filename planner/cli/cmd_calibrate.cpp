@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "lcm/model/calibration.hpp"
+#include "lcm/model/io/input_file.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
 #include "lcm/planner/calibrate/measurements.hpp"
 #include "lcm/planner/cli/common.hpp"
@@ -58,13 +59,12 @@ int run_calibrate(const CalibrateArgs& a) {
     return kExitBadInput;
   }
   const std::string profile_path = found.value();
-  std::string profile_text;
-  {
-    std::ifstream in(profile_path, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    profile_text = ss.str();
+  auto read = io::read_input_file(profile_path, "hardware profile");
+  if (!read) {
+    std::cerr << "lcm: " << read.error().str() << "\n";
+    return kExitBadInput;
   }
+  const std::string profile_text = std::move(read).value();
   auto hw = io::load_hardware_profile_text(profile_text, profile_path);
   if (!hw) {
     std::cerr << "lcm: " << hw.error().str() << "\n";
@@ -132,8 +132,10 @@ int run_calibrate(const CalibrateArgs& a) {
   written.name = written.gpu.name = std::filesystem::path(a.output).stem().string();
   auto edited = io::edit_hardware_profile(profile_text, profile_path, written, edits);
   if (!edited) {
-    std::cerr << "lcm: " << edited.error().str() << "\n";
-    return kExitFailure;
+    // The edited profile is reloaded with the profile's bounds: a fit outside them (an
+    // efficiency below 1% from impossible measurements) is refused, not written.
+    std::cerr << "lcm: " << a.output << ": calibrated profile not written: " << edited.error().str() << "\n";
+    return kExitBadInput;
   }
   if (!write_output(a.output, edited.value())) return kExitFailure;
 

@@ -4,13 +4,14 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "lcm/model/io/input_file.hpp"
+#include "lcm/model/limits.hpp"
+#include "lcm/model/mesh.hpp"
 #include "lcm/model/routing.hpp"
 #include "lcm/planner/cli/common.hpp"
 #include "lcm/planner/report/capacity_report.hpp"
@@ -57,6 +58,10 @@ std::optional<std::vector<double>> parse_cf_list(const std::string& text, std::s
                            : fmt::format("'{}' is not a capacity factor > 0 (expected e.g. 1.0,1.25,1.5,2.0)", tok);
       return std::nullopt;
     }
+    if (static_cast<int64_t>(out.size()) == limits::kListEntries) {
+      *error = fmt::format("more than {} entries (lcm's cap on list options)", limits::kListEntries);
+      return std::nullopt;
+    }
     out.push_back(*v);
   }
   if (out.empty() || text.back() == ',') {
@@ -86,27 +91,6 @@ std::optional<double> parse_skew(const std::string& text, int experts, std::stri
   return *s;
 }
 
-std::optional<std::vector<double>> read_loads(const std::string& path, std::string* error) {
-  std::error_code ec;
-  std::ifstream in(path, std::ios::binary);
-  if (!in || std::filesystem::is_directory(path, ec)) {
-    *error = fmt::format("{}: cannot read the loads file", path);
-    return std::nullopt;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    *error = fmt::format("{}: read error", path);
-    return std::nullopt;
-  }
-  auto r = report::parse_expert_loads(ss.str(), path);
-  if (!r) {
-    *error = r.error().str();
-    return std::nullopt;
-  }
-  return std::move(r).value();
-}
-
 // Options -> CapacityOptions after the scenario is known; error text on bad input.
 std::optional<CapacityOptions> build_options(const CapacityArgs& a, const Scenario& s, bool method_given,
                                              std::string* error) {
@@ -119,7 +103,7 @@ std::optional<CapacityOptions> build_options(const CapacityArgs& a, const Scenar
   }
   o.capacity_factors = *cfs;
   if (!a.tokens.empty()) {
-    auto t = parse_size_list(a.tokens, &err);
+    auto t = parse_size_list(a.tokens, limits::kRoutingTokens, &err);
     if (!t || t->size() != 1) {
       *error = "--tokens: " + (t ? fmt::format("'{}': expected one token count", a.tokens) : err);
       return std::nullopt;
@@ -130,6 +114,16 @@ std::optional<CapacityOptions> build_options(const CapacityArgs& a, const Scenar
   if (a.samples <= 0) {
     *error = fmt::format("--samples: {} is not a positive sample count", a.samples);
     return std::nullopt;
+  }
+  if (o.method == DropMethod::kMonteCarlo) {
+    const int64_t t = o.tokens > 0 ? o.tokens : routing_group_tokens(s, derive_mesh(s));
+    const double draws = static_cast<double>(a.samples) * static_cast<double>(t) * s.model.moe_router_topk;
+    if (draws > limits::kMonteCarloDraws) {
+      *error = fmt::format("--samples: {} samples of {} tokens x top-{} are {:.3g} routing draws; at most {:.0e} (lcm's "
+                           "cap, about a minute): lower --samples or --tokens",
+                           a.samples, t, s.model.moe_router_topk, draws, limits::kMonteCarloDraws);
+      return std::nullopt;
+    }
   }
   o.mc = MonteCarloOptions{a.samples, a.seed};
   o.pad_to_capacity = a.pad;
@@ -148,7 +142,7 @@ std::optional<CapacityOptions> build_options(const CapacityArgs& a, const Scenar
       *error = "--method does not apply to --loads: measured loads are evaluated deterministically";
       return std::nullopt;
     }
-    auto loads = read_loads(a.loads, &err);
+    auto loads = read_expert_loads(a.loads, &err);
     if (!loads) {
       *error = err;
       return std::nullopt;

@@ -2,26 +2,17 @@
 // in, a scenario YAML out.
 #include "commands.hpp"
 
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
+#include "lcm/model/io/input_file.hpp"
 #include "lcm/model/io/megatron_import.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
+#include "lcm/model/limits.hpp"
 #include "lcm/planner/cli/common.hpp"
 
 namespace lcm::cli {
 
 namespace {
-
-bool read_file(const std::string& path, std::string* text) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  *text = ss.str();
-  return true;
-}
 
 struct ImportOptions {
   // One file with a command line or a model_config.yaml ("-" = stdin), or the Megatron
@@ -45,7 +36,7 @@ void register_import(CLI::App& app, int& exit_code) {
   cmd->add_option("input", o->args,
                   "File holding a Megatron command line or a model_config.yaml ('-' for stdin); or the flags "
                   "themselves after '--'");
-  cmd->add_option("--gpus", o->gpus, "Number of GPUs of the job")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--gpus", o->gpus, "Number of GPUs of the job")->required()->check(CLI::Range(int64_t{1}, limits::kNumGpus));
   cmd->add_option("--hw", o->hw, "Hardware profile name or path (e.g. h200-sxm)")->required();
   cmd->add_option("--name", o->name, "Scenario name (default: the input file name)");
   cmd->add_option("-o,--output", o->output, "Write the scenario to FILE (atomically) instead of stdout");
@@ -57,15 +48,14 @@ void register_import(CLI::App& app, int& exit_code) {
     if (is_file) o->input = o->args[0];
     if (is_file) {
       display = o->input;
-      if (o->input == "-") {
-        std::ostringstream ss;
-        ss << std::cin.rdbuf();
-        text = ss.str();
-        display = "<stdin>";
-      } else if (!read_file(o->input, &text)) {
-        std::cerr << "lcm: " << o->input << ": cannot read file\n";
+      if (o->input == "-") display = "<stdin>";
+      auto read = o->input == "-" ? io::read_input_stream(std::cin, display, "the Megatron input")
+                                  : io::read_input_file(o->input, "the Megatron input");
+      if (!read) {
+        std::cerr << "lcm: " << read.error().str() << "\n";
         return;
       }
+      text = std::move(read).value();
       yaml = text.find("MODEL_ARGS") != std::string::npos;
     } else {
       display = "<command line>";

@@ -16,7 +16,7 @@ void register_plan(CLI::App& app, int& exit_code) {
   auto oo = std::make_shared<OutputOptions>();
   auto pa = std::make_shared<PlanArgs>();
   add_scenario_options(*cmd, *so);
-  cmd->get_option("--gpus")->description("GPUs to plan for (default: the scenario's num_gpus)")->check(CLI::PositiveNumber);
+  cmd->get_option("--gpus")->description("GPUs to plan for (default: the scenario's num_gpus)");
   add_plan_options(*cmd, *pa, true);
   add_output_options(*cmd, *oo, {"table", "md", "json", "csv"});
   cmd->callback([so, oo, pa, &exit_code] {

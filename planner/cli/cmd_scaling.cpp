@@ -3,6 +3,7 @@
 
 #include <iostream>
 
+#include "lcm/model/limits.hpp"
 #include "lcm/model/scaling.hpp"
 #include "lcm/planner/cli/common.hpp"
 #include "lcm/planner/report/scaling_report.hpp"
@@ -20,7 +21,7 @@ void register_scaling(CLI::App& app, int& exit_code) {
   add_output_options(*cmd, *oo, {"table", "md", "json", "csv"});
   cmd->callback([so, oo, seqs, &exit_code] {
     std::string err;
-    auto list = parse_size_list(*seqs, &err);
+    auto list = parse_size_list(*seqs, limits::kSeqLength, &err);
     if (!list) {
       std::cerr << "lcm: --seq: " << err << "\n";
       exit_code = kExitBadInput;

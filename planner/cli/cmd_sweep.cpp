@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "lcm/model/limits.hpp"
 #include "lcm/planner/cli/common.hpp"
 #include "lcm/planner/report/plan_report.hpp"
 #include "plan_common.hpp"
@@ -51,7 +52,7 @@ void register_sweep(CLI::App& app, int& exit_code) {
   auto pa = std::make_shared<PlanArgs>();
   auto varies = std::make_shared<std::vector<std::string>>();
   add_scenario_options(*cmd, *so);
-  cmd->get_option("--gpus")->description("GPUs to plan for (default: the scenario's num_gpus)")->check(CLI::PositiveNumber);
+  cmd->get_option("--gpus")->description("GPUs to plan for (default: the scenario's num_gpus)");
   cmd->add_option("--vary", *varies, "A scenario key and its values: --vary seq_length=4K,32K,128K,1M (repeatable: grid)")
       ->required();
   add_plan_options(*cmd, *pa, false);
@@ -66,14 +67,30 @@ void register_sweep(CLI::App& app, int& exit_code) {
         exit_code = kExitBadInput;
         return;
       }
+      std::string why;
+      if (is_searched_key(parsed->key))
+        why = fmt::format("the planner chooses {} itself for every point; vary a model, training or hardware key",
+                          key_base(parsed->key));
+      for (const Vary& g : grid)
+        if (key_base(g.key) == key_base(parsed->key))
+          why = fmt::format("{} is varied twice; give all its values in one --vary", key_base(parsed->key));
+      if (!why.empty()) {
+        std::cerr << "lcm: --vary " << parsed->key << ": " << why << "\n";
+        exit_code = kExitBadInput;
+        return;
+      }
       grid.push_back(std::move(*parsed));
     }
+    // Each point is a whole search: bound their number (checked as the grid grows, no overflow).
     size_t points = 1;
-    for (const Vary& v : grid) points *= v.values.size();
-    if (points > 10000) {
-      std::cerr << "lcm: --vary: " << points << " points; at most 10000\n";
-      exit_code = kExitBadInput;
-      return;
+    for (const Vary& v : grid) {
+      points *= v.values.size();
+      if (points > static_cast<size_t>(limits::kListEntries)) {
+        std::cerr << fmt::format("lcm: --vary: more than {} points (lcm's cap: each point is a whole search)\n",
+                                 limits::kListEntries);
+        exit_code = kExitBadInput;
+        return;
+      }
     }
     note_searched_keys(*so);
     std::vector<report::SweepPoint> out;

@@ -1,9 +1,13 @@
 // `lcm trace SCENARIO -o FILE`: Chrome Trace Event JSON of one predicted step.
 #include "commands.hpp"
 
+#include <algorithm>
 #include <iostream>
 
+#include <fmt/format.h>
+
 #include "lcm/model/estimate.hpp"
+#include "lcm/model/limits.hpp"
 #include "lcm/model/schedule.hpp"
 #include "lcm/planner/cli/common.hpp"
 #include "lcm/planner/report/trace.hpp"
@@ -23,7 +27,7 @@ void register_trace(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"op", "layer"}))
       ->capture_default_str();
   cmd->add_option("--micro-batches", *max_mb, "Show only the first N micro-batches of the step (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 30));
   cmd->callback([so, out, detail, max_mb, &exit_code] {
     auto s = load_or_report(*so);
     if (!s) {
@@ -31,6 +35,18 @@ void register_trace(CLI::App& app, int& exit_code) {
       return;
     }
     const Estimate e = estimate(*s);
+    // The trace has ~70 events per layer and micro-batch (op detail): bound its size.
+    const int64_t shown = *max_mb > 0 ? std::min(*max_mb, std::max(1, e.mesh.num_micro_batches))
+                                      : std::max(1, e.mesh.num_micro_batches);
+    const int64_t layers = s->model.num_layers + s->model.mtp_num_layers;
+    if (layers * shown > limits::kTraceLayerMicroBatches) {
+      std::cerr << fmt::format("lcm: trace: {} layers x {} micro-batches is more than {} layer passes (lcm's cap on the "
+                               "trace size, ~100 MB); show fewer with --micro-batches N (N <= {})\n",
+                               layers, shown, limits::kTraceLayerMicroBatches,
+                               std::max<int64_t>(1, limits::kTraceLayerMicroBatches / layers));
+      exit_code = kExitBadInput;
+      return;
+    }
     const Schedule sched = build_schedule(*s, e.mesh, e.stage_layers, e.gpu_params);
     report::TraceOptions opts;
     opts.detail = *detail == "layer" ? report::TraceDetail::kLayer : report::TraceDetail::kOp;

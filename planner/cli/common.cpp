@@ -1,15 +1,23 @@
 // Shared CLI plumbing.
 #include "lcm/planner/cli/common.hpp"
 
+#include <cerrno>
+#include <charconv>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "lcm/model/io/input_file.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
+#include "lcm/model/limits.hpp"
+#include "lcm/planner/report/capacity_report.hpp"
 
 namespace lcm::cli {
 
@@ -19,7 +27,8 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
       ->required();
   cmd.add_option("--set", o.sets,
                  "Override a key, Megatron-Core name: --set tensor_model_parallel_size=4 (repeatable)");
-  cmd.add_option("--gpus", o.gpus, "GPU count (for Megatron model_config.yaml inputs)");
+  cmd.add_option("--gpus", o.gpus, "GPU count (for Megatron model_config.yaml inputs)")
+      ->check(CLI::Range(int64_t{1}, limits::kNumGpus));
   cmd.add_option("--hw", o.hw, "Hardware profile name or path (for Megatron model_config.yaml inputs)");
 }
 
@@ -57,42 +66,120 @@ report::Format parse_format(const std::string& f) {
   return report::Format::kTable;
 }
 
-bool write_output(const std::string& path, const std::string& text) {
-  if (path.empty()) {
-    std::cout << text;
-    std::cout.flush();
-    return static_cast<bool>(std::cout);
+namespace {
+
+// The temporary file of the write in progress, removed by the TERM/INT/HUP handler.
+char g_temp_path[4096];
+volatile sig_atomic_t g_temp_active = 0;
+
+void remove_temp_and_reraise(int sig) {
+  if (g_temp_active) ::unlink(g_temp_path);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+// Installs the handler for the lifetime of one temporary file.
+class TempGuard {
+ public:
+  explicit TempGuard(const std::string& path) {
+    std::snprintf(g_temp_path, sizeof g_temp_path, "%s", path.c_str());
+    g_temp_active = 1;
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) old_[n_++] = {sig, std::signal(sig, remove_temp_and_reraise)};
   }
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  const fs::path tmp = dir / fmt::format(".{}.tmp.{}", target.filename().string(), getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      std::cerr << "lcm: cannot write " << tmp.string() << "\n";
-      return false;
-    }
-    out << text;
-    out.flush();
-    if (!out) {
-      std::cerr << "lcm: write failed: " << tmp.string() << "\n";
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return false;
-    }
+  ~TempGuard() {
+    for (int i = 0; i < n_; ++i) std::signal(old_[i].first, old_[i].second);
+    g_temp_active = 0;
   }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::cerr << "lcm: cannot rename " << tmp.string() << " to " << path << ": " << ec.message() << "\n";
-    fs::remove(tmp, ec);
-    return false;
+  TempGuard(const TempGuard&) = delete;
+  TempGuard& operator=(const TempGuard&) = delete;
+
+ private:
+  std::pair<int, void (*)(int)> old_[3];
+  int n_ = 0;
+};
+
+bool write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    done += static_cast<size_t>(n);
   }
   return true;
 }
 
-std::optional<std::vector<int64_t>> parse_size_list(const std::string& text, std::string* error) {
+bool fail(const std::string& what, int err) {
+  std::cerr << "lcm: " << what << ": " << std::strerror(err) << "\n";
+  return false;
+}
+
+// Anything that is not a regular file (a device, a FIFO, a terminal) is written in place.
+bool write_in_place(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0) return fail("cannot write " + path, errno);
+  const bool ok = write_all(fd, text);
+  const int err = errno;
+  ::close(fd);
+  return ok || fail("cannot write " + path, err);
+}
+
+}  // namespace
+
+bool write_output(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  if (path.empty()) {
+    std::cout.flush();
+    if (write_all(STDOUT_FILENO, text)) return true;
+    return fail("cannot write to standard output", errno);
+  }
+  // Follow symlinks: the file written (atomically) is the link's target.
+  std::error_code ec;
+  fs::path target(path);
+  for (int hops = 0; fs::is_symlink(fs::symlink_status(target, ec)); ++hops) {
+    if (hops == 40) return fail("cannot write " + path, ELOOP);
+    const fs::path to = fs::read_symlink(target, ec);
+    if (ec) return fail("cannot write " + path, ec.value());
+    target = to.is_absolute() ? to : target.parent_path() / to;
+  }
+  struct stat st {};
+  const bool exists = ::stat(target.c_str(), &st) == 0;
+  if (exists && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) return fail("cannot write " + path, EISDIR);
+    return write_in_place(target.string(), text);
+  }
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  struct stat dst {};
+  if (::stat(dir.c_str(), &dst) != 0) {
+    const int err = errno;
+    return fail(fmt::format("cannot write {}: directory {}", path, dir.string()), err);
+  }
+  if (!S_ISDIR(dst.st_mode)) return fail(fmt::format("cannot write {}: {}", path, dir.string()), ENOTDIR);
+
+  const fs::path tmp = dir / fmt::format(".{}.tmp.{}", target.filename().string(), getpid());
+  TempGuard guard(tmp.string());
+  ::unlink(tmp.c_str());  // a leftover of a killed run with the same pid
+  const mode_t mode = exists ? (st.st_mode & 07777) : 0666;  // new files: 0666 less the umask
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) return fail("cannot write " + path, errno);
+  bool ok = write_all(fd, text);
+  int err = errno;
+  if (ok && exists) {
+    // Keep the existing file's mode (exactly: the umask does not apply) and, where allowed, its owner.
+    if (::fchmod(fd, st.st_mode & 07777) != 0) ok = false, err = errno;
+    if (ok && (st.st_uid != ::geteuid() || st.st_gid != ::getegid())) (void)!::fchown(fd, st.st_uid, st.st_gid);
+  }
+  if (ok && ::fsync(fd) != 0 && errno != EINVAL) ok = false, err = errno;
+  if (::close(fd) != 0 && ok) ok = false, err = errno;
+  if (ok && ::rename(tmp.c_str(), target.c_str()) != 0) ok = false, err = errno;
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    return fail("cannot write " + path, err);
+  }
+  return true;
+}
+
+std::optional<std::vector<int64_t>> parse_size_list(const std::string& text, int64_t cap, std::string* error) {
   std::vector<int64_t> out;
   size_t pos = 0;
   while (pos <= text.size()) {
@@ -104,26 +191,52 @@ std::optional<std::vector<int64_t>> parse_size_list(const std::string& text, std
       *error = fmt::format("empty entry in '{}'", text);
       return std::nullopt;
     }
+    if (static_cast<int64_t>(out.size()) == limits::kListEntries) {
+      *error = fmt::format("more than {} entries (lcm's cap on list options)", limits::kListEntries);
+      return std::nullopt;
+    }
+    const std::string entry = tok;
     int64_t mult = 1;
     const char last = tok.back();
     if (last == 'K' || last == 'k') mult = 1024;
     if (last == 'M' || last == 'm') mult = 1024 * 1024;
     if (mult != 1) tok.pop_back();
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(tok, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != tok.size() || tok.empty() || v <= 0) {
-      *error = fmt::format("'{}' is not a positive size (expected e.g. 4096, 32K or 1M)", tok);
+    int64_t v = 0;
+    const auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+    const bool digits = !tok.empty() && ec != std::errc::invalid_argument && p == tok.data() + tok.size();
+    if (!digits || (ec == std::errc() && v <= 0)) {
+      *error = fmt::format("'{}' is not a positive size (expected e.g. 4096, 32K or 1M)", entry);
       return std::nullopt;
     }
-    out.push_back(static_cast<int64_t>(v) * mult);
+    if (ec != std::errc() || v > cap / mult || v * mult > cap) {
+      *error = fmt::format("'{}' is above {} (lcm's cap, docs/scenario-format.md#caps)", entry, cap);
+      return std::nullopt;
+    }
+    out.push_back(v * mult);
     if (end == text.size()) break;
   }
   return out;
+}
+
+std::optional<std::vector<double>> read_expert_loads(const std::string& path, std::string* error) {
+  auto text = io::read_input_file(path, "the loads file");
+  if (!text) {
+    *error = text.error().str();
+    return std::nullopt;
+  }
+  auto r = report::parse_expert_loads(text.value(), path);
+  if (!r) {
+    *error = r.error().str();
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < r.value().size(); ++i) {
+    if (r.value()[i] > limits::kExpertLoad) {
+      *error = fmt::format("{}: expert {}: load {:g} is above {:g} (lcm's cap on one expert's load)", path, i,
+                           r.value()[i], limits::kExpertLoad);
+      return std::nullopt;
+    }
+  }
+  return std::move(r).value();
 }
 
 }  // namespace lcm::cli

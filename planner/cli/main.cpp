@@ -1,8 +1,16 @@
 // lcm: plan long-context MoE training on H100/H200 clusters.
 // Data goes to stdout, diagnostics to stderr. Exit codes: 0 ok, 1 failure, 2 bad input.
+#include <algorithm>
 #include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "lcm/model/io/names.hpp"
 
 #include "commands.hpp"
 #include "lcm/planner/cli/common.hpp"
@@ -21,6 +29,35 @@ void add_plot_unavailable(CLI::App& app, int& exit_code) {
                  "rebuild with -DLCM_BUILD_GUI=ON)\n";
     exit_code = lcm::cli::kExitBadInput;
   });
+}
+
+// CLI11's errors as one line: "lcm: plan: --gpus: Value 0 not in range 1 to 1048576 (see
+// lcm plan --help)".
+std::string one_line_error(const CLI::App& app, const CLI::ParseError& e) {
+  std::string where = "lcm";
+  for (const CLI::App* a = &app;;) {
+    const auto subs = a->get_subcommands();
+    if (subs.empty()) break;
+    a = subs.front();
+    where += " " + a->get_name();
+  }
+  std::string what = e.what();
+  for (char& c : what)
+    if (c == '\n') c = ' ';
+  while (!what.empty() && what.back() == ' ') what.pop_back();
+  return fmt::format("lcm: {}{}{} (see {} --help)", where == "lcm" ? "" : where.substr(4), where == "lcm" ? "" : ": ",
+                     what, where);
+}
+
+// "lcm frobnicate": name the commands instead of CLI11's "A subcommand is required".
+std::optional<std::string> unknown_command(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+  const std::string list = fmt::format("{}", fmt::join(names, ", "));
+  if (argc < 2) return fmt::format("lcm: give a command: {} (see lcm --help)", list);
+  const std::string first = argv[1];
+  if (first.empty() || first[0] == '-' || std::find(names.begin(), names.end(), first) != names.end()) return std::nullopt;
+  return "lcm: " + lcm::io::unknown_message("command", first, names) + "; commands: " + list;
 }
 
 }  // namespace
@@ -45,12 +82,16 @@ int main(int argc, char** argv) {
     have_plot = have_plot || c.name == kPlot;
   }
   if (!have_plot) add_plot_unavailable(app, exit_code);
+  if (const auto unknown = unknown_command(app, argc, argv)) {
+    std::cerr << *unknown << "\n";
+    return lcm::cli::kExitBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    std::cerr << one_line_error(app, e) << "\n";
     return lcm::cli::kExitBadInput;
   }
   return exit_code;

@@ -89,12 +89,20 @@ std::optional<Scenario> load_for_planning(const ScenarioOptions& so, const std::
   return s;
 }
 
+std::string key_base(const std::string& key) {
+  return key.substr(key.rfind('.') == std::string::npos ? 0 : key.rfind('.') + 1);
+}
+
+bool is_searched_key(const std::string& key) {
+  const std::string base = key_base(key);
+  return std::find(std::begin(kSearchedKeys), std::end(kSearchedKeys), base) != std::end(kSearchedKeys);
+}
+
 void note_searched_keys(const ScenarioOptions& so) {
   for (const std::string& set : so.sets) {
     const std::string key = set.substr(0, set.find('='));
-    const std::string base = key.substr(key.rfind('.') == std::string::npos ? 0 : key.rfind('.') + 1);
-    if (std::find(std::begin(kSearchedKeys), std::end(kSearchedKeys), base) != std::end(kSearchedKeys))
-      std::cerr << "lcm: note: --set " << key << ": the planner chooses " << base << " itself; the value is ignored\n";
+    if (is_searched_key(key))
+      std::cerr << "lcm: note: --set " << key << ": the planner chooses " << key_base(key) << " itself; the value is ignored\n";
   }
 }
 

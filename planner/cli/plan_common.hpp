@@ -28,6 +28,11 @@ void add_plan_options(CLI::App& cmd, PlanArgs& a, bool with_top);
 std::optional<Scenario> load_for_planning(const ScenarioOptions& so, const std::vector<io::Override>& extra,
                                           int gpus);
 
+// A knob the planner chooses itself (tensor_model_parallel_size, parallel.micro_batch_size...);
+// key_base: the key without its section ("parallel.x" -> "x").
+bool is_searched_key(const std::string& key);
+std::string key_base(const std::string& key);
+
 // Notes on stderr for --set keys of knobs the planner chooses itself.
 void note_searched_keys(const ScenarioOptions& so);
 

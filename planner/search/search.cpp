@@ -285,7 +285,7 @@ std::vector<std::unique_ptr<Accum>> run_threads(const Scenario& base, const Spac
       run_item(space.items[i], space, time_miss_bytes, ev, acc, done, opts.sample_every, opts.bound);
     }
     acc.counts.validations += ev.validations;
-    acc.counts.schedules_built += ev.schedules_built;
+    acc.counts.schedules_built += ev.schedules_built();
     std::lock_guard<std::mutex> lock(mu);
     --running;
     cv.notify_all();

@@ -335,3 +335,33 @@ TEST(LoadsParser, ErrorsNameTheLine) {
 }
 
 }  // namespace
+
+namespace {
+
+// A capacity factor so large that Megatron's ceil(T*k/E * CF) overflows int64: the capacity
+// saturates at T*k (no expert can receive more), nothing is dropped, and the estimate's
+// step time is the dropless one, not a faster one (issue 14: 42.2 s vs 62.4 s).
+TEST(CapacityCli, HugeCapacityFactorSaturatesWithoutDrops) {
+  const auto j = capacity_json("--cf 2.0,1e16,1e300 --tokens 4K");
+  const auto& rows = j.at("rows");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].at("capacity").get<int64_t>(), 2048);       // 4096 * 2 / 8 * 2
+  EXPECT_EQ(rows[1].at("capacity").get<int64_t>(), 4096 * 2);   // saturated at T * k
+  EXPECT_EQ(rows[2].at("capacity").get<int64_t>(), 4096 * 2);
+  for (size_t i = 1; i < 3; ++i) {
+    EXPECT_EQ(rows[i].at("drop_fraction").get<double>(), 0.0);
+    EXPECT_EQ(rows[i].at("processed_fraction").get<double>(), 1.0);
+  }
+  auto step = [](const std::string& set) {
+    const LcmRun r = lcm(std::string("estimate ") + kMixtral + " --format json" + set);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out).at("time").at("step_s").get<double>();
+  };
+  const double dropless = step(""), huge = step(" --set moe_expert_capacity_factor=1e16"),
+               big = step(" --set moe_expert_capacity_factor=64");
+  EXPECT_EQ(huge, big);  // both saturated: identical schedules
+  EXPECT_NEAR(huge, dropless, 0.02 * dropless);
+  EXPECT_GE(huge, 0.999 * dropless);
+}
+
+}  // namespace

@@ -21,12 +21,12 @@
 #include <memory>
 #include <vector>
 
-#include "attention.hpp"
-#include "attention_ref.cuh"
-#include "kernels.cuh"
-#include "pattern.hpp"
+#include "lcm/executor/attention.hpp"
+#include "lcm/executor/attention_ref.cuh"
+#include "lcm/executor/kernels.cuh"
+#include "lcm/executor/pattern.hpp"
 #ifdef LCM_EXEC_HAVE_CUDNN
-#include "attention_runner.hpp"
+#include "lcm/executor/attention_runner.hpp"
 #endif
 
 namespace lcm::exec {
@@ -216,7 +216,7 @@ class CudnnAttentionOnGpu : public ::testing::Test {
   void expect_correct(const AttnCheckSet& c, bool full) {
     const AttentionProblem& p = runner_->problem();
     for (int i = 0; i < kAttnOuts; ++i) {
-      const AttnCheck& x = c.out[static_cast<size_t>(i)];
+      const Comparison& x = c.out[static_cast<size_t>(i)];
       const char* name = to_string(static_cast<AttnOut>(i));
       EXPECT_EQ(x.wrong, 0) << name << ": max err/tol " << x.max_err_ratio;
       EXPECT_EQ(x.nonfinite, 0) << name;

@@ -6,9 +6,9 @@
 #include <limits>
 #include <set>
 
-#include "attention.hpp"
-#include "error.hpp"
-#include "options.hpp"
+#include "lcm/executor/attention.hpp"
+#include "lcm/executor/error.hpp"
+#include "lcm/executor/options.hpp"
 
 namespace lcm::exec {
 namespace {
@@ -45,27 +45,40 @@ TEST(Attention, FlopConventionIsFlashAttentions) {
 TEST(Attention, ShapesAndOptions) {
   const auto shapes = parse_attn_shapes("1x16Kx32x8x128,2x1000x4x4x64");
   ASSERT_EQ(shapes.size(), 2u);
-  EXPECT_EQ(shapes[0].s, 16384);
+  EXPECT_EQ(shapes[0].shape.seq_q, 16384);
+  EXPECT_EQ(shapes[0].shape.seq_kv, 16384);
+  EXPECT_EQ(shapes[0].shape.heads_q, 32);
+  EXPECT_EQ(shapes[0].shape.heads_kv, 8);
+  EXPECT_EQ(shapes[0].shape.head_dim_qk, 128);
+  EXPECT_EQ(shapes[0].shape.head_dim_v, 128);
   EXPECT_EQ(shapes[0].label, "gqa32/8.d128.s16k");
-  EXPECT_EQ(shapes[1].b, 2);
+  EXPECT_EQ(shapes[1].shape.batch, 2);
   EXPECT_EQ(shapes[1].label, "mha4.d64.s1000.b2");
   EXPECT_THROW(parse_attn_shapes("1x4096x32x5x128"), UsageError);  // HQ not a multiple of HKV
   EXPECT_THROW(parse_attn_shapes("1x4096x32x8x100"), UsageError);  // D not a multiple of 8
   EXPECT_THROW(parse_attn_shapes("1x4096x32x8"), UsageError);
   const auto sweep = attn_sweep_shapes();
   ASSERT_EQ(sweep.size(), 12u);
-  EXPECT_EQ(sweep.front().s, 4096);
-  EXPECT_EQ(sweep[5].s, 131072);
+  EXPECT_EQ(sweep.front().shape.seq_q, 4096);
+  EXPECT_EQ(sweep[5].shape.seq_q, 131072);
   const Options o = parse({"bench", "attention", "--shapes", "1x2048x8x2x64", "--check", "full", "--scale", "0.5",
                            "--point-ms", "100", "--no-causal", "--algos", "3"});
   EXPECT_EQ(o.family, Family::kAttention);
-  ASSERT_EQ(o.attn_shapes.size(), 1u);
-  EXPECT_EQ(o.attn_check, "full");
+  ASSERT_EQ(o.attn_points.size(), 1u);
+  EXPECT_EQ(o.check, CheckMode::kFull);
   EXPECT_DOUBLE_EQ(o.attn_scale, 0.5);
   EXPECT_DOUBLE_EQ(o.point_ms, 100);
-  EXPECT_FALSE(o.attn_causal);
+  EXPECT_FALSE(o.attn_points[0].shape.causal);
+  EXPECT_DOUBLE_EQ(o.attn_points[0].shape.work_fraction, 1.0);
+  // The problem the runner gets is the model's shape; its FLOPs are the model's.
+  const AttentionProblem p = AttentionProblem::of(o.attn_points[0].shape, o.attn_scale);
+  EXPECT_EQ(p.s, 2048);
+  EXPECT_EQ(p.hkv, 2);
+  EXPECT_FALSE(p.causal);
+  EXPECT_FLOAT_EQ(p.softmax_scale(), 0.5f);
+  EXPECT_DOUBLE_EQ(p.fwd_flops(), 4.0 * 2048 * 2048 * 8 * 64);  // 4 b s^2 h_q d, not causal
   EXPECT_EQ(o.algos, 3);
-  EXPECT_EQ(parse({"bench", "attention"}).attn_shapes.size(), 12u);  // the sweep by default
+  EXPECT_EQ(parse({"bench", "attention"}).attn_points.size(), 12u);  // the sweep by default
   EXPECT_THROW(parse({"bench", "attention", "--check", "some"}), UsageError);
 }
 
@@ -111,7 +124,7 @@ TEST(Attention, CheckerFindsPlantedErrorsAndNaN) {
     // A bf16-like rounding error: within tolerance.
     got[i] = ref[i] * (1.0f + 1.0f / 512.0f);
   }
-  AttnCheck c = check_attention_values(got, ref, mag, 1e-2);
+  Comparison c = check_attention_values(got, ref, mag, 1e-2);
   EXPECT_EQ(c.checked, 1000);
   EXPECT_EQ(c.wrong, 0);
   EXPECT_TRUE(c.ok());

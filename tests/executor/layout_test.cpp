@@ -5,8 +5,8 @@
 
 #include <map>
 
-#include "error.hpp"
-#include "layout.hpp"
+#include "lcm/executor/error.hpp"
+#include "lcm/executor/layout.hpp"
 #include "lcm/model/mesh.hpp"
 
 namespace lcm::exec {

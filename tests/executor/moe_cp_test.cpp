@@ -10,11 +10,11 @@
 #include <set>
 #include <sstream>
 
-#include "cp_attention.hpp"
-#include "error.hpp"
+#include "lcm/executor/cp_attention.hpp"
+#include "lcm/executor/error.hpp"
 #include "lcm/model/routing.hpp"
-#include "moe.hpp"
-#include "options.hpp"
+#include "lcm/executor/moe.hpp"
+#include "lcm/executor/options.hpp"
 
 namespace lcm::exec {
 namespace {
@@ -34,7 +34,7 @@ TEST(MoeOptions, ParsesEveryOption) {
   EXPECT_EQ(o.moe.experts, 256);
   EXPECT_EQ(o.moe.topk, 8);
   EXPECT_EQ(o.moe.groups, 8);
-  EXPECT_EQ(o.moe.score, ScoreFunction::kSigmoid);
+  EXPECT_EQ(o.moe.score, RouterScore::kSigmoid);
   EXPECT_EQ(o.moe.drop_policy, DropPolicy::kPosition);
   EXPECT_EQ(o.moe.capacity_factors, (std::vector<double>{0.0, 1.0, 1.25}));
   ASSERT_EQ(o.moe.skews.size(), 3u);
@@ -67,8 +67,9 @@ TEST(CpAttentionOptions, DefaultsToTheCpGroupAndBatchOne) {
   const Options o = parse({"bench", "cp-attention", "--layout", "cp=2"});
   EXPECT_EQ(o.family, Family::kCpAttention);
   EXPECT_EQ(o.group, Group::kCp);
-  ASSERT_EQ(o.attn_shapes.size(), 3u);
-  EXPECT_EQ(o.attn_shapes[2].s, 131072);
+  ASSERT_EQ(o.attn_points.size(), 3u);
+  EXPECT_EQ(o.attn_points[2].shape.seq_q, 131072);
+  EXPECT_TRUE(o.attn_points[2].shape.causal);
   EXPECT_THROW(parse({"bench", "cp-attention", "--shapes", "2x4096x8x8x64"}), UsageError);
   EXPECT_THROW(parse({"bench", "cp-attention", "--no-causal"}), UsageError);
   EXPECT_EQ(parse({"bench", "cp-attention", "--group", "world"}).group, Group::kWorld);
@@ -150,13 +151,13 @@ TEST(MoeRouting, SoftmaxSigmoidAndGroupLimitedTopk) {
   EXPECT_EQ(r.idx, (std::vector<int32_t>{1, 5}));
   EXPECT_NEAR(r.w[0], 1.0 / (1.0 + std::exp(1.9 - 2.0)), 1e-6);  // softmax over the selected logits
   EXPECT_NEAR(r.w[0] + r.w[1], 1.0, 1e-6);
-  p.score = ScoreFunction::kSigmoid;
+  p.score = RouterScore::kSigmoid;
   r = route_token(l, p);
   const double s1 = 1 / (1 + std::exp(-2.0)), s5 = 1 / (1 + std::exp(-1.9));
   EXPECT_NEAR(r.w[0], s1 / (s1 + s5), 1e-6);
   // groups of 2: {0,1} {2,3} {4,5} {6,7}; group scores (top-1 each): 2.0, 1.5, 1.9, 0.3;
   // one group only -> experts 1 and 0
-  p.score = ScoreFunction::kSoftmax;
+  p.score = RouterScore::kSoftmax;
   p.groups = 4;
   p.topk_groups = 1;
   p.topk = 1;

@@ -11,10 +11,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "collectives.hpp"
-#include "gemm.hpp"
-#include "results.hpp"
-#include "timing.hpp"
+#include "lcm/executor/collectives.hpp"
+#include "lcm/executor/gemm.hpp"
+#include "lcm/executor/results.hpp"
+#include "lcm/executor/timing.hpp"
 
 namespace lcm::exec {
 namespace {
@@ -160,7 +160,7 @@ TEST(GemmChecker, AcceptsRoundedResultAndFindsPlantedError) {
         }
         got.push_back(__bfloat162float(__float2bfloat16_rn(static_cast<float>(dot * scale))));
       }
-    GemmCheck ok = check_gemm(p, 11, 12, g, got);
+    Comparison ok = check_gemm(p, 11, 12, g, got);
     EXPECT_EQ(ok.wrong, 0);
     EXPECT_EQ(ok.checked, 64 * 48);
     EXPECT_TRUE(ok.ok());
@@ -170,6 +170,44 @@ TEST(GemmChecker, AcceptsRoundedResultAndFindsPlantedError) {
     got[0] = NAN;
     EXPECT_EQ(check_gemm(p, 11, 12, g, got).wrong, 2);
   }
+}
+
+// Shapes that are not multiples of 16 run with their rows padded to 16 bytes: the checker
+// reads the inputs at row x ld + column, so a reference built that way passes and one built
+// on unpadded rows does not.
+TEST(GemmChecker, PaddedLeadingDimensions) {
+  const GemmProblem bf{5, 3, 7, GemmDType::kBf16};
+  EXPECT_EQ(bf.lda(), 8);  // 7 bf16 -> 16 bytes
+  EXPECT_EQ(bf.ldb(), 8);  // B [k, n]: 3 -> 8
+  EXPECT_EQ(bf.ldd(), 8);
+  EXPECT_DOUBLE_EQ(bf.set_bytes(), 2.0 * (5 * 8 + 7 * 8) + 2.0 * 5 * 8);
+  const GemmProblem f8{5, 3, 7, GemmDType::kFp8E4M3};
+  EXPECT_EQ(f8.lda(), 16);  // 7 fp8 -> 16 bytes
+  EXPECT_EQ(f8.ldb(), 16);  // W [n, k]
+  EXPECT_EQ(f8.ldd(), 8);
+  const GemmProblem aligned{3000, 5000, 7000, GemmDType::kBf16};  // torch.matmul's contiguous strides
+  EXPECT_EQ(aligned.lda(), 7000);
+  EXPECT_EQ(aligned.ldb(), 5000);
+  EXPECT_EQ(aligned.ldd(), 5000);
+  EXPECT_DOUBLE_EQ(aligned.set_bytes(), 2.0 * (3000.0 * 7000 + 7000.0 * 5000) + 2.0 * 3000 * 5000);
+
+  const SampleGrid g = sample_grid(bf, 3);
+  const auto product = [&](int64_t lda, int64_t ldb) {
+    std::vector<float> out;
+    for (int64_t i : g.rows)
+      for (int64_t j : g.cols) {
+        double dot = 0;
+        for (int64_t k = 0; k < bf.k; ++k)
+          dot += double{gemm_input_value(bf.dtype, 21, static_cast<uint64_t>(i * lda + k))} *
+                 double{gemm_input_value(bf.dtype, 22, static_cast<uint64_t>(k * ldb + j))};
+        out.push_back(__bfloat162float(__float2bfloat16_rn(static_cast<float>(dot))));
+      }
+    return out;
+  };
+  const Comparison padded = check_gemm(bf, 21, 22, g, product(8, 8));
+  EXPECT_EQ(padded.checked, 15);
+  EXPECT_TRUE(padded.ok()) << padded.wrong << " wrong, worst at " << padded.worst_index;
+  EXPECT_FALSE(check_gemm(bf, 21, 22, g, product(7, 3)).ok());
 }
 
 TEST(GemmChecker, LargeProblemsAreSampled) {

@@ -1,17 +1,22 @@
 # Executor tests, included from tests/CMakeLists.txt only where lcm_executor is built.
-#   lcm_executor_host_tests: no GPU needed (layout colors vs lcm::group_ranks, options,
-#                            writers, the GEMM and attention checkers); run in CI.
+#   lcm_executor_host_tests: no GPU needed (layout colors vs lcm::group_ranks, options and
+#                            the binary's bad-command-line exits,
+#                            writers, the result comparer, the GEMM and attention
+#                            checkers); run in CI.
 #   lcm_executor_gpu_tests:  label gpu; each test skips with a reason where no GPU (or fewer
 #                            than 2 for the mpirun tests, or no cuDNN for the attention
 #                            tests) is found.
 lcm_add_test(lcm_executor_host_tests
   SOURCES
+    ${CMAKE_CURRENT_LIST_DIR}/cli_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/compare_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/layout_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/options_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/results_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/attention_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/moe_cp_test.cpp
   LIBS lcm_executor)
+add_dependencies(lcm_executor_host_tests lcm-exec)  # cli_test runs the binary
 
 lcm_add_test(lcm_executor_gpu_tests
   SOURCES

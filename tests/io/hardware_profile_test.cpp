@@ -125,7 +125,7 @@ TEST_F(ProfileFile, CurveParametersAreChecked) {
 TEST_F(ProfileFile, EfficiencyIsAFraction) {
   auto r = load_hardware_profile(edited("gemm: 0.734", "gemm: 73.4"));
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.error().str(), HasSubstr("efficiency.gemm: expected a number <= 1, got 73.4"));
+  EXPECT_THAT(r.error().str(), HasSubstr("efficiency.gemm: expected a number <= 1 (lcm's physical bound, docs/hardware-profiles.md), got 73.4"));
 }
 
 TEST_F(ProfileFile, CapacityGivenOnceInOneUnit) {
@@ -146,7 +146,7 @@ TEST_F(ProfileFile, MalformedAndMissingFile) {
   EXPECT_THAT(r.error().str(), HasSubstr("malformed YAML"));
   auto m = load_hardware_profile("/nonexistent/p.yaml");
   ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.error().str(), "/nonexistent/p.yaml: cannot read hardware profile");
+  EXPECT_EQ(m.error().str(), "/nonexistent/p.yaml: cannot read hardware profile: No such file or directory");
 }
 
 }  // namespace

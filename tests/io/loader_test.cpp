@@ -232,7 +232,7 @@ TEST(Overrides, BareAndSectionKeysApplyAfterTheFileAndLastWins) {
 
 TEST(Overrides, GoThroughTheSameChecksWithLocationSet) {
   EXPECT_EQ(error_of(load_text(kBaseScenario, {"tensor_model_parallel_size=two"})),
-            "--set: parallel.tensor_model_parallel_size: expected an integer >= 1, got 'two'");
+            "--set: parallel.tensor_model_parallel_size: expected an integer in [1, 1048576], got 'two'");
   EXPECT_EQ(error_of(load_text(kBaseScenario, {"hiden_size=4"})).substr(0, 49),
             "--set: hiden_size: unknown key 'hiden_size'; did ");
   EXPECT_THAT(error_of(load_text(kBaseScenario, {"name=x"})), testing::HasSubstr("ambiguous key; write name or model.name"));

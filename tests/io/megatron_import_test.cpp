@@ -336,7 +336,7 @@ TEST(MegatronImport, IgnoredNotedRejectedAndUnknownFlags) {
 TEST(MegatronImport, MissingRequiredAndBadValues) {
   EXPECT_EQ(import_error("--hidden-size 512 --bf16"), "run.sh: --num-layers: missing --num-layers (Megatron requires it)");
   EXPECT_THAT(import_error(kMinimal + "--tensor-model-parallel-size two"),
-              HasSubstr("--tensor-model-parallel-size: expected an integer >= 1, got 'two'"));
+              HasSubstr("--tensor-model-parallel-size: expected an integer in [1, 2147483647], got 'two'"));
   EXPECT_THAT(import_error(kMinimal + "--normalization LayerNorm2"), HasSubstr("expected LayerNorm or RMSNorm"));
   EXPECT_THAT(import_error(kMinimal + "--seq-length 2048"),
               HasSubstr("--max-position-embeddings: max_position_embeddings (1024) must be greater than or equal to "

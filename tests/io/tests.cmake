@@ -10,6 +10,7 @@ lcm_add_test(lcm_io_tests
     ${CMAKE_CURRENT_LIST_DIR}/megatron_import_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/megatron_flags_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/bundled_files_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/limits_test.cpp
   LIBS lcm::model)
 # megatron_flags_test reads the importer's private headers.
 target_include_directories(lcm_io_tests PRIVATE ${PROJECT_SOURCE_DIR}/model/io)

@@ -1,9 +1,11 @@
-// The planner shares sub-results between layouts; every layout's result must still equal
-// a fresh validate_scenario + estimate() of it, exactly (bit for bit). Checked on a sample
-// of the layouts a real search evaluates (the cached path, in search order) and on random
-// layouts through one evaluator (caches hit in random order).
+// The planner shares sub-results between layouts (the model's incremental estimator);
+// every layout's result must still equal a fresh validate_scenario + estimate() of it,
+// exactly (bit for bit). Checked on every layout of a full search (the cached path, in
+// search order), on samples of larger searches and on random layouts through one
+// evaluator (caches hit in random order).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <random>
 
 #include "lcm/model/estimate.hpp"
@@ -72,6 +74,34 @@ size_t check_search_sample(const Scenario& base, uint64_t every) {
   // The sample covers the kinds of results.
   EXPECT_GT(timed, 10u);
   return r.samples.size();
+}
+
+// Every layout the search evaluates (bounding off, so every valid layout near HBM or
+// below it has its composed step time), none skipped.
+TEST(PlanEquality, EveryLayoutOfAFullSearchEqualsFreshEstimates) {
+  const Scenario base = scenario("mixtral-8x7b", {{"seq_length", "128K"}}, 64);
+  PlanOptions o;
+  o.sample_every = 1;
+  o.threads = 2;
+  const PlanResult r = search(base, o);
+  size_t timed = 0, invalid = 0, oom = 0;
+  for (const auto& [l, outcome] : r.samples) {
+    expect_equal_to_fresh(base, l, outcome, layout_string(l, base));
+    timed += outcome.has_time;
+    invalid += outcome.status == Outcome::Status::kInvalid;
+    oom += outcome.status == Outcome::Status::kOutOfMemory;
+    if (::testing::Test::HasFailure()) break;
+  }
+  // Every valid and every timed layout of the search was checked (the search counts
+  // them itself; meshes rejected before expansion are invalid and not sampled).
+  EXPECT_EQ(r.samples.size() - invalid, r.counts.valid);
+  EXPECT_EQ(timed, r.counts.timed);
+  EXPECT_GT(r.samples.size(), 20000u);
+  EXPECT_GT(timed, 2000u);
+  EXPECT_GT(invalid, 1000u);
+  EXPECT_GT(oom, 100u);
+  std::printf("checked %zu layouts (%zu timed, %zu out of memory, %zu invalid)\n", r.samples.size(), timed, oom,
+              invalid);
 }
 
 TEST(PlanEquality, MixtralSearchSampleEqualsFreshEstimates) {

@@ -27,6 +27,7 @@ struct FlopTerms {
     return attn_proj + attn_core + dense_mlp + routed_experts + shared_experts + router + logits +
            mtp;
   }
+  bool operator==(const FlopTerms&) const = default;
 };
 
 struct Flops {
@@ -41,6 +42,7 @@ struct Flops {
   // whatever the convention, for side-by-side comparison with Megatron logs.
   double megatron_flops = 0;
   double per_gpu_per_step = 0;  // per_step / world
+  bool operator==(const Flops&) const = default;
 };
 
 Flops count_flops(const Scenario& s, const Mesh& m);

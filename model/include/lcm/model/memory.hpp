@@ -44,6 +44,7 @@ struct StageMemory {
   double peak = 0;       // allocated + context, NCCL, workspace, fragmentation
   double peak_low = 0;   // range where terms are uncertain
   double peak_high = 0;
+  bool operator==(const StageMemory&) const = default;
 };
 
 struct Memory {
@@ -53,6 +54,7 @@ struct Memory {
   double allocated_peak_bytes = 0;  // max over stages of allocated
   double hbm_bytes = 0;
   bool fits = true;                 // peak_high <= HBM on every stage
+  bool operator==(const Memory&) const = default;
 };
 
 Memory estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
@@ -61,6 +63,16 @@ Memory estimate_memory(const Scenario& s, const Mesh& m, const std::vector<Stage
 // callers that estimate many layouts (the planner) without an allocation each.
 void estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
                      const std::vector<GpuParams>& params, Memory& out);
+
+// Cache key (cache_key.hpp) of estimate_memory(s, m, stage_layers(s, m), gpu_params(...)):
+// the structure (its layers and parameters) and what the terms read besides.
+struct MemoryKey {
+  StructureKey structure;
+  int32_t dp = 0, edp = 0, num_micro_batches = 0, micro_batch_size = 0;
+  int32_t cp_comm_type = 0, sharding = 0, distributed_optimizer = 0, overlap_moe_expert_parallel_comm = 0;
+  bool operator==(const MemoryKey&) const = default;
+};
+MemoryKey memory_key(const Scenario& s, const Mesh& m);
 
 // Activation bytes saved for backward by one transformer layer for one micro-batch on
 // one GPU (after TP/SP/CP and recompute policy). Exposed for the scaling table and tests.

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -63,10 +64,37 @@ struct StageLayers {
   // with method block. 0 without full recompute.
   int num_recomputed_layers = 0;
   int num_recomputed_moe_layers = 0;
+  bool operator==(const StageLayers&) const = default;
 };
 
 // Layers per pipeline rank, honouring uneven first/last stages and the MoE pattern.
 std::vector<StageLayers> stage_layers(const Scenario& s, const Mesh& m);
+
+// The shard sizes of a mesh: a part of several cache keys (cache_key.hpp).
+struct ShardKey {
+  int32_t tp = 0, sp = 0, cp = 0, ep = 0, etp = 0;
+  bool operator==(const ShardKey&) const = default;
+};
+ShardKey shard_key(const Mesh& m);
+// How the layers split over pipeline ranks and virtual stages: a part of cache keys.
+struct PipelineSplitKey {
+  int32_t pp = 0, vp = 0, layers_per_virtual_stage = 0, first_stage_layers = 0, last_stage_layers = 0;
+  bool operator==(const PipelineSplitKey&) const = default;
+};
+PipelineSplitKey pipeline_split_key(const Scenario& s, const Mesh& m);
+
+// Cache key (cache_key.hpp) of stage_layers, gpu_params(s, m, stage_layers(s, m))
+// (params.hpp) and count_flops (flops.hpp), computed together, and of the per-stage
+// layer and recompute counts of build_schedule: the mesh sizes, the pipeline split and
+// the recompute policy.
+struct StructureKey {
+  ShardKey shards;
+  PipelineSplitKey split;
+  int32_t account_for_embedding = 0, account_for_loss = 0;
+  int32_t recompute_granularity = 0, recompute_method = 0, recompute_num_layers = 0, recompute_modules = 0;
+  bool operator==(const StructureKey&) const = default;
+};
+StructureKey structure_key(const Scenario& s, const Mesh& m);
 
 // True when transformer layer i (0-based) is an MoE layer.
 bool is_moe_layer(const ModelSpec& model, int layer);

@@ -43,6 +43,7 @@ struct GpuParams {
   double dense = 0;   // non-expert parameters on this GPU (after TP and PP)
   double expert = 0;  // routed-expert parameters on this GPU (after ETP, EP and PP)
   double total() const { return dense + expert; }
+  bool operator==(const GpuParams&) const = default;
 };
 
 // Per pipeline rank, index = stage (0 = first).

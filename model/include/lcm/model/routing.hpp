@@ -31,7 +31,8 @@ namespace lcm {
 // Megatron get_capacity(num_tokens = tokens*topk, num_experts, capacity_factor,
 // min_capacity): ceil((tokens*topk / experts) * cf) evaluated in double precision in
 // the same order as Megatron (so (400/8) * 1.1 = 55.00000000000001 gives 56 there and
-// here), then raised to min_capacity (<= 0: none; Megatron's router passes none).
+// here), then raised to min_capacity (<= 0: none; Megatron's router passes none). It
+// saturates at tokens*topk (no expert can receive more), so no CF overflows it.
 int64_t capacity(int64_t tokens, int topk, int experts, double cf, int64_t min_capacity = 0);
 // The same for a total of `assignments` token-expert pairs (measured loads).
 int64_t capacity_for_assignments(double assignments, int experts, double cf,

@@ -50,6 +50,7 @@ struct GemmShape {
   // The groups split k instead of m: the weight gradient of a grouped GEMM, where each
   // expert's dW = A_e^T dC_e reduces over that expert's tokens (groups GEMMs of m x n x k/groups).
   bool split_k = false;
+  bool operator==(const GemmShape&) const = default;
 };
 
 // The backward GEMMs of a forward C[m x n] = A[m x k] B[k x n]: the input gradient
@@ -67,6 +68,7 @@ struct AttentionShape {
   int64_t head_dim_v = 0;
   bool causal = true;
   double work_fraction = 1.0;  // fraction of the seq_q x seq_kv score matrix computed
+  bool operator==(const AttentionShape&) const = default;
 };
 
 // The group of a collective within its dimension: the dimension's own group, or, on dim
@@ -80,6 +82,7 @@ struct CollectiveShape {
   int group_size = 1;
   double message_bytes = 0;  // nccl-tests size S of one call
   CommGroup group = CommGroup::kDim;
+  bool operator==(const CollectiveShape&) const = default;
 };
 
 struct Op {
@@ -105,6 +108,7 @@ struct Op {
   // all-reduce (docs/communication-model.md §8). An op's backward counterpart may count in
   // another item (an SP all-gather's backward is a reduce-scatter).
   const char* item = nullptr;
+  bool operator==(const Op&) const = default;
 };
 
 // Full stable name: prefix + base + suffix (".fwd", ".recompute", ".bwd", ".bwd.dgrad",
@@ -121,6 +125,7 @@ struct LayerOps {
   std::vector<Op> recompute;
   std::vector<Op> bwd;  // execution order
   bool empty() const { return fwd.empty(); }
+  bool operator==(const LayerOps&) const = default;
 };
 
 struct StageSchedule {
@@ -164,5 +169,36 @@ struct ScheduleParts {
 
 Schedule build_schedule(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
                         const std::vector<GpuParams>& params, const ScheduleParts& parts = {});
+
+// Cache keys (cache_key.hpp) of the parts of build_schedule.
+// The layer op lists (Schedule::dense / moe / mtp): shapes after TP / SP / CP / EP, the
+// CP communication, the micro-batch, the recompute policy, the dispatcher.
+struct LayerOpsKey {
+  ShardKey shards;
+  int32_t micro_batch_size = 0;
+  int32_t cp_comm_type = 0, cp_a2a = 0, cp_p2p = 0;  // hierarchical sizes when a2a+p2p
+  int32_t recompute_granularity = 0, recompute_method = 0, recompute_modules = 0;
+  int32_t dispatcher = 0, fp8_dispatch = 0;
+  bool operator==(const LayerOpsKey&) const = default;
+};
+LayerOpsKey layer_ops_key(const Scenario& s, const Mesh& m);
+// The stage lists pre_fwd, post_fwd, post_bwd and pre_bwd (embedding, head, pipeline
+// send / receive) of a stage, given its identity (first stage, last stage, parameters).
+struct EdgeOpsKey {
+  ShardKey shards;
+  PipelineSplitKey split;
+  int32_t micro_batch_size = 0;
+  bool operator==(const EdgeOpsKey&) const = default;
+};
+EdgeOpsKey edge_ops_key(const Scenario& s, const Mesh& m);
+// The once-per-step ops (StageSchedule::step) of a stage, given its identity.
+struct StepOpsKey {
+  ShardKey shards;
+  int32_t pp = 0, dp = 0, edp = 0, micro_batch_size = 0, num_micro_batches = 0;
+  int32_t first_stage_layers = 0, last_stage_layers = 0;
+  int32_t sharding = 0, distributed_optimizer = 0, overlap_grad_reduce = 0, overlap_param_gather = 0;
+  bool operator==(const StepOpsKey&) const = default;
+};
+StepOpsKey step_ops_key(const Scenario& s, const Mesh& m);
 
 }  // namespace lcm

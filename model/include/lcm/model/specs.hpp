@@ -54,6 +54,8 @@ struct RopeScaling {
   RopeScalingType type = RopeScalingType::kNone;
   double factor = 1.0;
   int64_t original_max_position_embeddings = 0;
+
+  bool operator==(const RopeScaling&) const = default;
 };
 
 // ---------------------------------------------------------------------------------
@@ -110,6 +112,8 @@ struct ModelSpec {
   // attention probabilities. Modern LLM recipes (Llama, Mixtral, DeepSeek) set both to 0.
   double hidden_dropout = 0.1;
   double attention_dropout = 0.1;
+
+  bool operator==(const ModelSpec&) const = default;
 };
 
 // ---------------------------------------------------------------------------------
@@ -126,6 +130,8 @@ struct TrainingSpec {
   DType main_params_dtype = DType::kFp32;
   DType exp_avg_dtype = DType::kFp32;
   DType exp_avg_sq_dtype = DType::kFp32;
+
+  bool operator==(const TrainingSpec&) const = default;
 };
 
 // ---------------------------------------------------------------------------------
@@ -158,6 +164,8 @@ struct ParallelSpec {
   bool tp_comm_overlap = false;
   bool overlap_moe_expert_parallel_comm = false;
   bool moe_fp8_dispatch = false;  // 1-byte dispatch payload (DeepSeek-V3 style)
+
+  bool operator==(const ParallelSpec&) const = default;
 };
 
 // ---------------------------------------------------------------------------------
@@ -171,6 +179,8 @@ struct GpuSpec {
   double hbm_bw = 0;               // bytes/s
   int num_sms = 0;
   double l2_bytes = 0;
+
+  bool operator==(const GpuSpec&) const = default;
 };
 
 struct InterconnectSpec {
@@ -179,6 +189,8 @@ struct InterconnectSpec {
   double nvlink_latency = 0;       // s
   double nic_bw = 0;               // per GPU per direction, bytes/s
   double nic_latency = 0;          // s
+
+  bool operator==(const InterconnectSpec&) const = default;
 };
 
 // Achievable fractions of peak; starting values are documented in hwprofiles/ and
@@ -227,6 +239,8 @@ struct EfficiencySpec {
   // plain hyperbola; g < 1 ramps more slowly (NCCL's bandwidth still grows from 64 MiB to
   // 1 GiB on H200).
   double nvlink_ramp_exponent = 1;
+
+  bool operator==(const EfficiencySpec&) const = default;
 };
 
 // Memory the framework does not see as allocated tensors (nvidia-smi minus max-allocated).
@@ -236,6 +250,8 @@ struct MemoryAllowances {
   double cublas_workspace = 0;
   double fragmentation_fraction = 0;  // of allocated peak
   double activation_uncertainty = 0;  // +- fraction shown as a range
+
+  bool operator==(const MemoryAllowances&) const = default;
 };
 
 struct HardwareSpec {
@@ -244,12 +260,16 @@ struct HardwareSpec {
   InterconnectSpec interconnect;
   EfficiencySpec efficiency;
   MemoryAllowances allowances;
+
+  bool operator==(const HardwareSpec&) const = default;
 };
 
 // Published FLOP numbers use different conventions; the convention is explicit.
 struct FlopConvention {
   bool causal_halved = true;       // count causal attention as half of the full s^2 work
   bool include_recompute = false;  // false: model FLOPs; true: hardware FLOPs
+
+  bool operator==(const FlopConvention&) const = default;
 };
 
 struct Scenario {
@@ -260,6 +280,8 @@ struct Scenario {
   HardwareSpec hardware;
   int num_gpus = 0;
   FlopConvention flop_convention;
+
+  bool operator==(const Scenario&) const = default;
 };
 
 }  // namespace lcm

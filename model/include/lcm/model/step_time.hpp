@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <vector>
 
 #include "lcm/model/comm.hpp"
@@ -32,6 +33,7 @@ struct StageTime {
   // This rank's once-per-step ops (StageSchedule::step), per step: collectives not hidden
   // (StepTime::dp_exposed of the bottleneck rank), hidden, and the optimizer update.
   double step_exposed = 0, step_hidden = 0, optimizer = 0;
+  bool operator==(const StageTime&) const = default;
 };
 
 struct StepTime {
@@ -51,6 +53,7 @@ struct StepTime {
   double model_tflops_per_gpu = 0;  // TFLOP/s
   double mfu = 0;
   double hfu = 0;
+  bool operator==(const StepTime&) const = default;
 };
 
 StepTime step_time(const Scenario& s, const Mesh& m, const Schedule& sched, const Flops& flops);
@@ -83,10 +86,9 @@ inline std::array<StepTerm, kNumStepTerms> step_terms(const StepTime& t) {
 }
 
 // ---------------------------------------------------------------------------------
-// The pieces step_time() is composed of, for callers that time many layouts and share
-// what layouts have in common (the planner): op lists are timed once (pass_time,
-// layer_times, step_op_times) and composed per layout (compose_step_time). step_time()
-// is exactly these calls, so a composition from shared pieces is bit-identical to it.
+// The pieces step_time() is made of: op lists are timed (pass_time, layer_times,
+// step_op_times) and composed (model/src/step_compose.hpp). The incremental estimator
+// (incremental.hpp) times each list once per pass_time_key and composes many layouts.
 // ---------------------------------------------------------------------------------
 
 // Time of one op list (one pass of one layer or block) with the communication that the
@@ -96,13 +98,37 @@ struct PassTime {
   std::array<double, kNumOpClasses> compute{};
   std::array<double, kNumCommDims> exposed{};
   std::array<double, kNumCommDims> hidden{};
+  bool operator==(const PassTime&) const = default;
 };
 PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const MeshTopology& topo,
                    const HardwareSpec& hw);
 
+// Cache key (cache_key.hpp) of pass_time and step_op_times of one op list, besides the
+// list itself and the hardware: the overlap switches pass_time reads and the topology of
+// each group the list's communication runs on.
+struct PassTimeSwitches {
+  int32_t tp_comm_overlap = 0, overlap_moe_expert_parallel_comm = 0;
+  bool operator==(const PassTimeSwitches&) const = default;
+};
+PassTimeSwitches pass_time_switches(const ParallelSpec& par);
+// The groups an op list communicates on: bit d for the group of CommDim d, and
+// kUsesExpertTp / kUsesExpertTpEp for the expert groups (CommGroup).
+inline constexpr uint32_t kUsesExpertTp = 1u << kNumCommDims, kUsesExpertTpEp = 1u << (kNumCommDims + 1);
+uint32_t comm_uses(const std::vector<Op>& ops);
+uint32_t comm_uses(const LayerOps& l);
+struct PassTimeKey {
+  PassTimeSwitches switches;
+  std::array<GroupTopology, kNumCommDims> dim{};  // the used ones; the others left default
+  GroupTopology expert_tp, expert_tp_ep;
+  bool operator==(const PassTimeKey&) const = default;
+};
+// `uses`: comm_uses of the list (or of several lists timed together: a superset is a key too).
+PassTimeKey pass_time_key(uint32_t uses, const ParallelSpec& par, const MeshTopology& topo);
+
 // One layer kind's lists (Schedule::dense / moe / mtp), timed.
 struct LayerTimes {
   PassTime fwd, recompute, bwd;
+  bool operator==(const LayerTimes&) const = default;
 };
 LayerTimes layer_times(const LayerOps& l, const ParallelSpec& par, const MeshTopology& topo, const HardwareSpec& hw);
 
@@ -123,48 +149,8 @@ struct StepOpTime {
   double time = 0;  // all its calls in one step (op_time x Op::calls), seconds
   StepOpRole role = StepOpRole::kExposed;
   int calls = 1;    // calls per step: 1, or one per micro-batch (Megatron-FSDP ZeRO-2/3)
+  bool operator==(const StepOpTime&) const = default;
 };
 std::vector<StepOpTime> step_op_times(const std::vector<Op>& step, const MeshTopology& topo, const HardwareSpec& hw);
-
-struct StageInputs;
-struct StepInputs;
-// One pipeline rank's forward and backward of one micro-batch: its op-list times summed in
-// execution order (exposed communication included, pipeline p2p hidden under
-// interleaving) into a StageTime (stage index left 0). The part of the stage time that
-// does not depend on the step collectives.
-StageTime stage_microbatch_time(const StageInputs& st, const StepInputs& in);
-
-// What one pipeline rank runs, its op lists already timed. Stages with equal inputs
-// have equal times, so several ranks may share one StageInputs (StepInputs::stage_input).
-struct StageInputs {
-  int dense = 0, dense_recomputed = 0;  // as StageSchedule
-  int moe = 0, moe_recomputed = 0;
-  int mtp = 0, mtp_recomputed = 0;
-  // pass_time of the StageSchedule lists pre_fwd, post_fwd, post_bwd, pre_bwd (non-null).
-  const PassTime* pre_fwd = nullptr;
-  const PassTime* post_fwd = nullptr;
-  const PassTime* post_bwd = nullptr;
-  const PassTime* pre_bwd = nullptr;
-  const StepOpTime* step = nullptr;  // step_op_times of StageSchedule::step
-  int num_step = 0;
-  // stage_microbatch_time(*this, in) computed beforehand (layouts that differ only in
-  // their step collectives share it), or null: compose_step_time computes it.
-  const StageTime* microbatch_time = nullptr;
-};
-
-struct StepInputs {
-  const LayerTimes* dense = nullptr;  // layer_times of Schedule::dense / moe / mtp
-  const LayerTimes* moe = nullptr;
-  const LayerTimes* mtp = nullptr;
-  const StageInputs* stages = nullptr;  // distinct stage inputs
-  const int* stage_input = nullptr;     // per pipeline rank: index into `stages`
-  int num_ranks = 0;                    // pipeline ranks (Mesh::pp)
-  int vp = 1;                           // Mesh::vp
-  int num_micro_batches = 1;            // Mesh::num_micro_batches
-};
-
-// The step time from timed pieces. `per_stage`: fill StepTime::stages (one entry per
-// pipeline rank); without it `stages` stays empty and nothing is allocated.
-StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops& flops, bool per_stage = true);
 
 }  // namespace lcm

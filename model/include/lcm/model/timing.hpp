@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <vector>
 
 #include "lcm/model/comm.hpp"
@@ -24,6 +25,7 @@ struct GroupTopology {
   int size = 1;      // ranks in the group
   int nodes = 1;     // nodes the group spans
   int per_node = 1;  // ranks of the group on one node
+  bool operator==(const GroupTopology&) const = default;
 };
 
 // Topology of each communication dimension's group (indexed by CommDim), for rank 0's
@@ -33,8 +35,17 @@ struct MeshTopology {
   GroupTopology expert_tp;     // the expert-TP (ETP) group of the expert grid
   GroupTopology expert_tp_ep;  // ETP x EP block (allgather dispatcher)
   const GroupTopology& operator[](CommDim d) const { return dim[static_cast<size_t>(d)]; }
+  bool operator==(const MeshTopology&) const = default;
 };
 MeshTopology mesh_topology(const Scenario& s, const Mesh& m);
+// Cache key (cache_key.hpp) of mesh_topology: the mesh sizes and the rank order.
+struct TopologyKey {
+  ShardKey shards;
+  int32_t pp = 0, dp = 0, edp = 0;
+  std::array<int32_t, kNumOrderDims> order{};
+  bool operator==(const TopologyKey&) const = default;
+};
+TopologyKey topology_key(const Scenario& s, const Mesh& m);
 // Topology of a group from the node of each of its ranks (any ids, one per rank).
 GroupTopology group_topology(const std::vector<int>& node_of_rank);
 

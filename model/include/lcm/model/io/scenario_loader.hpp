@@ -35,7 +35,10 @@ struct LoadOptions {
   std::string hardware;  // profile name or path
 };
 
-Result<Scenario> load_scenario(const std::string& path, const LoadOptions& opts = {});
+// `name_or_path`: a file, or the name of a bundled scenario ("default" ->
+// scenarios/default.yaml in the data directories, io/data_dir.hpp).
+Result<Scenario> load_scenario(const std::string& name_or_path, const LoadOptions& opts = {});
+Result<std::string> find_scenario(const std::string& name_or_path);
 Result<Scenario> load_scenario_string(const std::string& yaml_text, const std::string& display_name,
                                       const LoadOptions& opts = {});
 Result<HardwareSpec> load_hardware_profile(const std::string& path);

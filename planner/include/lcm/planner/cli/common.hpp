@@ -36,11 +36,20 @@ struct OutputOptions {
 void add_output_options(CLI::App& cmd, OutputOptions& o, const std::vector<std::string>& formats);
 report::Format parse_format(const std::string& f);
 
-// Writes to stdout, or to `path` atomically (temporary file in the same directory, then
-// rename). Returns false after printing the reason to stderr.
+// Writes to stdout, or to `path`: a regular file (new or existing, through symlinks) is
+// replaced atomically (temporary file in the same directory, then rename) keeping an
+// existing file's mode and, where allowed, its owner; the temporary file is removed on
+// INT/TERM/HUP. Anything else (a device, a FIFO) is written in place. Returns false after
+// printing the reason to stderr.
 bool write_output(const std::string& path, const std::string& text);
 
-// "4K,32K,128K,1M" -> {4096, 32768, 131072, 1048576}; error text on bad input.
-std::optional<std::vector<int64_t>> parse_size_list(const std::string& text, std::string* error);
+// Measured per-expert loads (capacity --loads, plot capacity --loads): the file read with
+// io::read_input_file, parsed by report::parse_expert_loads, each load at most
+// limits::kExpertLoad; error text on bad input.
+std::optional<std::vector<double>> read_expert_loads(const std::string& path, std::string* error);
+
+// "4K,32K,128K,1M" -> {4096, 32768, 131072, 1048576}, each in [1, cap], at most
+// limits::kListEntries entries; error text on bad input.
+std::optional<std::vector<int64_t>> parse_size_list(const std::string& text, int64_t cap, std::string* error);
 
 }  // namespace lcm::cli

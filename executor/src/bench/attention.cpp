@@ -1,0 +1,252 @@
+// `lcm-exec bench attention`: cuDNN fused causal GQA attention, forward and backward, over
+// --shapes (see attention.hpp, cudnn_attention.hpp, attention_runner.hpp).
+//
+// Every repetition runs the forward and then the backward of one buffer set, the way a
+// training step does (the backward reads that forward's O and statistics), with a pair of
+// CUDA events around each; a point yields three records: fwd, bwd and fwd+bwd (the sum of
+// the two per repetition), each with the statistics of its own times.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <initializer_list>
+#include <memory>
+
+#include "lcm/executor/attention_runner.hpp"
+#include "infra/run_context.hpp"
+#include "lcm/executor/error.hpp"
+
+namespace lcm::exec {
+
+namespace {
+
+constexpr int kComputeTid = 1;
+constexpr int kMinReps = 5;
+
+// Fastest of the finalized plans of one direction: 2 warm-up and 5 timed runs each.
+int pick_fastest(AttentionRunner& r, bool backward, cudaStream_t s, double timeout_s, const std::string& op) {
+  CudnnAttention& a = r.cudnn();
+  const int n = backward ? a.num_bwd_plans() : a.num_fwd_plans();
+  int best = 0;
+  double best_us = 1e300;
+  for (int i = 0; i < n; ++i) {
+    if (backward) a.select_bwd(i);
+    else a.select_fwd(i);
+    r.rebind();
+    for (int k = 0; k < 2; ++k) {
+      r.forward(0);
+      if (backward) r.backward(0);
+    }
+    EventSeries ev(5);
+    for (int k = 0; k < 5; ++k) {
+      if (backward) r.forward(0);
+      ev.record_start(k, s);
+      if (backward) r.backward(0);
+      else r.forward(0);
+      ev.record_end(k, s);
+    }
+    wait_stream(s, timeout_s, op + " (plan search)");
+    const double us = compute_stats(ev.durations_us()).median_us;
+    if (us < best_us) {
+      best_us = us;
+      best = i;
+    }
+  }
+  if (backward) a.select_bwd(best);
+  else a.select_fwd(best);
+  r.rebind();
+  return best;
+}
+
+}  // namespace
+
+void run_attention_bench(RunContext& ctx) {
+  const Options& o = ctx.opt;
+  const BenchFamily& fam = bench_family(Family::kAttention);
+  cudaStream_t stream = nullptr;
+  LCM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  if (ctx.trace) ctx.trace->thread_name(kComputeTid, "compute stream (cuDNN)");
+  auto runner_owner = std::make_unique<AttentionRunner>(stream);
+  AttentionRunner& runner = *runner_owner;
+  const int warmup = ctx.warmup(fam.default_warmup);
+  const double warmup_s = ctx.warmup_seconds(fam.default_warmup_s);
+  const int iters = ctx.iters(fam.default_iters);
+
+  if (ctx.rank == 0) {
+    std::printf("# lcm-exec bench attention: %d rank(s), %s, cuDNN %s (headers %s), bf16, BSHD, causal %s, "
+                "warm-up >= %d reps and >= %.0f ms, check %s\n",
+                ctx.world, ctx.device.name.c_str(), cudnn_version_string(cudnn_runtime_version()).c_str(),
+                cudnn_version_string(cudnn_header_version()).c_str(), (o.attn_points.empty() || o.attn_points.front().shape.causal) ? "yes" : "no",
+                warmup, warmup_s * 1000, to_string(o.check));
+    std::printf("# %-24s %-20s %4s %4s %10s %10s %8s %8s %9s %7s %s\n", "label", "BxSxHQxHKVxD", "bufs", "reps",
+                "fwd_ms", "bwd_ms", "fwd_TF", "bwd_TF", "total_TF", "#wrong", "check");
+    std::fflush(stdout);
+  }
+  for (const AttentionPoint& shape : o.attn_points) {
+    const AttentionProblem p = AttentionProblem::of(shape.shape, o.attn_scale);
+    p.validate();
+    const std::string st = p.shape_text();
+    const std::string kf = "attention/fwd/" + st, kb = "attention/bwd/" + st, kt = "attention/fwd+bwd/" + st;
+    if (ctx.skip.count(kf) && ctx.skip.count(kb) && ctx.skip.count(kt)) {
+      if (ctx.rank == 0) std::printf("  %-24s %-20s  (resumed: already measured)\n", shape.label.c_str(), st.c_str());
+      continue;
+    }
+    const std::string op = "bench.attention." + st;
+
+    // Buffer sets: rotate through >= max(100 MB, 2 x L2); fewer if memory is short.
+    size_t free_b = 0, total_b = 0;
+    LCM_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    const double extra = static_cast<double>(p.q_elems()) * 4 + static_cast<double>(p.stat_elems()) * 4 + 512e6;
+    int sets = rotation_sets(p.set_bytes(), ctx.rotate_bytes(), 16);
+    while (sets > 1 && sets * p.set_bytes() + extra > 0.85 * static_cast<double>(free_b)) --sets;
+    const bool fits = p.set_bytes() + extra <= 0.9 * static_cast<double>(free_b);
+    if (fits) runner.setup(p, sets, o.seed + static_cast<uint64_t>(ctx.point_index), o.algos);
+    const bool ok_here = fits && runner.supported();
+    const int supported = static_cast<int>(allreduce_sum(ok_here ? 1 : 0));
+    if (supported != ctx.world) {
+      if (ctx.rank == 0) {
+        const std::string why = !fits ? "needs " + std::to_string((p.set_bytes() + extra) / 1073741824.0) +
+                                            " GiB, " + std::to_string(free_b / 1073741824.0) + " GiB free"
+                                      : !ok_here ? runner.unsupported_reason() : "not supported on another rank";
+        std::printf("  %-24s %-20s  (skipped: %s)\n", shape.label.c_str(), st.c_str(), why.c_str());
+        std::fflush(stdout);
+      }
+      continue;
+    }
+    if (o.algos > 1) {
+      pick_fastest(runner, false, stream, o.timeout_s, op);
+      pick_fastest(runner, true, stream, o.timeout_s, op);
+    }
+    const nlohmann::json plan = runner.cudnn().describe();
+    if (ctx.rank == 0) {
+      std::printf("#   %s: cuDNN engine fwd %lld (heuristic #%d), bwd %lld (heuristic #%d), graph '%s', "
+                  "workspace %.0f MiB, plans built in %.2f s\n",
+                  st.c_str(), static_cast<long long>(plan["forward"].value("engine_global_index", -1)),
+                  plan["forward"].value("heuristic_index", -1),
+                  static_cast<long long>(plan["backward"].value("engine_global_index", -1)),
+                  plan["backward"].value("heuristic_index", -1), plan["forward"].value("graph_variant", "").c_str(),
+                  static_cast<double>(runner.cudnn().workspace_bytes()) / 1048576.0, runner.cudnn().build_seconds());
+      std::fflush(stdout);
+    }
+
+    // Warm-up: `warmup` repetitions, repeated until warmup_s has passed (power-limited
+    // clocks settle); the last batch's time per repetition sizes the timed loop.
+    int warm_done = 0;
+    double rep_s = 0;
+    const auto tw = std::chrono::steady_clock::now();
+    while (warm_done < warmup ||
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - tw).count() < warmup_s) {
+      const auto tb = std::chrono::steady_clock::now();
+      const int batch = std::max(warmup, 1);
+      for (int i = 0; i < batch; ++i, ++warm_done) {
+        runner.forward(warm_done % sets);
+        runner.backward(warm_done % sets);
+      }
+      wait_stream(stream, o.timeout_s, op + " (warm-up)");
+      rep_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - tb).count() / batch;
+    }
+    int reps = iters;
+    if (o.point_ms > 0 && rep_s > 0)
+      reps = std::min(iters, std::max(kMinReps, static_cast<int>(o.point_ms / 1000.0 / rep_s)));
+    reps = std::max(reps, sets);
+    runner.poison_outputs();  // an output the timed loop leaves unwritten fails the check
+    ctx.inject_before_timed_loop(op);
+
+    EventSeries evf(reps), evb(reps);
+    LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const double base_us = ctx.now_us();
+    evf.record_base(stream);
+    evb.record_base(stream);
+    for (int i = 0; i < reps; ++i) {
+      evf.record_start(i, stream);
+      runner.forward(i % sets);
+      evf.record_end(i, stream);
+      evb.record_start(i, stream);
+      runner.backward(i % sets);
+      evb.record_end(i, stream);
+    }
+    wait_stream(stream, o.timeout_s, op);
+    const Clocks clocks = query_clocks(ctx.device.pci_bus_id);  // right after the timed loop
+
+    if (ctx.inject_corrupt()) runner.corrupt(0, AttnOut::kDq, 0, 0, p.s - 1, 0, 1.0e4f);
+    const bool full = check_full(o.check, p.s, kAttnFullCheckMaxSeq);
+    AttnCheckSet chk;
+    for (int s = 0; s < std::min(sets, reps); ++s) chk.merge(runner.verify(s, full, o.seed + static_cast<uint64_t>(s)));
+
+    const std::vector<double> df = evf.durations_us(), db = evb.durations_us();
+    std::vector<double> dt(df.size());
+    for (size_t i = 0; i < df.size(); ++i) dt[i] = df[i] + db[i];
+    const TimeStats tf = compute_stats(df), tb = compute_stats(db), tt = compute_stats(dt);
+
+    const nlohmann::json shape_json = {{"b", p.b},           {"s", p.s},         {"hq", p.hq},
+                                       {"hkv", p.hkv},       {"d", p.d},         {"causal", p.causal},
+                                       {"scale", p.softmax_scale()},            {"layout", "BSHD"},
+                                       {"fwd_flops", p.fwd_flops()},            {"bwd_flops", p.bwd_flops()}};
+    const nlohmann::json check_json = to_json(chk);
+    const auto record = [&](const char* pass, const std::string& key, const char* model_op, const TimeStats& t,
+                            double flops, std::initializer_list<AttnOut> outs) {
+      PointRecord rec;
+      rec.key = key;
+      rec.family = "attention";
+      rec.op = model_op;
+      rec.dtype = "bf16";
+      rec.shape = st;
+      rec.label = shape.label;
+      rec.size_bytes = static_cast<int64_t>(p.set_bytes());
+      rec.warmup = warm_done;
+      rec.reps = reps;
+      rec.buffers = sets;
+      rec.time = t;
+      rec.tflops = flops / (t.median_us * 1e-6) / 1e12;
+      rec.per_rank_median_us = allgather_double(t.median_us);
+      int64_t wrong = 0, checked = 0;
+      for (AttnOut x : outs) {
+        wrong += chk[x].failures();
+        checked += chk[x].checked;
+      }
+      rec.wrong = allreduce_sum(wrong);
+      rec.checked = allreduce_sum(checked);
+      rec.correct = rec.wrong == 0;
+      rec.extra = {{"pass", pass},
+                   {"attention", shape_json},
+                   {"cudnn", plan},
+                   {"check_mode", full ? "full" : "sampled"},
+                   {"check", check_json},
+                   {"clocks_after", to_json(clocks)},
+                   {"flop_convention", "fwd 4 b s^2 h_q d / 2 (causal); bwd 2.5 x fwd"}};
+      return rec;
+    };
+    PointRecord rf = record("fwd", kf, "L.attn.core.fwd", tf, p.fwd_flops(), {AttnOut::kO, AttnOut::kLse});
+    PointRecord rb = record("bwd", kb, "L.attn.core.bwd", tb, p.bwd_flops(), {AttnOut::kDq, AttnOut::kDk, AttnOut::kDv});
+    PointRecord rt = record("fwd+bwd", kt, "L.attn.core.fwd+bwd", tt, p.fwd_flops() + p.bwd_flops(),
+                            {AttnOut::kO, AttnOut::kLse, AttnOut::kDq, AttnOut::kDk, AttnOut::kDv});
+    const nlohmann::json targs = {{"shape", st}, {"label", shape.label}, {"dtype", "bf16"}};
+    trace_repetitions(ctx, "L.attn.core.fwd", "attention", kComputeTid, base_us, evf, targs);
+    trace_repetitions(ctx, "L.attn.core.bwd", "attention", kComputeTid, base_us, evb, targs);
+    if (ctx.rank == 0) {
+      std::printf("  %-24s %-20s %4d %4d %10.3f %10.3f %8.1f %8.1f %9.1f %7lld %s\n", shape.label.c_str(), st.c_str(),
+                  sets, reps, tf.median_us / 1000, tb.median_us / 1000, rf.tflops, rb.tflops, rt.tflops,
+                  static_cast<long long>(rt.wrong), rt.correct ? "OK" : "WRONG");
+      if (!rt.correct) {
+        for (int i = 0; i < kAttnOuts; ++i) {
+          const Comparison& c = chk.out[static_cast<size_t>(i)];
+          std::printf("#     %-3s checked %lld wrong %lld nonfinite %lld max err/tol %.3g rel L2 %.3g (limit %.0e)\n",
+                      to_string(static_cast<AttnOut>(i)), static_cast<long long>(c.checked),
+                      static_cast<long long>(c.wrong), static_cast<long long>(c.nonfinite), c.max_err_ratio, c.rel_l2,
+                      c.rel_l2_limit);
+        }
+      }
+      std::fflush(stdout);
+    }
+    ctx.finish_point(rf);
+    ctx.finish_point(rb);
+    ctx.finish_point(rt);
+  }
+  LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  runner_owner.reset();
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace lcm::exec

@@ -1,0 +1,86 @@
+// The benchmark table of lcm-exec and what every benchmark shares.
+//
+// Like nccl-tests' struct testColl, each benchmark family is one row of a table (name,
+// defaults, run function); main() looks the family up and never switches on it. Rows:
+// gemm, collectives, membw, attention (cuDNN fused attention), moe (the MoE layer with
+// its EP all-to-all), cp-attention (ring attention over the CP group); inside `collectives`, each collective is a row of its own CollOp table
+// (bench/collectives.cpp).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "infra/comms.hpp"
+#include "lcm/executor/options.hpp"
+#include "lcm/executor/results.hpp"
+#include "infra/sysinfo.hpp"
+#include "lcm/executor/timing.hpp"
+
+namespace lcm::exec {
+
+struct RunContext {
+  const Options& opt;
+  int rank = 0;
+  int world = 1;
+  Layout layout;                  // --layout resolved against the world size (main, before CUDA)
+  DeviceInfo device;
+  double origin_us = 0;           // system_clock time of the run's start on rank 0 (µs)
+  ResultSink* sink = nullptr;     // rank 0 only
+  TraceWriter* trace = nullptr;   // every rank
+  std::string trace_path;         // empty without --out
+  std::set<std::string> skip;     // --resume: keys already measured and correct
+  std::unique_ptr<Comms> comms;   // collectives; main() aborts it on failure
+  int point_index = 0;            // measured points so far (--inject point=P)
+  int wrong_points = 0;           // points whose correctness check failed
+
+  explicit RunContext(const Options& o) : opt(o) {}
+  double now_us() const;          // trace time: µs since origin_us
+  int warmup(int family_default) const { return opt.warmup >= 0 ? opt.warmup : family_default; }
+  double warmup_seconds(double family_default) const { return opt.warmup_s >= 0 ? opt.warmup_s : family_default; }
+  int iters(int family_default) const { return opt.iters > 0 ? opt.iters : family_default; }
+  double rotate_bytes() const;
+  // Fault injection for the current point on this rank: stall sleeps, kill raises SIGKILL.
+  void inject_before_timed_loop(const std::string& op) const;
+  bool inject_corrupt() const;
+  // Adds the finished point: rank 0 prints nothing here (families print their own rows),
+  // records it and rewrites the summary; every rank rewrites its trace.
+  void finish_point(PointRecord& p);
+};
+
+struct BenchFamily {
+  Family family;
+  const char* name;
+  const char* what;
+  int default_warmup;
+  int default_iters;
+  double default_warmup_s;  // minimum warm-up time
+  void (*run)(RunContext&);
+};
+
+std::span<const BenchFamily> bench_families();
+const BenchFamily& bench_family(Family f);
+
+// Benchmark entry points (one file each).
+void run_gemm_bench(RunContext& ctx);
+void run_collectives_bench(RunContext& ctx);
+void run_membw_bench(RunContext& ctx);
+void run_attention_bench(RunContext& ctx);  // bench/attention.cpp; bench/attention_without_cudnn.cpp reports that cuDNN was not found
+void run_moe_bench(RunContext& ctx);        // bench/moe.cpp
+void run_cp_attention_bench(RunContext& ctx);  // bench/cp_attention.cpp (needs cuDNN, as attention)
+
+// MPI helpers over MPI_COMM_WORLD.
+std::vector<double> allgather_double(double v);
+int64_t allreduce_sum(int64_t v);
+std::vector<double> allreduce_mean(const std::vector<double>& v);  // element-wise over ranks
+std::set<std::string> broadcast_keys(const std::set<std::string>& keys);  // from rank 0
+
+// Trace events for the timed repetitions of one point.
+void trace_repetitions(RunContext& ctx, const std::string& name, const char* cat, int tid, double base_us,
+                       const EventSeries& ev, const nlohmann::json& args);
+
+}  // namespace lcm::exec

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# One call on the nvidia-h200 device machine: build lcm-exec and measure the held-out set that
+# validation/measured/h200/heldout/DECLARATION.md declares (never a calibration input).
+# Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+OUT=${OUT:-$ROOT/device-out}
+mkdir -p "$OUT"
+RES=$ROOT/build/heldout-results
+rm -rf "$RES"; mkdir -p "$RES"
+exec > >(tee -a "$OUT/heldout_log.txt") 2>&1
+export PATH=/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+T0=$(date +%s)
+section() { echo; echo "=== $* (t+$(( $(date +%s) - T0 ))s)"; }
+MPI="mpirun --allow-run-as-root --bind-to none -np 1"
+EXE=$ROOT/build/bin/lcm-exec
+
+section environment
+nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv
+CMAKE_ARGS=(-S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLCM_BUILD_GUI=OFF -DLCM_BUILD_BENCHMARKS=OFF
+            -DCMAKE_CUDA_ARCHITECTURES=90 ${LCM_EXTRA_CMAKE:-})
+TORCH_CUDNN_DIR=$(python3 -c "import nvidia.cudnn, os; print(list(nvidia.cudnn.__path__)[0])" 2>/dev/null)
+if [ -f "$TORCH_CUDNN_DIR/include/cudnn_graph.h" ]; then
+  CMAKE_ARGS+=(-DCUDNN_ROOT="$TORCH_CUDNN_DIR"); export LD_LIBRARY_PATH="$TORCH_CUDNN_DIR/lib:${LD_LIBRARY_PATH:-}"
+  echo "cuDNN: PyTorch's ($TORCH_CUDNN_DIR)"
+fi
+section "configure + build"
+cmake "${CMAKE_ARGS[@]}" > "$RES/configure.log" 2>&1 || tail -30 "$RES/configure.log"
+ninja -C build -j 16 ${LCM_TARGETS:-lcm-exec} 2>&1 | tail -3
+
+[ "${1:-all}" = build ] && exit 0
+section "GEMM bf16 (skinny, router, small, mid-size)"
+timeout 200 $MPI "$EXE" bench gemm --dtype bf16 --out "$RES/gemm_bf16" --shapes \
+64x4096x4096,128x4096x4096,256x4096x4096,128x14336x4096,256x8192x8192,256x4096x14336,\
+4096x8x4096,16384x8x4096,8192x128x2048,8192x128x4096,4096x256x7168,16384x256x7168,\
+512x512x512,1024x1024x1024,2048x2048x2048,8192x1536x7168,8192x576x7168,4096x5120x5120,16384x2048x7168
+cp "$RES/gemm_bf16/summary.json" "$OUT/gemm_bf16.json"
+section "GEMM fp8"
+timeout 120 $MPI "$EXE" bench gemm --dtype fp8 --out "$RES/gemm_fp8" --shapes \
+128x4096x4096,256x4096x4096,256x8192x8192,1024x1024x1024,2048x2048x2048,8192x1536x7168
+cp "$RES/gemm_fp8/summary.json" "$OUT/gemm_fp8.json"
+section "membw 64K..8M"
+timeout 120 $MPI "$EXE" bench membw -b 64K -e 8M -f 2 --out "$RES/membw"
+cp "$RES/membw/summary.json" "$OUT/membw_small.json"
+section "attention"
+timeout 240 $MPI "$EXE" bench attention --point-ms 500 --out "$RES/attn" --shapes \
+1x192Kx32x8x128,1x256Kx32x8x128,1x128Kx16x4x64,1x4Kx8x8x128,2x2Kx16x4x128,1x32Kx64x8x128
+cp "$RES/attn/summary.json" "$OUT/attention.json"
+section "MoE, one GPU, balanced and Zipf 1.2"
+timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 8192 --hidden 4096 --ffn 14336 --experts 8 --topk 2 \
+  --capacity-factor none --skew balanced,zipf:1.2 --out "$RES/moe_mixtral"
+cp "$RES/moe_mixtral/summary.json" "$OUT/moe_mixtral_ep1.json"
+timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 8192 --hidden 2048 --ffn 768 --experts 128 --topk 8 \
+  --capacity-factor none --skew balanced,zipf:1.2 --out "$RES/moe_qwen3"
+cp "$RES/moe_qwen3/summary.json" "$OUT/moe_qwen3_ep1.json"
+section done

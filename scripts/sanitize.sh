@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer (docs/reliability.md):
+# configures build-asan (asserts on, -O1, the executor and benchmarks off, the GUI where Qt6 is
+# found, its tests offscreen), builds everything and runs ctest. Any sanitizer report fails
+# the test that triggered it (-fno-sanitize-recover=all, halt_on_error).
+# Usage: scripts/sanitize.sh [extra ctest arguments, e.g. -R lcm_io]
+# Environment: LCM_ASAN_BUILD (build directory, default build-asan); CC/CXX pick the compiler.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${LCM_ASAN_BUILD:-build-asan}
+flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+start=$(date +%s)
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DCMAKE_CXX_FLAGS="$flags" \
+  -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" \
+  -DLCM_BUILD_EXECUTOR=OFF -DLCM_BUILD_BENCHMARKS=OFF -DLCM_BUILD_GUI=ON >/dev/null
+cmake --build "$build" -j"$(nproc)"
+built=$(date +%s)
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export QT_QPA_PLATFORM=offscreen
+status=0
+ctest --test-dir "$build" -j"$(nproc)" --output-on-failure "$@" || status=$?
+end=$(date +%s)
+echo "scripts/sanitize.sh: build $((built - start)) s, tests $((end - built)) s, ctest exit $status"
+exit $status
