@@ -10,7 +10,7 @@
 #include <string>
 
 #include "lcm/model/io/scenario_loader.hpp"
-#include "lcm/planner/plan.hpp"
+#include "lcm/planner/search/plan.hpp"
 
 namespace {
 

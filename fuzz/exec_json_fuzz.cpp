@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "lcm/planner/calibrate.hpp"
+#include "lcm/planner/calibrate/measurements.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   std::vector<std::string> skipped;
-  (void)lcm::report::parse_exec_summary(text, "summary.json", 8, &skipped);
+  (void)lcm::calib::parse_exec_summary(text, "summary.json", 8, &skipped);
   return 0;
 }

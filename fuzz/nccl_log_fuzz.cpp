@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <string>
 
-#include "lcm/planner/calibrate.hpp"
+#include "lcm/planner/calibrate/measurements.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  (void)lcm::report::parse_nccl_tests_log(text, "nccl.txt", 8);
+  (void)lcm::calib::parse_nccl_tests_log(text, "nccl.txt", 8);
   return 0;
 }

@@ -1,5 +1,6 @@
 // `lcm plot KIND SCENARIO -o FILE.png|FILE.svg`: lcm-gui's charts rendered offscreen with the
-// same chart code (gui/). Compiled into `lcm` only when Qt6 is found (gui/CMakeLists.txt).
+// same chart code (gui/). Registers itself with the `lcm` app (lcm/planner/cli/registry.hpp);
+// gui/CMakeLists.txt links it into `lcm` where Qt6 is found.
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -11,16 +12,19 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "commands.hpp"
-#include "common.hpp"
 #include "lcm/gui/chart_export.hpp"
 #include "lcm/gui/plot.hpp"
 #include "lcm/model/io/data_dir.hpp"
-#include "lcm/planner/capacity_report.hpp"
+#include "lcm/planner/cli/common.hpp"
+#include "lcm/planner/cli/registry.hpp"
 
-namespace lcm::cli {
+namespace lcm::gui {
 
 namespace {
+
+using cli::kExitBadInput;
+using cli::kExitFailure;
+using cli::kExitOk;
 
 struct PlotArgs {
   std::string kind;
@@ -59,7 +63,7 @@ bool build_inputs(const PlotArgs& a, gui::PlotInputs& in) {
   }
   if (!a.loads.empty()) {
     std::string err;
-    auto loads = read_expert_loads(a.loads, &err);
+    auto loads = cli::read_expert_loads(a.loads, &err);
     if (!loads) {
       std::cerr << "lcm: " << err << "\n";
       return false;
@@ -71,15 +75,13 @@ bool build_inputs(const PlotArgs& a, gui::PlotInputs& in) {
   return true;
 }
 
-}  // namespace
-
-void register_plot(CLI::App& app, int& exit_code) {
+void add_plot_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("plot", "Render one of lcm-gui's charts to PNG or SVG (offscreen)");
   auto a = std::make_shared<PlotArgs>();
-  auto so = std::make_shared<ScenarioOptions>();
+  auto so = std::make_shared<cli::ScenarioOptions>();
   auto out = std::make_shared<std::string>();
   cmd->add_option("kind", a->kind, fmt::format("Chart: {}", fmt::join(gui::plot_kinds(), ", ")))->required();
-  add_scenario_options(*cmd, *so);
+  cli::add_scenario_options(*cmd, *so);
   cmd->add_option("-o,--output", *out, "Image to write (atomically): FILE.png or FILE.svg")->required();
   cmd->add_option("--width", a->width, "Image width in pixels")->check(CLI::Range(200, 8000))->capture_default_str();
   cmd->add_option("--height", a->height, "Image height in pixels")->check(CLI::Range(150, 8000))->capture_default_str();
@@ -101,7 +103,7 @@ void register_plot(CLI::App& app, int& exit_code) {
       exit_code = kExitBadInput;
       return;
     }
-    auto s = load_or_report(*so);
+    auto s = cli::load_or_report(*so);
     if (!s) {
       exit_code = kExitBadInput;
       return;
@@ -135,4 +137,8 @@ void register_plot(CLI::App& app, int& exit_code) {
   });
 }
 
-}  // namespace lcm::cli
+[[maybe_unused]] const bool kRegistered = cli::register_command("plot", add_plot_command);
+
+}  // namespace
+
+}  // namespace lcm::gui

@@ -17,7 +17,8 @@
 #include "chart_util.hpp"
 #include "lcm/gui/charts.hpp"
 #include "lcm/model/schedule.hpp"
-#include "lcm/planner/trace.hpp"
+#include "lcm/model/step_time.hpp"
+#include "lcm/planner/report/trace.hpp"
 
 namespace lcm::gui {
 
@@ -35,14 +36,8 @@ MemoryGroups memory_groups(const StageMemory& st) {
 }
 
 std::vector<TimeTerm> step_time_terms(const StepTime& t) {
-  static const char* const kClass[kNumOpClasses] = {"GEMM", "attention", "memory-bound"};
-  static const char* const kDim[kNumCommDims] = {"TP comm", "CP comm", "EP comm", "PP comm",
-                                                 "DP comm", "EDP comm", "embedding comm"};
   std::vector<TimeTerm> out;
-  for (int i = 0; i < kNumOpClasses; ++i) out.push_back({kClass[i], t.compute[static_cast<size_t>(i)]});
-  for (int i = 0; i < kNumCommDims; ++i) out.push_back({kDim[i], t.exposed_comm[static_cast<size_t>(i)]});
-  out.push_back({"pipeline bubble", t.bubble});
-  out.push_back({"optimizer", t.optimizer});
+  for (const StepTerm& term : step_terms(t)) out.push_back({term.label, term.seconds});
   return out;
 }
 

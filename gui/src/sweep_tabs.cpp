@@ -18,7 +18,7 @@
 #include "lcm/gui/charts.hpp"
 #include "lcm/gui/plot.hpp"
 #include "lcm/gui/session.hpp"
-#include "lcm/planner/capacity_report.hpp"
+#include "lcm/planner/report/capacity_report.hpp"
 
 namespace lcm::gui {
 

@@ -1,15 +1,15 @@
-// lcm-exec results -> report::read_measurements -> lcm::compare -> rows.
+// lcm-exec results -> calib::read_measurements -> lcm::compare -> rows.
 #include "lcm/gui/validation_data.hpp"
 
 #include "lcm/model/calibration.hpp"
-#include "lcm/planner/calibrate.hpp"
+#include "lcm/planner/calibrate/measurements.hpp"
 
 namespace lcm::gui {
 
 ValidationLoad load_validation_rows(const QString& path, const HardwareSpec& hw) {
   ValidationLoad out;
-  report::Measurements m;
-  auto r = report::read_measurements(path.toStdString(), hw.interconnect.gpus_per_node, m);
+  calib::Measurements m;
+  auto r = calib::read_measurements(path.toStdString(), hw.interconnect.gpus_per_node, m);
   if (!r) {
     out.error = QString::fromStdString(r.error().str());
     return out;

@@ -372,4 +372,28 @@ StepTime step_time(const Scenario& s, const Mesh& m, const Schedule& sched, cons
   return compose_step_time(s, in, flops, true);
 }
 
+std::array<StepTerm, kNumStepTerms> step_terms(const std::array<double, kNumOpClasses>& compute,
+                                               const std::array<double, kNumCommDims>& exposed_comm, double bubble,
+                                               double optimizer) {
+  using G = StepTermGroup;
+  static_assert(kNumOpClasses == 3 && kNumCommDims == 7, "one entry per op class and dimension below");
+  const auto c = [&](OpClass k) { return compute[static_cast<size_t>(k)]; };
+  const auto x = [&](CommDim d) { return exposed_comm[idx(d)]; };
+  using D = CommDim;
+  return {{
+      {G::kCompute, "gemm", "GEMM", "GEMM compute", c(OpClass::kGemm)},
+      {G::kCompute, "attention", "attention", "attention compute", c(OpClass::kAttention)},
+      {G::kCompute, "memory_bound", "memory-bound", "memory-bound ops", c(OpClass::kMemoryBound)},
+      {G::kExposedComm, to_string(D::kTp), "TP comm", "exposed TP communication", x(D::kTp)},
+      {G::kExposedComm, to_string(D::kCp), "CP comm", "exposed CP communication", x(D::kCp)},
+      {G::kExposedComm, to_string(D::kEp), "EP comm", "exposed EP communication", x(D::kEp)},
+      {G::kExposedComm, to_string(D::kPp), "PP comm", "exposed PP communication", x(D::kPp)},
+      {G::kExposedComm, to_string(D::kDp), "DP comm", "exposed DP communication", x(D::kDp)},
+      {G::kExposedComm, to_string(D::kEdp), "EDP comm", "exposed EDP communication", x(D::kEdp)},
+      {G::kExposedComm, to_string(D::kEmb), "embedding comm", "exposed embedding communication", x(D::kEmb)},
+      {G::kBubble, "bubble", "pipeline bubble", "pipeline bubble", bubble},
+      {G::kOptimizer, "optimizer", "optimizer", "optimizer step", optimizer},
+  }};
+}
+
 }  // namespace lcm

@@ -1,4 +1,4 @@
-// Measured op times as model ops: lcm-exec summaries and nccl-tests logs (calibrate.hpp).
+// Measured op times as model ops: lcm-exec summaries and nccl-tests logs (measurements.hpp).
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -10,11 +10,12 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "lcm/model/io/input_file.hpp"
-#include "lcm/planner/calibrate.hpp"
+#include "lcm/planner/calibrate/measurements.hpp"
 
-namespace lcm::report {
+namespace lcm::calib {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -492,4 +493,4 @@ io::Result<bool> read_measurements(const std::string& path, int gpus_per_node, M
   return read_one(p, false);
 }
 
-}  // namespace lcm::report
+}  // namespace lcm::calib

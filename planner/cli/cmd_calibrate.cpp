@@ -14,11 +14,12 @@
 
 #include <fmt/format.h>
 
-#include "common.hpp"
 #include "lcm/model/calibration.hpp"
 #include "lcm/model/io/input_file.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
-#include "lcm/planner/calibrate.hpp"
+#include "lcm/planner/calibrate/measurements.hpp"
+#include "lcm/planner/cli/common.hpp"
+#include "lcm/planner/report/calibration_report.hpp"
 
 namespace lcm::cli {
 
@@ -69,9 +70,9 @@ int run_calibrate(const CalibrateArgs& a) {
     std::cerr << "lcm: " << hw.error().str() << "\n";
     return kExitBadInput;
   }
-  report::Measurements ms;
+  calib::Measurements ms;
   for (const std::string& in : a.inputs) {
-    auto r = report::read_measurements(in, hw.value().interconnect.gpus_per_node, ms);
+    auto r = calib::read_measurements(in, hw.value().interconnect.gpus_per_node, ms);
     if (!r) {
       std::cerr << "lcm: " << r.error().str() << "\n";
       return kExitBadInput;

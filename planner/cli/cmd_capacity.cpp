@@ -9,12 +9,12 @@
 
 #include <fmt/format.h>
 
-#include "common.hpp"
 #include "lcm/model/io/input_file.hpp"
 #include "lcm/model/limits.hpp"
 #include "lcm/model/mesh.hpp"
 #include "lcm/model/routing.hpp"
-#include "lcm/planner/capacity_report.hpp"
+#include "lcm/planner/cli/common.hpp"
+#include "lcm/planner/report/capacity_report.hpp"
 
 namespace lcm::cli {
 

@@ -1,8 +1,8 @@
 // `lcm comm SCENARIO`: the communication of the scenario's layout per dimension and
 // collective: bytes, time, exposed vs hidden, intra- vs inter-node.
 #include "commands.hpp"
-#include "common.hpp"
-#include "lcm/planner/comm_report.hpp"
+#include "lcm/planner/cli/common.hpp"
+#include "lcm/planner/report/comm_report.hpp"
 
 namespace lcm::cli {
 

@@ -1,9 +1,9 @@
 // `lcm estimate SCENARIO`: every breakdown of one layout.
 #include "commands.hpp"
 
-#include "common.hpp"
 #include "lcm/model/estimate.hpp"
-#include "lcm/planner/estimate_report.hpp"
+#include "lcm/planner/cli/common.hpp"
+#include "lcm/planner/report/estimate_report.hpp"
 
 namespace lcm::cli {
 

@@ -4,11 +4,11 @@
 
 #include <iostream>
 
-#include "common.hpp"
 #include "lcm/model/io/input_file.hpp"
-#include "lcm/model/limits.hpp"
 #include "lcm/model/io/megatron_import.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
+#include "lcm/model/limits.hpp"
+#include "lcm/planner/cli/common.hpp"
 
 namespace lcm::cli {
 

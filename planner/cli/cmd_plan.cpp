@@ -4,8 +4,8 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "common.hpp"
-#include "lcm/planner/plan_report.hpp"
+#include "lcm/planner/cli/common.hpp"
+#include "lcm/planner/report/plan_report.hpp"
 #include "plan_common.hpp"
 
 namespace lcm::cli {

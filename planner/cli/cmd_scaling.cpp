@@ -3,10 +3,10 @@
 
 #include <iostream>
 
-#include "common.hpp"
 #include "lcm/model/limits.hpp"
 #include "lcm/model/scaling.hpp"
-#include "lcm/planner/scaling_report.hpp"
+#include "lcm/planner/cli/common.hpp"
+#include "lcm/planner/report/scaling_report.hpp"
 
 namespace lcm::cli {
 

@@ -6,8 +6,8 @@
 
 #include "commands.hpp"
 #include "lcm/model/limits.hpp"
-#include "common.hpp"
-#include "lcm/planner/plan_report.hpp"
+#include "lcm/planner/cli/common.hpp"
+#include "lcm/planner/report/plan_report.hpp"
 #include "plan_common.hpp"
 
 namespace lcm::cli {

@@ -6,11 +6,11 @@
 
 #include <fmt/format.h>
 
-#include "common.hpp"
-#include "lcm/model/limits.hpp"
 #include "lcm/model/estimate.hpp"
+#include "lcm/model/limits.hpp"
 #include "lcm/model/schedule.hpp"
-#include "lcm/planner/trace.hpp"
+#include "lcm/planner/cli/common.hpp"
+#include "lcm/planner/report/trace.hpp"
 
 namespace lcm::cli {
 

@@ -1,4 +1,5 @@
-// Registration of the `lcm` subcommands. Each callback sets the process exit code.
+// The `lcm` app's own subcommands (main.cpp adds them, then those of
+// lcm/planner/cli/registry.hpp). Each callback sets the process exit code.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,8 +14,6 @@ void register_trace(CLI::App& app, int& exit_code);
 void register_plan(CLI::App& app, int& exit_code);
 void register_sweep(CLI::App& app, int& exit_code);
 void register_comm(CLI::App& app, int& exit_code);
-// `lcm plot`: gui/cli/cmd_plot.cpp, compiled in only where Qt6 is found (LCM_HAVE_PLOT).
-void register_plot(CLI::App& app, int& exit_code);
 void register_calibrate(CLI::App& app, int& exit_code);
 
 }  // namespace lcm::cli

@@ -1,5 +1,5 @@
 // Shared CLI plumbing.
-#include "common.hpp"
+#include "lcm/planner/cli/common.hpp"
 
 #include <cerrno>
 #include <charconv>
@@ -17,7 +17,7 @@
 #include "lcm/model/io/input_file.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
 #include "lcm/model/limits.hpp"
-#include "lcm/planner/capacity_report.hpp"
+#include "lcm/planner/report/capacity_report.hpp"
 
 namespace lcm::cli {
 

@@ -13,14 +13,16 @@
 #include "lcm/model/io/names.hpp"
 
 #include "commands.hpp"
-#include "common.hpp"
+#include "lcm/planner/cli/common.hpp"
+#include "lcm/planner/cli/registry.hpp"
 
 namespace {
 
-#ifndef LCM_HAVE_PLOT
-// Without Qt6 `lcm plot` still exists, says why it cannot run, and exits with 2.
-void register_plot_unavailable(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("plot", "Render a chart to PNG/SVG (needs lcm built with Qt6)");
+// `lcm plot` comes from gui/ (registered where Qt6 is found). Without it the command still
+// exists, says why it cannot run, and exits with 2.
+constexpr const char* kPlot = "plot";
+void add_plot_unavailable(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand(kPlot, "Render a chart to PNG/SVG (needs lcm built with Qt6)");
   cmd->allow_extras();
   cmd->callback([&exit_code] {
     std::cerr << "lcm: plot: lcm was built without Qt6 (install qt6-base-dev qt6-charts-dev qt6-svg-dev and "
@@ -28,7 +30,6 @@ void register_plot_unavailable(CLI::App& app, int& exit_code) {
     exit_code = lcm::cli::kExitBadInput;
   });
 }
-#endif
 
 // CLI11's errors as one line: "lcm: plan: --gpus: Value 0 not in range 1 to 1048576 (see
 // lcm plan --help)".
@@ -74,12 +75,13 @@ int main(int argc, char** argv) {
   lcm::cli::register_plan(app, exit_code);
   lcm::cli::register_sweep(app, exit_code);
   lcm::cli::register_comm(app, exit_code);
-#ifdef LCM_HAVE_PLOT
-  lcm::cli::register_plot(app, exit_code);
-#else
-  register_plot_unavailable(app, exit_code);
-#endif
   lcm::cli::register_calibrate(app, exit_code);
+  bool have_plot = false;
+  for (const lcm::cli::Command& c : lcm::cli::registered_commands()) {
+    c.add(app, exit_code);
+    have_plot = have_plot || c.name == kPlot;
+  }
+  if (!have_plot) add_plot_unavailable(app, exit_code);
   if (const auto unknown = unknown_command(app, argc, argv)) {
     std::cerr << *unknown << "\n";
     return lcm::cli::kExitBadInput;

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "common.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
-#include "lcm/planner/plan.hpp"
+#include "lcm/planner/cli/common.hpp"
+#include "lcm/planner/search/plan.hpp"
 
 namespace lcm::cli {
 

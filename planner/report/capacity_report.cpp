@@ -1,5 +1,5 @@
 // Capacity-factor sweep renderings and the measured-loads parser.
-#include "lcm/planner/capacity_report.hpp"
+#include "lcm/planner/report/capacity_report.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,9 +1,9 @@
 // Rendering of plan::CommBreakdown (lcm comm).
-#include "lcm/planner/comm_report.hpp"
+#include "lcm/planner/report/comm_report.hpp"
 
 #include <fmt/format.h>
 
-#include "lcm/planner/plan.hpp"
+#include "lcm/planner/search/plan.hpp"
 
 namespace lcm::report {
 

@@ -1,5 +1,5 @@
 // Rendering of an Estimate as JSON, tables and long-format CSV.
-#include "lcm/planner/estimate_report.hpp"
+#include "lcm/planner/report/estimate_report.hpp"
 
 #include <fmt/format.h>
 
@@ -79,13 +79,12 @@ ordered_json mesh_json(const Mesh& m) {
 
 std::string gib(double b) { return fmt_bytes_gib(b); }
 
-constexpr const char* kOpClassNames[kNumOpClasses] = {"gemm", "attention", "memory_bound"};
-
 ordered_json time_json(const StepTime& t) {
   ordered_json compute, exposed;
-  for (int i = 0; i < kNumOpClasses; ++i) compute[kOpClassNames[i]] = t.compute[static_cast<size_t>(i)];
-  for (int d = 0; d < kNumCommDims; ++d)
-    exposed[to_string(static_cast<CommDim>(d))] = t.exposed_comm[static_cast<size_t>(d)];
+  for (const StepTerm& term : step_terms(t)) {
+    if (term.group == StepTermGroup::kCompute) compute[term.key] = term.seconds;
+    if (term.group == StepTermGroup::kExposedComm) exposed[term.key] = term.seconds;
+  }
   ordered_json stages = ordered_json::array();
   for (const StageTime& st : t.stages)
     stages.push_back(ordered_json{{"stage", st.stage}, {"fwd_s", st.fwd}, {"bwd_s", st.bwd}});
@@ -314,11 +313,14 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
       if (v <= 0) return;
       tt.rows.push_back({k, fmt_fixed(v, 4), fmt_fixed(100.0 * v / t.step_s, 1)});
     };
-    for (int i = 0; i < kNumOpClasses; ++i) row(std::string("compute: ") + kOpClassNames[i], t.compute[static_cast<size_t>(i)]);
-    for (int d = 0; d < kNumCommDims; ++d)
-      row(std::string("exposed comm: ") + to_string(static_cast<CommDim>(d)), t.exposed_comm[static_cast<size_t>(d)]);
-    row("pipeline bubble", t.bubble);
-    row("optimizer", t.optimizer);
+    for (const StepTerm& term : step_terms(t)) {
+      switch (term.group) {
+        case StepTermGroup::kCompute: row(fmt::format("compute: {}", term.key), term.seconds); break;
+        case StepTermGroup::kExposedComm: row(fmt::format("exposed comm: {}", term.key), term.seconds); break;
+        case StepTermGroup::kBubble:
+        case StepTermGroup::kOptimizer: row(term.label, term.seconds); break;
+      }
+    }
     tt.rows.push_back({"step", fmt_fixed(t.step_s, 4), "100.0"});
     tt.notes.push_back("Exposed DP communication includes the non-overlapped last bucket.");
     out.push_back(tt);

@@ -1,5 +1,5 @@
 // Rendering of plan::PlanResult (lcm plan) and of sweeps of plans (lcm sweep).
-#include "lcm/planner/plan_report.hpp"
+#include "lcm/planner/report/plan_report.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -75,10 +75,13 @@ ordered_json metrics_json(const Metrics& m, bool with_time) {
     j["pipeline_s"] = m.pipeline;
     j["dp_exposed_s"] = m.dp_exposed;
     j["optimizer_s"] = m.optimizer;
-    ordered_json ex;
-    for (int d = 0; d < kNumCommDims; ++d) ex[to_string(static_cast<CommDim>(d))] = m.exposed_comm[static_cast<size_t>(d)];
+    ordered_json ex, compute;
+    for (const StepTerm& term : plan::step_terms(m)) {
+      if (term.group == StepTermGroup::kExposedComm) ex[term.key] = term.seconds;
+      if (term.group == StepTermGroup::kCompute) compute[term.key] = term.seconds;
+    }
     j["exposed_comm_s"] = ex;
-    j["compute_s"] = ordered_json{{"gemm", m.compute[0]}, {"attention", m.compute[1]}, {"memory_bound", m.compute[2]}};
+    j["compute_s"] = compute;
     j["bottleneck_stage"] = m.bottleneck_stage;
   }
   j["peak_bytes"] = m.peak_bytes;

@@ -1,5 +1,5 @@
 // Scaling table renderings.
-#include "lcm/planner/scaling_report.hpp"
+#include "lcm/planner/report/scaling_report.hpp"
 
 #include <fmt/format.h>
 

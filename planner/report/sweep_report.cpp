@@ -1,7 +1,7 @@
 // Rendering of sweeps of plans (lcm sweep): one row per point of the grid.
 #include <fmt/format.h>
 
-#include "lcm/planner/plan_report.hpp"
+#include "lcm/planner/report/plan_report.hpp"
 #include "plan_format.hpp"
 
 namespace lcm::report {

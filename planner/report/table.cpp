@@ -1,5 +1,5 @@
 // Table renderings (text, Markdown, CSV) and shared number formatting.
-#include "lcm/planner/table.hpp"
+#include "lcm/planner/report/table.hpp"
 
 #include <algorithm>
 #include <cassert>

@@ -1,6 +1,6 @@
 // Predicted Chrome trace of one step (see trace.hpp). Only places ops in time: every
 // duration comes from the model's op_time(); the pipeline order is 1F1B.
-#include "lcm/planner/trace.hpp"
+#include "lcm/planner/report/trace.hpp"
 
 #include <algorithm>
 #include <cassert>

@@ -1,5 +1,5 @@
 // Per-item and per-dimension communication of one layout (see comm_breakdown.hpp).
-#include "lcm/planner/comm_breakdown.hpp"
+#include "lcm/planner/search/comm_breakdown.hpp"
 
 #include "lcm/model/schedule.hpp"
 

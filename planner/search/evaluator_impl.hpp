@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "lcm/model/incremental.hpp"
-#include "lcm/planner/plan.hpp"
+#include "lcm/planner/search/plan.hpp"
 
 namespace lcm::plan {
 

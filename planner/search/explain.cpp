@@ -1,5 +1,5 @@
 // What separates near-tied layouts, and which rule blocks the most candidates.
-#include "lcm/planner/plan.hpp"
+#include "lcm/planner/search/plan.hpp"
 
 namespace lcm::plan {
 
@@ -15,25 +15,17 @@ std::vector<NearTie> near_ties(const std::vector<Ranked>& ranked, double thresho
     nt.rank = static_cast<int>(i) + 1;
     nt.relative = rel;
     nt.differences = layout_differences(ranked.front().layout, ranked[i].layout, base);
-    const std::pair<const char*, double> terms[] = {
-        {"GEMM compute", m.compute[0] - b.compute[0]},
-        {"attention compute", m.compute[1] - b.compute[1]},
-        {"memory-bound ops", m.compute[2] - b.compute[2]},
-        {"exposed TP communication", m.exposed_comm[0] - b.exposed_comm[0]},
-        {"exposed CP communication", m.exposed_comm[1] - b.exposed_comm[1]},
-        {"exposed EP communication", m.exposed_comm[2] - b.exposed_comm[2]},
-        {"exposed PP communication", m.exposed_comm[3] - b.exposed_comm[3]},
-        {"exposed DP communication", m.exposed_comm[4] - b.exposed_comm[4]},
-        {"pipeline bubble", m.bubble - b.bubble},
-        {"optimizer step", m.optimizer - b.optimizer},
-    };
-    for (const auto& [name, d] : terms) {
+    // The step's named terms (model/step_time.hpp), this layout's against the best's.
+    const auto mt = step_terms(m);
+    const auto bt = step_terms(b);
+    for (size_t t = 0; t < mt.size(); ++t) {
+      const double d = mt[t].seconds - bt[t].seconds;
       if (d > nt.term_delta_s) {
-        nt.term = name;
+        nt.term = mt[t].phrase;
         nt.term_delta_s = d;
       }
       if (d < nt.gain_delta_s) {
-        nt.gain_term = name;
+        nt.gain_term = mt[t].phrase;
         nt.gain_delta_s = d;
       }
     }

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "lcm/model/io/enums.hpp"
-#include "lcm/planner/plan.hpp"
+#include "lcm/planner/search/plan.hpp"
 
 namespace lcm::plan {
 

@@ -3,7 +3,7 @@
 
 #include "lcm/model/memory.hpp"
 #include "lcm/model/step_time.hpp"
-#include "lcm/planner/plan.hpp"
+#include "lcm/planner/search/plan.hpp"
 
 namespace lcm::plan {
 

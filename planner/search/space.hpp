@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "lcm/planner/plan.hpp"
+#include "lcm/planner/search/plan.hpp"
 
 namespace lcm::plan {
 

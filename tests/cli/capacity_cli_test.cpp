@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lcm/planner/capacity_report.hpp"
+#include "lcm/planner/report/capacity_report.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // Table renderings: Markdown structure, CSV quoting, text alignment.
 #include <gtest/gtest.h>
 
-#include "lcm/planner/table.hpp"
+#include "lcm/planner/report/table.hpp"
 
 namespace lcm::report {
 namespace {

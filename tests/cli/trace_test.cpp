@@ -11,7 +11,7 @@
 #include "../common/test_models.hpp"
 #include "lcm/model/estimate.hpp"
 #include "lcm/model/schedule.hpp"
-#include "lcm/planner/trace.hpp"
+#include "lcm/planner/report/trace.hpp"
 
 namespace lcm {
 namespace {

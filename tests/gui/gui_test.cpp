@@ -27,7 +27,7 @@
 #include "lcm/model/calibration.hpp"
 #include "lcm/model/estimate.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
-#include "lcm/planner/calibrate.hpp"
+#include "lcm/planner/calibrate/measurements.hpp"
 
 using namespace lcm;
 using lcm::gui::LayoutPanel;
@@ -262,8 +262,8 @@ void GuiTest::validation_tab_compares_the_committed_measurements() {
   gui::ValidationTab* v = w.validation_tab();
   QVERIFY(v->load(dir));
   // The rows are the planner's reading of the results, predicted by lcm::compare.
-  report::Measurements m;
-  QVERIFY(report::read_measurements(dir.toStdString(), w.session()->base().hardware.interconnect.gpus_per_node, m).ok());
+  calib::Measurements m;
+  QVERIFY(calib::read_measurements(dir.toStdString(), w.session()->base().hardware.interconnect.gpus_per_node, m).ok());
   const auto cmp = compare(m.points, w.session()->base().hardware);
   QCOMPARE(v->model()->rowCount(), static_cast<int>(cmp.size()));
   QVERIFY(cmp.size() > 20);

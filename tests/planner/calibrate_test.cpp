@@ -11,7 +11,7 @@
 
 #include "lcm/model/calibration.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
-#include "lcm/planner/calibrate.hpp"
+#include "lcm/planner/calibrate/measurements.hpp"
 #include "plan_test_util.hpp"
 
 namespace lcm {
@@ -149,7 +149,7 @@ TEST(Calibrate, ReadsExecSummary) {
       {"family": "moe", "key": "moe/y", "op": "L.moe.router.fwd", "correct": true, "time_us": {"median": 5.0}}
     ]})";
   std::vector<std::string> skipped;
-  auto r = report::parse_exec_summary(text, "s.json", 8, &skipped);
+  auto r = calib::parse_exec_summary(text, "s.json", 8, &skipped);
   ASSERT_TRUE(r.ok()) << r.error().str();
   const auto& p = r.value();
   ASSERT_EQ(p.size(), 6u);
@@ -175,7 +175,7 @@ TEST(Calibrate, ReadsExecSummary) {
   EXPECT_THAT(skipped[1], HasSubstr("correctness check failed"));
   EXPECT_THAT(skipped[2], HasSubstr("moe point without extra.moe"));
 
-  auto bad = report::parse_exec_summary("{\"points\": 3}", "x.json", 8, nullptr);
+  auto bad = calib::parse_exec_summary("{\"points\": 3}", "x.json", 8, nullptr);
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().str(), HasSubstr("not an lcm-exec summary"));
 }
@@ -198,7 +198,7 @@ TEST(Calibrate, ReadsMoePhasesAsModelOps) {
      "extra": {"moe": {"tokens": 8192, "hidden": 4096, "ffn": 14336, "experts": 8, "topk": 2, "ep": 2, "local_experts": 4}}},
     {"family": "moe", "key": "m/layer", "op": "L.moe.layer.fwd", "correct": true, "time_us": {"median": 10000}}]})";
   std::vector<std::string> skipped;
-  auto r = report::parse_exec_summary(text, "moe.json", 8, &skipped);
+  auto r = calib::parse_exec_summary(text, "moe.json", 8, &skipped);
   ASSERT_TRUE(r.ok()) << r.error().str();
   ASSERT_EQ(r.value().size(), 3u);
   const MeasuredOp& fc1 = r.value()[0];
@@ -254,7 +254,7 @@ TEST(Calibrate, ReadsNcclTestsLog) {
       "     2097152        524288     float     sum      -1    60.00   34.95   52.43      3    59.00   35.54   53.32      0\n"
       "     4194304       1048576     float     sum      -1   101.20   41.45   62.17      0   100.80   41.61   62.42      0\n"
       "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 49.2\n";
-  auto r = report::parse_nccl_tests_log(log, "ar.txt", 8);
+  auto r = calib::parse_nccl_tests_log(log, "ar.txt", 8);
   ASSERT_TRUE(r.ok()) << r.error().str();
   ASSERT_EQ(r.value().size(), 2u);  // the row with #wrong = 3 is not a measurement
   const MeasuredOp& a = r.value()[0];
@@ -265,7 +265,7 @@ TEST(Calibrate, ReadsNcclTestsLog) {
   EXPECT_DOUBLE_EQ(a.op.coll.message_bytes, 1048576);
   EXPECT_DOUBLE_EQ(a.measured_s, 45.10e-6);  // out-of-place time
   EXPECT_DOUBLE_EQ(r.value()[1].measured_s, 101.20e-6);
-  auto none = report::parse_nccl_tests_log("hello\n", "x.txt", 8);
+  auto none = calib::parse_nccl_tests_log("hello\n", "x.txt", 8);
   ASSERT_FALSE(none.ok());
   EXPECT_THAT(none.error().str(), HasSubstr("not an nccl-tests log"));
 }
@@ -309,17 +309,17 @@ std::vector<std::string> committed_inputs() {
   return out;
 }
 
-report::Measurements committed_measurements() {
-  report::Measurements ms;
+calib::Measurements committed_measurements() {
+  calib::Measurements ms;
   for (const std::string& f : committed_inputs()) {
-    auto r = report::read_measurements(f, 8, ms);
+    auto r = calib::read_measurements(f, 8, ms);
     EXPECT_TRUE(r.ok()) << r.error().str();
   }
   return ms;
 }
 
 TEST(Calibrate, CommittedH200CalibrationPredictsNinetyPercentWithinTenPercent) {
-  const report::Measurements ms = committed_measurements();
+  const calib::Measurements ms = committed_measurements();
   ASSERT_GE(ms.points.size(), 150u);
   auto cal_hw = io::load_hardware_profile(kSrc + "/hwprofiles/h200-sxm.calibrated.yaml");
   ASSERT_TRUE(cal_hw.ok()) << cal_hw.error().str();

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lcm/planner/comm_report.hpp"
-#include "lcm/planner/plan_report.hpp"
+#include "lcm/planner/report/comm_report.hpp"
+#include "lcm/planner/report/plan_report.hpp"
 #include "plan_test_util.hpp"
 
 namespace lcm::report {

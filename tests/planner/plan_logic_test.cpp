@@ -3,11 +3,13 @@
 // across thread counts, the progress bar.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <sstream>
+#include <string>
 
 #include "../../planner/cli/progress.hpp"
 #include "lcm/model/io/megatron_import.hpp"
-#include "lcm/planner/plan_report.hpp"
+#include "lcm/planner/report/plan_report.hpp"
 #include "plan_test_util.hpp"
 
 namespace lcm::plan {
@@ -174,6 +176,45 @@ TEST(PlanNearTies, NameTheKnobsAndTheSeparatingTerm) {
   EXPECT_NEAR(ties[1].gain_delta_s, -0.05, 1e-12);
   EXPECT_TRUE(near_ties({a, far}, 0.02, base).empty());
   EXPECT_EQ(near_ties({a, far}, 0.06, base).size(), 1u);
+}
+
+// Every dimension's exposed communication is a term, EDP and embedding included.
+TEST(PlanNearTies, NameEdpAndEmbeddingCommunication) {
+  const Scenario base = scenario("mixtral-8x7b", {}, 64);
+  Ranked a, b;
+  a.layout.ep = 8;
+  b.layout = a.layout;
+  b.layout.ep = 4;
+  a.metrics.step_s = 10.0;
+  a.metrics.compute = {6.0, 3.0, 0.5};
+  a.metrics.exposed_comm[static_cast<size_t>(CommDim::kEdp)] = 0.1;
+  a.metrics.exposed_comm[static_cast<size_t>(CommDim::kEmb)] = 0.3;
+  b.metrics = a.metrics;
+  b.metrics.exposed_comm[static_cast<size_t>(CommDim::kDp)] = 0.05;
+  b.metrics.exposed_comm[static_cast<size_t>(CommDim::kEdp)] = 0.25;  // +0.15 s
+  b.metrics.exposed_comm[static_cast<size_t>(CommDim::kEmb)] = 0.2;   // -0.1 s
+  b.metrics.step_s = 10.1;
+  const std::vector<NearTie> ties = near_ties({a, b}, 0.02, base);
+  ASSERT_EQ(ties.size(), 1u);
+  EXPECT_EQ(ties[0].term, "exposed EDP communication");
+  EXPECT_NEAR(ties[0].term_delta_s, 0.15, 1e-12);
+  EXPECT_EQ(ties[0].gain_term, "exposed embedding communication");
+  EXPECT_NEAR(ties[0].gain_delta_s, -0.1, 1e-12);
+}
+
+// The named terms of a layout's metrics add up to its step time, under unique keys.
+TEST(PlanNearTies, StepTermsSumToTheStepTime) {
+  const Metrics m = metrics_of_estimate(scenario("deepseek-v3", {}, 0));
+  const auto terms = step_terms(m);
+  double sum = 0;
+  std::set<std::string> keys;
+  for (const StepTerm& t : terms) {
+    sum += t.seconds;
+    keys.insert(t.key);
+  }
+  EXPECT_EQ(keys.size(), terms.size());
+  EXPECT_GT(m.step_s, 0);
+  EXPECT_NEAR(sum, m.step_s, 1e-9 * m.step_s);
 }
 
 // Real searches report near-ties consistent with the ranked metrics.

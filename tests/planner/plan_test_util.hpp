@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "lcm/model/io/scenario_loader.hpp"
-#include "lcm/planner/plan.hpp"
+#include "lcm/planner/search/plan.hpp"
 
 namespace lcm::plantest {
 

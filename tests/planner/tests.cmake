@@ -7,6 +7,5 @@ lcm_add_test(lcm_planner_tests
     ${CMAKE_CURRENT_LIST_DIR}/plan_format_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/plan_cli_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/calibrate_test.cpp
-    ${PROJECT_SOURCE_DIR}/planner/cli/progress.cpp
-  LIBS lcm::planner nlohmann_json::nlohmann_json)
+  LIBS lcm::planner lcm::cli nlohmann_json::nlohmann_json)
 add_dependencies(lcm_planner_tests lcm)

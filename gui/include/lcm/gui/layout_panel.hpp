@@ -9,7 +9,7 @@
 
 #include <QWidget>
 
-#include "lcm/planner/plan.hpp"
+#include "lcm/planner/search/plan.hpp"
 
 QT_BEGIN_NAMESPACE
 class QComboBox;

@@ -7,7 +7,7 @@
 
 #include <QAbstractTableModel>
 
-#include "lcm/planner/plan.hpp"
+#include "lcm/planner/search/plan.hpp"
 
 namespace lcm::gui {
 

@@ -11,7 +11,7 @@
 
 #include <QWidget>
 
-#include "lcm/planner/plan.hpp"
+#include "lcm/planner/search/plan.hpp"
 
 QT_BEGIN_NAMESPACE
 class QLabel;

@@ -14,7 +14,7 @@
 #include "lcm/model/estimate.hpp"
 #include "lcm/model/io/config_error.hpp"
 #include "lcm/model/mesh.hpp"
-#include "lcm/planner/plan.hpp"
+#include "lcm/planner/search/plan.hpp"
 
 namespace lcm::gui {
 

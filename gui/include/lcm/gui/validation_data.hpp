@@ -1,6 +1,6 @@
 // Predicted-vs-measured rows from executor results (lcm-exec --out directories,
 // docs/executor.md "Outputs"). Reading the results as the model's ops is the planner's
-// (report::read_measurements, planner/calibrate), the prediction the model's
+// (calib::read_measurements, planner/calibrate), the prediction the model's
 // (lcm::compare, model/calibration.hpp: the timing functions the step time uses); this
 // only turns their PointResults into rows.
 #pragma once

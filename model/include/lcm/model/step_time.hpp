@@ -59,6 +59,33 @@ struct StepTime {
 StepTime step_time(const Scenario& s, const Mesh& m, const Schedule& sched, const Flops& flops);
 
 // ---------------------------------------------------------------------------------
+// The named additive terms of a step time on the bottleneck stage, per step: compute per
+// op class, exposed communication per dimension (every CommDim, EDP and embedding
+// included; DP's includes StepTime::dp_exposed, the non-overlapped gradient tail),
+// pipeline bubble, optimizer. They sum to StepTime::step_s. The one list every report,
+// chart and explanation of a step time names its terms from.
+// ---------------------------------------------------------------------------------
+enum class StepTermGroup : uint8_t { kCompute, kExposedComm, kBubble, kOptimizer };
+
+struct StepTerm {
+  StepTermGroup group = StepTermGroup::kCompute;
+  const char* key = "";     // stable and unique: "gemm", "attention", "memory_bound", the
+                            // CommDim names ("tp" ... "emb"), "bubble", "optimizer"
+  const char* label = "";   // short, for charts: "GEMM", "TP comm", "pipeline bubble"
+  const char* phrase = "";  // in a sentence: "GEMM compute", "exposed TP communication"
+  double seconds = 0;       // per step
+};
+inline constexpr int kNumStepTerms = kNumOpClasses + kNumCommDims + 2;
+
+// The terms in report order: OpClass order, CommDim order, bubble, optimizer.
+std::array<StepTerm, kNumStepTerms> step_terms(const std::array<double, kNumOpClasses>& compute,
+                                               const std::array<double, kNumCommDims>& exposed_comm, double bubble,
+                                               double optimizer);
+inline std::array<StepTerm, kNumStepTerms> step_terms(const StepTime& t) {
+  return step_terms(t.compute, t.exposed_comm, t.bubble, t.optimizer);
+}
+
+// ---------------------------------------------------------------------------------
 // The pieces step_time() is made of: op lists are timed (pass_time, layer_times,
 // step_op_times) and composed (model/src/step_compose.hpp). The incremental estimator
 // (incremental.hpp) times each list once per pass_time_key and composes many layouts.

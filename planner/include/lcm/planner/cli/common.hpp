@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "lcm/model/specs.hpp"
-#include "lcm/planner/table.hpp"
+#include "lcm/planner/report/table.hpp"
 
 namespace lcm::cli {
 

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lcm/model/scaling.hpp"
-#include "lcm/planner/table.hpp"
+#include "lcm/planner/report/table.hpp"
 
 namespace lcm::report {
 

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lcm/planner/comm_breakdown.hpp"
-#include "lcm/planner/table.hpp"
+#include "lcm/planner/report/table.hpp"
+#include "lcm/planner/search/comm_breakdown.hpp"
 
 namespace lcm::report {
 

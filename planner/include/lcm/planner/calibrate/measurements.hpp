@@ -1,17 +1,16 @@
-// `lcm calibrate`: reading measured op times (lcm-exec results, nccl-tests logs) as the
-// model's ops, and the reports of a fit (model/calibration.hpp does the fitting).
+// `lcm calibrate`'s inputs: measured op times (lcm-exec results, nccl-tests logs) read as
+// the model's ops (model/calibration.hpp does the fitting; the reports of a fit are
+// lcm/planner/report/calibration_report.hpp).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "lcm/model/calibration.hpp"
 #include "lcm/model/io/config_error.hpp"
-#include "lcm/planner/table.hpp"
 
-namespace lcm::report {
+namespace lcm::calib {
+
 
 struct Measurements {
   std::vector<MeasuredOp> points;
@@ -39,11 +38,4 @@ io::Result<std::vector<MeasuredOp>> parse_exec_summary(const std::string& json_t
 io::Result<std::vector<MeasuredOp>> parse_nccl_tests_log(const std::string& text, const std::string& file,
                                                          int gpus_per_node);
 
-// Reports: per class (points, parameters before -> after, residuals) and per point
-// (measured, predicted before and after, error).
-std::vector<Table> calibration_tables(const Calibration& c, bool per_point);
-nlohmann::ordered_json calibration_json(const Calibration& c);
-// The predicted-vs-measured table of one profile (no fit), for docs and tests.
-Table comparison_table(const std::vector<PointResult>& rows, const std::string& title);
-
-}  // namespace lcm::report
+}  // namespace lcm::calib

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lcm/model/estimate.hpp"
-#include "lcm/planner/table.hpp"
+#include "lcm/planner/report/table.hpp"
 
 namespace lcm::report {
 

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lcm/planner/plan.hpp"
-#include "lcm/planner/table.hpp"
+#include "lcm/planner/report/table.hpp"
+#include "lcm/planner/search/plan.hpp"
 
 namespace lcm::report {
 

@@ -11,7 +11,7 @@
 
 #include "lcm/model/io/config_error.hpp"
 #include "lcm/model/routing.hpp"
-#include "lcm/planner/table.hpp"
+#include "lcm/planner/report/table.hpp"
 
 namespace lcm::report {
 

@@ -122,6 +122,11 @@ class Evaluator {
 // Metrics of a full estimate (the reference the evaluator must equal).
 Metrics metrics_of_estimate(const Scenario& s);
 
+// The named step-time terms of a layout's metrics (model/step_time.hpp).
+inline std::array<StepTerm, kNumStepTerms> step_terms(const Metrics& m) {
+  return lcm::step_terms(m.compute, m.exposed_comm, m.bubble, m.optimizer);
+}
+
 // ---------------------------------------------------------------------------------
 // Search.
 // ---------------------------------------------------------------------------------
@@ -165,13 +170,14 @@ struct Rejection {
 };
 
 // A ranked layout whose step time is within the near-tie threshold of the best, and what
-// separates the two. Cost terms are the step's additive parts: GEMM / attention /
-// memory-bound compute, exposed communication per dimension, pipeline bubble, optimizer.
+// separates the two. Cost terms are the step's additive parts (step_terms,
+// model/step_time.hpp): GEMM / attention / memory-bound compute, exposed communication
+// per dimension (EDP and embedding included), pipeline bubble, optimizer.
 struct NearTie {
   int rank = 0;            // 1-based rank of the near-tied group (vs rank 1)
   double relative = 0;     // step_s / best - 1
   std::vector<std::string> differences;  // knobs that differ: "cp_comm_type p2p -> a2a"
-  std::string term;        // the term that grows most against the best ("" if none grows)
+  std::string term;        // the term (StepTerm::phrase) that grows most against the best ("" if none grows)
   double term_delta_s = 0; // its growth (this - best), seconds per step
   std::string gain_term;   // the term that shrinks most ("" if none shrinks)
   double gain_delta_s = 0; // its change (negative), seconds per step

@@ -1,10 +1,10 @@
-// Tables and JSON of a calibration (calibrate.hpp).
+// Tables and JSON of a calibration (calibration_report.hpp).
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "lcm/model/io/enums.hpp"
-#include "lcm/planner/calibrate.hpp"
+#include "lcm/planner/report/calibration_report.hpp"
 
 namespace lcm::report {
 
