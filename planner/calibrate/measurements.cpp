@@ -238,8 +238,10 @@ std::optional<MeasuredOp> moe_phase_op(const json& p, const std::string& op, con
 
 }  // namespace
 
-io::Result<std::vector<MeasuredOp>> parse_exec_summary(const std::string& text, const std::string& file,
-                                                       int gpus_per_node, std::vector<std::string>* skipped) {
+namespace {
+
+io::Result<std::vector<MeasuredOp>> parse_exec_summary_unguarded(const std::string& text, const std::string& file,
+                                                                 int gpus_per_node, std::vector<std::string>* skipped) {
   json doc;
   try {
     doc = json::parse(text);
@@ -351,8 +353,8 @@ io::Result<std::vector<MeasuredOp>> parse_exec_summary(const std::string& text, 
   return out;
 }
 
-io::Result<std::vector<MeasuredOp>> parse_nccl_tests_log(const std::string& text, const std::string& file,
-                                                         int gpus_per_node) {
+io::Result<std::vector<MeasuredOp>> parse_nccl_tests_log_unguarded(const std::string& text, const std::string& file,
+                                                                   int gpus_per_node) {
   std::vector<std::string> lines;
   {
     std::istringstream in(text);
@@ -407,6 +409,28 @@ io::Result<std::vector<MeasuredOp>> parse_nccl_tests_log(const std::string& text
   }
   if (out.empty()) return err(file, 0, "", "no result rows (size count type redop root time ...) found");
   return out;
+}
+
+}  // namespace
+
+// A value of the wrong JSON type, or a number out of range, anywhere in the input: one error
+// naming the file, never an escaping exception (fuzz/findings/exec_json_fuzz, nccl_log_fuzz).
+io::Result<std::vector<MeasuredOp>> parse_exec_summary(const std::string& text, const std::string& file,
+                                                       int gpus_per_node, std::vector<std::string>* skipped) {
+  try {
+    return parse_exec_summary_unguarded(text, file, gpus_per_node, skipped);
+  } catch (const std::exception& e) {
+    return err(file, 0, "", std::string("malformed lcm-exec summary: ") + e.what());
+  }
+}
+
+io::Result<std::vector<MeasuredOp>> parse_nccl_tests_log(const std::string& text, const std::string& file,
+                                                         int gpus_per_node) {
+  try {
+    return parse_nccl_tests_log_unguarded(text, file, gpus_per_node);
+  } catch (const std::exception& e) {
+    return err(file, 0, "", std::string("malformed nccl-tests log: ") + e.what());
+  }
 }
 
 io::Result<bool> read_measurements(const std::string& path, int gpus_per_node, Measurements& out) {

@@ -377,3 +377,23 @@ TEST(Calibrate, CommandLine) {
 
 }  // namespace
 }  // namespace lcm
+
+// The fuzzers' reproducers (fuzz/findings/): a value of the wrong JSON type or a rank beyond
+// int made an exception escape and abort `lcm calibrate`; each is now one input error.
+TEST(CalibrateReaders, FuzzFindingsAreInputErrors) {
+  const std::string dir = LCM_SOURCE_DIR "/fuzz/findings/";
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  for (const char* f : {"exec_json_fuzz/point_not_an_object.json", "exec_json_fuzz/rank_not_a_number.json"}) {
+    auto r = calib::parse_exec_summary(slurp(dir + f), f, 8, nullptr);
+    ASSERT_FALSE(r.ok()) << f;
+    EXPECT_THAT(r.error().str(), ::testing::HasSubstr("malformed lcm-exec summary")) << f;
+  }
+  auto r = calib::parse_nccl_tests_log(slurp(dir + "nccl_log_fuzz/rank_beyond_int.txt"), "log", 8);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().str(), ::testing::HasSubstr("malformed nccl-tests log"));
+}
