@@ -389,11 +389,11 @@ TEST(CalibrateReaders, FuzzFindingsAreInputErrors) {
     return ss.str();
   };
   for (const char* f : {"exec_json_fuzz/point_not_an_object.json", "exec_json_fuzz/rank_not_a_number.json"}) {
-    auto r = calib::parse_exec_summary(slurp(dir + f), f, 8, nullptr);
+    auto r = lcm::calib::parse_exec_summary(slurp(dir + f), f, 8, nullptr);
     ASSERT_FALSE(r.ok()) << f;
     EXPECT_THAT(r.error().str(), ::testing::HasSubstr("malformed lcm-exec summary")) << f;
   }
-  auto r = calib::parse_nccl_tests_log(slurp(dir + "nccl_log_fuzz/rank_beyond_int.txt"), "log", 8);
+  auto r = lcm::calib::parse_nccl_tests_log(slurp(dir + "nccl_log_fuzz/rank_beyond_int.txt"), "log", 8);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.error().str(), ::testing::HasSubstr("malformed nccl-tests log"));
 }
