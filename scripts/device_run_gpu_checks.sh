@@ -31,11 +31,13 @@ if [ -d .fuzzcarry/bin ]; then
                    [exec_json_fuzz]=1 [nccl_log_fuzz]=1)
   declare -A max_len=([scenario_fuzz]=8192 [set_fuzz]=1024 [profile_fuzz]=16384 [megatron_argv_fuzz]=8192
                       [megatron_yaml_fuzz]=8192 [exec_json_fuzz]=16384 [nccl_log_fuzz]=4096)
+  fuzz_pids=()
   for t in "${!jobs[@]}"; do
     mkdir -p "$FZ/corpus/$t" "$FZ/art"
     (cd "$FZ" && "$ROOT/.fuzzcarry/bin/$t" -fork="${jobs[$t]}" -ignore_crashes=1 -max_total_time="${FUZZ_SECONDS:-400}" \
        -max_len="${max_len[$t]}" -timeout=5 -rss_limit_mb=2048 -dict="$ROOT/fuzz/dict/$t.dict" \
        -artifact_prefix="$FZ/art/$t-" "$FZ/corpus/$t" "$ROOT/fuzz/corpus/$t" > "$FZ/$t.log" 2>&1) &
+    fuzz_pids+=($!)
   done
 fi
 
@@ -67,7 +69,7 @@ grep -E "^---|ERROR SUMMARY|^exit|LEAK SUMMARY" "$OUT/sanitizer_log.txt"
 
 if [ -d .fuzzcarry/bin ]; then
   section "waiting for the fuzz campaign"
-  wait
+  wait "${fuzz_pids[@]}"  # not a bare wait: the log tee above is a child too
   for t in "$FZ"/*.log; do echo "$(basename "$t" .log): $(grep -E '^#[0-9]+' "$t" | tail -1)"; done
   ls "$FZ/art" | head -20
   tar czf "$OUT/fuzz_logs.tar.gz" -C "$FZ" $(cd "$FZ" && ls *.log) art
