@@ -19,7 +19,8 @@
 //   5  comm.hpp     schedule.hpp      communication items; the op schedule (one generator)
 //   5  memory.hpp   timing.hpp        memory per stage; time of one op, group topology
 //   6  step_time.hpp calibration.hpp  step time from the schedule; fitting a profile
-//   7  estimate.hpp                   every breakdown of one layout
+//   6  cache_key.hpp                  the cache keys of the incremental estimator's functions
+//   7  estimate.hpp  incremental.hpp every breakdown of one layout; the planner's cached evaluation
 //   8  routing.hpp  scaling.hpp       routing statistics and capacity sweeps; scaling table
 //   io/ (loader, enums, Megatron import) sits on top and may include any of them.
 #pragma once
