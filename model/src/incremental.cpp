@@ -128,9 +128,14 @@ struct StageListsEntry {
       if (same_identity(identities[i].first, identities[i].last, identities[i].params, c)) return static_cast<int>(i);
     return -1;
   }
+  // Identities are only appended and a structure's classes are fixed once it has them, so
+  // a structure once covered stays covered: the last one is remembered.
+  mutable const Structure* covered = nullptr;
   bool covers(const Structure& s) const {
+    if (covered == &s) return true;
     for (const Structure::Class& c : s.classes)
       if (identity_of(c) < 0) return false;
+    if (s.has_classes) covered = &s;
     return true;
   }
 };
@@ -144,8 +149,11 @@ struct Recent {
   std::array<V, N> values{};
   size_t used = 0, next = 0;
   V* find(const Key& k) {
-    for (size_t i = 0; i < used; ++i)
-      if (keys[i] == k) return &values[i];
+    // Newest first: the last insert is the likeliest hit.
+    for (size_t j = 0; j < used; ++j) {
+      const size_t i = (next + N - 1 - j) % N;
+      if (key_equal(keys[i], k)) return &values[i];
+    }
     return nullptr;
   }
   V& insert(const Key& k) {
@@ -222,6 +230,22 @@ struct IncrementalEstimator::Impl {
     int vp = 0, num_micro_batches = 0;
     bool operator==(const Passes&) const = default;
   } passes_key;
+  // What the last full compose() read: the keys of its pieces and of their timing, so a
+  // selection with equal keys (e.g. another sharding of the same layout) reuses it whole.
+  struct ComposeKey {
+    StructureKey structure;
+    TopologyKey topology;
+    LayerOpsKey layer;
+    EdgeOpsKey edges;
+    PassTimeSwitches switches;
+    int32_t vp = 0, num_micro_batches = 0;
+  };
+  ComposeKey compose_key{};
+  bool has_compose = false;
+  Structure* c_structure = nullptr;
+  const MeshTopology* c_topo = nullptr;
+  LayerEntry* c_layer = nullptr;
+  EdgeEntry* c_edges = nullptr;
   std::vector<StageInputs> inputs;  // per structure class
   std::vector<StageTime> passes;    // per structure class
   StepInputs step_inputs;
@@ -382,6 +406,19 @@ const typename Entry::Timed& IncrementalEstimator::Impl::timed(Entry& e,
 // the micro-batch times of the classes and the lower bound.
 void IncrementalEstimator::Impl::compose() {
   if (composed) return;
+  const ComposeKey ck{structure_key(s, m), topology_key(s, m), layer_ops_key(s, m), edge_ops_key(s, m),
+                      pass_time_switches(s.parallel), m.vp, m.num_micro_batches};
+  if (has_compose && key_equal(ck, compose_key)) {
+    // Same structure, lists and timings as the last compose: only the step entry may differ.
+    structure = c_structure;
+    topo = c_topo;
+    layer = c_layer;
+    edges = c_edges;
+    steps = lookup(last_steps, step_entries, step_ops_key(s, m), [] { return std::make_unique<StepEntry>(); });
+    if (!steps->covers(*structure)) fill();
+    composed = true;
+    return;
+  }
   prepare_lists();
   const Structure& st = *structure;
   const HardwareSpec& hw = s.hardware;
@@ -449,6 +486,12 @@ void IncrementalEstimator::Impl::compose() {
   const double mb = std::max(1, m.num_micro_batches);
   lower_bound = (mb * passes_fb_max + (passes_fb_sum - passes_fb_max) / std::max(1, m.vp)) * (1.0 - 1e-9);
   composed = true;
+  compose_key = ck;
+  has_compose = true;
+  c_structure = structure;
+  c_topo = topo;
+  c_layer = layer;
+  c_edges = edges;
 }
 
 IncrementalEstimator::IncrementalEstimator(const Scenario& base) : impl_(std::make_unique<Impl>(base)) {}
@@ -466,9 +509,9 @@ const Scenario& IncrementalEstimator::scenario() const { return impl_->s; }
 
 const Memory& IncrementalEstimator::memory() {
   Impl& x = *impl_;
-  const Structure& st = x.structure_of();
   const MemoryKey k = memory_key(x.s, x.m);
   if (const Memory* hit = x.memories.find(k)) return *hit;
+  const Structure& st = x.structure_of();
   Memory& out = x.memories.insert(k);
   estimate_memory(x.s, x.m, st.layers, st.params, out);
   return out;
@@ -513,6 +556,7 @@ void IncrementalEstimator::clear() {
   x.last_steps.clear();
   x.memories.clear();
   x.passes_key = {};
+  x.has_compose = false;
   x.passes.clear();
   x.inputs.clear();
   x.reset_selection();

@@ -25,7 +25,7 @@ class KeyMap {
         ++size_;
         return s.value;
       }
-      if (s.key == k) return s.value;
+      if (key_equal(s.key, k)) return s.value;
     }
   }
   void clear() {

@@ -294,18 +294,18 @@ void estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLa
   // before its reduce-scatter.
   double fsdp_unit = 0;
   if (shard_params) {
-    const ParamCounts pc = count_params(md, m.padded_vocab);
+    const ParamComponents total = total_params(md, m.padded_vocab);
     const int L = std::max(1, md.num_layers);
     int n_moe = 0;
     for (int i = 0; i < md.num_layers; ++i) n_moe += is_moe_layer(md, i) ? 1 : 0;
     const int n_dense = md.num_layers - n_moe;
-    const double per_layer_common = (pc.total.attention + pc.total.norms) / L / m.tp;
-    double unit = n_dense > 0 ? per_layer_common + pc.total.dense_mlp / n_dense / m.tp : 0.0;
+    const double per_layer_common = (total.attention + total.norms) / L / m.tp;
+    double unit = n_dense > 0 ? per_layer_common + total.dense_mlp / n_dense / m.tp : 0.0;
     if (n_moe > 0)
-      unit = std::max(unit, per_layer_common + pc.total.shared_experts / n_moe / m.tp +
-                                pc.total.router / n_moe +
-                                pc.total.routed_experts / n_moe / (m.ep * m.etp));
-    unit = std::max(unit, pc.total.embedding / m.tp);
+      unit = std::max(unit, per_layer_common + total.shared_experts / n_moe / m.tp +
+                                total.router / n_moe +
+                                total.routed_experts / n_moe / (m.ep * m.etp));
+    unit = std::max(unit, total.embedding / m.tp);
     fsdp_unit = unit;
   }
 

@@ -186,6 +186,10 @@ ParamCounts count_params(const ModelSpec& model, int64_t padded_vocab) {
   return ParamCounts{components(model, v, 1.0), components(model, v, active_fraction(model))};
 }
 
+ParamComponents total_params(const ModelSpec& model, int64_t padded_vocab) {
+  return components(model, static_cast<double>(padded_vocab), 1.0);
+}
+
 // Sharding: Split.tp / tp, replicated whole, expert / (ep * etp), expert_ep / ep. The
 // word embedding is a VocabParallelEmbedding and the output layer a ColumnParallelLinear
 // (both / tp); the final norm sits with the output layer on the last stage. With tied

@@ -36,6 +36,8 @@ struct ParamCounts {
 };
 
 ParamCounts count_params(const ModelSpec& model, int64_t padded_vocab);
+// count_params(...).total alone (the memory model's ZeRO-3 unit needs no active count).
+ParamComponents total_params(const ModelSpec& model, int64_t padded_vocab);
 
 // Parameters resident on one GPU of a pipeline stage. Dense parameters are replicated
 // over DP x CP; expert parameters over EDP. That split drives optimizer sharding.
