@@ -133,7 +133,8 @@ CpTiming time_point(RunContext& ctx, const CpRun& run, CpRing& ring, const CpPoi
   const std::string& op = pt.op;
   const int sets = pt.sets;
   CpTiming t;
-  const Warmup w = warm_up_together(ctx.warmup(fam.default_warmup), ctx.warmup_seconds(fam.default_warmup_s), [&](int i) {
+  const int warmup = ctx.warmup(fam.default_warmup);
+  const Warmup w = warm_up_together(warmup, ctx.warmup_seconds(fam.default_warmup_s), [&](int i) {
     ring.forward(i % sets, true);
     ring.backward(i % sets, true);
     run.wait(op + " (warm-up)");

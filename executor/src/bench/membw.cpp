@@ -144,7 +144,8 @@ void print_header(const RunContext& ctx) {
 
 void print_row(const MembwPointRun& pt, const PointRecord& rec) {
   std::printf("  %-7s %12zu %5d %4d %10.2f %10.2f %10.2f %9.1f %7lld\n", to_string(pt.m->method), pt.bytes, pt.reps,
-              pt.sets, rec.time.median_us, rec.time.min_us, rec.time.max_us, rec.gbps, static_cast<long long>(rec.wrong));
+              pt.sets, rec.time.median_us, rec.time.min_us, rec.time.max_us, rec.gbps,
+              static_cast<long long>(rec.wrong));
 }
 
 }  // namespace

@@ -151,7 +151,8 @@ MoeTiming time_point(RunContext& ctx, const MoeRun& run, MoeLayer& layer, const 
   const int sets = pt.sets;
   const cudaStream_t stream = run.stream;
   MoeTiming t;
-  const Warmup w = warm_up_together(ctx.warmup(fam.default_warmup), ctx.warmup_seconds(fam.default_warmup_s), [&](int i) {
+  const int warmup = ctx.warmup(fam.default_warmup);
+  const Warmup w = warm_up_together(warmup, ctx.warmup_seconds(fam.default_warmup_s), [&](int i) {
     layer.forward(i % sets);
     layer.backward(i % sets);
     run.wait(op + " (warm-up)");

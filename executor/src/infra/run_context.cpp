@@ -194,8 +194,8 @@ Warmup warm_up_together(int warmup, double warmup_s, const std::function<void(in
 
 int reps_for_point(int iters, double point_ms, double rep_s) {
   constexpr int kMinReps = 5;
-  if (point_ms > 0 && rep_s > 0) return std::min(iters, std::max(kMinReps, static_cast<int>(point_ms / 1000.0 / rep_s)));
-  return iters;
+  if (point_ms <= 0 || rep_s <= 0) return iters;
+  return std::min(iters, std::max(kMinReps, static_cast<int>(point_ms / 1000.0 / rep_s)));
 }
 
 int64_t count_on_device(cudaStream_t s, const std::function<void(unsigned long long* counter)>& count) {
