@@ -82,18 +82,15 @@ CpRun setup_run(RunContext& ctx) {
   CpRun run;
   run.g = o.group;
   run.timeout_s = o.timeout_s;
-  run.cp_ranks = {ctx.rank};
-  if (ctx.world > 1) {
-    ctx.comms = std::make_unique<Comms>(ctx.layout, ctx.rank, o.timeout_s, std::vector<Group>{run.g});
-    run.comms = ctx.comms.get();
-    run.comm = run.comms->get(run.g);
-    run.cp_rank = run.comms->split(run.g).key;
-    run.cp_ranks = run.comms->split(run.g).ranks;
-    run.cp = static_cast<int>(run.cp_ranks.size());
-  }
+  GroupComm gc = open_group(ctx, run.g);
+  run.comms = gc.comms;
+  run.comm = gc.comm;
+  run.cp_rank = gc.rank;
+  run.cp_ranks = std::move(gc.ranks);
+  run.cp = static_cast<int>(run.cp_ranks.size());
+  run.peers = std::move(gc.peers);
   LCM_CUDA_CHECK(cudaStreamCreateWithFlags(&run.compute, cudaStreamNonBlocking));
   LCM_CUDA_CHECK(cudaStreamCreateWithFlags(&run.commst, cudaStreamNonBlocking));
-  run.peers = peers_of(run.cp_ranks, ctx.rank);
   return run;
 }
 

@@ -87,16 +87,13 @@ MoeRun setup_run(RunContext& ctx) {
   MoeRun run;
   run.ep = ctx.layout.mesh.ep;
   run.timeout_s = o.timeout_s;
-  run.ep_ranks = {ctx.rank};
-  if (ctx.world > 1) {
-    ctx.comms = std::make_unique<Comms>(ctx.layout, ctx.rank, o.timeout_s, std::vector<Group>{Group::kEp});
-    run.comms = ctx.comms.get();
-    run.ep_comm = run.comms->get(Group::kEp);
-    run.ep_rank = run.comms->split(Group::kEp).key;
-    run.ep_ranks = run.comms->split(Group::kEp).ranks;
-  }
+  GroupComm gc = open_group(ctx, Group::kEp);
+  run.comms = gc.comms;
+  run.ep_comm = gc.comm;
+  run.ep_rank = gc.rank;
+  run.ep_ranks = std::move(gc.ranks);
+  run.peers = std::move(gc.peers);
   LCM_CUDA_CHECK(cudaStreamCreateWithFlags(&run.stream, cudaStreamNonBlocking));
-  run.peers = peers_of(run.ep_ranks, ctx.rank);
   return run;
 }
 

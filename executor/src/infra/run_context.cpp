@@ -151,6 +151,20 @@ std::string missing_ranks_text(ArrivalProbe& probe) {
   return miss.empty() ? std::string() : "rank(s) " + ranks_text(miss) + " never reached this op (stalled or dead)";
 }
 
+GroupComm open_group(RunContext& ctx, Group g) {
+  GroupComm gc;
+  gc.ranks = {ctx.rank};
+  if (ctx.world > 1) {
+    ctx.comms = std::make_unique<Comms>(ctx.layout, ctx.rank, ctx.opt.timeout_s, std::vector<Group>{g});
+    gc.comms = ctx.comms.get();
+    gc.comm = gc.comms->get(g);
+    gc.rank = gc.comms->split(g).key;
+    gc.ranks = gc.comms->split(g).ranks;
+  }
+  gc.peers = peers_of(gc.ranks, ctx.rank);
+  return gc;
+}
+
 void wait_group_stream(Comms* comms, cudaStream_t s, double timeout_s, const std::string& what,
                        const std::function<std::string()>& detail) {
   if (comms) comms->wait_stream(s, what, detail);

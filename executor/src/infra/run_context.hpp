@@ -95,6 +95,17 @@ std::string ranks_text(const std::vector<int>& ranks);
 std::vector<int> peers_of(const std::vector<int>& group_ranks, int self);
 // "rank(s) 2 3 never reached this op (stalled or dead)"; empty when every peer has arrived.
 std::string missing_ranks_text(ArrivalProbe& probe);
+// The communicator of one group for a family that also runs on a single rank: with more
+// than one rank in the world, ctx.comms is created with `g` (main() aborts it on failure);
+// alone, no communicator and the group is this rank.
+struct GroupComm {
+  Comms* comms = nullptr;  // null on a single rank
+  ncclComm_t comm = nullptr;
+  int rank = 0;            // in the group
+  std::vector<int> ranks;  // the group's global ranks
+  std::vector<int> peers;  // peers_of(ranks, ctx.rank)
+};
+GroupComm open_group(RunContext& ctx, Group g);
 // Drains `s` through the group's communicator when there is one (polling it, `detail` on
 // failure), else as a plain stream (single rank).
 void wait_group_stream(Comms* comms, cudaStream_t s, double timeout_s, const std::string& what,
