@@ -27,3 +27,8 @@ lcm_add_test(lcm_executor_gpu_tests
   LIBS lcm_executor
   LABELS gpu)
 add_dependencies(lcm_executor_gpu_tests lcm-exec)
+
+# wt-bench: the shared helpers of the benchmark families (executor/src/infra/run_context.hpp,
+# private to the executor, hence the include path).
+target_sources(lcm_executor_host_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/bench_helpers_test.cpp)
+target_include_directories(lcm_executor_host_tests PRIVATE ${PROJECT_SOURCE_DIR}/executor/src)

@@ -4,12 +4,13 @@
 // Every repetition runs the forward and then the backward of one buffer set, the way a
 // training step does (the backward reads that forward's O and statistics), with a pair of
 // CUDA events around each; a point yields three records: fwd, bwd and fwd+bwd (the sum of
-// the two per repetition), each with the statistics of its own times.
+// the two per repetition), each with the statistics of its own times. Per point: setup
+// (buffer sets, data, cuDNN plans), timing (warm-up, timed loop), check (every output of
+// every buffer set used, against the fp32 reference), records and print.
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
+#include <array>
 #include <cstdio>
 #include <initializer_list>
 #include <memory>
@@ -23,7 +24,6 @@ namespace lcm::exec {
 namespace {
 
 constexpr int kComputeTid = 1;
-constexpr int kMinReps = 5;
 
 // Fastest of the finalized plans of one direction: 2 warm-up and 5 timed runs each.
 int pick_fastest(AttentionRunner& r, bool backward, cudaStream_t s, double timeout_s, const std::string& op) {
@@ -60,189 +60,247 @@ int pick_fastest(AttentionRunner& r, bool backward, cudaStream_t s, double timeo
   return best;
 }
 
+// One point's state through its phases.
+struct AttnPointRun {
+  const AttentionPoint* shape = nullptr;
+  AttentionProblem p;
+  std::string st;          // "BxSxHQxHKVxD"
+  std::string kf, kb, kt;  // keys of the fwd, bwd and fwd+bwd records
+  std::string op;
+  int sets = 1;
+  bool full = false;       // full check (else sampled rows)
+  nlohmann::json plan;     // the cuDNN plans chosen
+};
+
+struct AttnTiming {
+  int warm_done = 0;
+  int reps = 0;
+  double base_us = 0;
+  Clocks clocks;  // right after the timed loop
+  std::unique_ptr<EventSeries> evf, evb;
+};
+
+// Setup: buffer sets (rotate through >= max(100 MB, 2 x L2); fewer if memory is short), data
+// and the cuDNN plans. False, with the reason printed, when some rank cannot run the point
+// (the run goes on with the next one).
+bool setup_point(RunContext& ctx, AttentionRunner& runner, cudaStream_t stream, AttnPointRun& pt) {
+  const Options& o = ctx.opt;
+  const AttentionProblem& p = pt.p;
+  size_t free_b = 0, total_b = 0;
+  LCM_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  const double extra = static_cast<double>(p.q_elems()) * 4 + static_cast<double>(p.stat_elems()) * 4 + 512e6;
+  int sets = rotation_sets(p.set_bytes(), ctx.rotate_bytes(), 16);
+  while (sets > 1 && sets * p.set_bytes() + extra > 0.85 * static_cast<double>(free_b)) --sets;
+  pt.sets = sets;
+  const bool fits = p.set_bytes() + extra <= 0.9 * static_cast<double>(free_b);
+  if (fits) runner.setup(p, sets, o.seed + static_cast<uint64_t>(ctx.point_index), o.algos);
+  const bool ok_here = fits && runner.supported();
+  const int supported = static_cast<int>(allreduce_sum(ok_here ? 1 : 0));
+  if (supported != ctx.world) {
+    if (ctx.rank == 0) {
+      const std::string why = !fits ? "needs " + std::to_string((p.set_bytes() + extra) / 1073741824.0) +
+                                          " GiB, " + std::to_string(free_b / 1073741824.0) + " GiB free"
+                                    : !ok_here ? runner.unsupported_reason() : "not supported on another rank";
+      std::printf("  %-24s %-20s  (skipped: %s)\n", pt.shape->label.c_str(), pt.st.c_str(), why.c_str());
+      std::fflush(stdout);
+    }
+    return false;
+  }
+  if (o.algos > 1) {
+    pick_fastest(runner, false, stream, o.timeout_s, pt.op);
+    pick_fastest(runner, true, stream, o.timeout_s, pt.op);
+  }
+  pt.plan = runner.cudnn().describe();
+  return true;
+}
+
+// Timing: the warm-up (warm_up: batches until `warmup` repetitions and warmup_s have passed;
+// the last batch's time per repetition sizes the timed loop under --point-ms), outputs
+// poisoned, then the timed loop: each repetition the forward and then the backward of one
+// buffer set, a pair of events around each.
+AttnTiming time_point(RunContext& ctx, AttentionRunner& runner, cudaStream_t stream, const AttnPointRun& pt) {
+  const Options& o = ctx.opt;
+  const BenchFamily& fam = bench_family(Family::kAttention);
+  const int sets = pt.sets;
+  AttnTiming t;
+  const Warmup w = warm_up(
+      ctx.warmup(fam.default_warmup), ctx.warmup_seconds(fam.default_warmup_s),
+      [&](int i) {
+        runner.forward(i % sets);
+        runner.backward(i % sets);
+      },
+      [&] { wait_stream(stream, o.timeout_s, pt.op + " (warm-up)"); });
+  t.warm_done = w.done;
+  t.reps = std::max(reps_for_point(ctx.iters(fam.default_iters), o.point_ms, w.rep_s), sets);
+  runner.poison_outputs();  // an output the timed loop leaves unwritten fails the check
+  ctx.inject_before_timed_loop(pt.op);
+
+  t.evf = std::make_unique<EventSeries>(t.reps);
+  t.evb = std::make_unique<EventSeries>(t.reps);
+  EventSeries& evf = *t.evf;
+  EventSeries& evb = *t.evb;
+  LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  t.base_us = ctx.now_us();
+  evf.record_base(stream);
+  evb.record_base(stream);
+  for (int i = 0; i < t.reps; ++i) {
+    evf.record_start(i, stream);
+    runner.forward(i % sets);
+    evf.record_end(i, stream);
+    evb.record_start(i, stream);
+    runner.backward(i % sets);
+    evb.record_end(i, stream);
+  }
+  wait_stream(stream, o.timeout_s, pt.op);
+  t.clocks = query_clocks(ctx.device.pci_bus_id);
+  return t;
+}
+
+// Check: O, LSE, dQ, dK and dV of every buffer set the timed loop used, against the fp32
+// reference (AttentionRunner::verify, the one comparer).
+AttnCheckSet check_point(RunContext& ctx, AttentionRunner& runner, const AttnPointRun& pt, int reps) {
+  if (ctx.inject_corrupt()) runner.corrupt(0, AttnOut::kDq, 0, 0, pt.p.s - 1, 0, 1.0e4f);
+  AttnCheckSet chk;
+  for (int s = 0; s < std::min(pt.sets, reps); ++s)
+    chk.merge(runner.verify(s, pt.full, ctx.opt.seed + static_cast<uint64_t>(s)));
+  return chk;
+}
+
+// The point's three records: fwd, bwd and fwd+bwd (the sum of the two per repetition), each
+// with the statistics of its own times.
+std::array<PointRecord, 3> make_records(const AttnPointRun& pt, const AttnTiming& t, const AttnCheckSet& chk) {
+  const AttentionProblem& p = pt.p;
+  const std::vector<double> df = t.evf->durations_us(), db = t.evb->durations_us();
+  const std::vector<double> dt = sum_series(df, db);
+  const TimeStats tf = compute_stats(df), tb = compute_stats(db), tt = compute_stats(dt);
+
+  const nlohmann::json shape_json = {{"b", p.b},           {"s", p.s},         {"hq", p.hq},
+                                     {"hkv", p.hkv},       {"d", p.d},         {"causal", p.causal},
+                                     {"scale", p.softmax_scale()},            {"layout", "BSHD"},
+                                     {"fwd_flops", p.fwd_flops()},            {"bwd_flops", p.bwd_flops()}};
+  const nlohmann::json check_json = to_json(chk);
+  const auto record = [&](const char* pass, const std::string& key, const char* model_op, const TimeStats& ts,
+                          double flops, std::initializer_list<AttnOut> outs) {
+    PointRecord rec;
+    rec.key = key;
+    rec.family = "attention";
+    rec.op = model_op;
+    rec.dtype = "bf16";
+    rec.shape = pt.st;
+    rec.label = pt.shape->label;
+    rec.size_bytes = static_cast<int64_t>(p.set_bytes());
+    rec.warmup = t.warm_done;
+    rec.reps = t.reps;
+    rec.buffers = pt.sets;
+    rec.time = ts;
+    rec.tflops = flops / (ts.median_us * 1e-6) / 1e12;
+    rec.per_rank_median_us = allgather_double(ts.median_us);
+    int64_t wrong = 0, checked = 0;
+    for (AttnOut x : outs) {
+      wrong += chk[x].failures();
+      checked += chk[x].checked;
+    }
+    rec.wrong = allreduce_sum(wrong);
+    rec.checked = allreduce_sum(checked);
+    rec.correct = rec.wrong == 0;
+    rec.extra = {{"pass", pass},
+                 {"attention", shape_json},
+                 {"cudnn", pt.plan},
+                 {"check_mode", pt.full ? "full" : "sampled"},
+                 {"check", check_json},
+                 {"clocks_after", to_json(t.clocks)},
+                 {"flop_convention", "fwd 4 b s^2 h_q d / 2 (causal); bwd 2.5 x fwd"}};
+    return rec;
+  };
+  return {record("fwd", pt.kf, "L.attn.core.fwd", tf, p.fwd_flops(), {AttnOut::kO, AttnOut::kLse}),
+          record("bwd", pt.kb, "L.attn.core.bwd", tb, p.bwd_flops(), {AttnOut::kDq, AttnOut::kDk, AttnOut::kDv}),
+          record("fwd+bwd", pt.kt, "L.attn.core.fwd+bwd", tt, p.fwd_flops() + p.bwd_flops(),
+                 {AttnOut::kO, AttnOut::kLse, AttnOut::kDq, AttnOut::kDk, AttnOut::kDv})};
+}
+
+// Print (rank 0): the header once; per point the plans chosen, then its row (and each
+// output's comparison when the check failed).
+void print_header(const RunContext& ctx) {
+  const Options& o = ctx.opt;
+  const BenchFamily& fam = bench_family(Family::kAttention);
+  std::printf("# lcm-exec bench attention: %d rank(s), %s, cuDNN %s (headers %s), bf16, BSHD, causal %s, "
+              "warm-up >= %d reps and >= %.0f ms, check %s\n",
+              ctx.world, ctx.device.name.c_str(), cudnn_version_string(cudnn_runtime_version()).c_str(),
+              cudnn_version_string(cudnn_header_version()).c_str(), (o.attn_points.empty() || o.attn_points.front().shape.causal) ? "yes" : "no",
+              ctx.warmup(fam.default_warmup), ctx.warmup_seconds(fam.default_warmup_s) * 1000, to_string(o.check));
+  std::printf("# %-24s %-20s %4s %4s %10s %10s %8s %8s %9s %7s %s\n", "label", "BxSxHQxHKVxD", "bufs", "reps",
+              "fwd_ms", "bwd_ms", "fwd_TF", "bwd_TF", "total_TF", "#wrong", "check");
+  std::fflush(stdout);
+}
+
+void print_plan(AttentionRunner& runner, const AttnPointRun& pt) {
+  const nlohmann::json& plan = pt.plan;
+  std::printf("#   %s: cuDNN engine fwd %lld (heuristic #%d), bwd %lld (heuristic #%d), graph '%s', "
+              "workspace %.0f MiB, plans built in %.2f s\n",
+              pt.st.c_str(), static_cast<long long>(plan["forward"].value("engine_global_index", -1)),
+              plan["forward"].value("heuristic_index", -1),
+              static_cast<long long>(plan["backward"].value("engine_global_index", -1)),
+              plan["backward"].value("heuristic_index", -1), plan["forward"].value("graph_variant", "").c_str(),
+              static_cast<double>(runner.cudnn().workspace_bytes()) / 1048576.0, runner.cudnn().build_seconds());
+  std::fflush(stdout);
+}
+
+void print_row(const AttnPointRun& pt, int reps, const std::array<PointRecord, 3>& recs, const AttnCheckSet& chk) {
+  const PointRecord& rf = recs[0];
+  const PointRecord& rb = recs[1];
+  const PointRecord& rt = recs[2];
+  std::printf("  %-24s %-20s %4d %4d %10.3f %10.3f %8.1f %8.1f %9.1f %7lld %s\n", pt.shape->label.c_str(),
+              pt.st.c_str(), pt.sets, reps, rf.time.median_us / 1000, rb.time.median_us / 1000, rf.tflops, rb.tflops,
+              rt.tflops, static_cast<long long>(rt.wrong), rt.correct ? "OK" : "WRONG");
+  if (!rt.correct) {
+    for (int i = 0; i < kAttnOuts; ++i) {
+      const Comparison& c = chk.out[static_cast<size_t>(i)];
+      std::printf("#     %-3s checked %lld wrong %lld nonfinite %lld max err/tol %.3g rel L2 %.3g (limit %.0e)\n",
+                  to_string(static_cast<AttnOut>(i)), static_cast<long long>(c.checked),
+                  static_cast<long long>(c.wrong), static_cast<long long>(c.nonfinite), c.max_err_ratio, c.rel_l2,
+                  c.rel_l2_limit);
+    }
+  }
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 void run_attention_bench(RunContext& ctx) {
   const Options& o = ctx.opt;
-  const BenchFamily& fam = bench_family(Family::kAttention);
   cudaStream_t stream = nullptr;
   LCM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   if (ctx.trace) ctx.trace->thread_name(kComputeTid, "compute stream (cuDNN)");
   auto runner_owner = std::make_unique<AttentionRunner>(stream);
   AttentionRunner& runner = *runner_owner;
-  const int warmup = ctx.warmup(fam.default_warmup);
-  const double warmup_s = ctx.warmup_seconds(fam.default_warmup_s);
-  const int iters = ctx.iters(fam.default_iters);
 
-  if (ctx.rank == 0) {
-    std::printf("# lcm-exec bench attention: %d rank(s), %s, cuDNN %s (headers %s), bf16, BSHD, causal %s, "
-                "warm-up >= %d reps and >= %.0f ms, check %s\n",
-                ctx.world, ctx.device.name.c_str(), cudnn_version_string(cudnn_runtime_version()).c_str(),
-                cudnn_version_string(cudnn_header_version()).c_str(), (o.attn_points.empty() || o.attn_points.front().shape.causal) ? "yes" : "no",
-                warmup, warmup_s * 1000, to_string(o.check));
-    std::printf("# %-24s %-20s %4s %4s %10s %10s %8s %8s %9s %7s %s\n", "label", "BxSxHQxHKVxD", "bufs", "reps",
-                "fwd_ms", "bwd_ms", "fwd_TF", "bwd_TF", "total_TF", "#wrong", "check");
-    std::fflush(stdout);
-  }
+  if (ctx.rank == 0) print_header(ctx);
   for (const AttentionPoint& shape : o.attn_points) {
-    const AttentionProblem p = AttentionProblem::of(shape.shape, o.attn_scale);
-    p.validate();
-    const std::string st = p.shape_text();
-    const std::string kf = "attention/fwd/" + st, kb = "attention/bwd/" + st, kt = "attention/fwd+bwd/" + st;
-    if (ctx.skip.count(kf) && ctx.skip.count(kb) && ctx.skip.count(kt)) {
-      if (ctx.rank == 0) std::printf("  %-24s %-20s  (resumed: already measured)\n", shape.label.c_str(), st.c_str());
+    AttnPointRun pt;
+    pt.shape = &shape;
+    pt.p = AttentionProblem::of(shape.shape, o.attn_scale);
+    pt.p.validate();
+    pt.st = pt.p.shape_text();
+    pt.kf = "attention/fwd/" + pt.st;
+    pt.kb = "attention/bwd/" + pt.st;
+    pt.kt = "attention/fwd+bwd/" + pt.st;
+    if (ctx.skip.count(pt.kf) && ctx.skip.count(pt.kb) && ctx.skip.count(pt.kt)) {
+      if (ctx.rank == 0) std::printf("  %-24s %-20s  (resumed: already measured)\n", shape.label.c_str(), pt.st.c_str());
       continue;
     }
-    const std::string op = "bench.attention." + st;
+    pt.op = "bench.attention." + pt.st;
+    pt.full = check_full(o.check, pt.p.s, kAttnFullCheckMaxSeq);
+    if (!setup_point(ctx, runner, stream, pt)) continue;
+    if (ctx.rank == 0) print_plan(runner, pt);
 
-    // Buffer sets: rotate through >= max(100 MB, 2 x L2); fewer if memory is short.
-    size_t free_b = 0, total_b = 0;
-    LCM_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    const double extra = static_cast<double>(p.q_elems()) * 4 + static_cast<double>(p.stat_elems()) * 4 + 512e6;
-    int sets = rotation_sets(p.set_bytes(), ctx.rotate_bytes(), 16);
-    while (sets > 1 && sets * p.set_bytes() + extra > 0.85 * static_cast<double>(free_b)) --sets;
-    const bool fits = p.set_bytes() + extra <= 0.9 * static_cast<double>(free_b);
-    if (fits) runner.setup(p, sets, o.seed + static_cast<uint64_t>(ctx.point_index), o.algos);
-    const bool ok_here = fits && runner.supported();
-    const int supported = static_cast<int>(allreduce_sum(ok_here ? 1 : 0));
-    if (supported != ctx.world) {
-      if (ctx.rank == 0) {
-        const std::string why = !fits ? "needs " + std::to_string((p.set_bytes() + extra) / 1073741824.0) +
-                                            " GiB, " + std::to_string(free_b / 1073741824.0) + " GiB free"
-                                      : !ok_here ? runner.unsupported_reason() : "not supported on another rank";
-        std::printf("  %-24s %-20s  (skipped: %s)\n", shape.label.c_str(), st.c_str(), why.c_str());
-        std::fflush(stdout);
-      }
-      continue;
-    }
-    if (o.algos > 1) {
-      pick_fastest(runner, false, stream, o.timeout_s, op);
-      pick_fastest(runner, true, stream, o.timeout_s, op);
-    }
-    const nlohmann::json plan = runner.cudnn().describe();
-    if (ctx.rank == 0) {
-      std::printf("#   %s: cuDNN engine fwd %lld (heuristic #%d), bwd %lld (heuristic #%d), graph '%s', "
-                  "workspace %.0f MiB, plans built in %.2f s\n",
-                  st.c_str(), static_cast<long long>(plan["forward"].value("engine_global_index", -1)),
-                  plan["forward"].value("heuristic_index", -1),
-                  static_cast<long long>(plan["backward"].value("engine_global_index", -1)),
-                  plan["backward"].value("heuristic_index", -1), plan["forward"].value("graph_variant", "").c_str(),
-                  static_cast<double>(runner.cudnn().workspace_bytes()) / 1048576.0, runner.cudnn().build_seconds());
-      std::fflush(stdout);
-    }
-
-    // Warm-up: `warmup` repetitions, repeated until warmup_s has passed (power-limited
-    // clocks settle); the last batch's time per repetition sizes the timed loop.
-    int warm_done = 0;
-    double rep_s = 0;
-    const auto tw = std::chrono::steady_clock::now();
-    while (warm_done < warmup ||
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - tw).count() < warmup_s) {
-      const auto tb = std::chrono::steady_clock::now();
-      const int batch = std::max(warmup, 1);
-      for (int i = 0; i < batch; ++i, ++warm_done) {
-        runner.forward(warm_done % sets);
-        runner.backward(warm_done % sets);
-      }
-      wait_stream(stream, o.timeout_s, op + " (warm-up)");
-      rep_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - tb).count() / batch;
-    }
-    int reps = iters;
-    if (o.point_ms > 0 && rep_s > 0)
-      reps = std::min(iters, std::max(kMinReps, static_cast<int>(o.point_ms / 1000.0 / rep_s)));
-    reps = std::max(reps, sets);
-    runner.poison_outputs();  // an output the timed loop leaves unwritten fails the check
-    ctx.inject_before_timed_loop(op);
-
-    EventSeries evf(reps), evb(reps);
-    LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
-    const double base_us = ctx.now_us();
-    evf.record_base(stream);
-    evb.record_base(stream);
-    for (int i = 0; i < reps; ++i) {
-      evf.record_start(i, stream);
-      runner.forward(i % sets);
-      evf.record_end(i, stream);
-      evb.record_start(i, stream);
-      runner.backward(i % sets);
-      evb.record_end(i, stream);
-    }
-    wait_stream(stream, o.timeout_s, op);
-    const Clocks clocks = query_clocks(ctx.device.pci_bus_id);  // right after the timed loop
-
-    if (ctx.inject_corrupt()) runner.corrupt(0, AttnOut::kDq, 0, 0, p.s - 1, 0, 1.0e4f);
-    const bool full = check_full(o.check, p.s, kAttnFullCheckMaxSeq);
-    AttnCheckSet chk;
-    for (int s = 0; s < std::min(sets, reps); ++s) chk.merge(runner.verify(s, full, o.seed + static_cast<uint64_t>(s)));
-
-    const std::vector<double> df = evf.durations_us(), db = evb.durations_us();
-    std::vector<double> dt(df.size());
-    for (size_t i = 0; i < df.size(); ++i) dt[i] = df[i] + db[i];
-    const TimeStats tf = compute_stats(df), tb = compute_stats(db), tt = compute_stats(dt);
-
-    const nlohmann::json shape_json = {{"b", p.b},           {"s", p.s},         {"hq", p.hq},
-                                       {"hkv", p.hkv},       {"d", p.d},         {"causal", p.causal},
-                                       {"scale", p.softmax_scale()},            {"layout", "BSHD"},
-                                       {"fwd_flops", p.fwd_flops()},            {"bwd_flops", p.bwd_flops()}};
-    const nlohmann::json check_json = to_json(chk);
-    const auto record = [&](const char* pass, const std::string& key, const char* model_op, const TimeStats& t,
-                            double flops, std::initializer_list<AttnOut> outs) {
-      PointRecord rec;
-      rec.key = key;
-      rec.family = "attention";
-      rec.op = model_op;
-      rec.dtype = "bf16";
-      rec.shape = st;
-      rec.label = shape.label;
-      rec.size_bytes = static_cast<int64_t>(p.set_bytes());
-      rec.warmup = warm_done;
-      rec.reps = reps;
-      rec.buffers = sets;
-      rec.time = t;
-      rec.tflops = flops / (t.median_us * 1e-6) / 1e12;
-      rec.per_rank_median_us = allgather_double(t.median_us);
-      int64_t wrong = 0, checked = 0;
-      for (AttnOut x : outs) {
-        wrong += chk[x].failures();
-        checked += chk[x].checked;
-      }
-      rec.wrong = allreduce_sum(wrong);
-      rec.checked = allreduce_sum(checked);
-      rec.correct = rec.wrong == 0;
-      rec.extra = {{"pass", pass},
-                   {"attention", shape_json},
-                   {"cudnn", plan},
-                   {"check_mode", full ? "full" : "sampled"},
-                   {"check", check_json},
-                   {"clocks_after", to_json(clocks)},
-                   {"flop_convention", "fwd 4 b s^2 h_q d / 2 (causal); bwd 2.5 x fwd"}};
-      return rec;
-    };
-    PointRecord rf = record("fwd", kf, "L.attn.core.fwd", tf, p.fwd_flops(), {AttnOut::kO, AttnOut::kLse});
-    PointRecord rb = record("bwd", kb, "L.attn.core.bwd", tb, p.bwd_flops(), {AttnOut::kDq, AttnOut::kDk, AttnOut::kDv});
-    PointRecord rt = record("fwd+bwd", kt, "L.attn.core.fwd+bwd", tt, p.fwd_flops() + p.bwd_flops(),
-                            {AttnOut::kO, AttnOut::kLse, AttnOut::kDq, AttnOut::kDk, AttnOut::kDv});
-    const nlohmann::json targs = {{"shape", st}, {"label", shape.label}, {"dtype", "bf16"}};
-    trace_repetitions(ctx, "L.attn.core.fwd", "attention", kComputeTid, base_us, evf, targs);
-    trace_repetitions(ctx, "L.attn.core.bwd", "attention", kComputeTid, base_us, evb, targs);
-    if (ctx.rank == 0) {
-      std::printf("  %-24s %-20s %4d %4d %10.3f %10.3f %8.1f %8.1f %9.1f %7lld %s\n", shape.label.c_str(), st.c_str(),
-                  sets, reps, tf.median_us / 1000, tb.median_us / 1000, rf.tflops, rb.tflops, rt.tflops,
-                  static_cast<long long>(rt.wrong), rt.correct ? "OK" : "WRONG");
-      if (!rt.correct) {
-        for (int i = 0; i < kAttnOuts; ++i) {
-          const Comparison& c = chk.out[static_cast<size_t>(i)];
-          std::printf("#     %-3s checked %lld wrong %lld nonfinite %lld max err/tol %.3g rel L2 %.3g (limit %.0e)\n",
-                      to_string(static_cast<AttnOut>(i)), static_cast<long long>(c.checked),
-                      static_cast<long long>(c.wrong), static_cast<long long>(c.nonfinite), c.max_err_ratio, c.rel_l2,
-                      c.rel_l2_limit);
-        }
-      }
-      std::fflush(stdout);
-    }
-    ctx.finish_point(rf);
-    ctx.finish_point(rb);
-    ctx.finish_point(rt);
+    const AttnTiming t = time_point(ctx, runner, stream, pt);
+    const AttnCheckSet chk = check_point(ctx, runner, pt, t.reps);
+    std::array<PointRecord, 3> recs = make_records(pt, t, chk);
+    const nlohmann::json targs = {{"shape", pt.st}, {"label", shape.label}, {"dtype", "bf16"}};
+    trace_repetitions(ctx, "L.attn.core.fwd", "attention", kComputeTid, t.base_us, *t.evf, targs);
+    trace_repetitions(ctx, "L.attn.core.bwd", "attention", kComputeTid, t.base_us, *t.evb, targs);
+    if (ctx.rank == 0) print_row(pt, t.reps, recs, chk);
+    for (PointRecord& rec : recs) ctx.finish_point(rec);
   }
   LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
   runner_owner.reset();

@@ -1,4 +1,8 @@
 // `lcm-exec bench collectives`: the CollOp table and the sweep over sizes.
+//
+// Per (collective, size) point: setup (nccl-tests' counts, buffer sets, seeded inputs),
+// timing (warm-up, then the timed loop behind a stream gate), check (every receive buffer
+// the loop wrote, bit-exact on the device), record and print.
 #include "lcm/executor/collectives.hpp"
 #include "infra/hold.cuh"
 
@@ -75,10 +79,234 @@ struct Buffers {
   }
 };
 
-std::string ranks_text(const std::vector<int>& r) {
-  std::string s;
-  for (int x : r) s += (s.empty() ? "" : " ") + std::to_string(x);
-  return s;
+// What every point of the run shares: the group, its communicator, the element type.
+struct CollRun {
+  Comms* comms = nullptr;
+  const GroupSplit* split = nullptr;
+  ncclComm_t comm = nullptr;
+  int n = 1;   // group size
+  int me = 0;  // rank in the group
+  std::string gname;
+  int tid = 0;
+  std::vector<int> peers;
+  kernels::ElemType et = kernels::ElemType::kF32;
+  ncclDataType_t nt = ncclFloat;
+  size_t es = 4;
+  int warmup = 0;
+};
+
+// One point's state through its phases.
+struct CollPointRun {
+  const CollOp* c = nullptr;
+  CollArgs a;
+  size_t size = 0;  // bytes, nccl-tests' size
+  std::string key, op;
+  size_t send_n = 0, recv_n = 0;
+  int sets = 1, reps = 0;
+  uint64_t seed = 0;
+  Buffers buf;
+};
+
+// The collectives of --ops in the order given (empty: the whole table).
+std::vector<const CollOp*> selected_ops(const Options& o) {
+  std::vector<const CollOp*> ops;
+  for (const CollOp& c : kOps)
+    if (o.collectives.empty()) ops.push_back(&c);
+  for (Collective kind : o.collectives)
+    for (const CollOp& c : kOps)
+      if (c.kind == kind) ops.push_back(&c);
+  return ops;
+}
+
+// Setup of the run: the communicator of --group and the element type of -d.
+CollRun setup_run(RunContext& ctx) {
+  const Options& o = ctx.opt;
+  CollRun run;
+  const bool bf16 = o.coll_dtype == CollDType::kBf16;
+  run.et = bf16 ? kernels::ElemType::kBf16 : kernels::ElemType::kF32;
+  run.nt = bf16 ? ncclBfloat16 : ncclFloat;
+  run.es = kernels::elem_size(run.et);
+  ctx.comms = std::make_unique<Comms>(ctx.layout, ctx.rank, o.timeout_s, std::vector<Group>{o.group});
+  run.comms = ctx.comms.get();
+  run.split = &run.comms->split(o.group);
+  run.comm = run.comms->get(o.group);
+  run.n = static_cast<int>(run.split->ranks.size());
+  run.me = run.split->key;
+  run.gname = to_string(o.group);
+  run.tid = group_tid(o.group);
+  run.peers = peers_of(run.split->ranks, ctx.rank);
+  return run;
+}
+
+// Setup of a point: nccl-tests' counts for `bytes`; false when the size rounds to nothing.
+bool size_point(const CollRun& run, cudaStream_t stream, const CollOp* c, int64_t bytes, CollPointRun& pt) {
+  CollArgs& a = pt.a;
+  a.total = static_cast<size_t>(bytes) / run.es;
+  if (c->divisible) a.total = a.total / static_cast<size_t>(run.n) * static_cast<size_t>(run.n);
+  if (a.total == 0) return false;
+  a.chunk = a.total / static_cast<size_t>(run.n);
+  a.type = run.nt;
+  a.elem_bytes = run.es;
+  a.comm = run.comm;
+  a.nranks = run.n;
+  a.rank = run.me;
+  a.stream = stream;
+  pt.c = c;
+  pt.size = a.total * run.es;
+  pt.key = std::string("collectives/") + c->name + "/" + run.gname + "/" + kernels::to_string(run.et) + "/" +
+           std::to_string(pt.size);
+  return true;
+}
+
+// Setup: the buffer sets, send buffers filled with each rank's seeded input.
+void setup_point(RunContext& ctx, const CollRun& run, cudaStream_t stream, CollPointRun& pt) {
+  const Options& o = ctx.opt;
+  const BenchFamily& fam = bench_family(Family::kCollectives);
+  pt.send_n = pt.c->send_count(pt.a);
+  pt.recv_n = pt.c->recv_count(pt.a);
+  pt.sets = rotation_sets(static_cast<double>((pt.send_n + pt.recv_n) * run.es), ctx.rotate_bytes());
+  pt.reps = std::max(ctx.iters(fam.default_iters), pt.sets);
+  pt.seed = o.seed * 1000003ull + static_cast<uint64_t>(ctx.point_index) * 4099ull;
+  for (int s = 0; s < pt.sets; ++s) {
+    void* sp = nullptr;
+    void* rp = nullptr;
+    LCM_CUDA_CHECK(cudaMalloc(&sp, pt.send_n * run.es));
+    LCM_CUDA_CHECK(cudaMalloc(&rp, pt.recv_n * run.es));
+    pt.buf.send.push_back(sp);
+    pt.buf.recv.push_back(rp);
+    kernels::fill_coll_input(sp, run.et, pt.send_n, pt.seed + static_cast<uint64_t>(s), run.me, stream);
+  }
+}
+
+// Timing: warm-up, receive buffers poisoned, then the whole timed loop enqueued behind the
+// closed gate and released, so the events time the collectives back to back on the GPU,
+// free of the host's per-call enqueue time (hold.cuh). Returns the trace time of the loop's
+// start. A rank that never reaches the op is named on timeout (ArrivalProbe).
+double time_point(RunContext& ctx, const CollRun& run, StreamGate& gate, cudaStream_t stream, CollPointRun& pt,
+                  EventSeries& ev) {
+  Comms& comms = *run.comms;
+  const CollOp* c = pt.c;
+  const std::string& op = pt.op;
+  const std::string op_warm = op + " (warm-up)";
+  const auto launch = [&](int s, const std::string& what) {
+    pt.a.send = pt.buf.send[static_cast<size_t>(s)];
+    pt.a.recv = pt.buf.recv[static_cast<size_t>(s)];
+    comms.complete_call(c->launch(pt.a), run.comm, what);
+  };
+  for (int i = 0; i < run.warmup; ++i) launch(i % pt.sets, op_warm);
+  comms.wait_stream(stream, op_warm);
+  for (int s = 0; s < pt.sets; ++s)
+    LCM_CUDA_CHECK(cudaMemsetAsync(pt.buf.recv[static_cast<size_t>(s)], 0xff, pt.recv_n * run.es, stream));
+  LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
+
+  ArrivalProbe probe(run.peers, 100 + ctx.point_index % 30000);
+  probe.post();
+  LCM_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  ctx.inject_before_timed_loop(op);
+  probe.arrive();
+  const double base_us = ctx.now_us();
+  gate.close(stream);
+  ev.record_base(stream);
+  for (int i = 0; i < pt.reps; ++i) {
+    ev.record_start(i, stream);
+    launch(i % pt.sets, op);
+    ev.record_end(i, stream);
+  }
+  gate.open();
+  const std::string what = op + " [" + c->name + ", " + std::to_string(pt.size) + " B, comm " + run.gname +
+                           " ranks " + ranks_text(run.split->ranks) + "]";
+  comms.wait_stream(stream, what, [&] {
+    std::string d = std::to_string(ev.completed()) + " of " + std::to_string(pt.reps) + " repetitions finished";
+    const std::string miss = missing_ranks_text(probe);
+    if (!miss.empty())
+      d += "; " + miss;
+    else
+      d += "; every rank of the group reached this op (stall inside NCCL or the transport)";
+    return d;
+  });
+  probe.finish();
+  if (gate.timed_out())
+    std::fprintf(stderr, "lcm-exec: rank %d: %s: the enqueue of the timed loop outlasted the stream gate (5 s); "
+                 "the first repetitions include host time\n", ctx.rank, what.c_str());
+  return base_us;
+}
+
+// Check: every receive buffer the timed loop wrote, against the pattern the collective must
+// leave there (kernels::count_wrong_coll, bit-exact).
+Comparison check_point(RunContext& ctx, const CollRun& run, cudaStream_t stream, const CollPointRun& pt) {
+  if (ctx.inject_corrupt()) {
+    const float bad = 1000.0f;
+    LCM_CUDA_CHECK(cudaMemcpy(pt.buf.recv[0], &bad, 4, cudaMemcpyHostToDevice));  // float, or two bf16 halves
+  }
+  const int used = std::min(pt.sets, pt.reps);
+  const int64_t wrong = count_on_device(stream, [&](unsigned long long* counter) {
+    for (int s = 0; s < used; ++s) {
+      kernels::CollPattern pat;
+      pat.type = run.et;
+      pat.seed = pt.seed + static_cast<uint64_t>(s);
+      pat.nranks = run.n;
+      pat.rank = run.me;
+      pat.peer = (run.me - 1 + run.n) % run.n;
+      pat.chunk = pt.a.chunk;
+      kernels::count_wrong_coll(pt.buf.recv[static_cast<size_t>(s)], pt.recv_n, pt.c->check, pat, counter, stream);
+    }
+  });
+  return exact_comparison(static_cast<int64_t>(pt.recv_n) * used, wrong);
+}
+
+PointRecord make_record(const RunContext& ctx, const CollRun& run, const CollPointRun& pt, const EventSeries& ev,
+                        const Comparison& chk) {
+  const CollOp* c = pt.c;
+  const std::vector<double> mine = ev.durations_us();
+  const std::vector<double> avg = allreduce_mean(mine);  // per iteration, over ranks (nccl-tests -a 1)
+  PointRecord rec;
+  rec.key = pt.key;
+  rec.family = "collectives";
+  rec.op = pt.op;
+  rec.dtype = kernels::to_string(run.et);
+  rec.collective = c->name;
+  rec.group = run.gname;
+  rec.group_size = run.n;
+  rec.size_bytes = static_cast<int64_t>(pt.size);
+  rec.count = static_cast<int64_t>(pt.a.total);
+  rec.redop = c->redop;
+  rec.root = -1;
+  rec.warmup = run.warmup;
+  rec.reps = pt.reps;
+  rec.buffers = pt.sets;
+  rec.time = compute_stats(avg);
+  rec.algbw = static_cast<double>(pt.size) / 1e9 / (rec.time.median_us * 1e-6);
+  rec.busbw = rec.algbw * bus_factor(c->kind, run.n);
+  rec.per_rank_median_us = allgather_double(compute_stats(mine).median_us);
+  rec.wrong = allreduce_sum(chk.failures());
+  rec.checked = allreduce_sum(chk.checked);
+  rec.correct = rec.wrong == 0;
+  rec.extra = {{"ranks", run.split->ranks}, {"layout", ctx.opt.layout.text}, {"in_place", false}};
+  return rec;
+}
+
+// Print: the run's header, a header per collective, one row per size (rank 0).
+void print_header(const RunContext& ctx, const CollRun& run) {
+  const Options& o = ctx.opt;
+  const Layout& layout = ctx.layout;
+  std::printf("# lcm-exec bench collectives: layout '%s' (tp %d cp %d dp %d pp %d ep %d etp %d edp %d), group %s of %d "
+              "rank(s), %s, warmup %d, iters %d, median of per-iteration times averaged over ranks\n",
+              o.layout.text.c_str(), layout.mesh.tp, layout.mesh.cp, layout.mesh.dp, layout.mesh.pp, layout.mesh.ep,
+              layout.mesh.etp, layout.mesh.edp, run.gname.c_str(), run.n, kernels::to_string(run.et), run.warmup,
+              ctx.iters(bench_family(Family::kCollectives).default_iters));
+}
+
+void print_op_header(const CollRun& run, const CollOp* c) {
+  std::printf("# %s on %s [ranks %s]\n", c->name, run.gname.c_str(), ranks_text(run.split->ranks).c_str());
+  std::printf("# %10s %12s %8s %6s %6s %9s %7s %7s %6s\n", "size", "count", "type", "redop", "root", "time", "algbw",
+              "busbw", "#wrong");
+  std::printf("# %10s %12s %8s %6s %6s %9s %7s %7s %6s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)",
+              "");
+}
+
+void print_row(const CollPointRun& pt, const PointRecord& rec) {
+  std::printf("  %10zu %12zu %8s %6s %6d %9.2f %7.2f %7.2f %6lld\n", pt.size, pt.a.total, rec.dtype.c_str(),
+              pt.c->redop, -1, rec.time.median_us, rec.algbw, rec.busbw, static_cast<long long>(rec.wrong));
 }
 
 }  // namespace
@@ -93,192 +321,43 @@ const CollOp* find_coll_op(std::string_view name) {
 
 void run_collectives_bench(RunContext& ctx) {
   const Options& o = ctx.opt;
-  const BenchFamily& fam = bench_family(Family::kCollectives);
-  const Layout& layout = ctx.layout;
-  std::vector<const CollOp*> ops;
-  for (const CollOp& c : kOps)
-    if (o.collectives.empty()) ops.push_back(&c);
-  for (Collective kind : o.collectives)
-    for (const CollOp& c : kOps)
-      if (c.kind == kind) ops.push_back(&c);
-  const bool bf16 = o.coll_dtype == CollDType::kBf16;
-  const kernels::ElemType et = bf16 ? kernels::ElemType::kBf16 : kernels::ElemType::kF32;
-  const ncclDataType_t nt = bf16 ? ncclBfloat16 : ncclFloat;
-  const size_t es = kernels::elem_size(et);
-
-  ctx.comms = std::make_unique<Comms>(layout, ctx.rank, o.timeout_s, std::vector<Group>{o.group});
-  Comms& comms = *ctx.comms;
-  const GroupSplit& split = comms.split(o.group);
-  const ncclComm_t comm = comms.get(o.group);
-  const int n = static_cast<int>(split.ranks.size());
-  const int me = split.key;
-  const std::string gname = to_string(o.group);
-  const int tid = group_tid(o.group);
-  if (ctx.trace) ctx.trace->thread_name(tid, "nccl " + gname + " [" + ranks_text(split.ranks) + "]");
-  std::vector<int> peers;
-  for (int r : split.ranks)
-    if (r != ctx.rank) peers.push_back(r);
+  const std::vector<const CollOp*> ops = selected_ops(o);
+  CollRun run = setup_run(ctx);
+  if (ctx.trace) ctx.trace->thread_name(run.tid, "nccl " + run.gname + " [" + ranks_text(run.split->ranks) + "]");
 
   cudaStream_t stream = nullptr;
   LCM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   StreamGate gate;
-  const int warmup = ctx.warmup(fam.default_warmup);
-  if (ctx.rank == 0)
-    std::printf("# lcm-exec bench collectives: layout '%s' (tp %d cp %d dp %d pp %d ep %d etp %d edp %d), group %s of %d "
-                "rank(s), %s, warmup %d, iters %d, median of per-iteration times averaged over ranks\n",
-                o.layout.text.c_str(), layout.mesh.tp, layout.mesh.cp, layout.mesh.dp, layout.mesh.pp, layout.mesh.ep,
-                layout.mesh.etp, layout.mesh.edp, gname.c_str(), n, kernels::to_string(et), warmup,
-                ctx.iters(fam.default_iters));
+  run.warmup = ctx.warmup(bench_family(Family::kCollectives).default_warmup);
+  if (ctx.rank == 0) print_header(ctx, run);
 
   for (const CollOp* c : ops) {
-    const std::string op = std::string("bench.") + c->trace_name + "." + gname;
-    if (ctx.rank == 0) {
-      std::printf("# %s on %s [ranks %s]\n", c->name, gname.c_str(), ranks_text(split.ranks).c_str());
-      std::printf("# %10s %12s %8s %6s %6s %9s %7s %7s %6s\n", "size", "count", "type", "redop", "root", "time",
-                  "algbw", "busbw", "#wrong");
-      std::printf("# %10s %12s %8s %6s %6s %9s %7s %7s %6s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)",
-                  "(GB/s)", "");
-    }
+    const std::string op = std::string("bench.") + c->trace_name + "." + run.gname;
+    if (ctx.rank == 0) print_op_header(run, c);
     for (int64_t bytes : sweep_sizes(o.sweep)) {
-      CollArgs a;
-      a.total = static_cast<size_t>(bytes) / es;
-      if (c->divisible) a.total = a.total / static_cast<size_t>(n) * static_cast<size_t>(n);
-      if (a.total == 0) continue;
-      a.chunk = a.total / static_cast<size_t>(n);
-      a.type = nt;
-      a.elem_bytes = es;
-      a.comm = comm;
-      a.nranks = n;
-      a.rank = me;
-      a.stream = stream;
-      const size_t size = a.total * es;
-      const std::string key = std::string("collectives/") + c->name + "/" + gname + "/" + kernels::to_string(et) + "/" +
-                              std::to_string(size);
-      if (ctx.skip.count(key)) {
-        if (ctx.rank == 0) std::printf("  %10zu  (resumed: already measured)\n", size);
+      CollPointRun pt;
+      if (!size_point(run, stream, c, bytes, pt)) continue;
+      pt.op = op;
+      if (ctx.skip.count(pt.key)) {
+        if (ctx.rank == 0) std::printf("  %10zu  (resumed: already measured)\n", pt.size);
         continue;
       }
-      const size_t send_n = c->send_count(a), recv_n = c->recv_count(a);
-      const int sets = rotation_sets(static_cast<double>((send_n + recv_n) * es), ctx.rotate_bytes());
-      const int reps = std::max(ctx.iters(fam.default_iters), sets);
-      const uint64_t seed = o.seed * 1000003ull + static_cast<uint64_t>(ctx.point_index) * 4099ull;
-
-      Buffers buf;
-      for (int s = 0; s < sets; ++s) {
-        void* sp = nullptr;
-        void* rp = nullptr;
-        LCM_CUDA_CHECK(cudaMalloc(&sp, send_n * es));
-        LCM_CUDA_CHECK(cudaMalloc(&rp, recv_n * es));
-        buf.send.push_back(sp);
-        buf.recv.push_back(rp);
-        kernels::fill_coll_input(sp, et, send_n, seed + static_cast<uint64_t>(s), me, stream);
-      }
-      const std::string op_warm = op + " (warm-up)";
-      const auto launch = [&](int s, const std::string& what) {
-        a.send = buf.send[static_cast<size_t>(s)];
-        a.recv = buf.recv[static_cast<size_t>(s)];
-        comms.complete_call(c->launch(a), comm, what);
-      };
-      for (int i = 0; i < warmup; ++i) launch(i % sets, op_warm);
-      comms.wait_stream(stream, op_warm);
-      for (int s = 0; s < sets; ++s) LCM_CUDA_CHECK(cudaMemsetAsync(buf.recv[static_cast<size_t>(s)], 0xff, recv_n * es, stream));
-      LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
-
-      ArrivalProbe probe(peers, 100 + ctx.point_index % 30000);
-      probe.post();
-      LCM_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-      ctx.inject_before_timed_loop(op);
-      probe.arrive();
-      EventSeries ev(reps);
-      const double base_us = ctx.now_us();
-      // The whole timed loop is enqueued behind a closed gate, then released: the events
-      // time the collectives back to back on the GPU, free of the host's per-call enqueue
-      // time (hold.cuh).
-      gate.close(stream);
-      ev.record_base(stream);
-      for (int i = 0; i < reps; ++i) {
-        ev.record_start(i, stream);
-        launch(i % sets, op);
-        ev.record_end(i, stream);
-      }
-      gate.open();
-      const std::string what = op + " [" + c->name + ", " + std::to_string(size) + " B, comm " + gname + " ranks " +
-                               ranks_text(split.ranks) + "]";
-      comms.wait_stream(stream, what, [&] {
-        std::string d = std::to_string(ev.completed()) + " of " + std::to_string(reps) + " repetitions finished";
-        const std::vector<int> miss = probe.missing();
-        if (!miss.empty())
-          d += "; rank(s) " + ranks_text(miss) + " never reached this op (stalled or dead)";
-        else
-          d += "; every rank of the group reached this op (stall inside NCCL or the transport)";
-        return d;
-      });
-      probe.finish();
-      if (gate.timed_out())
-        std::fprintf(stderr, "lcm-exec: rank %d: %s: the enqueue of the timed loop outlasted the stream gate (5 s); "
-                     "the first repetitions include host time\n", ctx.rank, what.c_str());
-
-      if (ctx.inject_corrupt()) {
-        const float bad = 1000.0f;
-        LCM_CUDA_CHECK(cudaMemcpy(buf.recv[0], &bad, 4, cudaMemcpyHostToDevice));  // float, or two bf16 halves
-      }
-      unsigned long long* d_wrong = nullptr;
-      LCM_CUDA_CHECK(cudaMalloc(&d_wrong, sizeof *d_wrong));
-      LCM_CUDA_CHECK(cudaMemsetAsync(d_wrong, 0, sizeof *d_wrong, stream));
-      const int used = std::min(sets, reps);
-      for (int s = 0; s < used; ++s) {
-        kernels::CollPattern pat;
-        pat.type = et;
-        pat.seed = seed + static_cast<uint64_t>(s);
-        pat.nranks = n;
-        pat.rank = me;
-        pat.peer = (me - 1 + n) % n;
-        pat.chunk = a.chunk;
-        kernels::count_wrong_coll(buf.recv[static_cast<size_t>(s)], recv_n, c->check, pat, d_wrong, stream);
-      }
-      unsigned long long wrong = 0;
-      LCM_CUDA_CHECK(cudaMemcpyAsync(&wrong, d_wrong, sizeof wrong, cudaMemcpyDeviceToHost, stream));
-      LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
-      cudaFree(d_wrong);
-
-      const std::vector<double> mine = ev.durations_us();
-      const std::vector<double> avg = allreduce_mean(mine);  // per iteration, over ranks (nccl-tests -a 1)
-      PointRecord rec;
-      rec.key = key;
-      rec.family = "collectives";
-      rec.op = op;
-      rec.dtype = kernels::to_string(et);
-      rec.collective = c->name;
-      rec.group = gname;
-      rec.group_size = n;
-      rec.size_bytes = static_cast<int64_t>(size);
-      rec.count = static_cast<int64_t>(a.total);
-      rec.redop = c->redop;
-      rec.root = -1;
-      rec.warmup = warmup;
-      rec.reps = reps;
-      rec.buffers = sets;
-      rec.time = compute_stats(avg);
-      rec.algbw = static_cast<double>(size) / 1e9 / (rec.time.median_us * 1e-6);
-      rec.busbw = rec.algbw * bus_factor(c->kind, n);
-      rec.per_rank_median_us = allgather_double(compute_stats(mine).median_us);
-      rec.wrong = allreduce_sum(static_cast<int64_t>(wrong));
-      rec.checked = allreduce_sum(static_cast<int64_t>(recv_n) * used);
-      rec.correct = rec.wrong == 0;
-      rec.extra = {{"ranks", split.ranks}, {"layout", o.layout.text}, {"in_place", false}};
-      trace_repetitions(ctx, op, "nccl", tid, base_us, ev,
+      setup_point(ctx, run, stream, pt);
+      EventSeries ev(pt.reps);
+      const double base_us = time_point(ctx, run, gate, stream, pt, ev);
+      const Comparison chk = check_point(ctx, run, stream, pt);
+      PointRecord rec = make_record(ctx, run, pt, ev, chk);
+      trace_repetitions(ctx, op, "nccl", run.tid, base_us, ev,
                         {{"Collective name", c->name},
-                         {"In msg nelems", send_n},
-                         {"Out msg nelems", recv_n},
-                         {"Group size", n},
+                         {"In msg nelems", pt.send_n},
+                         {"Out msg nelems", pt.recv_n},
+                         {"Group size", run.n},
                          {"dtype", rec.dtype},
-                         {"Process Group Name", gname},
-                         {"Process Group Ranks", split.ranks},
-                         {"Rank", me},
-                         {"size", size}});
-      if (ctx.rank == 0)
-        std::printf("  %10zu %12zu %8s %6s %6d %9.2f %7.2f %7.2f %6lld\n", size, a.total, rec.dtype.c_str(), c->redop,
-                    -1, rec.time.median_us, rec.algbw, rec.busbw, static_cast<long long>(rec.wrong));
+                         {"Process Group Name", run.gname},
+                         {"Process Group Ranks", run.split->ranks},
+                         {"Rank", run.me},
+                         {"size", pt.size}});
+      if (ctx.rank == 0) print_row(pt, rec);
       std::fflush(stdout);
       ctx.finish_point(rec);
     }

@@ -2,7 +2,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 
 #include "infra/run_context.hpp"
@@ -82,11 +81,9 @@ GemmTiming time_point(RunContext& ctx, GemmRunner& runner, cudaStream_t stream, 
   const double warmup_s = ctx.warmup_seconds(fam.default_warmup_s);
   GemmTiming t;
   t.reps = reps;
-  const auto tw = std::chrono::steady_clock::now();
-  while (t.warm_done < warmup || std::chrono::duration<double>(std::chrono::steady_clock::now() - tw).count() < warmup_s) {
-    for (int i = 0; i < std::max(warmup, 1); ++i) runner.enqueue(t.warm_done++ % pt.sets);
-    wait_stream(stream, o.timeout_s, pt.op + " (warm-up)");
-  }
+  t.warm_done = warm_up(
+      warmup, warmup_s, [&](int i) { runner.enqueue(i % pt.sets); },
+      [&] { wait_stream(stream, o.timeout_s, pt.op + " (warm-up)"); }).done;
   ctx.inject_before_timed_loop(pt.op);
   LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
   t.base_us = ctx.now_us();

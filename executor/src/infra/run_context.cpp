@@ -1,8 +1,10 @@
-// The benchmark table and shared helpers (see run_context.hpp).
+// The benchmark table and the helpers the families share (see run_context.hpp).
 #include "infra/run_context.hpp"
 
+#include <cuda_runtime.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -123,6 +125,107 @@ void trace_repetitions(RunContext& ctx, const std::string& name, const char* cat
     a["iteration"] = i;
     ctx.trace->complete(name, cat, tid, base_us + starts[i], durs[i], std::move(a));
   }
+}
+
+std::vector<double> sum_series(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> out(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out[i] = a[i] + b[i];
+  return out;
+}
+
+std::string ranks_text(const std::vector<int>& r) {
+  std::string s;
+  for (int x : r) s += (s.empty() ? "" : " ") + std::to_string(x);
+  return s;
+}
+
+std::vector<int> peers_of(const std::vector<int>& group_ranks, int self) {
+  std::vector<int> peers;
+  for (int r : group_ranks)
+    if (r != self) peers.push_back(r);
+  return peers;
+}
+
+std::string missing_ranks_text(ArrivalProbe& probe) {
+  const std::vector<int> miss = probe.missing();
+  return miss.empty() ? std::string() : "rank(s) " + ranks_text(miss) + " never reached this op (stalled or dead)";
+}
+
+GroupComm open_group(RunContext& ctx, Group g) {
+  GroupComm gc;
+  gc.ranks = {ctx.rank};
+  if (ctx.world > 1) {
+    ctx.comms = std::make_unique<Comms>(ctx.layout, ctx.rank, ctx.opt.timeout_s, std::vector<Group>{g});
+    gc.comms = ctx.comms.get();
+    gc.comm = gc.comms->get(g);
+    gc.rank = gc.comms->split(g).key;
+    gc.ranks = gc.comms->split(g).ranks;
+  }
+  gc.peers = peers_of(gc.ranks, ctx.rank);
+  return gc;
+}
+
+void wait_group_stream(Comms* comms, cudaStream_t s, double timeout_s, const std::string& what,
+                       const std::function<std::string()>& detail) {
+  if (comms) comms->wait_stream(s, what, detail);
+  else wait_stream(s, timeout_s, what);
+}
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+Warmup warm_up(int warmup, double warmup_s, const std::function<void(int)>& rep, const std::function<void()>& wait) {
+  Warmup w;
+  const auto tw = std::chrono::steady_clock::now();
+  while (w.done < warmup || seconds_since(tw) < warmup_s) {
+    const auto tb = std::chrono::steady_clock::now();
+    const int batch = std::max(warmup, 1);
+    for (int i = 0; i < batch; ++i) rep(w.done++);
+    wait();
+    w.rep_s = seconds_since(tb) / batch;
+  }
+  return w;
+}
+
+Warmup warm_up_together(int warmup, double warmup_s, const std::function<void(int)>& rep) {
+  Warmup w;
+  const auto tw = std::chrono::steady_clock::now();
+  while (true) {
+    const bool more_time = seconds_since(tw) < warmup_s;
+    if (allreduce_sum(w.done < warmup || more_time ? 1 : 0) == 0) break;  // ranks agree
+    const auto tb = std::chrono::steady_clock::now();
+    rep(w.done);
+    w.rep_s = seconds_since(tb);
+    ++w.done;
+  }
+  return w;
+}
+
+int reps_for_point(int iters, double point_ms, double rep_s) {
+  constexpr int kMinReps = 5;
+  if (point_ms <= 0 || rep_s <= 0) return iters;
+  return std::min(iters, std::max(kMinReps, static_cast<int>(point_ms / 1000.0 / rep_s)));
+}
+
+int64_t count_on_device(cudaStream_t s, const std::function<void(unsigned long long* counter)>& count) {
+  unsigned long long* d_wrong = nullptr;
+  LCM_CUDA_CHECK(cudaMalloc(&d_wrong, sizeof *d_wrong));
+  LCM_CUDA_CHECK(cudaMemsetAsync(d_wrong, 0, sizeof *d_wrong, s));
+  count(d_wrong);
+  unsigned long long wrong = 0;
+  LCM_CUDA_CHECK(cudaMemcpyAsync(&wrong, d_wrong, sizeof wrong, cudaMemcpyDeviceToHost, s));
+  LCM_CUDA_CHECK(cudaStreamSynchronize(s));
+  cudaFree(d_wrong);
+  return static_cast<int64_t>(wrong);
+}
+
+Comparison exact_comparison(int64_t checked, int64_t wrong) {
+  return Comparison::from_sums(checked, wrong, -1, 0.0, 0.0, 0.0);
 }
 
 }  // namespace lcm::exec

@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <memory>
 #include <set>
 #include <span>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "infra/comms.hpp"
+#include "lcm/executor/compare.hpp"
 #include "lcm/executor/options.hpp"
 #include "lcm/executor/results.hpp"
 #include "infra/sysinfo.hpp"
@@ -82,5 +84,54 @@ std::set<std::string> broadcast_keys(const std::set<std::string>& keys);  // fro
 // Trace events for the timed repetitions of one point.
 void trace_repetitions(RunContext& ctx, const std::string& name, const char* cat, int tid, double base_us,
                        const EventSeries& ev, const nlohmann::json& args);
+
+// What several families share in their setup, timing and check phases (bench/*.cpp).
+
+// Element-wise a[i] + b[i]: the fwd+bwd time of each repetition.
+std::vector<double> sum_series(const std::vector<double>& a, const std::vector<double>& b);
+// "0 1 2 3": a group's ranks as the tables and failure messages print them.
+std::string ranks_text(const std::vector<int>& ranks);
+// The ranks of a group other than `self` (an ArrivalProbe's peers).
+std::vector<int> peers_of(const std::vector<int>& group_ranks, int self);
+// "rank(s) 2 3 never reached this op (stalled or dead)"; empty when every peer has arrived.
+std::string missing_ranks_text(ArrivalProbe& probe);
+// The communicator of one group for a family that also runs on a single rank: with more
+// than one rank in the world, ctx.comms is created with `g` (main() aborts it on failure);
+// alone, no communicator and the group is this rank.
+struct GroupComm {
+  Comms* comms = nullptr;  // null on a single rank
+  ncclComm_t comm = nullptr;
+  int rank = 0;            // in the group
+  std::vector<int> ranks;  // the group's global ranks
+  std::vector<int> peers;  // peers_of(ranks, ctx.rank)
+};
+GroupComm open_group(RunContext& ctx, Group g);
+// Drains `s` through the group's communicator when there is one (polling it, `detail` on
+// failure), else as a plain stream (single rank).
+void wait_group_stream(Comms* comms, cudaStream_t s, double timeout_s, const std::string& what,
+                       const std::function<std::string()>& detail = {});
+
+// A warm-up: repetitions done, and the time of one repetition in its last batch (seconds).
+struct Warmup {
+  int done = 0;
+  double rep_s = 0;
+};
+// One rank alone: batches of max(warmup, 1) repetitions (rep(i) enqueues repetition i, wait()
+// drains the stream), repeated until `warmup` repetitions and `warmup_s` seconds have passed
+// (power-limited clocks settle).
+Warmup warm_up(int warmup, double warmup_s, const std::function<void(int)>& rep, const std::function<void()>& wait);
+// Ranks that communicate: one repetition at a time (rep(i) enqueues and drains it) while any
+// rank still needs repetitions or time; the ranks agree on each step (an allreduce).
+Warmup warm_up_together(int warmup, double warmup_s, const std::function<void(int)>& rep);
+// Timed repetitions under --point-ms: `iters`, or fewer, but at least 5, when the timed loop
+// would run past point_ms at rep_s seconds a repetition (rep_s 0: unknown, `iters`).
+int reps_for_point(int iters, double point_ms, double rep_s);
+
+// A bit-exact check counted on the device: `count` enqueues counting kernels on `s` that add
+// to the zeroed device counter; returns the count once `s` has drained.
+int64_t count_on_device(cudaStream_t s, const std::function<void(unsigned long long* counter)>& count);
+// Its result as the one comparer's record: `checked` elements, `wrong` of them different, no
+// tolerance and no L2 term (failures() == wrong).
+Comparison exact_comparison(int64_t checked, int64_t wrong);
 
 }  // namespace lcm::exec
