@@ -100,8 +100,8 @@ bool write_compare_plots(const report::Comparison& c, const std::string& dir, st
   for (const auto& [name, chart] : charts) {
     const QByteArray bytes = render_chart(chart, kSize, ImageFormat::kPng);
     QString werr;
-    if (ok && !write_file_atomically(QString::fromStdString((std::filesystem::path(dir) / name).string()), bytes,
-                                     &werr)) {
+    if (ok &&
+        !write_file_atomically(QString::fromStdString((std::filesystem::path(dir) / name).string()), bytes, &werr)) {
       *error = werr.toStdString();
       ok = false;
     }

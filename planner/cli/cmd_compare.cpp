@@ -65,9 +65,10 @@ int run_compare(const CompareArgs& a) {
   const Estimate probe = estimate(s.value(), EstimateOptions{false});
   const int64_t mbs = std::max(1, probe.mesh.num_micro_batches);
   if (layers * mbs > limits::kTraceLayerMicroBatches) {
-    std::cerr << fmt::format("lcm: compare: {} layers x {} micro-batches is more than {} layer passes (lcm's cap on "
-                             "the predicted trace compare aligns with)\n",
-                             layers, mbs, limits::kTraceLayerMicroBatches);
+    std::cerr << fmt::format(
+        "lcm: compare: {} layers x {} micro-batches is more than {} layer passes (lcm's cap on "
+        "the predicted trace compare aligns with)\n",
+        layers, mbs, limits::kTraceLayerMicroBatches);
     return kExitBadInput;
   }
   auto c = report::compare_run(s.value(), m.value());
@@ -126,8 +127,7 @@ void register_compare(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_option("MEASURED_DIR", a->measured_dir, "The run's --out directory (summary.json, trace.rank0.json)")
       ->required();
-  cmd->add_option("--set", a->sets,
-                  "Override a key after the run's own overrides: --set num_layers=2 (repeatable)");
+  cmd->add_option("--set", a->sets, "Override a key after the run's own overrides: --set num_layers=2 (repeatable)");
   cmd->add_option("--profile", a->profile, "Hardware profile name or path to predict with (hardware.profile)");
   add_output_options(*cmd, a->out, {"table", "md", "markdown", "json", "csv"});
   cmd->add_option("--trace-out", a->trace_out,

@@ -57,8 +57,7 @@ const json& array_at(const json& obj, const std::string& path, const char* key) 
 }
 
 double number(const json& v, const std::string& key, double min) {
-  if (!v.is_number() || !std::isfinite(v.get<double>()))
-    throw BadKey{key, "expected a number, got " + got(v)};
+  if (!v.is_number() || !std::isfinite(v.get<double>())) throw BadKey{key, "expected a number, got " + got(v)};
   const double x = v.get<double>();
   if (x < min) throw BadKey{key, fmt::format("expected a number >= {:g}, got {}", min, got(v))};
   return x;
@@ -169,8 +168,8 @@ io::Result<TrainSummary> parse_train_summary(const std::string& json_text, const
   try {
     const std::string format = string_at(j, "", "format");
     if (format != kTrainSummaryFormat)
-      throw BadKey{"format", fmt::format("'{}' is not a format lcm compare reads (expected '{}')", format,
-                                         kTrainSummaryFormat)};
+      throw BadKey{"format",
+                   fmt::format("'{}' is not a format lcm compare reads (expected '{}')", format, kTrainSummaryFormat)};
     const json& sc = object_at(j, "", "scenario");
     m.scenario_name = string_at(sc, "scenario", "name");
     m.scenario_path = string_at(sc, "scenario", "path");
@@ -223,8 +222,8 @@ io::Result<TrainSummary> parse_train_summary(const std::string& json_text, const
       op.total_s = number_at(o, key, "total_s", 0);
       const auto [at, fresh] = seen.insert({{op.name, op.layer}, i});
       if (!fresh)
-        throw BadKey{key, fmt::format("{} at layer {} is listed twice (first as ops[{}])", op.name, op.layer,
-                                      at->second)};
+        throw BadKey{key,
+                     fmt::format("{} at layer {} is listed twice (first as ops[{}])", op.name, op.layer, at->second)};
       m.ops.push_back(std::move(op));
     }
 
@@ -305,7 +304,8 @@ CompareClass class_of(const std::optional<OpKind>& kind) {
 
 LayerKind layer_kind(const Scenario& s, const OpName& n, int layer) {
   if (std::string_view(n.prefix) == kMtpPrefix) return LayerKind::kMtp;
-  if (std::string_view(n.prefix) == kLayerPrefix) return is_moe_layer(s.model, layer) ? LayerKind::kMoe : LayerKind::kDense;
+  if (std::string_view(n.prefix) == kLayerPrefix)
+    return is_moe_layer(s.model, layer) ? LayerKind::kMoe : LayerKind::kDense;
   return LayerKind::kOutside;
 }
 
@@ -322,8 +322,8 @@ std::vector<MemoryRow> memory_rows(const StageMemory& p, const TrainSummary& m) 
   rows.push_back({"weights", "weights + fp8_weight_cache + fsdp_gather_buffers",
                   p.weights + p.fp8_weight_cache + p.fsdp_gather_buffers, at(MemCategory::kWeights)});
   rows.push_back({"grads", "grads", p.grads, at(MemCategory::kGrads)});
-  rows.push_back({"optimizer", "main_params + optimizer_states", p.main_params + p.optimizer_states,
-                  at(MemCategory::kOptimizer)});
+  rows.push_back(
+      {"optimizer", "main_params + optimizer_states", p.main_params + p.optimizer_states, at(MemCategory::kOptimizer)});
   rows.push_back({"activations", "activations + logits_and_loss + transient_peak",
                   p.activations + p.logits_and_loss + p.transient_peak, at(MemCategory::kActivations)});
   rows.push_back({"workspace", "workspaces", p.workspaces, at(MemCategory::kWorkspace)});
@@ -358,13 +358,12 @@ io::Result<Comparison> compare_run(const Scenario& s, const TrainSummary& m) {
     const int layers = prefix == kLayerPrefix ? s.model.num_layers : prefix == kMtpPrefix ? s.model.mtp_num_layers : 0;
     const bool ok = prefix.empty() ? op.layer == -1 : op.layer >= 0 && op.layer < layers;
     if (!ok)
-      return io::ConfigError{m.file, 0, 0, fmt::format("ops[{}].layer", i),
-                             prefix.empty()
-                                 ? fmt::format("{} runs outside the layers: expected layer -1, got {}", op.name, op.layer)
-                                 : fmt::format("{} at layer {}, but the scenario (with the summary's overrides) has "
-                                               "{} {}",
-                                               op.name, op.layer, layers,
-                                               prefix == kLayerPrefix ? "layers" : "MTP depths")};
+      return io::ConfigError{
+          m.file, 0, 0, fmt::format("ops[{}].layer", i),
+          prefix.empty() ? fmt::format("{} runs outside the layers: expected layer -1, got {}", op.name, op.layer)
+                         : fmt::format("{} at layer {}, but the scenario (with the summary's overrides) has "
+                                       "{} {}",
+                                       op.name, op.layer, layers, prefix == kLayerPrefix ? "layers" : "MTP depths")};
     measured.insert({{op.name, op.layer}, i});
   }
   std::vector<char> matched(m.ops.size(), 0);
@@ -374,8 +373,9 @@ io::Result<Comparison> compare_run(const Scenario& s, const TrainSummary& m) {
   for (const PredictedOp& p : predicted_op_times(s, e, sched, 0)) {
     const auto parsed = parse_op_name(p.name);
     assert(parsed && "the predicted trace names ops with op_name()");
-    OpComparison o{p.name, p.layer, class_of(kinds[static_cast<size_t>(parsed->id)]),
-                   layer_kind(s, *parsed, p.layer), p.seconds, std::nullopt};
+    OpComparison o{
+        p.name,    p.layer,     class_of(kinds[static_cast<size_t>(parsed->id)]), layer_kind(s, *parsed, p.layer),
+        p.seconds, std::nullopt};
     if (const auto it = measured.find({p.name, p.layer}); it != measured.end()) {
       o.measured_s = per_step(m.ops[it->second]);
       matched[it->second] = 1;
@@ -414,9 +414,7 @@ io::Result<Comparison> compare_run(const Scenario& s, const TrainSummary& m) {
 namespace {
 
 std::vector<std::string> total_row(const std::string& label, const Total& t) {
-  return {label,
-          t.predicted_ops ? ms(t.predicted_s) : "-",
-          t.measured_ops ? ms(t.measured_s) : "-",
+  return {label, t.predicted_ops ? ms(t.predicted_s) : "-", t.measured_ops ? ms(t.measured_s) : "-",
           t.predicted_ops && t.measured_ops ? err_text(t.predicted_s, t.measured_s) : "-",
           fmt::format("{} / {}", t.predicted_ops, t.measured_ops)};
 }
@@ -524,7 +522,8 @@ Table compare_long_table(const Comparison& c) {
   };
   row("step", "step_time", "", "", "s", c.predicted_step_s, c.measured_step_s);
   row("step", "sum_of_ops", "", "", "s", c.all.predicted_s, c.all.measured_s);
-  row("step", "step_minus_ops", "", "", "s", c.predicted_step_s - c.all.predicted_s, c.measured_step_s - c.all.measured_s);
+  row("step", "step_minus_ops", "", "", "s", c.predicted_step_s - c.all.predicted_s,
+      c.measured_step_s - c.all.measured_s);
   row("step", "tokens_per_s", "", "", "1/s", c.predicted_tokens_per_s, c.measured_tokens_per_s);
   row("step", "mfu", "", "", "", c.predicted_mfu, c.measured_mfu);
   auto total = [&](const std::string& section, const std::string& item, const Total& x) {
@@ -543,10 +542,13 @@ Table compare_long_table(const Comparison& c) {
 
 ordered_json compare_json(const Comparison& c) {
   auto total = [](const Total& t) {
-    return ordered_json{{"predicted_s", t.predicted_s}, {"measured_s", t.measured_s},
-                        {"predicted_ops", t.predicted_ops}, {"measured_ops", t.measured_ops},
-                        {"error", t.predicted_ops && t.measured_ops ? optional_json(error_of(t.predicted_s, t.measured_s))
-                                                                    : json(nullptr)}};
+    return ordered_json{
+        {"predicted_s", t.predicted_s},
+        {"measured_s", t.measured_s},
+        {"predicted_ops", t.predicted_ops},
+        {"measured_ops", t.measured_ops},
+        {"error",
+         t.predicted_ops && t.measured_ops ? optional_json(error_of(t.predicted_s, t.measured_s)) : json(nullptr)}};
   };
   ordered_json j;
   j["scenario"] = c.scenario;
@@ -579,14 +581,21 @@ ordered_json compare_json(const Comparison& c) {
   j["layer_kinds"] = std::move(kinds);
   ordered_json mem = ordered_json::array();
   for (const MemoryRow& r : c.memory)
-    mem.push_back({{"item", r.item}, {"model_terms", r.terms}, {"predicted_bytes", optional_json(r.predicted)},
-                   {"measured_bytes", optional_json(r.measured)}, {"error", optional_json(error_of(r.predicted, r.measured))}});
+    mem.push_back({{"item", r.item},
+                   {"model_terms", r.terms},
+                   {"predicted_bytes", optional_json(r.predicted)},
+                   {"measured_bytes", optional_json(r.measured)},
+                   {"error", optional_json(error_of(r.predicted, r.measured))}});
   j["memory"] = std::move(mem);
   j["measured_categories_sum_bytes"] = c.measured_categories_sum;
   ordered_json ops = ordered_json::array();
   for (const OpComparison& o : c.ops)
-    ops.push_back({{"name", o.name}, {"layer", o.layer}, {"class", to_string(o.cls)}, {"layer_kind", to_string(o.kind)},
-                   {"predicted_s", optional_json(o.predicted_s)}, {"measured_s", optional_json(o.measured_s)},
+    ops.push_back({{"name", o.name},
+                   {"layer", o.layer},
+                   {"class", to_string(o.cls)},
+                   {"layer_kind", to_string(o.kind)},
+                   {"predicted_s", optional_json(o.predicted_s)},
+                   {"measured_s", optional_json(o.measured_s)},
                    {"error", optional_json(error_of(o.predicted_s, o.measured_s))}});
   j["ops"] = std::move(ops);
   return j;
@@ -613,10 +622,10 @@ io::Result<ordered_json> compare_trace(const Scenario& s, const Estimate& e, con
   }
   const int pid = stages;  // after the predicted stages
   ordered_json& events = out["traceEvents"];
-  events.push_back(ordered_json{{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
-                                {"args", {{"name", "measured rank 0"}}}});
-  events.push_back(ordered_json{{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
-                                {"args", {{"sort_index", pid}}}});
+  events.push_back(ordered_json{
+      {"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "measured rank 0"}}}});
+  events.push_back(ordered_json{
+      {"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"sort_index", pid}}}});
   try {
     if (!in.is_object()) throw BadKey{"", "expected a Chrome trace object with 'traceEvents'"};
     const json& list = array_at(in, "", "traceEvents");

@@ -26,15 +26,18 @@
 namespace {
 
 namespace fs = std::filesystem;
+using lcm::plantest::lcm;
 using nlohmann::json;
 using nlohmann::ordered_json;
-using lcm::plantest::lcm;
 
 // What `lcm-exec train --layers 2` on one GPU would record for scenarios/llama3.1-8b.yaml.
 const std::vector<lcm::io::Override> kOverrides = {
-    {"model.num_layers", "2"},          {"parallel.tensor_model_parallel_size", "1"},
-    {"parallel.context_parallel_size", "1"}, {"hardware.num_gpus", "1"},
-    {"training.seq_length", "8192"},    {"training.global_batch_size", "4"},
+    {"model.num_layers", "2"},
+    {"parallel.tensor_model_parallel_size", "1"},
+    {"parallel.context_parallel_size", "1"},
+    {"hardware.num_gpus", "1"},
+    {"training.seq_length", "8192"},
+    {"training.global_batch_size", "4"},
 };
 
 // The planted perturbations.
@@ -46,7 +49,7 @@ constexpr int kMissingLayer = 0;
 constexpr const char* kExtraOp = "L.attn.qkv.fp8cast.fwd";  // a bf16 run has no FP8 casts in the prediction
 constexpr int kExtraLayer = 0;
 constexpr double kExtraSeconds = 0.25e-3;  // per step
-constexpr double kHostGap = 0.07;          // of the measured step
+constexpr double kHostGap = 0.07;  // of the measured step
 constexpr double kActivationFactor = 1.03;
 constexpr int kMeasuredSteps = 4;  // after one warm-up step
 
@@ -119,13 +122,17 @@ void write_fixture(const Prediction& p, const fs::path& dir) {
   j["overrides"] = ov;
   j["scaled"] = {{"model.num_layers", {{"from", 32}, {"to", 2}}}};
   j["device"] = {{"name", "planted fixture (no GPU)"}, {"count", 1}, {"cuda_driver", 0}, {"cudnn", 0}};
-  j["config"] = {{"seq_length", 8192}, {"micro_batch_size", 1}, {"micro_batches", m},
-                 {"recompute", "full"}, {"precision", "bf16"}, {"seed", 1234}};
+  j["config"] = {{"seq_length", 8192},  {"micro_batch_size", 1}, {"micro_batches", m},
+                 {"recompute", "full"}, {"precision", "bf16"},   {"seed", 1234}};
   const double tokens = 8192.0 * 4;
   ordered_json steps = ordered_json::array();
   for (int i = 1; i <= kMeasuredSteps + 1; ++i)
-    steps.push_back({{"step", i}, {"time_s", i == 1 ? 2 * step : step}, {"loss", 11.0 - 0.1 * i},
-                     {"grad_norm", 1.0}, {"tokens", tokens}, {"warmup", i == 1}});
+    steps.push_back({{"step", i},
+                     {"time_s", i == 1 ? 2 * step : step},
+                     {"loss", 11.0 - 0.1 * i},
+                     {"grad_norm", 1.0},
+                     {"tokens", tokens},
+                     {"warmup", i == 1}});
   j["steps"] = steps;
   j["step_time_s"] = {{"median", step}, {"min", step}, {"max", step}, {"measured_steps", kMeasuredSteps}};
   j["tokens_per_s"] = tokens / step;
@@ -133,19 +140,23 @@ void write_fixture(const Prediction& p, const fs::path& dir) {
   j["model_flops_per_step"] = p.e.flops.model_flops;
   ordered_json jops = ordered_json::array();
   for (const auto& o : ops) {
-    const bool step_op = o.layer < 0 && o.name.find(".fwd") == std::string::npos &&
-                         o.name.find(".bwd") == std::string::npos;
+    const bool step_op =
+        o.layer < 0 && o.name.find(".fwd") == std::string::npos && o.name.find(".bwd") == std::string::npos;
     const int count = (step_op ? 1 : m) * kMeasuredSteps;
     const double total = o.per_step * kMeasuredSteps;
-    jops.push_back({{"name", o.name}, {"layer", o.layer}, {"count", count}, {"total_s", total},
-                    {"mean_s", total / count}});
+    jops.push_back(
+        {{"name", o.name}, {"layer", o.layer}, {"count", count}, {"total_s", total}, {"mean_s", total / count}});
   }
   j["ops"] = jops;
   j["memory"] = {{"peak_allocated_bytes", allocated},
                  {"peak_reserved_bytes", allocated + mem.fragmentation},
                  {"at_peak_by_category",
-                  {{"weights", cat[0]}, {"grads", cat[1]}, {"optimizer", cat[2]}, {"activations", cat[3]},
-                   {"workspace", cat[4]}, {"other", cat[5]}}},
+                  {{"weights", cat[0]},
+                   {"grads", cat[1]},
+                   {"optimizer", cat[2]},
+                   {"activations", cat[3]},
+                   {"workspace", cat[4]},
+                   {"other", cat[5]}}},
                  {"context_bytes", mem.cuda_context},
                  {"library_workspace_bytes", mem.cublas_workspace}};
   j["routing"] = ordered_json::array();
@@ -157,7 +168,8 @@ void write_fixture(const Prediction& p, const fs::path& dir) {
   const double gap = (step - op_sum) / static_cast<double>(ops.size());
   std::ofstream t(dir / "trace.rank0.json", std::ios::binary);
   t << "{\"traceEvents\": [\n";
-  t << R"({"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "rank 0"}},)" << "\n";
+  t << R"({"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "rank 0"}},)"
+    << "\n";
   t << R"({"name": "thread_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "compute"}})";
   double now = 0;
   for (int i = 1; i <= kMeasuredSteps + 1; ++i) {
@@ -167,7 +179,7 @@ void write_fixture(const Prediction& p, const fs::path& dir) {
       const double dur = (i == 1 ? 2.0 : 1.0) * o.per_step;
       t << ",\n"
         << ordered_json{{"name", o.name}, {"ph", "X"}, {"ts", now * 1e6}, {"dur", dur * 1e6},
-                        {"pid", 0}, {"tid", 0}, {"args", args}}
+                        {"pid", 0},       {"tid", 0},  {"args", args}}
                .dump();
       now += dur + (i == 1 ? 2.0 : 1.0) * gap;
     }
@@ -199,8 +211,8 @@ TEST(CompareFixture, PredictedOpTimesAreTheModels) {
   ASSERT_NE(fc1, p.sched.dense.fwd.end());
   const double one = lcm::op_time(*fc1, lcm::mesh_topology(p.s, p.e.mesh), p.s.hardware) * fc1->calls;
   for (int layer : {0, 1}) {
-    const auto it = std::find_if(p.ops.begin(), p.ops.end(),
-                                 [&](const auto& o) { return o.name == kSlowOp && o.layer == layer; });
+    const auto it =
+        std::find_if(p.ops.begin(), p.ops.end(), [&](const auto& o) { return o.name == kSlowOp && o.layer == layer; });
     ASSERT_NE(it, p.ops.end());
     EXPECT_NEAR(it->seconds / (4 * one), 1.0, 1e-12);
   }

@@ -39,8 +39,8 @@ const char* to_string(MemCategory c);  // the JSON key: "weights", ..., "other"
 
 struct TrainOp {
   std::string name;  // as measured, e.g. "L.attn.qkv.fwd"
-  OpName parsed;     // parse_op_name(name)
-  int layer = -1;    // global layer index (MTP depth for "MTP." ops), -1 outside layers
+  OpName parsed;  // parse_op_name(name)
+  int layer = -1;  // global layer index (MTP depth for "MTP." ops), -1 outside layers
   int64_t count = 0;
   double total_s = 0;  // over the measured steps
 };
@@ -49,7 +49,7 @@ struct TrainSummary {
   std::string file;  // the summary.json read (for messages)
   std::string scenario_name, scenario_path;
   std::vector<io::Override> overrides;
-  std::string device;          // "" when absent
+  std::string device;  // "" when absent
   int first_measured_step = 0;  // the first step with warmup false
   int measured_steps = 0;
   double step_median_s = 0, step_min_s = 0, step_max_s = 0;
@@ -99,7 +99,7 @@ struct Total {
 
 // A memory row: a measured category and the model terms it is compared with.
 struct MemoryRow {
-  std::string item;   // "weights", ..., "peak allocated", "CUDA context", ...
+  std::string item;  // "weights", ..., "peak allocated", "CUDA context", ...
   std::string terms;  // the model's StageMemory terms summed, e.g. "main_params + optimizer_states"
   std::optional<double> predicted, measured;  // bytes; nullopt: that side has no such figure
 };
@@ -144,7 +144,7 @@ nlohmann::ordered_json compare_json(const Comparison& c);
 // "measured rank 0": the events of `step` in `measured_trace` (DIR/trace.rank0.json),
 // shifted to start at 0. Errors name `trace_file` and the key.
 io::Result<nlohmann::ordered_json> compare_trace(const Scenario& s, const Estimate& e, const Schedule& sched,
-                                                 const std::string& measured_trace_text,
-                                                 const std::string& trace_file, int step);
+                                                 const std::string& measured_trace_text, const std::string& trace_file,
+                                                 int step);
 
 }  // namespace lcm::report
