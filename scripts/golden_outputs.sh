@@ -50,4 +50,9 @@ run plan.mixtral.1024 plan scenarios/mixtral-8x7b.yaml --gpus 1024 --set seq_len
 run plan.dsv3.json plan scenarios/deepseek-v3.yaml --format json -q --threads 1
 run estimate.llama70b.cp8 estimate scenarios/llama3.1-70b.yaml --set context_parallel_size=8 --set seq_length=128K
 run capacity.mixtral.skew capacity scenarios/mixtral-8x7b.yaml --cf 1.0,1.25,1.5,2.0 --skew zipf:1.0
+# lcm compare on the committed fixture (docs/compare.md).
+for f in "${fmts[@]}"; do
+  run "compare.fixture.$f" compare scenarios/llama3.1-8b.yaml tests/data/compare --format "$f"
+done
+"$lcm" compare scenarios/llama3.1-8b.yaml tests/data/compare --trace-out "$out/compare.fixture.trace.json" > /dev/null 2>&1
 echo "wrote $(ls "$out" | wc -l) files to $out"

@@ -15,6 +15,11 @@ std::vector<Command>& registry() {
   return commands;
 }
 
+ComparePlotter& plotter() {
+  static ComparePlotter p = nullptr;
+  return p;
+}
+
 }  // namespace
 
 bool register_command(std::string name, AddCommand add) {
@@ -26,5 +31,13 @@ bool register_command(std::string name, AddCommand add) {
 }
 
 const std::vector<Command>& registered_commands() { return registry(); }
+
+bool register_compare_plotter(ComparePlotter plot) {
+  assert(plot != nullptr && plotter() == nullptr);
+  plotter() = plot;
+  return true;
+}
+
+ComparePlotter compare_plotter() { return plotter(); }
 
 }  // namespace lcm::cli

@@ -335,6 +335,32 @@ std::vector<Case> catalog() {
   c.push_back({"ImportShellVariable", "import megatron --gpus 8 --hw h200-sxm -- --num-layers '$LAYERS'", 2,
                "unexpanded shell variable"});
   c.push_back({"ImportWithoutSubcommand", "import", 2, "A subcommand is required"});
+  // ---- compare (a run directory made from the committed fixture tests/data/compare/) ----
+  {
+    const std::string cmp = "compare $S/llama3.1-8b.yaml d";
+    const std::string fixture = "mkdir d && F=$S/../tests/data/compare/summary.json && ";
+    c.push_back({"CompareMissingSummary", cmp, 2, "d/summary.json: cannot read the measured summary: No such file", {},
+                 "mkdir d"});
+    c.push_back({"CompareBrokenSummary", cmp, 2, "d/summary.json: not valid JSON", {}, "mkdir d && echo '{' > d/summary.json"});
+    c.push_back({"CompareUnknownFormat", cmp, 2, "format: 'lcm-exec-train/9' is not a format lcm compare reads", {},
+                 fixture + "sed 's|lcm-exec-train/1|lcm-exec-train/9|' $F > d/summary.json"});
+    c.push_back({"CompareMissingKey", cmp, 2, "d/summary.json: memory.context_bytes: missing", {},
+                 fixture + "sed '/context_bytes/d' $F > d/summary.json"});
+    c.push_back({"CompareIllTypedKey", cmp, 2, "d/summary.json: mfu: expected a number, got \"high\"", {},
+                 fixture + "sed 's/\"mfu\": [0-9.e-]*/\"mfu\": \"high\"/' $F > d/summary.json"});
+    c.push_back({"CompareOpNameDoesNotParse", cmp, 2, "'L.attn.qkvx.fwd' is not an op name of lcm's table", {},
+                 fixture + "sed 's/\"L.attn.qkv.fwd\"/\"L.attn.qkvx.fwd\"/' $F > d/summary.json"});
+    c.push_back({"CompareLayerOutsideScenario", cmp, 2, "at layer 7, but the scenario (with the summary's overrides) has 2",
+                 {}, fixture + "sed 's/\"layer\": 1,/\"layer\": 7,/' $F > d/summary.json"});
+    c.push_back({"CompareOverridesFailValidation", cmp, 2,
+                 "global_batch_size (4) is not divisible by micro_batch_size (1) times data_parallel_size (3) "
+                 "(overrides: those of d/summary.json)",
+                 {}, fixture + "perl -0pe 's/\"hardware.num_gpus\",\\s*\"1\"/\"hardware.num_gpus\", \"3\"/' $F > d/summary.json"});
+    c.push_back({"CompareTraceMissing", cmp + " --trace-out t.json", 2,
+                 "d/trace.rank0.json: cannot read the measured trace: No such file", {}, fixture + "cp $F d/"});
+    c.push_back({"CompareWrongFormatOption", cmp + " --format xml", 2, "compare: --format: xml not in", {},
+                 fixture + "cp $F d/"});
+  }
   return c;
 }
 

@@ -12,6 +12,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "lcm/planner/report/compare_report.hpp"
+
 namespace lcm::cli {
 
 // Adds one subcommand to `app`; its callback sets `exit_code` (kExitOk, kExitFailure,
@@ -29,5 +31,13 @@ bool register_command(std::string name, AddCommand add);
 
 // The registered commands, in registration order.
 const std::vector<Command>& registered_commands();
+
+// `lcm compare --plots DIR`: writes the comparison's PNG charts into DIR (created if
+// missing); false with the reason in `error`. gui/ registers it where Qt6 is found; without
+// it --plots is refused.
+using ComparePlotter = bool (*)(const report::Comparison& c, const std::string& dir, std::string* error);
+// Returns true (for use as a static initialiser). Precondition: none registered yet.
+bool register_compare_plotter(ComparePlotter plot);
+ComparePlotter compare_plotter();  // nullptr when none is registered
 
 }  // namespace lcm::cli
