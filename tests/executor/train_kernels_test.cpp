@@ -396,5 +396,132 @@ TEST(TrainCheck, Bf16RoundingIsNearestEven) {
   EXPECT_EQ(ref::bf16_round(-3.0f), -3.0f);
 }
 
+
+// ---- MoE block reference: finite differences, including the aux and z losses ------------
+namespace moe_fd {
+
+struct Setup {
+  MoeBlockConfig c;
+  ref::MoeParams p;
+  std::vector<float> x, r;
+};
+
+Setup make(RouterScore score, int groups, int group_topk, int64_t shared, bool bias, double cf, bool by_position,
+           bool pad) {
+  Setup s;
+  s.c.tokens = 16;
+  s.c.hidden = 32;
+  s.c.expert_ffn = 16;
+  s.c.shared_ffn = shared;
+  s.c.experts = 8;
+  s.c.topk = 2;
+  s.c.score = score;
+  s.c.groups = groups;
+  s.c.group_topk = group_topk;
+  s.c.expert_bias = bias;
+  s.c.capacity_factor = cf;
+  s.c.drop_by_position = by_position;
+  s.c.pad_to_capacity = pad;
+  s.c.aux_loss_coeff = 0.1f;
+  s.c.z_loss_coeff = 0.01f;
+  const int64_t T = 16, h = 32, f = 16, E = 8;
+  s.p.router = randn(E * h, 21, 0.3f);
+  s.p.fc1 = randn(E * 2 * f * h, 22, 0.2f);
+  s.p.fc2 = randn(E * h * f, 23, 0.2f);
+  if (shared > 0) {
+    s.p.shared_fc1 = randn(2 * shared * h, 24, 0.2f);
+    s.p.shared_fc2 = randn(h * shared, 25, 0.2f);
+  }
+  if (bias) s.p.expert_bias = randn(E, 26, 0.05f);
+  s.x = randn(T * h, 27);
+  s.r = randn(T * h, 28);
+  return s;
+}
+
+double loss(const Setup& s) {
+  const ref::MoeResult o = ref::moe_block(s.c, s.p, s.x, s.r.data(), 1.0f, false);
+  return o.aux_loss + o.y_dot_dy;  // in double: the float copy of y would swamp the differences
+}
+
+// Checks `count` elements of v (spread over it) against central differences of loss().
+void check(Setup& s, std::vector<float>& v, const std::vector<float>& grad, size_t count, const char* what) {
+  ASSERT_EQ(v.size(), grad.size()) << what;
+  const size_t step = std::max<size_t>(1, v.size() / count);
+  int checked = 0;
+  for (size_t j = 0; j < v.size(); j += step) {
+    const float keep = v[j];
+    const float up = keep + 1e-4f, dn = keep - 1e-4f;
+    v[j] = up;
+    const double lp = loss(s);
+    v[j] = dn;
+    const double lm = loss(s);
+    v[j] = keep;
+    const double fd = (lp - lm) / (static_cast<double>(up) - dn);
+    EXPECT_NEAR(grad[j], fd, 1e-5 * (1 + std::fabs(fd))) << what << " element " << j;
+    ++checked;
+  }
+  EXPECT_GT(checked, 8) << what;
+}
+
+void run_all(Setup s) {
+  const ref::MoeResult o = ref::moe_block(s.c, s.p, s.x, s.r.data(), 1.0f, false);
+  EXPECT_GT(o.aux_loss, 0.0);
+  check(s, s.x, o.dx, 64, "dx");
+  check(s, s.p.router, o.d_router, 256, "router");
+  check(s, s.p.fc1, o.d_fc1, 96, "experts.fc1");
+  check(s, s.p.fc2, o.d_fc2, 96, "experts.fc2");
+  if (s.c.shared_ffn > 0) {
+    check(s, s.p.shared_fc1, o.d_shared_fc1, 64, "shared.fc1");
+    check(s, s.p.shared_fc2, o.d_shared_fc2, 64, "shared.fc2");
+  }
+}
+
+}  // namespace moe_fd
+
+TEST(TrainMoeReference, SoftmaxTop2CapacityProbsFiniteDifferences) {
+  moe_fd::Setup s = moe_fd::make(RouterScore::kSoftmax, 0, 0, 0, false, 1.0, false, false);
+  const ref::MoeResult o = ref::moe_block(s.c, s.p, s.x, nullptr, 1.0f, false);
+  int64_t load = 0, kept = 0;
+  for (int e = 0; e < 8; ++e) {
+    load += o.load[e];
+    kept += o.kept[e];
+    EXPECT_LE(o.kept[e], 4);  // capacity ceil(16 * 2 / 8 * 1.0) = 4
+  }
+  EXPECT_EQ(load, 32);
+  EXPECT_LT(kept, load);  // this routing drops something, so the drop path is exercised
+  moe_fd::run_all(s);
+}
+
+TEST(TrainMoeReference, PositionPolicyPaddedFiniteDifferences) {
+  moe_fd::run_all(moe_fd::make(RouterScore::kSoftmax, 0, 0, 0, false, 1.0, true, true));
+}
+
+TEST(TrainMoeReference, SigmoidGroupLimitedSharedBiasFiniteDifferences) {
+  moe_fd::run_all(moe_fd::make(RouterScore::kSigmoid, 4, 2, 32, true, 0.0, false, false));
+}
+
+// The aux loss by hand: 2 tokens, 2 experts, top-1, logits (0, 0) and (ln 3, 0): softmax
+// scores (.5, .5) and (.75, .25), counts of the plain top-1 (ties to expert 0): (2, 0);
+// aux = coeff E / (k T^2) sum_e P_e c_e = 0.1 * 2 / 4 * (1.25 * 2) = 0.125. z-loss:
+// lse = ln 2 and ln 4: 0.01 * (ln^2 2 + ln^2 4) / 2.
+TEST(TrainMoeReference, AuxAndZLossByHand) {
+  MoeBlockConfig c;
+  c.tokens = 2;
+  c.hidden = 1;
+  c.expert_ffn = 1;
+  c.experts = 2;
+  c.topk = 1;
+  c.aux_loss_coeff = 0.1f;
+  c.z_loss_coeff = 0.01f;
+  ref::MoeParams p;
+  p.router = {1.0f, 0.0f};  // logits (x, 0)
+  p.fc1 = {0, 0, 0, 0};
+  p.fc2 = {0, 0};
+  const std::vector<float> x = {0.0f, std::log(3.0f)};
+  const ref::MoeResult o = ref::moe_block(c, p, x, nullptr, 1.0f, false);
+  const double l2 = std::log(2.0), l4 = std::log(4.0);
+  EXPECT_NEAR(o.aux_loss, 0.125 + 0.01 * (l2 * l2 + l4 * l4) / 2, 1e-6);
+}
+
 }  // namespace
 }  // namespace lcm::exec::train

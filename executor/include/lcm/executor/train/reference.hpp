@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lcm/executor/train/kernels.hpp"
+#include "lcm/executor/train/moe_block.hpp"
 
 namespace lcm::exec::train::ref {
 
@@ -40,5 +41,26 @@ void sum_squares(const float* g, int64_t n, double* acc);  // +=
 void adamw_step(float* master, float* model, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
                 const AdamParams& p, const float* grad_scale);
 void clip_coefficient(const double* sumsq, float max_norm, float* scale, float* norm);
+
+// ---- MoE block (moe_block.hpp), in double ----------------------------------------------
+// Parameters in MoeBlock's layouts (moe_block.cpp): router [E, h], fc1 [E, 2f, h], fc2
+// [E, h, f], shared_fc1 [2fs, h], shared_fc2 [h, fs], expert_bias [E] (empty when unused).
+struct MoeParams {
+  std::vector<float> router, fc1, fc2, shared_fc1, shared_fc2, expert_bias;
+};
+struct MoeResult {
+  std::vector<float> y;           // [T, h]
+  double aux_loss = 0;            // aux + z, scaled by their coefficients
+  double y_dot_dy = 0;            // sum(dy * y) in double (when dy is given)
+  std::vector<int32_t> load, kept;  // per expert, before and after drops
+  // Gradients (filled when dy is given): dL/dx and the parameters', L = sum(dy * y) +
+  // loss_scale * aux_loss.
+  std::vector<float> dx, d_router, d_fc1, d_fc2, d_shared_fc1, d_shared_fc2;
+};
+// round_bf16: round where the GPU stores bf16 (expert activations, y, dx, the permuted
+// gradients, dlogits), for comparing with MoeBlock; false gives the exact function (finite
+// differences). dy may be null (forward only).
+MoeResult moe_block(const MoeBlockConfig& c, const MoeParams& p, const std::vector<float>& x, const float* dy,
+                    float loss_scale, bool round_bf16);
 
 }  // namespace lcm::exec::train::ref
