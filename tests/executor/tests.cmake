@@ -41,4 +41,12 @@ lcm_add_test(lcm_executor_train_gpu_tests
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_kernels_gpu_test.cpp
   LIBS lcm_executor
   LABELS gpu)
+# The MoE block's GPU test needs the caching allocator (src/train/allocator.cpp, branch
+# wt-alloc); it is built once that file is part of lcm_executor.
+if(EXISTS ${PROJECT_SOURCE_DIR}/executor/src/train/allocator.cpp)
+  lcm_add_test(lcm_executor_train_moe_gpu_tests
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_moe_gpu_test.cpp
+    LIBS lcm_executor
+    LABELS gpu)
+endif()
 # ---- end training runner (wt-kern) ----
