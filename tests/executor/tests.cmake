@@ -39,3 +39,21 @@ add_dependencies(lcm_executor_gpu_tests lcm-exec)
 # private to the executor, hence the include path).
 target_sources(lcm_executor_host_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/bench_helpers_test.cpp)
 target_include_directories(lcm_executor_host_tests PRIVATE ${PROJECT_SOURCE_DIR}/executor/src)
+# ---- training runner kernels and MoE block (issue 10, wt-kern) ----
+#   lcm_executor_train_tests:     host; RoPE frequencies, init statistics, CPU references
+#                                 against hand-worked cases and finite differences.
+#   lcm_executor_train_gpu_tests: label gpu; every kernel and the MoE block against the CPU
+#                                 references (skips without a GPU).
+lcm_add_test(lcm_executor_train_tests
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_kernels_test.cpp
+  LIBS lcm_executor)
+target_include_directories(lcm_executor_train_tests PRIVATE ${PROJECT_SOURCE_DIR}/executor/src)
+lcm_add_test(lcm_executor_train_gpu_tests
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_kernels_gpu_test.cpp
+  LIBS lcm_executor
+  LABELS gpu)
+lcm_add_test(lcm_executor_train_moe_gpu_tests
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_moe_gpu_test.cpp
+  LIBS lcm_executor
+  LABELS gpu)
+# ---- end training runner (wt-kern) ----
