@@ -16,6 +16,11 @@ lcm_add_test(lcm_executor_host_tests
     ${CMAKE_CURRENT_LIST_DIR}/attention_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/moe_cp_test.cpp
   LIBS lcm_executor)
+# Training runner host tests (issue 10): caching allocator, token sources, checkpoints.
+target_sources(lcm_executor_host_tests PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/train_allocator_test.cpp
+)
+# end training runner host tests
 add_dependencies(lcm_executor_host_tests lcm-exec)  # cli_test runs the binary
 
 lcm_add_test(lcm_executor_gpu_tests

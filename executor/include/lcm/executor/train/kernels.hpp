@@ -12,6 +12,10 @@
 #include <cstdint>
 #include <vector>
 
+namespace lcm {
+struct RopeScaling;  // lcm/model/specs.hpp (C++20; this header is also read by nvcc in C++17)
+}
+
 namespace lcm::exec::train {
 
 using bf16 = __nv_bfloat16;
@@ -57,6 +61,12 @@ struct RopeParams {
   double mscale = 1.0, mscale_all_dim = 0.0;              // yarn
 };
 std::vector<float> rope_inv_freq(const RopeParams& p, int64_t rot_dim, float* mscale);
+// The scenario's rotary base and scaling (ModelSpec::rotary_base, rope_scaling) as RopeParams,
+// with the defaults of Llama 3.1 (low 1, high 4) and of Megatron's YaRN (beta_fast 32,
+// beta_slow 1, mscale 1, mscale_all_dim 0) for what the spec does not carry. Throws
+// ExecError for dynamic NTK (not a training-time scaling) and for llama3 / YaRN without
+// original_max_position_embeddings.
+RopeParams rope_params(double rotary_base, const RopeScaling& s);
 // cos/sin table [seq, rot_dim/2] (float) for positions 0..seq-1, times mscale.
 void rope_table(const float* inv_freq_dev, float* cos_tab, float* sin_tab, int64_t seq, int64_t half, float mscale,
                 cudaStream_t s);
