@@ -32,3 +32,11 @@ lcm_add_test(lcm_executor_gpu_tests
   LIBS lcm_executor
   LABELS gpu)
 add_dependencies(lcm_executor_gpu_tests lcm-exec)
+
+# ---- training runner host tests: options, plan, op-tag contract, summary (wt-runner) ----
+if(LCM_EXEC_HAVE_TRAIN)
+  lcm_add_test(lcm_train_runner_tests
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_runner_test.cpp
+    LIBS lcm_executor)
+endif()
+# ---- end training runner host tests (wt-runner) ----

@@ -15,7 +15,7 @@ struct Parser {
   std::vector<std::string> sets;
   Parser(TrainOptions& o) {
     app.add_option("scenario", o.scenario, "scenario name or YAML path")->required();
-    app.add_option("--set", sets, "KEY=VALUE scenario override (as `lcm --set`); repeatable")->take_last(false);
+    app.add_option("--set", sets, "KEY=VALUE scenario override (as `lcm --set`); repeatable");
     app.add_option("--layers", o.layers, "train N layers of the scenario's (per-GPU shapes kept)")
         ->check(CLI::Range(1, 100000));
     app.add_option("--steps", o.steps, "training steps (default 10)")->check(CLI::Range(1, 100000000));

@@ -105,16 +105,11 @@ TrainPlan plan_training(const TrainOptions& o, int gpus) {
       s.training.exp_avg_dtype != DType::kFp32 || s.training.exp_avg_sq_dtype != DType::kFp32)
     refuse("the runner keeps fp32 main grads, master weights and Adam moments only (training.grad_reduce_in_fp32, "
            "main_params_dtype, exp_avg_dtype, exp_avg_sq_dtype)");
-  switch (md.rope_scaling.type) {
-    case RopeScalingType::kNone: p.rope.type = 0; break;
-    case RopeScalingType::kLinear: p.rope.type = 1; break;
-    case RopeScalingType::kLlama3: p.rope.type = 2; break;
-    case RopeScalingType::kYarn: p.rope.type = 3; break;
-    case RopeScalingType::kDynamicNtk: refuse("dynamic-NTK RoPE scaling is not implemented by the runner");
+  try {
+    p.rope = rope_params(md.rotary_base, md.rope_scaling);
+  } catch (const ExecError& e) {
+    refuse(std::string("RoPE scaling: ") + e.what());
   }
-  p.rope.base = md.rotary_base;
-  p.rope.factor = md.rope_scaling.factor;
-  p.rope.original_max_position = md.rope_scaling.original_max_position_embeddings;
 
   const RankShape& r = p.rank;
   p.b = s.training.micro_batch_size;
