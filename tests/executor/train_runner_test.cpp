@@ -211,7 +211,7 @@ void expect_contract(const std::vector<std::string>& args) {
 TEST(TrainContract, OneDenseLayerMatchesTheSchedule) {
   // One layer, no recompute: the exact list, spelled out once by hand, then the schedule.
   const TrainPlan p = plan_training(
-      parse(with(single_gpu("llama3.1-8b"), {"--layers", "1", "--set", "parallel.recompute_granularity=none"})), 1);
+      parse(with(single_gpu("llama3.1-8b"), {"--layers", "1", "--set", "parallel.recompute_granularity=none", "--set", "parallel.recompute_num_layers=null"})), 1);
   std::vector<std::string> got;
   for (const OpTag& t : dry_run_tags(p, 1)) got.push_back(name_of(t));
   const std::vector<std::string> want = {
@@ -229,12 +229,12 @@ TEST(TrainContract, OneDenseLayerMatchesTheSchedule) {
 }
 
 TEST(TrainContract, DenseStepNoRecompute) {
-  expect_contract(with(single_gpu("llama3.1-8b"), {"--layers", "3", "--set", "parallel.recompute_granularity=none"}));
+  expect_contract(with(single_gpu("llama3.1-8b"), {"--layers", "3", "--set", "parallel.recompute_granularity=none", "--set", "parallel.recompute_num_layers=null"}));
 }
 
 TEST(TrainContract, DenseStepSelectiveRecompute) {
   expect_contract(with(single_gpu("llama3.1-8b"),
-                       {"--layers", "2", "--set", "parallel.recompute_granularity=selective", "--set",
+                       {"--layers", "2", "--set", "parallel.recompute_granularity=selective", "--set", "parallel.recompute_num_layers=null", "--set",
                         "parallel.recompute_modules=[core_attn, layernorm, mlp]"}));
 }
 
@@ -246,7 +246,7 @@ TEST(TrainContract, DenseStepFullRecomputeUniformAndBlock) {
 }
 
 TEST(TrainContract, MoeStepMatchesTheSchedule) {
-  expect_contract(with(single_gpu("mixtral-8x7b"), {"--layers", "2", "--set", "parallel.recompute_granularity=none"}));
+  expect_contract(with(single_gpu("mixtral-8x7b"), {"--layers", "2", "--set", "parallel.recompute_granularity=none", "--set", "parallel.recompute_num_layers=null"}));
   expect_contract(with(single_gpu("mixtral-8x7b"),
                        {"--layers", "2", "--set", "parallel.recompute_granularity=full", "--set",
                         "parallel.recompute_method=uniform", "--set", "parallel.recompute_num_layers=1"}));
@@ -255,7 +255,7 @@ TEST(TrainContract, MoeStepMatchesTheSchedule) {
 TEST(TrainContract, PlantedDriftIsCaught) {
   // The check bites: the schedule of another recompute policy differs from the runner's.
   const TrainPlan none = plan_training(
-      parse(with(single_gpu("llama3.1-8b"), {"--layers", "1", "--set", "parallel.recompute_granularity=none"})), 1);
+      parse(with(single_gpu("llama3.1-8b"), {"--layers", "1", "--set", "parallel.recompute_granularity=none", "--set", "parallel.recompute_num_layers=null"})), 1);
   const TrainPlan full = plan_training(parse(with(single_gpu("llama3.1-8b"), {"--layers", "1"})), 1);
   EXPECT_NE(runner_step(none, 1), schedule_step(full, 1));
 }
