@@ -19,6 +19,7 @@ lcm_add_test(lcm_executor_host_tests
 # Training runner host tests (issue 10): caching allocator, token sources, checkpoints.
 target_sources(lcm_executor_host_tests PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/train_allocator_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/train_data_test.cpp
 )
 # end training runner host tests
 add_dependencies(lcm_executor_host_tests lcm-exec)  # cli_test runs the binary
@@ -32,6 +33,21 @@ lcm_add_test(lcm_executor_gpu_tests
   LIBS lcm_executor
   LABELS gpu)
 add_dependencies(lcm_executor_gpu_tests lcm-exec)
+
+# ---- training runner kernels and MoE block (issue 10, wt-kern) ----
+#   lcm_executor_train_tests:     host; RoPE frequencies, init statistics, CPU references
+#                                 against hand-worked cases and finite differences.
+#   lcm_executor_train_gpu_tests: label gpu; every kernel and the MoE block against the CPU
+#                                 references (skips without a GPU).
+lcm_add_test(lcm_executor_train_tests
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_kernels_test.cpp
+  LIBS lcm_executor)
+target_include_directories(lcm_executor_train_tests PRIVATE ${PROJECT_SOURCE_DIR}/executor/src)
+lcm_add_test(lcm_executor_train_gpu_tests
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_kernels_gpu_test.cpp
+  LIBS lcm_executor
+  LABELS gpu)
+# ---- end training runner (wt-kern) ----
 
 # ---- training runner host tests: options, plan, op-tag contract, summary (wt-runner) ----
 if(LCM_EXEC_HAVE_TRAIN)

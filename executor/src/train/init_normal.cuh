@@ -84,11 +84,11 @@ LCM_INIT_FN void sincos_turn(float t, float* c, float* s) {
   const float qf = static_cast<float>(static_cast<int>(fadd(t4, 0.5f)));
   const int q = static_cast<int>(qf) & 3;
   const float x = fmul(fadd(t4, -qf), 1.57079632679490f), x2 = fmul(x, x);
-  float sp = -1.0f / 6227020800.0f;  // -1/13!
-  sp = fadd(fmul(sp, x2), 1.0f / 39916800.0f);
-  sp = fadd(fmul(sp, x2), -1.0f / 362880.0f);
-  sp = fadd(fmul(sp, x2), 1.0f / 5040.0f);
-  sp = fadd(fmul(sp, x2), -1.0f / 120.0f);
+  float sp = 1.0f / 6227020800.0f;  // 1/13!
+  sp = fadd(fmul(sp, x2), -1.0f / 39916800.0f);
+  sp = fadd(fmul(sp, x2), 1.0f / 362880.0f);
+  sp = fadd(fmul(sp, x2), -1.0f / 5040.0f);
+  sp = fadd(fmul(sp, x2), 1.0f / 120.0f);
   sp = fadd(fmul(sp, x2), -1.0f / 6.0f);
   sp = fadd(fmul(sp, x2), 1.0f);
   const float sx = fmul(x, sp);
