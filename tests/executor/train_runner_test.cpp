@@ -61,14 +61,13 @@ std::vector<std::string> with(std::vector<std::string> a, std::initializer_list<
 
 TEST(TrainOptions, ParsesTypedValues) {
   const TrainOptions o = parse({"llama3.1-8b", "--layers", "2", "--steps", "7", "--set", "training.seq_length=8192",
-                                "--out", "/tmp/x", "--save", "--data", "copy", "--seed", "9"});
+                                "--out", "/tmp/x", "--data", "copy", "--seed", "9"});
   EXPECT_EQ(o.scenario, "llama3.1-8b");
   EXPECT_EQ(o.layers, 2);
   EXPECT_EQ(o.steps, 7);
   ASSERT_EQ(o.sets.size(), 1u);
   EXPECT_EQ(o.sets[0].first, "training.seq_length");
   EXPECT_EQ(o.sets[0].second, "8192");
-  EXPECT_TRUE(o.save);
   EXPECT_EQ(o.data, "copy");
   EXPECT_EQ(o.seed, 9u);
 }
@@ -81,6 +80,7 @@ TEST(TrainOptions, BadInputIsOneLine) {
       {{"llama3.1-8b", "--set", "novalue"}, "expected KEY=VALUE"},
       {{"llama3.1-8b", "--resume"}, "--resume needs --out"},
       {{"llama3.1-8b", "--save"}, "--save needs --out"},
+      {{"llama3.1-8b", "--save", "--out", "/tmp/x"}, "not wired"},
       {{"llama3.1-8b", "--frobnicate"}, "frobnicate"},
   };
   for (const auto& [args, expected] : cases) {

@@ -63,7 +63,7 @@ TrainPlan plan_training(const TrainOptions& o, int gpus) {
   // The layout: its groups (sizes of one today) must multiply to the GPUs at hand.
   if (s.num_gpus != gpus || par.tensor_model_parallel_size != 1 || par.context_parallel_size != 1 ||
       par.pipeline_model_parallel_size != 1 || par.expert_model_parallel_size != 1 ||
-      (par.expert_tensor_parallel_size != 0 && par.expert_tensor_parallel_size != 1)) {
+      (has_moe(md) && par.expert_tensor_parallel_size > 1)) {
     std::string fix = "--set hardware.num_gpus=" + std::to_string(gpus);
     if (par.tensor_model_parallel_size != 1) fix += " --set parallel.tensor_model_parallel_size=1";
     if (par.sequence_parallel) fix += " --set parallel.sequence_parallel=false";
@@ -71,7 +71,7 @@ TrainPlan plan_training(const TrainOptions& o, int gpus) {
     if (par.pipeline_model_parallel_size != 1) fix += " --set parallel.pipeline_model_parallel_size=1";
     if (par.num_layers_per_virtual_pipeline_stage != 0) fix += " --set parallel.num_layers_per_virtual_pipeline_stage=0";
     if (par.expert_model_parallel_size != 1) fix += " --set parallel.expert_model_parallel_size=1";
-    if (par.expert_tensor_parallel_size > 1) fix += " --set parallel.expert_tensor_parallel_size=1";
+    if (has_moe(md) && par.expert_tensor_parallel_size > 1) fix += " --set parallel.expert_tensor_parallel_size=1";
     refuse("the layout needs " + std::to_string(s.num_gpus) + " GPUs (tp " + std::to_string(par.tensor_model_parallel_size) +
            ", cp " + std::to_string(par.context_parallel_size) + ", pp " + std::to_string(par.pipeline_model_parallel_size) +
            ", ep " + std::to_string(par.expert_model_parallel_size) + "); " + std::to_string(gpus) +

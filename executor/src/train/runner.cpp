@@ -97,7 +97,6 @@ int run_train(const TrainOptions& o, const TrainPlan& p) {
     const int64_t T = p.tokens, M = p.micro_batches;
     auto data = make_token_source(o.data, p.vocab, o.seed);
     int start_step = 0;
-    if (o.resume) throw UsageError("train: --resume: checkpoints are not wired into the runner yet");
     model.init_weights(o.seed);
 
     DeviceArray<int32_t> tokens(alloc, static_cast<size_t>(M * T), MemCategory::kOther);
