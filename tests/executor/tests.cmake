@@ -54,5 +54,10 @@ if(LCM_EXEC_HAVE_TRAIN)
   lcm_add_test(lcm_train_runner_tests
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_runner_test.cpp
     LIBS lcm_executor)
+  lcm_add_test(lcm_train_runner_gpu_tests
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_runner_gpu_test.cpp
+    LIBS lcm_executor
+    LABELS gpu)
+  add_dependencies(lcm_train_runner_gpu_tests lcm-exec)
 endif()
 # ---- end training runner host tests (wt-runner) ----
