@@ -20,6 +20,7 @@ lcm_add_test(lcm_executor_host_tests
 target_sources(lcm_executor_host_tests PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/train_allocator_test.cpp
   ${CMAKE_CURRENT_LIST_DIR}/train_data_test.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/train_checkpoint_test.cpp
 )
 # end training runner host tests
 add_dependencies(lcm_executor_host_tests lcm-exec)  # cli_test runs the binary

@@ -159,30 +159,21 @@ const DtypeInfo* dtype_info(int code) {
 }
 bool is_integer(int code) { return code != 6 && code != 7; }
 
+template <class T>
+int64_t load_as(const unsigned char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return static_cast<int64_t>(v);
+}
+
 int64_t load_token(const unsigned char* p, int code) {
   switch (code) {
-    case 1: return *p;
-    case 2: return static_cast<int8_t>(*p);
-    case 3: {
-      int16_t v;
-      std::memcpy(&v, p, 2);
-      return v;
-    }
-    case 4: {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case 5: {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      return v;
-    }
-    case 8: {
-      uint16_t v;
-      std::memcpy(&v, p, 2);
-      return v;
-    }
+    case 1: return load_as<uint8_t>(p);
+    case 2: return load_as<int8_t>(p);
+    case 3: return load_as<int16_t>(p);
+    case 4: return load_as<int32_t>(p);
+    case 5: return load_as<int64_t>(p);
+    case 8: return load_as<uint16_t>(p);
     default: return -1;
   }
 }
