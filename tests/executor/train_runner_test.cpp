@@ -4,13 +4,16 @@
 // round trip.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "lcm/executor/error.hpp"
+#include "lcm/executor/train/checkpoint.hpp"
 #include "lcm/executor/train/runner.hpp"
 #include "lcm/executor/train/summary.hpp"
 #include "lcm/model/schedule.hpp"
@@ -78,9 +81,15 @@ TEST(TrainOptions, BadInputIsOneLine) {
       {{"llama3.1-8b", "--steps", "0"}, "--steps"},
       {{"llama3.1-8b", "--layers", "x"}, "--layers"},
       {{"llama3.1-8b", "--set", "novalue"}, "expected KEY=VALUE"},
-      {{"llama3.1-8b", "--resume"}, "--resume needs --out"},
-      {{"llama3.1-8b", "--save"}, "--save needs --out"},
-      {{"llama3.1-8b", "--save", "--out", "/tmp/x"}, "not wired"},
+      {{"llama3.1-8b", "--resume"}, "--resume needs --save DIR"},
+      {{"llama3.1-8b", "--resume", "--out", "/tmp/x"}, "--resume needs --save DIR"},
+      {{"llama3.1-8b", "--save"}, "--save"},
+      {{"llama3.1-8b", "--save-every", "2"}, "--save-every needs --save DIR"},
+      {{"llama3.1-8b", "--save-every", "0", "--save", "/tmp/x"}, "--save-every"},
+      {{"llama3.1-8b", "--lr-decay-steps", "0"}, "--lr-decay-steps"},
+      {{"llama3.1-8b", "--steps", "4", "--lr-warmup-steps", "5"}, "--lr-warmup-steps exceeds --steps"},
+      {{"llama3.1-8b", "--steps", "10", "--lr-decay-steps", "4", "--lr-warmup-steps", "5"},
+       "--lr-warmup-steps exceeds --lr-decay-steps"},
       {{"llama3.1-8b", "--frobnicate"}, "frobnicate"},
   };
   for (const auto& [args, expected] : cases) {
@@ -93,6 +102,96 @@ TEST(TrainOptions, BadInputIsOneLine) {
     EXPECT_NE(what.find(expected), std::string::npos) << "'" << what << "' lacks '" << expected << "'";
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;
   }
+}
+
+TEST(TrainOptions, CheckpointOptions) {
+  const TrainOptions o = parse({"llama3.1-8b", "--save", "/tmp/ck", "--save-every", "2", "--resume", "--steps", "3",
+                                "--lr-decay-steps", "6", "--lr-warmup-steps", "5"});
+  EXPECT_EQ(o.save_dir, "/tmp/ck");
+  EXPECT_EQ(o.save_every, 2);
+  EXPECT_TRUE(o.resume);
+  EXPECT_EQ(o.lr_decay_steps, 6);
+  EXPECT_FALSE(o.nondeterministic_attention);
+  const TrainOptions d = parse({"llama3.1-8b"});
+  EXPECT_EQ(d.save_dir, "");
+  EXPECT_EQ(d.save_every, 0);
+  EXPECT_FALSE(d.resume);
+  EXPECT_EQ(d.lr_decay_steps, 0);
+  // The runner's attention backward is the deterministic one unless asked otherwise.
+  const auto args = with(single_gpu("llama3.1-8b"), {"--layers", "2"});
+  EXPECT_TRUE(plan_training(parse(args), 1).deterministic_attention);
+  EXPECT_FALSE(plan_training(parse(with(args, {"--nondeterministic-attention"})), 1).deterministic_attention);
+}
+
+// The fingerprint of a run: scenario keys as run plus the optimizer's, schedule's and data's
+// settings; --steps only through the schedule's length.
+nlohmann::json fingerprint_of(const std::vector<std::string>& extra) {
+  std::vector<std::string> a = with(single_gpu("llama3.1-8b"), {"--layers", "2"});
+  a.insert(a.end(), extra.begin(), extra.end());
+  const TrainOptions o = parse(a);
+  return run_fingerprint(o, plan_training(o, 1));
+}
+
+TEST(TrainCheckpoint, FingerprintNamesTheFirstDifference) {
+  const nlohmann::json base = fingerprint_of({"--steps", "6"});
+  EXPECT_EQ(base.at("model.num_layers"), "2");
+  EXPECT_EQ(base.at("training.seq_length"), "1024");
+  EXPECT_EQ(base.at("--lr-decay-steps"), 6);
+  EXPECT_FALSE(base.contains("name"));
+  EXPECT_EQ(fingerprint_difference(base, fingerprint_of({"--steps", "6"})), "");
+  // A run cut short on the same schedule has the same fingerprint.
+  EXPECT_EQ(fingerprint_difference(base, fingerprint_of({"--steps", "3", "--lr-decay-steps", "6"})), "");
+  EXPECT_EQ(fingerprint_difference(base, fingerprint_of({"--steps", "3"})),
+            "--lr-decay-steps is 6 in the checkpoint, 3 here");
+  EXPECT_EQ(fingerprint_difference(base, fingerprint_of({"--steps", "6", "--set", "training.seq_length=2048"})),
+            "training.seq_length is \"1024\" in the checkpoint, \"2048\" here");
+  EXPECT_EQ(fingerprint_difference(base, fingerprint_of({"--steps", "6", "--seed", "7"})),
+            "--seed is 1234 in the checkpoint, 7 here");
+  EXPECT_EQ(fingerprint_difference(base, fingerprint_of({"--steps", "6", "--data", "copy"})),
+            "--data is \"synthetic\" in the checkpoint, \"copy\" here");
+  nlohmann::json fewer = base;
+  fewer.erase("--clip-grad");
+  EXPECT_EQ(fingerprint_difference(fewer, base), "--clip-grad is absent in the checkpoint, \"1\" here");
+  EXPECT_EQ(fingerprint_difference(base, fewer), "--clip-grad is \"1\" in the checkpoint, absent here");
+}
+
+TEST(TrainCheckpoint, ResumeRefusesAnotherConfigurationInOneLine) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("lcm_train_resume_host_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const auto resume = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = with(single_gpu("llama3.1-8b"), {"--layers", "2", "--resume", "--save", dir.string()});
+    a.insert(a.end(), extra.begin(), extra.end());
+    const TrainOptions o = parse(a);
+    return load_resume(o, plan_training(o, 1));
+  };
+  const auto refusal = [&](std::vector<std::string> extra) {
+    try {
+      resume(std::move(extra));
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string where = (dir / "checkpoint").string();
+  EXPECT_EQ(refusal({"--steps", "6"}), "train: --resume: no checkpoint in " + where);
+  const float w[4] = {1, 2, 3, 4};
+  save_checkpoint(dir, {{"step", 3}, {"fingerprint", fingerprint_of({"--steps", "6"})}}, {{"master", w, sizeof w}});
+  const LoadedCheckpoint ck = resume({"--steps", "6"});
+  EXPECT_EQ(ck.meta.at("step"), 3);
+  EXPECT_EQ(ck.blobs.at("master").size(), sizeof w);
+  EXPECT_EQ(refusal({"--steps", "6", "--set", "training.seq_length=2048"}),
+            "train: --resume: " + where +
+                " is another configuration's: training.seq_length is \"1024\" in the checkpoint, \"2048\" here");
+  EXPECT_EQ(refusal({"--steps", "6", "--lr", "1e-3"}),
+            "train: --resume: " + where + " is another configuration's: --lr is \"0.0003\" in the checkpoint, \"0.001\" here");
+  EXPECT_EQ(refusal({"--steps", "3", "--lr-decay-steps", "6"}),
+            "train: --resume: " + where + " is at step 3, --steps 3 leaves nothing to train");
+  save_checkpoint(dir, {{"something", "else"}}, {});
+  EXPECT_EQ(refusal({"--steps", "6"}),
+            "train: --resume: " + where + " is not a training-runner checkpoint (no step or fingerprint)");
+  fs::remove_all(dir);
 }
 
 TEST(TrainPlan, LayoutMustFitTheGpusAtHand) {

@@ -197,7 +197,7 @@ Model::Model(const TrainPlan& p, CachingAllocator& alloc, cudaStream_t stream, b
     ap.d = d;
     ap.causal = true;
     ap.scale = p.softmax_scale;
-    attn_ = std::make_unique<CudnnAttention>(cudnn, stream, ap);
+    attn_ = std::make_unique<CudnnAttention>(cudnn, stream, ap, 1, p.deterministic_attention);
     if (!attn_->supported()) throw ExecError("cuDNN attention " + ap.shape_text() + ": " + attn_->unsupported_reason());
     attn_ws_ = DeviceArray<char>(alloc, attn_->workspace_bytes(), MemCategory::kWorkspace);
   }

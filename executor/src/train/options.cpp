@@ -21,18 +21,25 @@ struct Parser {
     app.add_option("--steps", o.steps, "training steps (default 10)")->check(CLI::Range(1, 100000000));
     app.add_option("--warmup", o.warmup, "steps left out of the timing medians (default 2)")
         ->check(CLI::Range(0, 100000000));
-    app.add_option("--out", o.out_dir, "output directory: summary.json, trace.rank0.json, checkpoint/");
-    app.add_flag("--resume", o.resume, "continue from OUT/checkpoint");
-    app.add_flag("--save", o.save, "write OUT/checkpoint after the last step");
-    app.add_option("--save-every", o.save_every, "also checkpoint every K steps")->check(CLI::Range(1, 100000000));
+    app.add_option("--out", o.out_dir, "output directory: summary.json, trace.rank0.json");
+    app.add_option("--save", o.save_dir, "checkpoint directory: DIR/checkpoint is written after the last step");
+    app.add_option("--save-every", o.save_every, "also checkpoint after every K-th step (needs --save)")
+        ->check(CLI::Range(1, 100000000));
+    app.add_flag("--resume", o.resume, "continue from the --save DIR's checkpoint (same configuration)");
+    app.add_flag("--nondeterministic-attention", o.nondeterministic_attention,
+                 "cuDNN's faster attention backward with atomic dQ accumulation (a resumed run is then not bitwise "
+                 "identical)");
     app.add_option("--data", o.data, "synthetic | copy | PATH prefix of a Megatron .bin/.idx dataset");
     app.add_option("--dump", o.dump_dir, "write initial weights, the first micro-batch, step-1 loss and gradients");
     app.add_option("--seed", o.seed, "seed of the weights and the synthetic data (default 1234)");
     app.add_option("--lr", o.lr, "peak learning rate (default 3e-4)")->check(CLI::PositiveNumber);
-    app.add_option("--min-lr", o.min_lr, "learning rate at the last step (cosine decay; default 3e-5)")
+    app.add_option("--min-lr", o.min_lr, "learning rate at the end of the cosine decay (default 3e-5)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--lr-warmup-steps", o.lr_warmup_steps, "linear learning-rate warm-up steps (default 0)")
         ->check(CLI::Range(0, 100000000));
+    app.add_option("--lr-decay-steps", o.lr_decay_steps,
+                   "steps of the cosine decay (default: --steps; set it to stop a run early on the same schedule)")
+        ->check(CLI::Range(1, 100000000));
     app.add_option("--weight-decay", o.weight_decay, "AdamW weight decay (default 0.1)")->check(CLI::NonNegativeNumber);
     app.add_option("--clip-grad", o.clip_grad, "gradient clipping norm (default 1.0)")->check(CLI::PositiveNumber);
     app.add_option("--moe-aux-loss-coeff", o.moe_aux_loss_coeff, "MoE load-balancing loss coefficient (default 0)")
@@ -84,14 +91,14 @@ TrainOptions parse_train_args(int argc, const char* const* argv) {
     o.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
   if (o.data != "synthetic" && o.data != "copy" && o.data.empty()) throw UsageError("train: --data: empty");
-  if (o.resume && o.out_dir.empty()) throw UsageError("train: --resume needs --out DIR (the checkpoint is DIR/checkpoint)");
-  if ((o.save || o.save_every > 0) && o.out_dir.empty())
-    throw UsageError("train: --save needs --out DIR (the checkpoint is written to DIR/checkpoint)");
-  if (o.save_every > 0) o.save = true;
-  if (o.save || o.resume)
-    throw UsageError("train: --save / --resume: checkpoints are not wired into the runner yet (checkpoint.hpp pending)");
+  if (o.resume && o.save_dir.empty())
+    throw UsageError("train: --resume needs --save DIR (it continues from DIR/checkpoint)");
+  if (o.save_every > 0 && o.save_dir.empty()) throw UsageError("train: --save-every needs --save DIR");
   if (o.min_lr > o.lr) throw UsageError("train: --min-lr must not exceed --lr");
-  if (o.lr_warmup_steps > o.steps) throw UsageError("train: --lr-warmup-steps exceeds --steps");
+  const int decay = o.lr_decay_steps > 0 ? o.lr_decay_steps : o.steps;
+  if (o.lr_warmup_steps > decay)
+    throw UsageError(o.lr_decay_steps > 0 ? "train: --lr-warmup-steps exceeds --lr-decay-steps"
+                                          : "train: --lr-warmup-steps exceeds --steps");
   return o;
 }
 

@@ -1,5 +1,5 @@
 // `lcm-exec train`: the training loop (runner.hpp): data, steps, optimizer, timing,
-// summary, trace, dump.
+// summary, trace, dump, checkpoints (save and resume).
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <cudnn_graph.h>
@@ -11,10 +11,12 @@
 #include <fstream>
 #include <memory>
 #include <numeric>
+#include <optional>
 
 #include "lcm/executor/cudnn_attention.hpp"
 #include "lcm/executor/error.hpp"
 #include "lcm/executor/gemm.hpp"
+#include "lcm/executor/train/checkpoint.hpp"
 #include "lcm/executor/train/data.hpp"
 #include "lcm/executor/train/runner.hpp"
 #include "lcm/executor/train/summary.hpp"
@@ -40,7 +42,8 @@ const char* recompute_text(RecomputeKind k) {
 float learning_rate(const TrainOptions& o, int step) {
   if (o.lr_warmup_steps > 0 && step <= o.lr_warmup_steps)
     return o.lr * static_cast<float>(step) / static_cast<float>(o.lr_warmup_steps);
-  const int span = std::max(1, o.steps - o.lr_warmup_steps);
+  const int decay = o.lr_decay_steps > 0 ? o.lr_decay_steps : o.steps;
+  const int span = std::max(1, decay - o.lr_warmup_steps);
   const double t = std::min(1.0, static_cast<double>(step - o.lr_warmup_steps) / span);
   return static_cast<float>(o.min_lr + 0.5 * (o.lr - o.min_lr) * (1.0 + std::cos(3.141592653589793 * t)));
 }
@@ -65,11 +68,63 @@ nlohmann::json dump_tensors(const Model& m, const float* dev, const std::filesys
   return index;
 }
 
+// The checkpoint's blobs: the fp32 master weights and the two AdamW moments (the bf16 working
+// copy is bf16(master), recomputed on load; the main grads are zeroed every step).
+constexpr const char* kBlobNames[3] = {"master", "exp_avg", "exp_avg_sq"};
+
+void save_state(const Model& m, cudaStream_t stream, const std::string& dir, int step, const nlohmann::json& fingerprint,
+                const TokenSource& data, const TrainOptions& o, std::vector<float>& host) {
+  const size_t n = static_cast<size_t>(m.flat_size());
+  host.resize(3 * n);
+  LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const float* dev[3] = {m.master(), m.exp_avg(), m.exp_avg_sq()};
+  for (size_t i = 0; i < 3; ++i)
+    LCM_CUDA_CHECK(cudaMemcpy(host.data() + i * n, dev[i], n * sizeof(float), cudaMemcpyDeviceToHost));
+  nlohmann::json params = nlohmann::json::array();
+  for (const ParamInfo& p : m.params()) params.push_back({p.name, p.offset, p.numel});
+  const nlohmann::json meta = {
+      {"step", step},
+      {"fingerprint", fingerprint},
+      {"data", data.state()},
+      // No stateful generator: weights come from a counter-based hash of --seed and the data
+      // sources' streams from --seed and their cursor (the data state above).
+      {"rng", {{"seed", o.seed}, {"kind", "counter-based"}}},
+      {"lr_schedule", {{"next_step", step + 1}, {"next_lr", learning_rate(o, step + 1)}}},
+      {"params", params}};
+  std::vector<CheckpointBlob> blobs;
+  for (size_t i = 0; i < 3; ++i) blobs.push_back({kBlobNames[i], host.data() + i * n, n * sizeof(float)});
+  save_checkpoint(dir, meta, blobs);
+}
+
+// Puts a loaded checkpoint's state on the device. Returns its step.
+int restore_state(Model& m, cudaStream_t stream, const LoadedCheckpoint& ck) {
+  const size_t n = static_cast<size_t>(m.flat_size());
+  nlohmann::json params = nlohmann::json::array();
+  for (const ParamInfo& p : m.params()) params.push_back({p.name, p.offset, p.numel});
+  if (ck.meta.value("params", nlohmann::json()) != params)
+    throw ExecError("--resume: the checkpoint's parameter layout differs from the model's (same fingerprint: a bug)");
+  float* dev[3] = {m.master(), m.exp_avg(), m.exp_avg_sq()};
+  for (size_t i = 0; i < 3; ++i) {
+    const auto it = ck.blobs.find(kBlobNames[i]);
+    if (it == ck.blobs.end() || it->second.size() != n * sizeof(float))
+      throw ExecError(std::string("--resume: checkpoint blob '") + kBlobNames[i] + "' missing or not " +
+                      std::to_string(n * sizeof(float)) + " bytes");
+    LCM_CUDA_CHECK(cudaMemcpy(dev[i], it->second.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  m.refresh_bf16();
+  LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return ck.meta.at("step").get<int>();
+}
+
 }  // namespace
 
 int run_train(const TrainOptions& o, const TrainPlan& p) {
   namespace fs = std::filesystem;
   const bool tty = isatty(2) != 0;
+  // Checkpoint checks before CUDA starts (a refused resume is a usage error, exit 2).
+  const nlohmann::json fingerprint = run_fingerprint(o, p);
+  std::optional<LoadedCheckpoint> resume_from;
+  if (o.resume) resume_from = load_resume(o, p);
   LCM_CUDA_CHECK(cudaSetDevice(0));
   LCM_CUDA_CHECK(cudaFree(nullptr));  // the context
   size_t free0 = 0, total = 0;
@@ -98,6 +153,12 @@ int run_train(const TrainOptions& o, const TrainPlan& p) {
     auto data = make_token_source(o.data, p.vocab, o.seed);
     int start_step = 0;
     model.init_weights(o.seed);
+    if (resume_from) {
+      start_step = restore_state(model, stream, *resume_from);
+      data->restore(resume_from->meta.at("data"));
+      resume_from.reset();  // the host copy
+    }
+    std::vector<float> save_host;  // reused by every save
 
     DeviceArray<int32_t> tokens(alloc, static_cast<size_t>(M * T), MemCategory::kOther);
     DeviceArray<int32_t> labels(alloc, static_cast<size_t>(M * T), MemCategory::kOther);
@@ -208,6 +269,8 @@ int run_train(const TrainOptions& o, const TrainPlan& p) {
       if (tty)
         std::fprintf(stderr, "\rlcm-exec train: step %d/%d  loss %.4f  grad norm %.3f  %.3f s%s", step, o.steps, loss,
                      r.grad_norm, seconds, step == o.steps ? "\n" : "");
+      if (!o.save_dir.empty() && (step == o.steps || (o.save_every > 0 && step % o.save_every == 0)))
+        save_state(model, stream, o.save_dir, step, fingerprint, *data, o, save_host);
     }
     sum.routing = routing;
     sum.ops = rec.aggregates();

@@ -13,6 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "lcm/executor/train/checkpoint.hpp"
 #include "lcm/executor/train/kernels.hpp"
 #include "lcm/executor/train/recorder.hpp"
 #include "lcm/model/mesh.hpp"
@@ -29,15 +32,17 @@ struct TrainOptions {
   int steps = 10;                                          // --steps
   int warmup = 2;                                          // --warmup: steps left out of the medians
   std::string out_dir;                                     // --out (empty: no files)
-  bool resume = false;                                     // --resume from OUT/checkpoint
-  bool save = false;                                       // --save: checkpoint OUT/checkpoint at the end
-  int save_every = 0;                                      // --save-every K steps (implies --save)
+  std::string save_dir;                                    // --save DIR: checkpoint DIR/checkpoint after the last step
+  int save_every = 0;                                      // --save-every K: also after every K-th step
+  bool resume = false;                                     // --resume: continue from the --save DIR's checkpoint
+  bool nondeterministic_attention = false;                 // --nondeterministic-attention (faster; no bitwise resume)
   std::string data = "synthetic";                          // synthetic | copy | PATH (Megatron .bin/.idx prefix)
   std::string dump_dir;                                    // --dump DIR (step-1 weights, batch, loss, grads)
   uint64_t seed = 1234;
   float lr = 3e-4f;
   float min_lr = 3e-5f;   // cosine decay to this at the last step (after warmup_lr steps of linear warm-up)
   int lr_warmup_steps = 0;
+  int lr_decay_steps = 0;  // --lr-decay-steps: the cosine's length (0: --steps), so a run cut short keeps the schedule
   float weight_decay = 0.1f;
   float clip_grad = 1.0f;
   float moe_aux_loss_coeff = 0.0f;  // Megatron --moe-aux-loss-coeff (its default 0)
@@ -79,6 +84,7 @@ struct TrainPlan {
   int64_t expert_ffn = 0, shared_ffn = 0;
   int experts = 0, topk = 0;
   float moe_aux_loss_coeff = 0.0f, moe_z_loss_coeff = 0.0f;
+  bool deterministic_attention = true;  // CudnnAttention's deterministic backward (bitwise resume)
 };
 
 // Loads the scenario with the overrides and --layers, checks that the layout's group sizes
@@ -91,6 +97,20 @@ TrainPlan plan_training(const TrainOptions& o, int gpus);
 // MoE blocks contribute the tags of MoeBlock's documented op sequence (the real block's
 // tags are checked on the GPU).
 std::vector<OpTag> dry_run_tags(const TrainPlan& p, int micro_batches = -1);
+
+// ---- checkpoints (--save DIR, --resume; checkpoint.hpp writes them) --------------------
+// What identifies the run's configuration: the scenario as run (scenario_to_yaml of the plan's
+// scenario, flattened to "section.key" -> value; the name and the hardware left out), the
+// group count, the data spec, the seed and the optimizer's and schedule's settings. A resume
+// must match it exactly: the checkpoint's state only continues the same run.
+nlohmann::json run_fingerprint(const TrainOptions& o, const TrainPlan& p);
+// The first key where two fingerprints differ, as "KEY is A in the checkpoint, B here"; ""
+// when they are equal.
+std::string fingerprint_difference(const nlohmann::json& saved, const nlohmann::json& now);
+// --resume: DIR/checkpoint of --save DIR. UsageError (one line) when there is none, when it
+// was written for another configuration (naming the first difference), or when its step is
+// not before --steps. Corrupt files are ExecErrors (checkpoint.hpp).
+LoadedCheckpoint load_resume(const TrainOptions& o, const TrainPlan& p);
 
 // Trains (CUDA). Returns the process exit code; throws ExecError on a runtime failure.
 int run_train(const TrainOptions& o, const TrainPlan& p);
