@@ -61,4 +61,6 @@ if(LCM_EXEC_HAVE_TRAIN)
     LABELS gpu)
   add_dependencies(lcm_train_runner_gpu_tests lcm-exec)
 endif()
+# (wt-runner) the kernels' GPU test also checks the MoE routing kernels (executor/src/train).
+target_include_directories(lcm_executor_train_gpu_tests PRIVATE ${PROJECT_SOURCE_DIR}/executor/src)
 # ---- end training runner host tests (wt-runner) ----
