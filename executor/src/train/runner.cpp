@@ -20,6 +20,7 @@
 #include "lcm/executor/train/data.hpp"
 #include "lcm/executor/train/runner.hpp"
 #include "lcm/executor/train/summary.hpp"
+#include "lcm/model/capacity.hpp"
 #include "lcm/model/flops.hpp"
 #include "train/event_recorder.hpp"
 #include "train/model.hpp"
@@ -264,6 +265,27 @@ int run_train(const TrainOptions& o, const TrainPlan& p) {
                               {"tied_embeddings", p.tied_embeddings}, {"norm_eps", p.norm_eps},
                               {"softmax_scale", p.softmax_scale}, {"rope_inv_freq", inv}, {"rope_mscale", mscale},
                               {"loss", loss},              {"valid_tokens", valid}};
+        if (p.experts > 0) {  // what scripts/train_reference.py needs to rebuild the MoE layers
+          const ModelSpec& md = p.scenario.model;
+          const double cf = md.moe_expert_capacity_factor;
+          cfg["moe"] = {{"experts", p.experts},
+                        {"topk", p.topk},
+                        {"expert_ffn", p.expert_ffn},
+                        {"shared_ffn", p.shared_ffn},
+                        {"score", md.moe_router_score_function == RouterScore::kSigmoid ? "sigmoid" : "softmax"},
+                        {"groups", md.moe_router_num_groups},
+                        {"group_topk", md.moe_router_group_topk},
+                        {"expert_bias", md.moe_router_enable_expert_bias},
+                        {"capacity_factor", cf},
+                        // per micro-batch (lcm::capacity, Megatron's get_capacity); -1: dropless
+                        {"capacity", cf > 0 ? lcm::capacity(p.tokens, p.topk, p.experts, cf) : int64_t{-1}},
+                        {"drop_policy", "probs"},
+                        {"pad_to_capacity", md.moe_pad_expert_input_to_capacity},
+                        {"aux_loss_coeff", p.moe_aux_loss_coeff},
+                        {"z_loss_coeff", p.moe_z_loss_coeff},
+                        // step 1's aux + z losses summed over the MoE layers and micro-batches
+                        {"aux_loss", h_out[M * T]}};
+        }
         write_file_atomic((dump / "config.json").string(), cfg.dump(1));
       }
       if (tty)
