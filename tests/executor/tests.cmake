@@ -57,3 +57,18 @@ lcm_add_test(lcm_executor_train_moe_gpu_tests
   LIBS lcm_executor
   LABELS gpu)
 # ---- end training runner (wt-kern) ----
+
+# ---- training runner host tests: options, plan, op-tag contract, summary (wt-runner) ----
+if(LCM_EXEC_HAVE_TRAIN)
+  lcm_add_test(lcm_train_runner_tests
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_runner_test.cpp
+    LIBS lcm_executor)
+  lcm_add_test(lcm_train_runner_gpu_tests
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/train_runner_gpu_test.cpp
+    LIBS lcm_executor
+    LABELS gpu)
+  add_dependencies(lcm_train_runner_gpu_tests lcm-exec)
+endif()
+# (wt-runner) the kernels' GPU test also checks the MoE routing kernels (executor/src/train).
+target_include_directories(lcm_executor_train_gpu_tests PRIVATE ${PROJECT_SOURCE_DIR}/executor/src)
+# ---- end training runner host tests (wt-runner) ----

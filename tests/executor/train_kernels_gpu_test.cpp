@@ -2,7 +2,9 @@
 // (reference.hpp), on random sizes including ragged ones (rows of 1, widths that are not a
 // multiple of 8, vocabularies that are not a multiple of the block, unaligned pointers), and
 // of the MoE block (moe_block.hpp) against its CPU reference. Every comparison is also run
-// once with a planted error and must then fail. Skips without a GPU.
+// once with a planted error and must then fail. The reductions that feed the loss repeat
+// bit for bit (embedding backward, sum of squares, the MoE router's statistics). Skips without
+// a GPU.
 //
 // Tolerances: a bf16 output is the fp32 result rounded to nearest, at most 2^-9 of its value
 // away; fp32 results of the GPU and the double references differ by accumulation order and
@@ -22,6 +24,7 @@
 
 #include "lcm/executor/train/kernels.hpp"
 #include "lcm/executor/train/reference.hpp"
+#include "train/moe_block_kernels.cuh"
 #include "train_check.hpp"
 
 namespace lcm::exec::train {
@@ -347,6 +350,113 @@ TEST_F(TrainKernels, OptimizerPieces) {
       expect_match(get(dv.p + off, v.size()), v, 1e-5, 1e-15, "adamw exp_avg_sq");
       expect_match(get_bf16(dmodel.p + off, model.size()), model, kBf16Rel, 0, "adamw model copy");
     }
+  }
+}
+
+// Bit-identical repeats (the runner's resume guarantee): the reductions that used to be
+// floating-point atomics. Heavily repeated token ids (4096 rows on 7 ids) and a 10M-element
+// sum of squares give an order-dependent result many ways; both kernels must give one. The
+// embedding backward is also held against the reference on these shapes.
+bool same_bits(const void* a, const void* b, size_t bytes) { return std::memcmp(a, b, bytes) == 0; }
+
+TEST_F(TrainKernels, EmbeddingBackwardAndSumOfSquaresAreBitIdentical) {
+  for (auto [rows, h, vocab] : {std::tuple<int64_t, int64_t, int64_t>{4096, 1024, 7}, {4096, 13, 7}, {3000, 64, 2000}}) {
+    std::vector<int32_t> tok(static_cast<size_t>(rows));
+    std::mt19937 g(static_cast<unsigned>(rows + h));
+    for (int32_t& t : tok) t = static_cast<int32_t>(g() % static_cast<unsigned>(vocab));
+    const std::vector<float> dout = rand_bf16(static_cast<size_t>(rows * h), 11);
+    Dev<int32_t> dt(tok.size());
+    Dev<bf16> dd(dout.size());
+    Dev<float> acc(static_cast<size_t>(vocab * h));
+    put(dt.p, tok);
+    put_bf16(dd.p, dout);
+    std::vector<float> first;
+    for (int rep = 0; rep < 3; ++rep) {
+      ASSERT_EQ(cudaMemset(acc.p, 0, acc.n * 4), cudaSuccess);
+      embedding_bwd(dt.p, dd.p, acc.p, rows, h, s_);
+      sync();
+      const std::vector<float> got = get(acc.p, acc.n);
+      if (rep == 0) first = got;
+      EXPECT_TRUE(same_bits(got.data(), first.data(), got.size() * 4)) << "embedding_bwd rows " << rows << " h " << h;
+    }
+    std::vector<float> want(acc.n, 0.0f);
+    ref::embedding_bwd(tok.data(), dout.data(), want.data(), rows, h);
+    // fp32 sums of ~rows / vocab unit terms: error ~ sqrt(terms) 2^-24 relative to their scale.
+    expect_match(first, want, 1e-5, 1e-5 * std::sqrt(static_cast<double>(rows) / vocab),
+                 "embedding_bwd repeated ids rows " + std::to_string(rows) + " h " + std::to_string(h));
+  }
+  const int64_t n = 10'000'003;  // not a multiple of 4: the vector loop and the tail both run
+  const std::vector<float> v = rand_bf16(static_cast<size_t>(n), 12, 0.01f);
+  Dev<float> dv(v.size());
+  Dev<double> ss(1);
+  put(dv.p, v);
+  for (const int64_t off : {int64_t{0}, int64_t{1}}) {  // aligned and unaligned
+    double first = 0;
+    for (int rep = 0; rep < 3; ++rep) {
+      ASSERT_EQ(cudaMemset(ss.p, 0, 8), cudaSuccess);
+      sum_squares(dv.p + off, n - off, ss.p, s_);
+      sync();
+      const double got = get(ss.p, 1)[0];
+      if (rep == 0) first = got;
+      EXPECT_TRUE(same_bits(&got, &first, 8)) << "sum_squares offset " << off << ": " << got << " vs " << first;
+    }
+    double want = 0;
+    ref::sum_squares(v.data() + off, n - off, &want);
+    EXPECT_NEAR(first, want, 1e-9 * want);
+  }
+}
+
+// The MoE router's aux-loss statistics (moe_block_kernels.cuh): per-block partials summed in
+// order, so psum and zsum repeat bit for bit; counts and routing are integers.
+TEST_F(TrainKernels, MoeRoutingStatisticsAreBitIdentical) {
+  for (const bool sigmoid : {false, true}) {
+    moe::RouteDesc d;
+    d.tokens = 5000;
+    d.experts = 64;
+    d.topk = 4;
+    d.sigmoid = sigmoid;
+    d.groups = sigmoid ? 8 : 0;
+    d.group_topk = sigmoid ? 2 : 0;
+    d.aux = true;
+    d.z = true;
+    std::vector<float> logits(static_cast<size_t>(d.tokens) * d.experts);
+    std::mt19937_64 g(sigmoid ? 5 : 6);
+    std::normal_distribution<float> nd(0.0f, 2.0f);
+    for (float& x : logits) x = nd(g);
+    const size_t nk = static_cast<size_t>(d.tokens) * d.topk, E = static_cast<size_t>(d.experts);
+    Dev<float> dl(logits.size()), w(nk), psum(E), zsum(1);
+    Dev<int32_t> idx(nk), eid(nk), count(E);
+    put(dl.p, logits);
+    std::vector<float> p0, z0;
+    std::vector<int32_t> c0;
+    for (int rep = 0; rep < 3; ++rep) {
+      moe::route(d, dl.p, nullptr, idx.p, w.p, eid.p, count.p, psum.p, zsum.p, s_);
+      sync();
+      const std::vector<float> p = get(psum.p, E), z = get(zsum.p, 1);
+      const std::vector<int32_t> c = get(count.p, E);
+      if (rep == 0) {
+        p0 = p, z0 = z, c0 = c;
+        // The sums are the sums: psum totals the tokens (each token's aux scores sum to 1).
+        double total = 0;
+        for (float x : p) total += x;
+        EXPECT_NEAR(total, d.tokens, 1e-3 * d.tokens);
+        int64_t picks = 0;
+        for (int32_t x : c) picks += x;
+        EXPECT_EQ(picks, static_cast<int64_t>(d.tokens) * d.topk);
+      }
+      EXPECT_TRUE(same_bits(p.data(), p0.data(), E * 4)) << (sigmoid ? "sigmoid" : "softmax") << " psum";
+      EXPECT_TRUE(same_bits(z.data(), z0.data(), 4)) << (sigmoid ? "sigmoid" : "softmax") << " zsum";
+      EXPECT_EQ(c, c0);
+    }
+    double zref = 0;
+    for (int t = 0; t < d.tokens; ++t) {
+      const float* l = logits.data() + static_cast<size_t>(t) * E;
+      double m = l[0], sum = 0;
+      for (size_t e = 0; e < E; ++e) m = std::max(m, static_cast<double>(l[e]));
+      for (size_t e = 0; e < E; ++e) sum += std::exp(l[e] - m);
+      zref += (m + std::log(sum)) * (m + std::log(sum));
+    }
+    EXPECT_NEAR(z0[0], zref, 1e-5 * zref);
   }
 }
 

@@ -20,6 +20,12 @@
 #include "lcm/executor/options.hpp"
 #include "lcm/executor/results.hpp"
 #include "infra/sysinfo.hpp"
+#ifdef LCM_EXEC_HAVE_TRAIN
+#include <cstdlib>
+#include <string_view>
+
+#include "lcm/executor/train/runner.hpp"
+#endif
 
 using namespace lcm::exec;
 
@@ -68,9 +74,48 @@ std::vector<std::string> gather_device_lines(int rank, int world, int device, co
   std::_Exit(code);
 }
 
+#ifdef LCM_EXEC_HAVE_TRAIN
+// `lcm-exec train`: one process per GPU (no MPI yet: groups of size 1). The GPUs at hand are
+// the launcher's world size (1 without a launcher); everything the command line and the
+// scenario can get wrong is refused (exit 2) before CUDA starts.
+int train_main(int argc, char** argv) {
+  namespace tr = lcm::exec::train;
+  tr::TrainOptions o;
+  tr::TrainPlan plan;
+  try {
+    o = tr::parse_train_args(argc, argv);
+    if (o.help) {
+      std::fputs(tr::train_usage().c_str(), stdout);
+      return kExitOk;
+    }
+    int gpus = 1;
+    for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"})
+      if (const char* e = std::getenv(v)) gpus = std::max(1, std::atoi(e));
+    plan = tr::plan_training(o, gpus);
+    if (o.dry_run) {
+      for (const tr::OpTag& t : tr::dry_run_tags(plan))
+        std::printf("%s layer=%d micro_batch=%d\n",
+                    lcm::op_name(t.id, t.pass, t.part, t.layer >= 0 ? lcm::kLayerPrefix : "").c_str(), t.layer,
+                    t.micro_batch);
+      return kExitOk;
+    }
+    return tr::run_train(o, plan);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "lcm-exec: %s\n", e.what());
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lcm-exec: train: FAILED: %s\n", e.what());
+    return kExitRuntime;
+  }
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef LCM_EXEC_HAVE_TRAIN
+  if (argc >= 2 && std::string_view(argv[1]) == "train") return train_main(argc, argv);
+#endif
   Options opt;
   try {
     opt = parse_args(argc, argv);

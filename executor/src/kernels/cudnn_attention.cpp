@@ -221,10 +221,21 @@ CudnnDesc& CudnnDesc::operator=(CudnnDesc&& o) noexcept {
   return *this;
 }
 
-CudnnAttention::CudnnAttention(cudnnHandle_t handle, cudaStream_t stream, const AttentionProblem& p, int max_plans)
-    : handle_(handle), stream_(stream), p_(p) {
+CudnnAttention::CudnnAttention(cudnnHandle_t handle, cudaStream_t stream, const AttentionProblem& p, int max_plans,
+                               bool deterministic)
+    : handle_(handle), stream_(stream), p_(p), deterministic_(deterministic) {
   p_.validate();
   LCM_CUDNN_CHECK(cudnnSetStream(handle_, stream_));
+  if (deterministic_) {
+    int dev = 0, major = 0;
+    LCM_CUDA_CHECK(cudaGetDevice(&dev));
+    LCM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    if (major >= 10) {
+      reason_ = "deterministic backward: only the Hopper (sm 9.x) graph is implemented (Blackwell needs cudnn-frontend's "
+                "engine knob overrides)";
+      return;
+    }
+  }
   scale_ = p_.softmax_scale();
   // The frontend masks with the lowest float before cuDNN 9.10 and with -inf from then on.
   neg_inf_ = cudnnGetVersion() < 91000 ? std::numeric_limits<float>::lowest() : -std::numeric_limits<float>::infinity();
@@ -352,7 +363,6 @@ void CudnnAttention::build_graph(Direction& dir, bool backward, const Variant& v
     const Tensor one = g.scalar(kOne);
     dir.by_value_uids.push_back(kOne);
     const Tensor softmax_sum = g.tensor(kSoftmaxSum, f32, rdims, rstr, false);
-    const Tensor dq_accum = g.tensor(kDQAccum, f32, qdims, {hq * s * d, s * d, d, 1}, false);
 
     // softmax_sum = rowsum(dO * O) * 1 (the frontend's dropout-scale multiply, 1 without dropout)
     const Tensor dOO = g.virt(f32, qdims, {hq * s * d, s * d, hq * d, 1});
@@ -404,11 +414,17 @@ void CudnnAttention::build_graph(Direction& dir, bool backward, const Variant& v
       g.reduction(CUDNN_REDUCE_TENSOR_ADD, dK_full, dK);
     }
 
-    // dQ = dS K, accumulated in fp32, then converted
+    // dQ = dS K: accumulated in fp32 then converted (default), or written by the matmul
+    // (deterministic; the frontend's dP-workspace variant)
     const Tensor K = g.virt(bf16, kvdims, kvstr);
     g.reshape(KT, K);
-    g.matmul(dS, K, dq_accum);
-    g.pw(CUDNN_POINTWISE_IDENTITY, dq_accum, dQ);
+    if (deterministic_) {
+      g.matmul(dS, K, dQ);
+    } else {
+      const Tensor dq_accum = g.tensor(kDQAccum, f32, qdims, {hq * s * d, s * d, d, 1}, false);
+      g.matmul(dS, K, dq_accum);
+      g.pw(CUDNN_POINTWISE_IDENTITY, dq_accum, dQ);
+    }
   }
 
   dir.graph = CudnnDesc(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
@@ -488,7 +504,7 @@ void CudnnAttention::make_plans(Direction& dir, int max_plans, std::string& why)
 }
 
 int64_t CudnnAttention::fe_workspace_bytes() const {
-  return align256(p_.q_elems() * 4) + align256(p_.stat_elems() * 4);
+  return (deterministic_ ? 0 : align256(p_.q_elems() * 4)) + align256(p_.stat_elems() * 4);
 }
 
 size_t CudnnAttention::workspace_bytes() const {
@@ -546,11 +562,15 @@ void CudnnAttention::bind(int set, const AttentionTensors& t, void* workspace) {
   set_workspace_[i] = workspace;
   fwd_.packs[i] = make_pack(fwd_, {{kQ, t.q}, {kK, t.k}, {kV, t.v}, {kO, t.o}, {kStats, t.stats}}, workspace);
   char* ws = static_cast<char*>(workspace);
-  const int64_t accum = align256(p_.q_elems() * 4);
-  bwd_.packs[i] = make_pack(bwd_,
-                            {{kQ, t.q}, {kK, t.k}, {kV, t.v}, {kO, t.o}, {kDO, t.dout}, {kStats, t.stats},
-                             {kDQ, t.dq}, {kDK, t.dk}, {kDV, t.dv}, {kDQAccum, ws}, {kSoftmaxSum, ws + accum}},
-                            ws + fe_workspace_bytes());
+  std::vector<std::pair<int64_t, const void*>> ptrs = {
+      {kQ, t.q}, {kK, t.k}, {kV, t.v}, {kO, t.o}, {kDO, t.dout}, {kStats, t.stats}, {kDQ, t.dq}, {kDK, t.dk}, {kDV, t.dv}};
+  if (deterministic_) {
+    ptrs.emplace_back(kSoftmaxSum, ws);
+  } else {
+    ptrs.emplace_back(kDQAccum, ws);
+    ptrs.emplace_back(kSoftmaxSum, ws + align256(p_.q_elems() * 4));
+  }
+  bwd_.packs[i] = make_pack(bwd_, ptrs, ws + fe_workspace_bytes());
 }
 
 void CudnnAttention::forward(int set) {
@@ -561,7 +581,7 @@ void CudnnAttention::forward(int set) {
 void CudnnAttention::backward(int set) {
   const CudnnDesc& pack = bwd_.packs.at(static_cast<size_t>(set));
   // Before cuDNN 9.6 the frontend zeroes the dQ accumulator itself; later engines do it.
-  if (cudnnGetVersion() < 90600)
+  if (!deterministic_ && cudnnGetVersion() < 90600)
     LCM_CUDA_CHECK(cudaMemsetAsync(set_workspace_.at(static_cast<size_t>(set)),
                                    0, static_cast<size_t>(p_.q_elems() * 4), stream_));
   LCM_CUDNN_CHECK(cudnnBackendExecute(handle_, bwd_.plans[static_cast<size_t>(bwd_.selected)].plan.get(), pack.get()));
@@ -578,14 +598,16 @@ nlohmann::json CudnnAttention::describe() const {
     }
     return j;
   };
-  return {{"forward", plan_json(fwd_)},
-          {"backward", plan_json(bwd_)},
+  nlohmann::json j = {{"forward", plan_json(fwd_)},
+                      {"backward", plan_json(bwd_)},
           {"frontend_workspace_bytes", fe_workspace_bytes()},
           {"build_seconds", build_s_},
           {"cudnn_runtime", cudnn_version_string(cudnn_runtime_version())},
           {"cudnn_headers", cudnn_version_string(cudnn_header_version())},
           {"softmax_scale", scale_},
-          {"mask_value", std::isinf(neg_inf_) ? std::string("-inf") : std::to_string(neg_inf_)}};
+                      {"mask_value", std::isinf(neg_inf_) ? std::string("-inf") : std::to_string(neg_inf_)}};
+  if (deterministic_) j["deterministic_backward"] = true;
+  return j;
 }
 
 }  // namespace lcm::exec

@@ -3,13 +3,17 @@
 // Memory-bound throughout: bf16 rows move in 16-byte vectors (8 values) wherever the row
 // length is a multiple of 8 and the pointers are 16-byte aligned, scalar otherwise; row-wise
 // ops (RMSNorm, cross-entropy, embedding) take one block per row and reduce with warp
-// shuffles; everything accumulates in fp32 (sum_squares in fp64).
+// shuffles; everything accumulates in fp32 (sum_squares in fp64). No floating-point atomics:
+// every reduction has a fixed order, so a step is bit-identical from run to run (the
+// runner's resume guarantee).
 #include "lcm/executor/train/kernels.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <climits>
+#include <cub/device/device_radix_sort.cuh>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -148,20 +152,41 @@ __global__ void embedding_fwd_kernel(const int32_t* tokens, const bf16* table, b
   }
 }
 
+// The backward in a fixed order: rows sorted by token id (a stable radix sort keeps equal
+// ids in row order); block (i, y) owns the columns y of token keys[i] when i starts a run of
+// equal ids, sums the run's rows in row order in fp32 and adds the sum to dtable once. No
+// atomics, so the result is bit-identical from run to run.
+__global__ void iota_kernel(int32_t* v, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    v[i] = static_cast<int32_t>(i);
+}
+
+constexpr int kEmbedBwdThreads = 128;
+
 template <bool kVec>
-__global__ void embedding_bwd_kernel(const int32_t* tokens, const bf16* dout, float* dtable, int64_t h) {
-  const int64_t r = blockIdx.x;
-  float* dst = dtable + static_cast<int64_t>(tokens[r]) * h;
-  const bf16* src = dout + r * h;
+__global__ void embedding_bwd_sorted_kernel(const int32_t* keys, const int32_t* rows, const bf16* dout, float* dtable,
+                                            int64_t n, int64_t h) {
+  const int64_t i = blockIdx.x;
+  const int32_t key = keys[i];
+  if (i > 0 && keys[i - 1] == key) return;
+  float* dst = dtable + static_cast<int64_t>(key) * h;
+  const int64_t cg = int64_t{blockIdx.y} * blockDim.x + threadIdx.x;  // column group (8 columns) or column
   if constexpr (kVec) {
-    for (int64_t c = threadIdx.x; c < h / 8; c += blockDim.x) {
+    if (8 * cg >= h) return;
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t j = i; j < n && keys[j] == key; ++j) {
       float f[8];
-      load8(src + 8 * c, f);
+      load8(dout + static_cast<int64_t>(rows[j]) * h + 8 * cg, f);
 #pragma unroll
-      for (int k = 0; k < 8; ++k) atomicAdd(dst + 8 * c + k, f[k]);
+      for (int k = 0; k < 8; ++k) acc[k] += f[k];
     }
+#pragma unroll
+    for (int k = 0; k < 8; ++k) dst[8 * cg + k] += acc[k];
   } else {
-    for (int64_t c = threadIdx.x; c < h; c += blockDim.x) atomicAdd(dst + c, at(src, c));
+    if (cg >= h) return;
+    float acc = 0;
+    for (int64_t j = i; j < n && keys[j] == key; ++j) acc += at(dout, static_cast<int64_t>(rows[j]) * h + cg);
+    dst[cg] += acc;
   }
 }
 
@@ -416,8 +441,11 @@ __global__ void cross_entropy_kernel(const bf16* logits, const int32_t* labels, 
 }
 
 // ---- optimizer -----------------------------------------------------------------------------------------
+// Sum of squares in a fixed order: each block's grid-stride share reduced by block_sum
+// (fixed shuffle tree) into partial[blockIdx.x]; one block then sums the partials (the
+// grid's size depends on n only) and adds the total to *acc. No atomics: bit-identical runs.
 template <bool kVec>
-__global__ void sum_squares_kernel(const float* g, int64_t n, double* acc) {
+__global__ void sum_squares_partial_kernel(const float* g, int64_t n, double* partial) {
   const int64_t stride = int64_t{gridDim.x} * blockDim.x, t0 = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   double s = 0;
   int64_t done = 0;
@@ -431,7 +459,14 @@ __global__ void sum_squares_kernel(const float* g, int64_t n, double* acc) {
   }
   for (int64_t i = done + t0; i < n; i += stride) s += static_cast<double>(g[i]) * g[i];
   s = block_sum(s);
-  if (threadIdx.x == 0) atomicAdd(acc, s);
+  if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+__global__ void sum_squares_final_kernel(const double* partial, int blocks, double* acc) {
+  double s = 0;
+  for (int i = threadIdx.x; i < blocks; i += blockDim.x) s += partial[i];
+  s = block_sum(s);
+  if (threadIdx.x == 0) *acc += s;
 }
 
 struct AdamScalars {
@@ -538,11 +573,31 @@ void embedding_fwd(const int32_t* tokens, const bf16* table, bf16* out, int64_t 
 
 void embedding_bwd(const int32_t* tokens, const bf16* dout, float* dtable, int64_t rows, int64_t h, cudaStream_t s) {
   if (rows <= 0 || h <= 0) return;
-  if (h % 8 == 0 && aligned16(dout))
-    embedding_bwd_kernel<true><<<static_cast<unsigned>(rows), 128, 0, s>>>(tokens, dout, dtable, h);
+  if (rows > INT32_MAX) throw ExecError("embedding_bwd: more than 2^31 rows");
+  const int n = static_cast<int>(rows);
+  // Scratch: sorted keys, row indices before and after the sort, then CUB's temporary storage.
+  size_t temp = 0;
+  LCM_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp, tokens, static_cast<int32_t*>(nullptr),
+                                                 static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr),
+                                                 n, 0, 32, s));
+  const size_t ids = (static_cast<size_t>(n) * 4 + 255) / 256 * 256;
+  char* scratch = nullptr;
+  LCM_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&scratch), 3 * ids + temp, s));
+  int32_t* keys = reinterpret_cast<int32_t*>(scratch);
+  int32_t* order = reinterpret_cast<int32_t*>(scratch + ids);
+  int32_t* sorted_rows = reinterpret_cast<int32_t*>(scratch + 2 * ids);
+  iota_kernel<<<blocks_for(rows), kThreads, 0, s>>>(order, rows);
+  check_launch("iota_kernel");
+  LCM_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch + 3 * ids, temp, tokens, keys, order, sorted_rows, n, 0, 32, s));
+  const bool vec = h % 8 == 0 && aligned16(dout);
+  const int64_t groups = vec ? h / 8 : h;
+  const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>((groups + kEmbedBwdThreads - 1) / kEmbedBwdThreads));
+  if (vec)
+    embedding_bwd_sorted_kernel<true><<<grid, kEmbedBwdThreads, 0, s>>>(keys, sorted_rows, dout, dtable, rows, h);
   else
-    embedding_bwd_kernel<false><<<static_cast<unsigned>(rows), 128, 0, s>>>(tokens, dout, dtable, h);
-  check_launch("embedding_bwd_kernel");
+    embedding_bwd_sorted_kernel<false><<<grid, kEmbedBwdThreads, 0, s>>>(keys, sorted_rows, dout, dtable, rows, h);
+  check_launch("embedding_bwd_sorted_kernel");
+  LCM_CUDA_CHECK(cudaFreeAsync(scratch, s));
 }
 
 namespace {
@@ -638,9 +693,16 @@ void cross_entropy_fwd_bwd(const bf16* logits, const int32_t* labels, float* los
 
 void sum_squares(const float* g, int64_t n, double* acc, cudaStream_t s) {
   if (n <= 0) return;
-  if (aligned16(g)) sum_squares_kernel<true><<<blocks_for(n / 4 + 1), kThreads, 0, s>>>(g, n, acc);
-  else sum_squares_kernel<false><<<blocks_for(n), kThreads, 0, s>>>(g, n, acc);
-  check_launch("sum_squares_kernel");
+  const bool vec = aligned16(g);
+  const unsigned blocks = vec ? blocks_for(n / 4 + 1) : blocks_for(n);
+  double* partial = nullptr;
+  LCM_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&partial), blocks * sizeof(double), s));
+  if (vec) sum_squares_partial_kernel<true><<<blocks, kThreads, 0, s>>>(g, n, partial);
+  else sum_squares_partial_kernel<false><<<blocks, kThreads, 0, s>>>(g, n, partial);
+  check_launch("sum_squares_partial_kernel");
+  sum_squares_final_kernel<<<1, kThreads, 0, s>>>(partial, static_cast<int>(blocks), acc);
+  check_launch("sum_squares_final_kernel");
+  LCM_CUDA_CHECK(cudaFreeAsync(partial, s));
 }
 
 void adamw_step(float* master, bf16* model, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,

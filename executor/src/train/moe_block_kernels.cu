@@ -30,30 +30,41 @@ __device__ float row_lse(const float* l, int E) {
   return m + logf(s);
 }
 
-__global__ void zero_stats_kernel(int E, int32_t* count, float* psum, float* zsum) {
-  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+__global__ void zero_stats_kernel(int E, int32_t* count) {
+  for (int e = threadIdx.x; e < E; e += blockDim.x)
     if (count) count[e] = 0;
-    if (psum) psum[e] = 0;
-  }
-  if (threadIdx.x == 0 && zsum) *zsum = 0;
 }
 
+// Sum over the block in a fixed order (butterfly shuffles, then warp 0 adds the warps' sums
+// in order); the result is valid in thread 0. blockDim.x == kRouteThreads.
+__device__ float block_sum_fixed(float v, float* warp_part) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  __syncthreads();  // warp_part may still be read by the previous call
+  if ((threadIdx.x & 31) == 0) warp_part[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float s = 0;
+  if (threadIdx.x == 0)
+    for (int w = 0; w < kRouteThreads / 32; ++w) s += warp_part[w];
+  return s;
+}
+
+// Routing, one token per thread. The aux and z statistics go to per-block partials
+// (psum_part[block][E], z_part[block]) reduced in a fixed order, then stats_finalize sums the
+// blocks in order: no floating-point atomics, bit-identical from run to run. The counts are
+// integer atomics (exact in any order).
 __global__ void route_kernel(RouteDesc d, const float* logits, const bf16* bias, int32_t* idx, float* w, int32_t* eid,
-                             int32_t* aux_count, float* aux_psum, float* zsum) {
-  extern __shared__ float sh[];  // psum[E], then count[E] as ints, then zsum
+                             int32_t* aux_count, float* psum_part, float* z_part) {
+  extern __shared__ int s_count[];  // [E]
+  __shared__ float warp_part[kRouteThreads / 32];
   const int E = d.experts, k = d.topk;
-  float* s_psum = sh;
-  int* s_count = reinterpret_cast<int*>(sh + E);
-  float* s_z = sh + 2 * E;
-  for (int e = threadIdx.x; e < E; e += blockDim.x) {
-    s_psum[e] = 0;
-    s_count[e] = 0;
-  }
-  if (threadIdx.x == 0) *s_z = 0;
+  for (int e = threadIdx.x; e < E; e += blockDim.x) s_count[e] = 0;
   __syncthreads();
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
-  if (t < d.tokens) {
-    const float* l = logits + static_cast<size_t>(t) * E;
+  const bool live = t < d.tokens;
+  const float* l = logits + static_cast<size_t>(live ? t : 0) * E;
+  float lse = 0, S = 0;  // the token's logsumexp; the sum of its sigmoid scores (aux, sigmoid)
+  if (live) {
     const auto key = [&](int e) {
       return d.sigmoid ? sigm(l[e]) + (bias ? __bfloat162float(bias[e]) : 0.0f) : l[e];
     };
@@ -127,38 +138,54 @@ __global__ void route_kernel(RouteDesc d, const float* logits, const bf16* bias,
       idx[o + i] = sel[i];
       eid[o + i] = sel[i];
     }
-    if (d.aux || d.z) {
-      const float lse = row_lse(l, E);
-      if (d.z) atomicAdd(s_z, lse * lse);
-      if (d.aux) {
-        // The plain top-k of the scores is the top-k of the logits (both scores are monotone).
-        int top[kMaxTopk];
-        for (int i = 0; i < k; ++i) {
-          int best = -1;
-          for (int e = 0; e < E; ++e) {
-            bool taken = false;
-            for (int j = 0; j < i; ++j) taken = taken || top[j] == e;
-            if (!taken && (best < 0 || l[e] > l[best])) best = e;
-          }
-          top[i] = best;
-          atomicAdd(&s_count[best], 1);
+    if (d.aux || d.z) lse = row_lse(l, E);
+    if (d.aux) {
+      // The plain top-k of the scores is the top-k of the logits (both scores are monotone).
+      int top[kMaxTopk];
+      for (int i = 0; i < k; ++i) {
+        int best = -1;
+        for (int e = 0; e < E; ++e) {
+          bool taken = false;
+          for (int j = 0; j < i; ++j) taken = taken || top[j] == e;
+          if (!taken && (best < 0 || l[e] > l[best])) best = e;
         }
-        if (!d.sigmoid) {
-          for (int e = 0; e < E; ++e) atomicAdd(&s_psum[e], expf(l[e] - lse));
-        } else {
-          float S = 0;
-          for (int e = 0; e < E; ++e) S += sigm(l[e]);
-          for (int e = 0; e < E; ++e) atomicAdd(&s_psum[e], sigm(l[e]) / (S + 1e-20f));
-        }
+        top[i] = best;
+        atomicAdd(&s_count[best], 1);
       }
+      if (d.sigmoid)
+        for (int e = 0; e < E; ++e) S += sigm(l[e]);
     }
   }
-  __syncthreads();
-  for (int e = threadIdx.x; e < E; e += blockDim.x) {
-    if (d.aux && s_count[e]) atomicAdd(&aux_count[e], s_count[e]);
-    if (d.aux) atomicAdd(&aux_psum[e], s_psum[e]);
+  if (d.z) {
+    const float z = block_sum_fixed(live ? lse * lse : 0.0f, warp_part);
+    if (threadIdx.x == 0) z_part[blockIdx.x] = z;
   }
-  if (threadIdx.x == 0 && d.z) atomicAdd(zsum, *s_z);
+  if (d.aux)
+    for (int e = 0; e < E; ++e) {
+      float p = 0;
+      if (live) p = d.sigmoid ? sigm(l[e]) / (S + 1e-20f) : expf(l[e] - lse);
+      const float sum = block_sum_fixed(p, warp_part);
+      if (threadIdx.x == 0) psum_part[static_cast<size_t>(blockIdx.x) * E + e] = sum;
+    }
+  __syncthreads();
+  for (int e = threadIdx.x; e < E; e += blockDim.x)
+    if (d.aux && s_count[e]) atomicAdd(&aux_count[e], s_count[e]);
+}
+
+// psum[e] = sum over blocks b in order of psum_part[b][e]; *zsum likewise.
+__global__ void stats_finalize_kernel(RouteDesc d, int blocks, const float* psum_part, const float* z_part, float* psum,
+                                      float* zsum) {
+  for (int e = threadIdx.x; e < d.experts; e += blockDim.x) {
+    if (!d.aux) break;
+    float s = 0;
+    for (int b = 0; b < blocks; ++b) s += psum_part[static_cast<size_t>(b) * d.experts + e];
+    psum[e] = s;
+  }
+  if (threadIdx.x == 0 && d.z) {
+    float s = 0;
+    for (int b = 0; b < blocks; ++b) s += z_part[b];
+    *zsum = s;
+  }
 }
 
 __global__ void loss_finalize_kernel(RouteDesc d, const int32_t* count, const float* psum, const float* zsum,
@@ -245,12 +272,25 @@ void route(const RouteDesc& d, const float* logits, const bf16* bias, int32_t* i
            int32_t* aux_count, float* aux_psum, float* zsum, cudaStream_t s) {
   if (d.topk > kMaxTopk || d.groups > kMaxGroups) throw ExecError("moe route: topk <= 16 and groups <= 64");
   if (d.tokens <= 0) return;
-  zero_stats_kernel<<<1, 256, 0, s>>>(d.experts, aux_count, aux_psum, zsum);
-  check_launch("zero_stats_kernel");
-  const unsigned blocks = static_cast<unsigned>((d.tokens + kRouteThreads - 1) / kRouteThreads);
-  const size_t shmem = (2 * static_cast<size_t>(d.experts) + 1) * 4;
-  route_kernel<<<blocks, kRouteThreads, shmem, s>>>(d, logits, bias, idx, w, eid, aux_count, aux_psum, zsum);
+  if (d.aux) {
+    zero_stats_kernel<<<1, 256, 0, s>>>(d.experts, aux_count);
+    check_launch("zero_stats_kernel");
+  }
+  const int blocks = (d.tokens + kRouteThreads - 1) / kRouteThreads;
+  float* part = nullptr;  // psum partials [blocks][E], then z partials [blocks]
+  if (d.aux || d.z)
+    LCM_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&part),
+                                   static_cast<size_t>(blocks) * (static_cast<size_t>(d.experts) + 1) * 4, s));
+  float* z_part = part ? part + static_cast<size_t>(blocks) * d.experts : nullptr;
+  const size_t shmem = static_cast<size_t>(d.experts) * 4;
+  route_kernel<<<static_cast<unsigned>(blocks), kRouteThreads, shmem, s>>>(d, logits, bias, idx, w, eid, aux_count,
+                                                                           part, z_part);
   check_launch("route_kernel");
+  if (part) {
+    stats_finalize_kernel<<<1, 256, 0, s>>>(d, blocks, part, z_part, aux_psum, zsum);
+    check_launch("stats_finalize_kernel");
+    LCM_CUDA_CHECK(cudaFreeAsync(part, s));
+  }
 }
 
 void loss_finalize(const RouteDesc& d, const int32_t* aux_count, const float* aux_psum, const float* zsum,

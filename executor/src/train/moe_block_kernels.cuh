@@ -23,9 +23,11 @@ struct RouteDesc {
 // sigmoid(l) + bias[e], bias bf16 or null), optional group-limited top-k, the top-k idx [T, k]
 // (best first, ties to the lower expert), gate weights w [T, k] (softmax over the selected
 // logits; sigmoid: s / (sum of selected s + 1e-20) when k > 1, without the bias) and
-// eid = idx. Statistics (zeroed here first): aux_count[e] = tokens whose plain top-k of the
-// scores (no bias, no groups) holds e; aux_psum[e] = sum over tokens of the aux scores
-// (softmax over all experts, or sigmoid normalised over all experts); *zsum = sum of lse^2.
+// eid = idx. Statistics (written here; only those `d` asks for): aux_count[e] = tokens whose
+// plain top-k of the scores (no bias, no groups) holds e; aux_psum[e] = sum over tokens of the
+// aux scores (softmax over all experts, or sigmoid normalised over all experts); *zsum = sum
+// of lse^2. The float sums run in a fixed order (per-block partials, then the blocks in
+// order), so they are bit-identical from run to run.
 void route(const RouteDesc& d, const float* logits, const bf16* bias, int32_t* idx, float* w, int32_t* eid,
            int32_t* aux_count, float* aux_psum, float* zsum, cudaStream_t s);
 

@@ -79,7 +79,14 @@ class CudnnAttention {
  public:
   // Builds both graphs and their execution plans on `handle` (whose stream is set to
   // `stream`). max_plans > 1 keeps that many finalized plans per direction (see select_*).
-  CudnnAttention(cudnnHandle_t handle, cudaStream_t stream, const AttentionProblem& p, int max_plans = 1);
+  // deterministic: the backward graph of cudnn-frontend's set_deterministic_algorithm(true)
+  // on Hopper (its "dP workspace" variant: dQ = dS K written by the matmul itself, no fp32 dQ
+  // accumulator that the engine fills with atomic adds), so dQ, dK, dV are bit-identical from
+  // run to run; the default is the frontend's default (the accumulator; faster). Blackwell's
+  // deterministic engine additionally needs knob overrides the frontend applies and this
+  // class does not: on sm 10.x and later deterministic = true is refused (unsupported()).
+  CudnnAttention(cudnnHandle_t handle, cudaStream_t stream, const AttentionProblem& p, int max_plans = 1,
+                 bool deterministic = false);
   ~CudnnAttention();
   CudnnAttention(const CudnnAttention&) = delete;
   CudnnAttention& operator=(const CudnnAttention&) = delete;
@@ -93,6 +100,7 @@ class CudnnAttention {
   void select_bwd(int i);
   nlohmann::json describe() const;  // graph variant, engines, workspace, versions
   double build_seconds() const { return build_s_; }
+  bool deterministic() const { return deterministic_; }
 
   // Registers the pointers of buffer set `set` (variant packs are built once per set).
   void bind(int set, const AttentionTensors& t, void* workspace);
@@ -134,6 +142,7 @@ class CudnnAttention {
   Direction fwd_, bwd_;
   std::string reason_;
   double build_s_ = 0;
+  bool deterministic_ = false;
   // By-value scalars: cuDNN reads them through these host pointers at every execute.
   float scale_ = 1.0f;
   float one_ = 1.0f;

@@ -34,7 +34,9 @@ void add(const bf16* a, const bf16* b, bf16* out, int64_t n, cudaStream_t s);  /
 void add_inplace(bf16* acc, const bf16* b, int64_t n, cudaStream_t s);          // acc += b
 
 // ---- embedding ---------------------------------------------------------------------
-// out[r, :] = table[tokens[r], :]; the backward scatters dout rows into dtable (fp32, +=).
+// out[r, :] = table[tokens[r], :]; the backward scatters dout rows into dtable (fp32, +=):
+// the rows of one token id are summed in row order and the sum added once (a device sort by
+// token id, no atomics: bit-identical from run to run).
 // Token ids outside [0, vocab) are a bug in the data path (checked on the host before).
 void embedding_fwd(const int32_t* tokens, const bf16* table, bf16* out, int64_t rows, int64_t h, cudaStream_t s);
 void embedding_bwd(const int32_t* tokens, const bf16* dout, float* dtable, int64_t rows, int64_t h, cudaStream_t s);
@@ -93,7 +95,8 @@ void cross_entropy_fwd_bwd(const bf16* logits, const int32_t* labels, float* los
                            int64_t vocab, int64_t ld, float grad_scale, cudaStream_t s);
 
 // ---- optimizer -------------------------------------------------------------------------
-// sum of squares of g[0..n) added to *acc (fp64 on the device).
+// sum of squares of g[0..n) added to *acc (fp64 on the device), in a fixed order (per-block
+// partials, then one block sums them): bit-identical from run to run.
 void sum_squares(const float* g, int64_t n, double* acc, cudaStream_t s);
 // AdamW (decoupled weight decay, PyTorch's torch.optim.AdamW): g' = g * grad_scale (the
 // clip coefficient, read from the device so no host round trip); m = b1 m + (1-b1) g';
