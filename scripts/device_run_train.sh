@@ -106,19 +106,32 @@ if want train; then
     fi
   }
   ONE=(--set hardware.num_gpus=1 --set parallel.tensor_model_parallel_size=1 --set parallel.sequence_parallel=false
-       --set parallel.context_parallel_size=1 --set parallel.pipeline_model_parallel_size=1)
-  train llama8b_l2_s8k llama3.1-8b "${ONE[@]}" --set training.seq_length=8192 --set training.global_batch_size=4 \
-    --layers 2 --steps 10 --dump build/runs/llama8b_dump
+       --set parallel.context_parallel_size=1 --set parallel.pipeline_model_parallel_size=1 --set parallel.tp_comm_overlap=false)
+  NORC=(--set parallel.recompute_granularity=none --set parallel.recompute_num_layers=null)
+  FULL=(--set parallel.recompute_granularity=full --set parallel.recompute_method=uniform --set parallel.recompute_num_layers=1)
+  SEL=(--set parallel.recompute_granularity=selective --set parallel.recompute_num_layers=null)
+  EP1=(--set parallel.expert_model_parallel_size=1)
+  L8=(llama3.1-8b "${ONE[@]}")
+  # Dense Llama-3.1-8B slices (2 layers, every per-GPU shape of the 1-GPU layout exact).
+  train llama8b_s8k_none "${L8[@]}" "${NORC[@]}" --set training.seq_length=8192 --set training.global_batch_size=4 \
+    --layers 2 --steps 8 --dump build/runs/llama8b_dump
   if [ -d build/runs/llama8b_dump ]; then
     section "PyTorch reference of the Llama slice (fp32 and bf16) and eager tokens/s"
     timeout 300 python3 scripts/train_reference.py build/runs/llama8b_dump --bench 2>&1 | tail -30 | tee "$OUT/runs/llama8b_reference.txt"
+    rm -rf build/runs/llama8b_dump
   fi
-  train mixtral_l2_s4k mixtral-8x7b "${ONE[@]}" --set parallel.expert_model_parallel_size=1 \
-    --set parallel.recompute_granularity=none --set parallel.recompute_num_layers=null \
-    --set training.seq_length=4096 --set training.global_batch_size=4 --layers 2 --steps 10
-  train llama8b_l2_s8k_full llama3.1-8b "${ONE[@]}" --set training.seq_length=8192 --set training.global_batch_size=4 \
-    --set parallel.recompute_granularity=full --set parallel.recompute_method=uniform --set parallel.recompute_num_layers=1 \
-    --layers 2 --steps 8
+  train llama8b_s8k_full "${L8[@]}" "${FULL[@]}" --set training.seq_length=8192 --set training.global_batch_size=4 --layers 2 --steps 6
+  train llama8b_s8k_sel "${L8[@]}" "${SEL[@]}" --set training.seq_length=8192 --set training.global_batch_size=4 --layers 2 --steps 6
+  train llama8b_s4k_none_mb8 "${L8[@]}" "${NORC[@]}" --set training.seq_length=4096 --set training.global_batch_size=8 --layers 2 --steps 6
+  train llama8b_s32k_full "${L8[@]}" "${FULL[@]}" --set training.seq_length=32768 --set training.global_batch_size=2 --layers 2 --steps 5
+  train llama70b_s8k_full llama3.1-70b "${ONE[@]}" "${FULL[@]}" --set training.seq_length=8192 --set training.global_batch_size=2 --layers 2 --steps 5
+  # MoE slices: Mixtral (softmax top-2, 8 experts) dropless and with capacity factors, Qwen3-30B-A3B (128 experts, top-8).
+  MX=(mixtral-8x7b "${ONE[@]}" "${EP1[@]}" "${NORC[@]}" --set training.seq_length=4096 --set training.global_batch_size=4)
+  train mixtral_s4k_dropless "${MX[@]}" --layers 2 --steps 6
+  train mixtral_s4k_cf1.0 "${MX[@]}" --set model.moe_expert_capacity_factor=1.0 --layers 2 --steps 6
+  train mixtral_s4k_cf1.25 "${MX[@]}" --set model.moe_expert_capacity_factor=1.25 --layers 2 --steps 6
+  train qwen3_30b_s4k qwen3-30b-a3b "${ONE[@]}" "${EP1[@]}" "${NORC[@]}" --set training.seq_length=4096 \
+    --set training.global_batch_size=4 --layers 2 --steps 6
 fi
 
 # Megatron-LM (local transformer implementation, mock data) on the Llama slice, as the peer
@@ -131,11 +144,12 @@ if want megatron && [ -f .megatron/pretrain_gpt.py ]; then
     --num-layers 2 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 --group-query-attention \
     --num-query-groups 8 --seq-length 8192 --max-position-embeddings 8192 --micro-batch-size 1 --global-batch-size 4 \
     --bf16 --normalization RMSNorm --swiglu --disable-bias-linear --position-embedding-type rope --rotary-base 500000 \
-    --untie-embeddings-and-output-weights --attention-dropout 0 --hidden-dropout 0 --init-method-std 0.02 \
+    --untie-embeddings-and-output-weights --no-persist-layer-norm --attention-dropout 0 --hidden-dropout 0 --init-method-std 0.02 \
     --lr 1e-4 --min-lr 1e-5 --lr-decay-style cosine --weight-decay 0.1 --clip-grad 1.0 --adam-beta2 0.95 \
     --train-iters 10 --log-interval 1 --eval-iters 0 --eval-interval 1000 --log-throughput \
     --no-gradient-accumulation-fusion --no-masked-softmax-fusion --no-bias-swiglu-fusion --no-rope-fusion \
     --distributed-backend nccl 2>&1) | grep -E "iteration +[0-9]+/|memory \(MB\)|Error|error|Traceback" | head -40 \
     | tee "$OUT/runs/megatron_llama8b_l2_s8k.txt"
 fi
+tar czf "$OUT/runs.tar.gz" -C "$OUT" runs && rm -rf "$OUT/runs"
 section done
