@@ -296,7 +296,7 @@ TEST(TrainOnGpu, ResumedRunContinuesBitIdentically) {
     const fs::path dir = fs::temp_directory_path() / (moe ? "lcm_train_resume_moe" : "lcm_train_resume_dense");
     fs::remove_all(dir);
     const std::string sc = (moe ? tiny_moe_scenario(dir) : tiny_scenario(dir, "none")).string();
-    const std::string common = sc + " --warmup 0 --lr 1e-3 --lr-warmup-steps 2" +
+    const std::string common = sc + " --deterministic --warmup 0 --lr 1e-3 --lr-warmup-steps 2" +
                                (moe ? " --moe-aux-loss-coeff 0.01 --moe-z-loss-coeff 0.001" : "");
     std::string log;
     ASSERT_EQ(run(common + " --steps 6 --out " + (dir / "full").string(), &log), 0) << log;
@@ -359,7 +359,7 @@ TEST(TrainOnGpu, KilledRunResumes) {
   const std::string sc = tiny_scenario(dir, "none").string();
   const fs::path ck = dir / "ck";
   // A long run that checkpoints after every step, killed once its 2nd checkpoint is there.
-  const pid_t pid = spawn({sc, "--steps", "100000", "--lr-decay-steps", "100000", "--warmup", "0", "--save",
+  const pid_t pid = spawn({sc, "--deterministic", "--steps", "100000", "--lr-decay-steps", "100000", "--warmup", "0", "--save",
                            ck.string(), "--save-every", "1"},
                           dir / "killed.log");
   ASSERT_GT(pid, 0);
@@ -381,7 +381,7 @@ TEST(TrainOnGpu, KilledRunResumes) {
   ASSERT_TRUE(last.has_value());
   const int k = last->meta.at("step").get<int>();
   ASSERT_GE(k, 2);
-  const std::string schedule = " --lr-decay-steps 100000 --warmup 0 --steps " + std::to_string(k + 3);
+  const std::string schedule = " --deterministic --lr-decay-steps 100000 --warmup 0 --steps " + std::to_string(k + 3);
   std::string log;
   ASSERT_EQ(run(sc + schedule + " --resume --save " + ck.string() + " --out " + (dir / "resumed").string(), &log), 0)
       << log;

@@ -111,7 +111,7 @@ TEST(TrainOptions, CheckpointOptions) {
   EXPECT_EQ(o.save_every, 2);
   EXPECT_TRUE(o.resume);
   EXPECT_EQ(o.lr_decay_steps, 6);
-  EXPECT_FALSE(o.nondeterministic_attention);
+  EXPECT_FALSE(o.deterministic);
   const TrainOptions d = parse({"llama3.1-8b"});
   EXPECT_EQ(d.save_dir, "");
   EXPECT_EQ(d.save_every, 0);
@@ -119,8 +119,8 @@ TEST(TrainOptions, CheckpointOptions) {
   EXPECT_EQ(d.lr_decay_steps, 0);
   // The runner's attention backward is the deterministic one unless asked otherwise.
   const auto args = with(single_gpu("llama3.1-8b"), {"--layers", "2"});
-  EXPECT_TRUE(plan_training(parse(args), 1).deterministic_attention);
-  EXPECT_FALSE(plan_training(parse(with(args, {"--nondeterministic-attention"})), 1).deterministic_attention);
+  EXPECT_FALSE(plan_training(parse(args), 1).deterministic_attention);
+  EXPECT_TRUE(plan_training(parse(with(args, {"--deterministic"})), 1).deterministic_attention);
 }
 
 // The fingerprint of a run: scenario keys as run plus the optimizer's, schedule's and data's

@@ -133,7 +133,7 @@ TrainPlan plan_training(const TrainOptions& o, int gpus) {
   p.experts = md.num_experts;
   p.topk = md.moe_router_topk;
   p.moe_aux_loss_coeff = o.moe_aux_loss_coeff;
-  p.deterministic_attention = !o.nondeterministic_attention;
+  p.deterministic_attention = o.deterministic;
   p.moe_z_loss_coeff = o.moe_z_loss_coeff;
 
   switch (par.recompute_granularity) {

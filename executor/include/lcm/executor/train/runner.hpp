@@ -35,7 +35,7 @@ struct TrainOptions {
   std::string save_dir;                                    // --save DIR: checkpoint DIR/checkpoint after the last step
   int save_every = 0;                                      // --save-every K: also after every K-th step
   bool resume = false;                                     // --resume: continue from the --save DIR's checkpoint
-  bool nondeterministic_attention = false;                 // --nondeterministic-attention (faster; no bitwise resume)
+  bool deterministic = false;                             // --deterministic (bitwise resume; O(heads x seq^2) workspace)
   std::string data = "synthetic";                          // synthetic | copy | PATH (Megatron .bin/.idx prefix)
   std::string dump_dir;                                    // --dump DIR (step-1 weights, batch, loss, grads)
   uint64_t seed = 1234;
@@ -84,7 +84,7 @@ struct TrainPlan {
   int64_t expert_ffn = 0, shared_ffn = 0;
   int experts = 0, topk = 0;
   float moe_aux_loss_coeff = 0.0f, moe_z_loss_coeff = 0.0f;
-  bool deterministic_attention = true;  // CudnnAttention's deterministic backward (bitwise resume)
+  bool deterministic_attention = false;  // CudnnAttention's deterministic backward (bitwise resume)
 };
 
 // Loads the scenario with the overrides and --layers, checks that the layout's group sizes
