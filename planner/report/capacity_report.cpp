@@ -24,6 +24,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // Drop rates span 1e-15 .. 1: four significant digits, in percent.
 std::string fmt_percent(double fraction) {
   if (fraction == 0.0) return "0";
+  if (100.0 * fraction < 0.001) return "< 0.001";  // the column is in %: "< 0.001 %"
   return fmt::format("{:.4g}", 100.0 * fraction);
 }
 

@@ -236,8 +236,10 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
   };
   if (e.has_time) {
     const StepTime& t = e.time;
-    sum.rows.push_back({"step time (s)", fmt::format("{:.3f} (bubble {:.3f}, DP exposed {:.3f}, optimizer {:.3f})",
-                                                     t.step_s, t.bubble, t.dp_exposed, t.optimizer)});
+    sum.rows.push_back({"step time (s)", fmt::format("{:.3f}{} (bubble {:.3f}, DP exposed {:.3f}, optimizer {:.3f})",
+                                                     t.step_s,
+                                                     t.step_s >= 60.0 ? " = " + fmt_duration(t.step_s) : std::string(),
+                                                     t.bubble, t.dp_exposed, t.optimizer)});
     sum.rows.push_back({"tokens/s/GPU", fmt::format("{:.0f}", t.tokens_per_s_per_gpu)});
     sum.rows.push_back({"model TFLOP/s/GPU, MFU, HFU",
                         fmt::format("{:.1f}, {:.1f}%, {:.1f}% (of dense BF16 peak)", t.model_tflops_per_gpu,

@@ -66,8 +66,8 @@ TEST(Issue13Options, GpusAppliesToEstimate) {
 TEST(Issue13Options, HwAppliesToEstimateAndPlan) {
   const json e = lcm_json("estimate scenarios/default.yaml --hw h100-sxm");
   EXPECT_EQ(e["scenario"]["hardware"], "h100-sxm");
-  // H100 SXM: 80 GB of HBM (hwprofiles/h100-sxm.yaml); the H200's is 141 GB.
-  EXPECT_LT(e["memory"]["hbm_bytes"].get<double>(), 81e9);
+  // H100 SXM: 85.5e9 bytes of HBM (hwprofiles/h100-sxm.yaml); the H200's 150.8e9.
+  EXPECT_LT(e["memory"]["hbm_bytes"].get<double>(), 86e9);
   EXPECT_GT(lcm_json("estimate scenarios/default.yaml")["memory"]["hbm_bytes"].get<double>(), 140e9);
   const json p = lcm_json("plan scenarios/default.yaml --hw h100-sxm -q --threads 1 --top 3");
   EXPECT_EQ(p["scenario"]["hardware"], "h100-sxm");
@@ -87,8 +87,10 @@ TEST(Issue13Memory, VerdictNumberIsTheTopOfTheRangeEverywhere) {
   EXPECT_GT(high, mem["peak_bytes"].get<double>());  // the headline's number is not the mid-range peak
   // The table's headline states that number first, then the range it tops.
   const CmdResult t = lcm("estimate scenarios/default.yaml");
-  const std::string headline = fmt::format("memory needed / GPU (GiB)  {:.2f} on stage {} of HBM {:.2f}: fits", high / kGiB,
-                                           stage, mem["hbm_bytes"].get<double>() / kGiB);
+  const std::string headline = fmt::format("{:.2f} on stage {} of HBM {:.2f}: fits (peak {:.2f}", high / kGiB,
+                                           stage, mem["hbm_bytes"].get<double>() / kGiB,
+                                           mem["stages"][stage]["peak_bytes"].get<double>() / kGiB);
+  EXPECT_NE(t.out.find("memory needed / GPU (GiB)"), std::string::npos);
   EXPECT_NE(t.out.find(headline), std::string::npos) << headline << "\n" << t.out;
 
   // The plan's needs column and its why-not messages use the same number.
@@ -190,6 +192,23 @@ TEST(Issue13Estimate, DenseModelsShowNoExpertMesh) {
   ASSERT_EQ(r.code, 0);
   EXPECT_EQ(r.out.find("ep="), std::string::npos) << r.out.substr(0, 500);
   EXPECT_NE(lcm("estimate scenarios/default.yaml").out.find("| ep=8 etp=1 edp=4"), std::string::npos);
+}
+
+TEST(Issue13Small, MinutesDropRatesAndTraceFormat) {
+  const json e = lcm_json("estimate scenarios/default.yaml");
+  const double step = e["time"]["step_s"];
+  ASSERT_GE(step, 60.0);
+  EXPECT_NE(lcm("estimate scenarios/default.yaml").out.find(fmt::format("{:.3f} = {:.1f} min", step, step / 60.0)),
+            std::string::npos);
+  // Capacity factor 2 under balanced routing drops ~1e-14 of the tokens: "< 0.001" (%), not 1.4e-12.
+  const json c = lcm_json("capacity scenarios/default.yaml");
+  ASSERT_LT(c["rows"][3]["drop_fraction"].get<double>(), 1e-5);
+  const CmdResult t = lcm("capacity scenarios/default.yaml");
+  EXPECT_NE(t.out.find("< 0.001"), std::string::npos) << t.out;
+  EXPECT_EQ(t.out.find("e-1"), std::string::npos) << t.out;
+  const CmdResult tr = lcm("trace scenarios/default.yaml --format json --micro-batches 1 --detail layer -o -");
+  EXPECT_EQ(tr.code, 0) << tr.err;
+  EXPECT_EQ(lcm("trace scenarios/default.yaml --format csv -o -").code, 2);
 }
 
 }  // namespace
