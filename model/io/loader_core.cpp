@@ -2,6 +2,7 @@
 #include "loader_core.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -107,10 +108,54 @@ std::vector<std::string> all_dotted_keys() {
 
 }  // namespace
 
-std::optional<ConfigError> apply_overrides(const std::vector<Override>& overrides, ScenarioDraft& d,
-                                           KeyLocations& where) {
-  const Loc set_loc{"--set", 0, 0};
+namespace {
+
+Loc override_loc(const Override& ov) {
+  return Loc{ov.origin.empty() ? fmt::format("--set {}={}", ov.key, ov.value) : ov.origin, 0, 0};
+}
+
+// Megatron names (field_aliases) rewritten to lcm's keys; virtual stage counts come back in
+// `vp` (converted once the layer count and pipeline size are final).
+Result<std::vector<Override>> rewrite_aliases(const std::vector<Override>& overrides,
+                                              std::vector<std::pair<Override, YAML::Node>>& vp) {
+  std::vector<Override> out;
   for (const Override& ov : overrides) {
+    const FieldAlias* a = find_alias(ov.key);
+    if (!a) {
+      out.push_back(ov);
+      continue;
+    }
+    const Loc loc = override_loc(ov);
+    const std::string origin = loc.file;
+    switch (a->kind) {
+      case AliasKind::kRename: out.push_back({std::string(a->key), ov.value, origin}); break;
+      case AliasKind::kVirtualStages: vp.emplace_back(ov, value_node(ov.value)); break;
+      case AliasKind::kRecomputeActivations: {
+        const YAML::Node n = value_node(ov.value);
+        bool on = false;
+        if (!n.IsScalar() || !YAML::convert<bool>::decode(n, on))
+          return error_at(loc, ov.key, "expected true or false");
+        out.push_back({std::string(a->key), on ? "selective" : "none", origin});
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<ConfigError> apply_overrides(const std::vector<Override>& given, ScenarioDraft& d, KeyLocations& where,
+                                           std::vector<std::string>* notes) {
+  std::vector<std::pair<Override, YAML::Node>> vp;
+  auto rewritten = rewrite_aliases(given, vp);
+  if (!rewritten) return rewritten.error();
+  const std::vector<Override>& overrides = rewritten.value();
+  std::set<std::string> overridden;  // dotted keys
+  const int tp_before = d.s.parallel.tensor_model_parallel_size;
+  const RecomputeGranularity rc_before = d.s.parallel.recompute_granularity;
+  for (const Override& ov : overrides) {
+    const Loc set_loc = override_loc(ov);
     std::string key = ov.key;
     // Sections and sub-keys: [section.]key[.sub]
     std::vector<std::string> parts;
@@ -151,6 +196,7 @@ std::optional<ConfigError> apply_overrides(const std::vector<Override>& override
     if (std::string err = field->parse(node, d); !err.empty())
       return error_at(set_loc, sub.empty() ? dotted : dotted + "." + sub, err);
     d.present.insert(dotted);
+    overridden.insert(dotted);
     where.keys[dotted] = set_loc;
     if (field->key == "rope_scaling") {
       for (const auto& kv : node) {
@@ -159,6 +205,65 @@ std::optional<ConfigError> apply_overrides(const std::vector<Override>& override
       }
     }
   }
+
+  // Virtual stage counts (Megatron-Core's virtual_pipeline_model_parallel_size) to layers
+  // per virtual stage, on the final layer count and pipeline size.
+  ParallelSpec& p = d.s.parallel;
+  std::vector<std::string> adjusted;
+  for (const auto& [ov, node] : vp) {
+    const Loc loc = override_loc(ov);
+    const std::string key = "parallel.num_layers_per_virtual_pipeline_stage";
+    int64_t n = 0;
+    if (!node.IsNull() && (!node.IsScalar() || !YAML::convert<int64_t>::decode(node, n) || n < 1))
+      return error_at(loc, ov.key, "expected a virtual stage count >= 1 (or null for none)");
+    const int64_t layers = d.s.model.num_layers + (p.account_for_embedding_in_pipeline_split ? 1 : 0) +
+                           (p.account_for_loss_in_pipeline_split ? 1 : 0);
+    const int64_t pp = std::max<int64_t>(1, p.pipeline_model_parallel_size);
+    if (n > 0 && (layers % pp != 0 || (layers / pp) % n != 0))
+      return error_at(loc, ov.key,
+                      fmt::format("{} layers on {} pipeline stages do not split into {} virtual stages of whole layers",
+                                  layers, pp, n));
+    p.num_layers_per_virtual_pipeline_stage = n > 0 ? static_cast<int>(layers / pp / n) : 0;
+    d.present.insert(key);
+    overridden.insert(key);
+    where.keys[key] = loc;
+    adjusted.push_back(fmt::format("num_layers_per_virtual_pipeline_stage={} (from {}={})",
+                                   n > 0 ? std::to_string(layers / pp / n) : "null", ov.key, ov.value));
+  }
+
+  // Keys that depend on the one an override changed follow it, unless given too.
+  auto set_here = [&](const char* k) { return overridden.count(k) > 0; };
+  auto follow = [&](const char* k, const char* from) {
+    d.present.insert(k);
+    where.keys[k] = where.keys[from];
+  };
+  if (set_here("parallel.tensor_model_parallel_size") && p.tensor_model_parallel_size == 1 && tp_before != 1) {
+    if (p.tp_comm_overlap && !set_here("parallel.tp_comm_overlap")) {
+      p.tp_comm_overlap = false;
+      follow("parallel.tp_comm_overlap", "parallel.tensor_model_parallel_size");
+      adjusted.emplace_back("tp_comm_overlap=false (needs tensor_model_parallel_size > 1)");
+    }
+    if (p.sequence_parallel && !set_here("parallel.sequence_parallel")) {
+      p.sequence_parallel = false;
+      follow("parallel.sequence_parallel", "parallel.tensor_model_parallel_size");
+      adjusted.emplace_back("sequence_parallel=false (needs tensor_model_parallel_size > 1)");
+    }
+  }
+  if (set_here("parallel.recompute_granularity") && p.recompute_granularity != rc_before &&
+      !set_here("parallel.recompute_num_layers")) {
+    const bool full = p.recompute_granularity == RecomputeGranularity::kFull;
+    if (full && p.recompute_num_layers == 0) {
+      p.recompute_num_layers = 1;
+      follow("parallel.recompute_num_layers", "parallel.recompute_granularity");
+      adjusted.emplace_back("recompute_num_layers=1 (full recompute needs a layer count)");
+    } else if (!full && p.recompute_num_layers != 0) {
+      p.recompute_num_layers = 0;
+      follow("parallel.recompute_num_layers", "parallel.recompute_granularity");
+      adjusted.emplace_back("recompute_num_layers=null (applies only to full recompute)");
+    }
+  }
+  if (notes && !adjusted.empty())
+    notes->push_back(fmt::format("--set also set {}", fmt::join(adjusted, ", ")));
   return std::nullopt;
 }
 

@@ -29,8 +29,14 @@ ConfigError error_for_key(const KeyLocations& where, const std::string& dotted, 
 
 // Apply KEY=VALUE overrides (section.key, a unique bare key, or model.rope_scaling.<sub>);
 // values are read as YAML scalars/flow collections and go through the same field parsers.
+// Megatron names of field_aliases() are rewritten first (a virtual stage count becomes
+// layers per virtual stage on the final layer count and pipeline size). Keys that depend on
+// an overridden one follow it unless overridden too: tp_comm_overlap and sequence_parallel
+// turn off when tensor_model_parallel_size becomes 1; recompute_num_layers becomes 1 when
+// recompute_granularity becomes full and null when it leaves full. What was adjusted is
+// added to `notes` as one line. Errors name the override ("--set KEY=VALUE").
 std::optional<ConfigError> apply_overrides(const std::vector<Override>& overrides, ScenarioDraft& d,
-                                           KeyLocations& where);
+                                           KeyLocations& where, std::vector<std::string>* notes = nullptr);
 
 // Required keys, Megatron's derived defaults (num_query_groups = heads, kv_channels =
 // hidden/heads, moe_ffn_hidden_size = ffn_hidden_size, expert_tensor_parallel_size = tp,

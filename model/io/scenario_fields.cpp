@@ -429,6 +429,26 @@ const std::vector<FieldSpec>& scenario_fields() {
   return fields;
 }
 
+const std::vector<FieldAlias>& field_aliases() {
+  static const std::vector<FieldAlias> v = {
+      {"virtual_pipeline_model_parallel_size", "parallel.num_layers_per_virtual_pipeline_stage",
+       AliasKind::kVirtualStages},
+      {"decoder_first_pipeline_num_layers", "parallel.num_layers_in_first_pipeline_stage", AliasKind::kRename},
+      {"decoder_last_pipeline_num_layers", "parallel.num_layers_in_last_pipeline_stage", AliasKind::kRename},
+      {"recompute_activations", "parallel.recompute_granularity", AliasKind::kRecomputeActivations},
+  };
+  return v;
+}
+
+const FieldAlias* find_alias(std::string_view name) {
+  for (const FieldAlias& a : field_aliases()) {
+    if (name == a.name) return &a;
+    const std::string_view sec = a.key.substr(0, a.key.find('.') + 1);
+    if (name.starts_with(sec) && name.substr(sec.size()) == a.name) return &a;
+  }
+  return nullptr;
+}
+
 const FieldSpec* find_field(Section section, std::string_view key) {
   for (const FieldSpec& f : scenario_fields())
     if (f.section == section && f.key == key) return &f;

@@ -4,6 +4,7 @@
 // documentation all follow this table, so a key exists in one place.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <set>
@@ -54,6 +55,21 @@ std::vector<const FieldSpec*> fields_named(std::string_view key);
 std::vector<std::string> section_keys(Section section);
 // "model.hidden_size"; top-level keys have no prefix ("name").
 std::string dotted_key(Section section, std::string_view key);
+
+// Megatron names --set accepts besides the scenario's own keys (Megatron-Core config or
+// Megatron-LM argument names that lcm spells differently), and how each is read.
+enum class AliasKind : uint8_t {
+  kRename,                // the same value under lcm's key
+  kVirtualStages,         // a virtual stage count: layers per pipeline rank / value (null: none)
+  kRecomputeActivations,  // true: recompute_granularity selective; false: none
+};
+struct FieldAlias {
+  std::string_view name;  // "virtual_pipeline_model_parallel_size"
+  std::string_view key;   // lcm's dotted key it sets
+  AliasKind kind;
+};
+const std::vector<FieldAlias>& field_aliases();
+const FieldAlias* find_alias(std::string_view name);  // bare or with lcm's section ("parallel.")
 
 // Sub-keys of model.rope_scaling.
 inline constexpr std::string_view kRopeScalingKeys[] = {"type", "factor", "original_max_position_embeddings"};

@@ -106,7 +106,7 @@ Result<HardwareSpec> resolve_hardware(const std::string& ref, const LoadOptions&
 }
 
 Result<Scenario> finish(ScenarioDraft& d, KeyLocations& where, const LoadOptions& opts) {
-  if (auto e = apply_overrides(opts.overrides, d, where)) return *e;
+  if (auto e = apply_overrides(opts.overrides, d, where, opts.notes)) return *e;
   if (auto e = finish_draft(d, where)) return *e;
   return d.s;
 }
@@ -156,7 +156,16 @@ Result<Scenario> load_impl(const std::string& text, const std::string& file, con
   if (auto e = parse_map(root, Section::kTop, d, where, file)) return *e;
   for (const char* sec : {"model", "training", "hardware"})
     if (!where.sections.count(sec)) return error_at(where.document, sec, fmt::format("missing required section '{}:'", sec));
-  auto s = finish(d, where, opts);
+  LoadOptions job = opts;
+  if (opts.replace_scenario_job) {
+    // The job's GPUs and hardware come before the --set overrides (which may name them too).
+    std::vector<Override> first;
+    if (opts.num_gpus > 0)
+      first.push_back({"hardware.num_gpus", std::to_string(opts.num_gpus), fmt::format("--gpus {}", opts.num_gpus)});
+    if (!opts.hardware.empty()) first.push_back({"hardware.profile", opts.hardware, "--hw " + opts.hardware});
+    job.overrides.insert(job.overrides.begin(), first.begin(), first.end());
+  }
+  auto s = finish(d, where, job);
   if (!s) return s.error();
   auto hw = resolve_hardware(d.hardware_profile, opts, base_dir, where);
   if (!hw) return hw.error();

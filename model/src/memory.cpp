@@ -338,6 +338,8 @@ void estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLa
   out.worst_stage = 0;
   out.peak_bytes = 0;
   out.allocated_peak_bytes = 0;
+  out.peak_high_bytes = 0;
+  out.verdict_stage = 0;
   out.fits = true;
   out.hbm_bytes = s.hardware.gpu.hbm_bytes;
   out.stages.resize(layers.size());
@@ -436,6 +438,10 @@ void estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLa
       out.worst_stage = st.stage;
     }
     out.allocated_peak_bytes = std::max(out.allocated_peak_bytes, st.allocated);
+    if (st.peak_high > out.peak_high_bytes || r == 0) {
+      out.peak_high_bytes = st.peak_high;
+      out.verdict_stage = st.stage;
+    }
     if (st.peak_high > out.hbm_bytes) out.fits = false;
   }
 }

@@ -474,6 +474,7 @@ void set_dropless_reference(const Scenario& s, CapacitySweep& sw) {
   sw.dropless_ep_bytes = ep_bytes(eb.comm, /*all_to_all_only=*/false);
   sw.dropless_expert_flops = routed_expert_flops(s, eb.flops);
   sw.dropless_peak_bytes = eb.memory.peak_bytes;
+  sw.dropless_peak_high_bytes = eb.memory.peak_high_bytes;
   sw.dropless_fits = eb.memory.fits;
   sw.micro_batches = std::max(eb.mesh.num_micro_batches, 1);
   if (!eb.stage_layers.empty()) {
@@ -511,6 +512,7 @@ CapacityRow make_row(const Scenario& s, const CapacitySweep& sw, double cf, int6
   if (r.layout_valid) {
     const Estimate ec = estimate(sc);
     r.peak_bytes = ec.memory.peak_bytes;
+    r.peak_high_bytes = ec.memory.peak_high_bytes;
     r.fits = ec.memory.fits;
   } else {
     r.fits = false;

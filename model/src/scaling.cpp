@@ -84,6 +84,7 @@ std::vector<ScalingRow> scaling_table(const Scenario& base, const std::vector<in
       r.activation_bytes_per_layer =
           wl.num_layers > 0 ? worst.activations_per_microbatch / wl.num_layers : 0;
       r.peak_bytes = e.memory.peak_bytes;
+      r.peak_high_bytes = e.memory.peak_high_bytes;
       r.fits = e.memory.fits;
     }
     rows.push_back(r);

@@ -53,6 +53,7 @@ void register_sweep(CLI::App& app, int& exit_code) {
   auto varies = std::make_shared<std::vector<std::string>>();
   add_scenario_options(*cmd, *so);
   cmd->get_option("--gpus")->description("GPUs to plan for (default: the scenario's num_gpus)");
+  cmd->remove_option(cmd->get_option("--layout"));  // every point is planned
   cmd->add_option("--vary", *varies, "A scenario key and its values: --vary seq_length=4K,32K,128K,1M (repeatable: grid)")
       ->required();
   add_plan_options(*cmd, *pa, false);

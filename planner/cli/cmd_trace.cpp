@@ -23,6 +23,10 @@ void register_trace(CLI::App& app, int& exit_code) {
   auto max_mb = std::make_shared<int>(0);
   add_scenario_options(*cmd, *so);
   cmd->add_option("-o,--output", *out, "Trace file to write (atomically); '-' for stdout")->required();
+  // Every command has --format; a trace has one (Chrome Trace Event JSON).
+  cmd->add_option("--format", "Output format (a trace is Chrome Trace Event JSON)")
+      ->check(CLI::IsMember({"json"}))
+      ->default_str("json");
   cmd->add_option("--detail", *detail, "One event per op, or per layer pass")
       ->check(CLI::IsMember({"op", "layer"}))
       ->capture_default_str();

@@ -17,7 +17,10 @@
 #include "lcm/model/io/input_file.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
 #include "lcm/model/limits.hpp"
+#include "lcm/model/mesh.hpp"
 #include "lcm/planner/report/capacity_report.hpp"
+#include "lcm/planner/search/plan.hpp"
+#include "plan_common.hpp"
 
 namespace lcm::cli {
 
@@ -27,12 +30,46 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
       ->required();
   cmd.add_option("--set", o.sets,
                  "Override a key, Megatron-Core name: --set tensor_model_parallel_size=4 (repeatable)");
-  cmd.add_option("--gpus", o.gpus, "GPU count (for Megatron model_config.yaml inputs)")
+  cmd.add_option("--gpus", o.gpus, "GPU count (replaces the scenario's hardware.num_gpus)")
       ->check(CLI::Range(int64_t{1}, limits::kNumGpus));
-  cmd.add_option("--hw", o.hw, "Hardware profile name or path (for Megatron model_config.yaml inputs)");
+  cmd.add_option("--hw", o.hw, "Hardware profile name or path (replaces the scenario's hardware.profile)");
+  cmd.add_option("--layout", o.layout,
+                 "A layout in the planner's notation, as `lcm plan` prints it: \"tp2 cp4(p2p) pp2 vp2 ep8 etp1 dp4 mbs1 "
+                 "sel optim alltoall\" (knobs not named keep the scenario's)");
+}
+
+std::optional<Scenario> apply_layout_option(const Scenario& base, const std::string& layout) {
+  plan::Layout l;
+  std::string error;
+  if (!plan::parse_layout_string(layout, base, l, error)) {
+    std::cerr << fmt::format("lcm: --layout \"{}\": {}\n", layout, error);
+    return std::nullopt;
+  }
+  Scenario s = plan::apply_layout(base, l);
+  const std::vector<Problem> problems = validate_scenario(s);
+  if (!problems.empty()) {
+    std::cerr << fmt::format("lcm: --layout \"{}\": {}: {}{}\n", layout, problems.front().key, problems.front().message,
+                             problems.size() > 1 ? fmt::format(" (and {} more)", problems.size() - 1) : "");
+    return std::nullopt;
+  }
+  return s;
 }
 
 std::optional<Scenario> load_or_report(const ScenarioOptions& o) {
+  if (!o.layout.empty()) {
+    // The layout replaces the scenario's own: a --set of one of its knobs would be lost.
+    for (const std::string& set : o.sets) {
+      const std::string key = set.substr(0, set.find('='));
+      if (is_searched_key(key)) {
+        std::cerr << fmt::format("lcm: --set {}: --layout sets {}; give it in one of them\n", set, key_base(key));
+        return std::nullopt;
+      }
+    }
+    // Only the scenario's model and job matter: its own layout may break (load_for_planning).
+    auto base = load_for_planning(o, {}, 0);
+    if (!base) return std::nullopt;
+    return apply_layout_option(*base, o.layout);
+  }
   io::LoadOptions lo;
   for (const std::string& s : o.sets) {
     auto ov = io::parse_override(s);
@@ -44,11 +81,15 @@ std::optional<Scenario> load_or_report(const ScenarioOptions& o) {
   }
   lo.num_gpus = o.gpus;
   lo.hardware = o.hw;
+  lo.replace_scenario_job = true;
+  std::vector<std::string> notes;
+  lo.notes = &notes;
   auto r = io::load_scenario(o.path, lo);
   if (!r) {
     std::cerr << "lcm: " << r.error().str() << "\n";
     return std::nullopt;
   }
+  for (const std::string& n : notes) std::cerr << "lcm: note: " << n << "\n";
   return std::move(r).value();
 }
 

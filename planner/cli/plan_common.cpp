@@ -53,7 +53,9 @@ void add_plan_options(CLI::App& cmd, PlanArgs& a, bool with_top) {
   cmd.add_flag("-q,--quiet", a.quiet, "No progress bar on stderr");
 }
 
-std::optional<Scenario> load_for_planning(const ScenarioOptions& so, const std::vector<io::Override>& extra, int gpus) {
+std::optional<Scenario> load_for_planning(const ScenarioOptions& so, const std::vector<io::Override>& extra, int gpus,
+                                          std::string* own_error) {
+  if (own_error) own_error->clear();
   io::LoadOptions lo;
   for (const std::string& s : so.sets) {
     auto ov = io::parse_override(s);
@@ -66,6 +68,9 @@ std::optional<Scenario> load_for_planning(const ScenarioOptions& so, const std::
   lo.overrides.insert(lo.overrides.end(), extra.begin(), extra.end());
   lo.num_gpus = gpus > 0 ? gpus : so.gpus;
   lo.hardware = so.hw;
+  lo.replace_scenario_job = true;
+  std::vector<std::string> notes;
+  lo.notes = &notes;
   auto r = io::load_scenario(so.path, lo);
   if (!r) {
     // Maybe only the scenario's own layout broke; the planner replaces it anyway. Retry
@@ -73,17 +78,23 @@ std::optional<Scenario> load_for_planning(const ScenarioOptions& so, const std::
     // for is given) on one GPU.
     io::LoadOptions retry = lo;
     retry.overrides.insert(retry.overrides.end(), trivial_layout().begin(), trivial_layout().end());
+    notes.clear();
     auto r2 = io::load_scenario(so.path, retry);
     if (!r2 && gpus > 0) {
+      notes.clear();
       retry.overrides.push_back({"num_gpus", "1"});
       r2 = io::load_scenario(so.path, retry);
     }
-    if (r2) r = std::move(r2);
+    if (r2) {
+      if (own_error) *own_error = r.error().str();
+      r = std::move(r2);
+    }
   }
   if (!r) {
     std::cerr << "lcm: " << r.error().str() << "\n";
     return std::nullopt;
   }
+  for (const std::string& n : notes) std::cerr << "lcm: note: " << n << "\n";
   Scenario s = std::move(r).value();
   if (gpus > 0) s.num_gpus = gpus;
   return s;

@@ -24,9 +24,10 @@ void add_plan_options(CLI::App& cmd, PlanArgs& a, bool with_top);
 // is only a starting point, so a layout the overrides make invalid (say --set
 // num_experts=4 under expert_model_parallel_size 8) is replaced by the trivial layout
 // before giving up. `gpus` (> 0) replaces the GPU count. On error prints one line
-// ("lcm: ...") and returns nullopt.
+// ("lcm: ...") and returns nullopt. `own_error` (when given) gets the load error of the
+// scenario's own layout when it was replaced ("" when it was kept).
 std::optional<Scenario> load_for_planning(const ScenarioOptions& so, const std::vector<io::Override>& extra,
-                                          int gpus);
+                                          int gpus, std::string* own_error = nullptr);
 
 // A knob the planner chooses itself (tensor_model_parallel_size, parallel.micro_batch_size...);
 // key_base: the key without its section ("parallel.x" -> "x").

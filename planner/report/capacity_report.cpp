@@ -24,6 +24,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // Drop rates span 1e-15 .. 1: four significant digits, in percent.
 std::string fmt_percent(double fraction) {
   if (fraction == 0.0) return "0";
+  if (100.0 * fraction < 0.001) return "< 0.001";  // the column is in %: "< 0.001 %"
   return fmt::format("{:.4g}", 100.0 * fraction);
 }
 
@@ -106,7 +107,7 @@ std::vector<Table> capacity_tables(const Scenario& s, const CapacitySweep& sw, c
                                                          : std::string(to_string(sw.routing)));
   t.header = {"cf", "C", "drop %"};
   if (mc) t.header.push_back("drop 95% CI %");
-  for (const char* h : {"kept/expert", "slot fill %", "a2a GiB/step", "expert FLOPs/step", "peak GiB", "fits"})
+  for (const char* h : {"kept/expert", "slot fill %", "a2a GiB/step", "expert FLOPs/step", kNeedsHeader, "fits"})
     t.header.push_back(h);
 
   const double assignments = static_cast<double>(sw.tokens) * sw.topk;
@@ -114,7 +115,7 @@ std::vector<Table> capacity_tables(const Scenario& s, const CapacitySweep& sw, c
   if (mc) ref.push_back("-");
   for (std::string c : {fmt_fixed(assignments / sw.experts, 1), std::string("-"),
                         fmt::format("{:.2f}", sw.dropless_a2a_bytes / kGiB), fmt_sci(sw.dropless_expert_flops),
-                        fmt_bytes_gib(sw.dropless_peak_bytes), std::string(sw.dropless_fits ? "yes" : "NO")})
+                        fmt_bytes_gib(sw.dropless_peak_high_bytes), std::string(sw.dropless_fits ? "yes" : "NO")})
     ref.push_back(c);
   t.rows.push_back(ref);
   for (const CapacityRow& r : sw.rows) {
@@ -125,12 +126,13 @@ std::vector<Table> capacity_tables(const Scenario& s, const CapacitySweep& sw, c
     row.push_back(fmt_fixed(100.0 * r.slot_fill, 1));
     row.push_back(fmt::format("{:.2f}", r.a2a_bytes / kGiB));
     row.push_back(fmt_sci(r.expert_flops));
-    row.push_back(r.layout_valid ? fmt_bytes_gib(r.peak_bytes) : "n/a");
+    row.push_back(r.layout_valid ? fmt_bytes_gib(r.peak_high_bytes) : "n/a");
     row.push_back(r.layout_valid ? (r.fits ? "yes" : "NO") : "invalid layout");
     t.rows.push_back(row);
   }
 
   t.notes.push_back(routing_note(sw, loads_source));
+  t.notes.push_back(kNeedsNote);
   if (s.model.moe_router_num_groups > 0 && sw.routing != RoutingKind::kMeasured)
     t.notes.push_back(fmt::format("Group-limited routing (moe_router_num_groups = {}, group_topk = {}) is not "
                                   "modelled: tokens choose among all {} experts.", s.model.moe_router_num_groups,
@@ -168,7 +170,7 @@ Table capacity_csv_table(const Scenario& s, const CapacitySweep& sw) {
   Table t;
   t.header = {"cf", "capacity", "drop_fraction", "drop_ci_low", "drop_ci_high", "kept_per_expert", "slot_fill",
               "processed_fraction", "a2a_bytes_per_step", "a2a_bytes_per_layer_microbatch", "ep_bytes_per_step",
-              "expert_flops_per_step", "peak_bytes", "fits", "layout_valid"};
+              "expert_flops_per_step", "peak_bytes", "peak_high_bytes", "fits", "layout_valid"};
   for (const CapacityRow& r : sw.rows) {
     t.rows.push_back({fmt::format("{:g}", r.cf), std::to_string(r.capacity), fmt::format("{:.10g}", r.drop_fraction),
                       fmt::format("{:.10g}", r.drop_ci_low), fmt::format("{:.10g}", r.drop_ci_high),
@@ -176,6 +178,7 @@ Table capacity_csv_table(const Scenario& s, const CapacitySweep& sw) {
                       fmt::format("{:.10g}", r.processed_fraction), fmt::format("{:.10g}", r.a2a_bytes),
                       fmt::format("{:.10g}", r.a2a_bytes_per_layer_microbatch), fmt::format("{:.10g}", r.ep_bytes),
                       fmt::format("{:.10g}", r.expert_flops), fmt::format("{:.10g}", r.peak_bytes),
+                      fmt::format("{:.10g}", r.peak_high_bytes),
                       r.fits ? "true" : "false", r.layout_valid ? "true" : "false"});
   }
   return t;
@@ -214,6 +217,7 @@ nlohmann::ordered_json capacity_json(const Scenario& s, const CapacitySweep& sw,
                    {"ep_bytes", sw.dropless_ep_bytes},
                    {"expert_flops", sw.dropless_expert_flops},
                    {"peak_bytes", sw.dropless_peak_bytes},
+                   {"peak_high_bytes", sw.dropless_peak_high_bytes},
                    {"fits", sw.dropless_fits}};
   auto rows = ordered_json::array();
   for (const CapacityRow& r : sw.rows) {
@@ -231,6 +235,7 @@ nlohmann::ordered_json capacity_json(const Scenario& s, const CapacitySweep& sw,
                                 {"expert_flops", r.expert_flops},
                                 {"layout_valid", r.layout_valid},
                                 {"peak_bytes", r.peak_bytes},
+                                {"peak_high_bytes", r.peak_high_bytes},
                                 {"fits", r.fits}});
   }
   j["rows"] = rows;

@@ -172,6 +172,8 @@ nlohmann::ordered_json estimate_json(const Scenario& s, const Estimate& e) {
   j["memory"] = ordered_json{{"peak_bytes", e.memory.peak_bytes},
                              {"allocated_peak_bytes", e.memory.allocated_peak_bytes},
                              {"hbm_bytes", e.memory.hbm_bytes},
+                             {"peak_high_bytes", e.memory.peak_high_bytes},
+                             {"verdict_stage", e.memory.verdict_stage},
                              {"fits", e.memory.fits},
                              {"worst_stage", e.memory.worst_stage},
                              {"stages", stages}};
@@ -199,6 +201,16 @@ nlohmann::ordered_json estimate_json(const Scenario& s, const Estimate& e) {
   return j;
 }
 
+// "143.49 on stage 1 of HBM 140.40: DOES NOT FIT (peak 139.77, range 136.05-143.49 on that stage; allocated
+// 120.00)": the verdict's own number first (Memory::peak_high_bytes), then the range it is the top of.
+std::string memory_verdict(const Memory& mem) {
+  const StageMemory& v = mem.stages[static_cast<size_t>(mem.verdict_stage)];
+  return fmt::format("{} on stage {} of HBM {}: {} (peak {}, range {}-{} on that stage; allocated {})",
+                     fmt_bytes_gib(mem.peak_high_bytes), mem.verdict_stage, fmt_bytes_gib(mem.hbm_bytes),
+                     mem.fits ? "fits" : "DOES NOT FIT", fmt_bytes_gib(v.peak), fmt_bytes_gib(v.peak_low),
+                     fmt_bytes_gib(v.peak_high), fmt_bytes_gib(v.allocated));
+}
+
 std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
   std::vector<Table> out;
   const Mesh& m = e.mesh;
@@ -209,8 +221,9 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
   sum.header = {"quantity", "value"};
   sum.align_numbers = false;
   sum.rows = {
-      {"mesh", fmt::format("tp={} cp={} pp={} vp={} dp={} | ep={} etp={} edp={}{}", m.tp, m.cp, m.pp,
-                           m.vp, m.dp, m.ep, m.etp, m.edp, m.sp ? " | sp" : "")},
+      {"mesh", fmt::format("tp={} cp={} pp={} vp={} dp={}{}{}", m.tp, m.cp, m.pp, m.vp, m.dp,
+                           has_moe(s.model) ? fmt::format(" | ep={} etp={} edp={}", m.ep, m.etp, m.edp) : "",
+                           m.sp ? " | sp" : "")},
       {"sequence x micro-batch x global batch",
        fmt::format("{} x {} x {} ({} micro-batches per pipeline)", s.training.seq_length,
                    s.training.micro_batch_size, s.training.global_batch_size, m.num_micro_batches)},
@@ -218,16 +231,15 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
                                             fmt_count(e.params.active.main()))},
       {"FLOPs per step", fmt::format("{} ({})", fmt_sci(e.flops.per_step),
                                      s.flop_convention.include_recompute ? "hardware" : "model")},
-      {"peak memory / GPU (GiB)",
-       fmt::format("{} on stage {} (allocated {}; HBM {}){}", gib(e.memory.peak_bytes),
-                   e.memory.worst_stage, gib(e.memory.allocated_peak_bytes), gib(e.memory.hbm_bytes),
-                   e.memory.fits ? "" : "  DOES NOT FIT")},
+      {"memory needed / GPU (GiB)", memory_verdict(e.memory)},
       {"comm sent / GPU / step (GiB)", gib(e.comm.total_sent_bytes)},
   };
   if (e.has_time) {
     const StepTime& t = e.time;
-    sum.rows.push_back({"step time (s)", fmt::format("{:.3f} (bubble {:.3f}, DP exposed {:.3f}, optimizer {:.3f})",
-                                                     t.step_s, t.bubble, t.dp_exposed, t.optimizer)});
+    sum.rows.push_back({"step time (s)", fmt::format("{:.3f}{} (bubble {:.3f}, DP exposed {:.3f}, optimizer {:.3f})",
+                                                     t.step_s,
+                                                     t.step_s >= 60.0 ? " = " + fmt_duration(t.step_s) : std::string(),
+                                                     t.bubble, t.dp_exposed, t.optimizer)});
     sum.rows.push_back({"tokens/s/GPU", fmt::format("{:.0f}", t.tokens_per_s_per_gpu)});
     sum.rows.push_back({"model TFLOP/s/GPU, MFU, HFU",
                         fmt::format("{:.1f}, {:.1f}%, {:.1f}% (of dense BF16 peak)", t.model_tflops_per_gpu,

@@ -86,6 +86,9 @@ ordered_json metrics_json(const Metrics& m, bool with_time) {
   }
   j["peak_bytes"] = m.peak_bytes;
   j["peak_gib"] = m.peak_bytes / kGiB;
+  j["peak_high_bytes"] = m.peak_high_bytes;
+  j["needs_gib"] = m.peak_high_bytes / kGiB;
+  j["verdict_stage"] = m.miss_stage;
   j["worst_stage"] = m.worst_stage;
   j["allocated_peak_bytes"] = m.allocated_peak_bytes;
   j["hbm_bytes"] = m.hbm_bytes;
@@ -99,7 +102,7 @@ ordered_json metrics_json(const Metrics& m, bool with_time) {
 
 std::string oom_reason(const Metrics& m) {
   return fmt::format("out of memory by {:.2f} GiB on stage {} (needs {:.2f} GiB of {:.2f})", m.miss_bytes / kGiB,
-                     m.miss_stage, (m.hbm_bytes + m.miss_bytes) / kGiB, m.hbm_bytes / kGiB);
+                     m.miss_stage, m.peak_high_bytes / kGiB, m.hbm_bytes / kGiB);
 }
 
 // "#1: identical predictions with dispatcher alltoall -> allgather; ..." (or "").
@@ -120,12 +123,12 @@ std::string near_tie_note(const plan::NearTie& t) {
   for (size_t i = 0; i < t.differences.size(); ++i) what += (i ? ", " : "") + t.differences[i];
   if (what.empty()) what = "no knob";
   if (t.relative <= 0)
-    return fmt::format("#{} ties #1 on step time ({}); it needs {:+.2f} GiB at its peak", t.rank, what,
+    return fmt::format("#{} ties #1 on step time ({}); it needs {:+.2f} GiB", t.rank, what,
                        t.memory_delta_bytes / kGiB);
   std::string why;
   if (!t.term.empty()) why = fmt::format("{} {:+.3f} s", t.term, t.term_delta_s);
   if (!t.gain_term.empty()) why += fmt::format("{}{} {:+.3f} s", why.empty() ? "" : ", against ", t.gain_term, t.gain_delta_s);
-  return fmt::format("#{} is {:.2f}% slower than #1 ({}): {}; peak memory {:+.2f} GiB", t.rank, 100.0 * t.relative, what,
+  return fmt::format("#{} is {:.2f}% slower than #1 ({}): {}; needs {:+.2f} GiB", t.rank, 100.0 * t.relative, what,
                      why.empty() ? "no cost term differs" : why, t.memory_delta_bytes / kGiB);
 }
 
@@ -145,6 +148,11 @@ std::string megatron_command(const Scenario& s) {
 std::string plan_failure(const Scenario& base, const plan::PlanResult& r) {
   if (!r.ranked.empty()) return "";
   if (r.counts.valid == 0) {
+    // A rule every candidate breaks (the GPU count itself, say) is the reason, whatever else they break.
+    for (const plan::Rejection& x : r.rejections)
+      if (x.count == r.counts.enumerated && x.count > 0)
+        return fmt::format("no valid layout for {} GPUs: every one of the {} candidates breaks {}: {}", base.num_gpus,
+                           r.counts.enumerated, x.key, x.message);
     const plan::Rejection* t = plan::tightest_constraint(r);
     if (!t) return fmt::format("no layout to try for {} GPUs", base.num_gpus);
     return fmt::format(
@@ -158,9 +166,35 @@ std::string plan_failure(const Scenario& base, const plan::PlanResult& r) {
         "nothing fits in {:.2f} GiB of HBM per GPU on {} GPUs: of {} valid layouts the closest, {}, needs {:.2f} GiB on "
         "pipeline stage {} (misses by {:.2f} GiB)",
         m.hbm_bytes / kGiB, base.num_gpus, r.counts.valid, plan::layout_string(r.closest_miss, base),
-        (m.hbm_bytes + m.miss_bytes) / kGiB, m.miss_stage, m.miss_bytes / kGiB);
+        m.peak_high_bytes / kGiB, m.miss_stage, m.miss_bytes / kGiB);
   }
   return fmt::format("no layout fits on {} GPUs", base.num_gpus);
+}
+
+std::string reference_rank(const Scenario& base, const plan::PlanResult& r, const Scenario& ref,
+                           const std::string& label) {
+  const plan::Layout own = plan::layout_of(ref);
+  const std::string name = fmt::format("{} ({})", label, plan::layout_string(own, base));
+  const std::vector<Problem> problems = validate_scenario(ref);
+  if (!problems.empty())
+    return fmt::format("{}: not valid on {} GPUs: {}: {}", name, base.num_gpus, problems.front().key,
+                       problems.front().message);
+  for (size_t i = 0; i < r.ranked.size(); ++i) {
+    const plan::Ranked& g = r.ranked[i];
+    if (g.layout == own || std::find(g.equivalent.begin(), g.equivalent.end(), own) != g.equivalent.end())
+      return fmt::format("{}: #{} of the table", name, i + 1);
+  }
+  const Metrics m = plan::metrics_of_estimate(ref);
+  if (!m.fits) return fmt::format("{}: {}", name, oom_reason(m));
+  if (r.ranked.empty()) return fmt::format("{}: step {} s", name, sec(m.step_s));
+  const double best = r.ranked.front().metrics.step_s;
+  const auto faster = std::count_if(r.ranked.begin(), r.ranked.end(),
+                                    [&](const plan::Ranked& g) { return g.metrics.step_s <= m.step_s; });
+  const std::string where = static_cast<size_t>(faster) < r.ranked.size()
+                                ? fmt::format("would rank #{}", faster + 1)
+                                : fmt::format("below the top {}", r.ranked.size());
+  return fmt::format("{}: {} (step {} s, {:.1f}% slower than #1; needs {} GiB)", name, where, sec(m.step_s),
+                     100.0 * (m.step_s / best - 1.0), fmt_bytes_gib(m.peak_high_bytes));
 }
 
 ordered_json plan_json(const Scenario& base, const plan::PlanResult& r) {
@@ -243,14 +277,14 @@ std::vector<Table> plan_tables(const Scenario& base, const plan::PlanResult& r) 
   d.title = fmt::format("Best layouts: {} ({} candidates, {} valid, {} fit HBM; searched in {:.2f} s on {} thread{})",
                         scenario_title(base), r.counts.enumerated, r.counts.valid, r.counts.fit, r.seconds, r.threads,
                         r.threads == 1 ? "" : "s");
-  d.header = {"#", "layout", "step s", "tok/s/GPU", "MFU %", "peak GiB"};
+  d.header = {"#", "layout", "step s", "tok/s/GPU", "MFU %", kNeedsHeader};
   for (const auto& [name, dim] : kShownDims) d.header.push_back(fmt::format("exp {} s", name));
   d.header.push_back("bubble s");
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const plan::Ranked& g = r.ranked[i];
     const Metrics& m = g.metrics;
     std::vector<std::string> row{fmt::format("{}", i + 1), plan::layout_string(g.layout, base), sec(m.step_s),
-                                 fmt::format("{:.0f}", m.tokens_per_s_per_gpu), pct(m.mfu), fmt_bytes_gib(m.peak_bytes)};
+                                 fmt::format("{:.0f}", m.tokens_per_s_per_gpu), pct(m.mfu), fmt_bytes_gib(m.peak_high_bytes)};
     for (const auto& [name, dim] : kShownDims) row.push_back(sec(m.exposed_comm[static_cast<size_t>(dim)]));
     row.push_back(sec(m.bubble));
     d.rows.push_back(std::move(row));
@@ -263,9 +297,10 @@ std::vector<Table> plan_tables(const Scenario& base, const plan::PlanResult& r) 
   for (size_t i = 0; i < r.near_ties.size() && i < kTieNotes; ++i) d.notes.push_back(near_tie_note(r.near_ties[i]));
   if (r.near_ties.size() > kTieNotes)
     d.notes.push_back(fmt::format("... {} more near-ties (the JSON output lists them all)", r.near_ties.size() - kTieNotes));
+  d.notes.push_back(kNeedsNote);
   d.notes.push_back(
-      "peak GiB: worst pipeline stage (peak incl. CUDA context, NCCL, fragmentation); exp X s: communication of "
-      "dimension X not hidden under compute, per step, on the bottleneck stage (dp includes EDP and embedding sync)");
+      "exp X s: communication of dimension X not hidden under compute, per step, on the bottleneck stage (dp includes "
+      "EDP and embedding sync)");
   out.push_back(std::move(d));
 
   Table w;
@@ -304,7 +339,7 @@ Table plan_csv_table(const Scenario& base, const plan::PlanResult& r) {
   Table t;
   t.header = {"rank", "layout", "tp", "cp", "cp_comm_type", "hierarchical_cp", "pp", "first_stage_layers",
               "last_stage_layers", "vp", "ep", "etp", "dp", "edp", "mbs", "recompute", "sharding", "dispatcher",
-              "rank_order", "step_s", "tokens_per_s_per_gpu", "mfu", "hfu", "peak_gib", "worst_stage"};
+              "rank_order", "step_s", "tokens_per_s_per_gpu", "mfu", "hfu", "peak_gib", "needs_gib", "worst_stage"};
   for (const auto& [name, dim] : kShownDims) t.header.push_back(fmt::format("exposed_{}_s", name));
   t.header.push_back("bubble_s");
   t.header.push_back("num_equivalent");
@@ -339,6 +374,7 @@ Table plan_csv_table(const Scenario& base, const plan::PlanResult& r) {
                                  fmt::format("{:.6g}", x.mfu),
                                  fmt::format("{:.6g}", x.hfu),
                                  fmt::format("{:.4f}", x.peak_bytes / kGiB),
+                                 fmt::format("{:.4f}", x.peak_high_bytes / kGiB),
                                  fmt::format("{}", x.worst_stage)};
     for (const auto& [name, dim] : kShownDims) row.push_back(fmt::format("{:.6g}", x.exposed_comm[static_cast<size_t>(dim)]));
     row.push_back(fmt::format("{:.6g}", x.bubble));

@@ -35,7 +35,7 @@ std::vector<Table> scaling_tables(const Scenario& s, const std::vector<ScalingRo
                         s.name, s.model.name, s.training.global_batch_size);
   t.header = {"seq",          "layer attn core", "layer attn proj", "layer MLP/experts", "attn core %",
               "step FLOPs",   "step attn core",  "step MLP",       "act/layer GiB",     "act GiB",
-              "peak GiB",     "fits",            "crossover"};
+              kNeedsHeader,   "fits",            "crossover"};
   for (size_t i = 0; i < rows.size(); ++i) {
     const ScalingRow& r = rows[i];
     const std::string na = "n/a";
@@ -49,7 +49,7 @@ std::vector<Table> scaling_tables(const Scenario& s, const std::vector<ScalingRo
                       fmt_sci(r.step_mlp),
                       r.layout_valid ? fmt_bytes_gib(r.activation_bytes_per_layer) : na,
                       r.layout_valid ? fmt_bytes_gib(r.activation_bytes) : na,
-                      r.layout_valid ? fmt_bytes_gib(r.peak_bytes) : na,
+                      r.layout_valid ? fmt_bytes_gib(r.peak_high_bytes) : na,
                       r.layout_valid ? (r.fits ? "yes" : "NO") : "invalid layout",
                       marker(rows, i, x)});
   }
@@ -67,7 +67,7 @@ Table scaling_csv_table(const Scenario& s, const std::vector<ScalingRow>& rows, 
   Table t;
   t.header = {"seq_length", "layer_attn_core_flops", "layer_attn_proj_flops", "layer_mlp_flops",
               "attn_core_share", "step_flops", "step_attn_core_flops", "step_attn_proj_flops",
-              "step_mlp_flops", "activation_bytes_per_layer", "activation_bytes", "peak_bytes",
+              "step_mlp_flops", "activation_bytes_per_layer", "activation_bytes", "peak_bytes", "peak_high_bytes",
               "fits", "layout_valid", "attention_dominates", "dense_crossover_seq", "moe_crossover_seq"};
   for (const ScalingRow& r : rows) {
     t.rows.push_back({std::to_string(r.seq_length), fmt::format("{:.10g}", r.layer_attn_core),
@@ -76,6 +76,7 @@ Table scaling_csv_table(const Scenario& s, const std::vector<ScalingRow>& rows, 
                       fmt::format("{:.10g}", r.step_attn_core), fmt::format("{:.10g}", r.step_attn_proj),
                       fmt::format("{:.10g}", r.step_mlp), fmt::format("{:.10g}", r.activation_bytes_per_layer),
                       fmt::format("{:.10g}", r.activation_bytes), fmt::format("{:.10g}", r.peak_bytes),
+                      fmt::format("{:.10g}", r.peak_high_bytes),
                       r.fits ? "true" : "false", r.layout_valid ? "true" : "false",
                       r.attention_dominates ? "true" : "false", fmt::format("{:.1f}", x.dense_seq),
                       fmt::format("{:.1f}", x.moe_seq)});
@@ -99,7 +100,7 @@ nlohmann::ordered_json scaling_json(const Scenario& s, const std::vector<Scaling
         {"step", {{"flops", r.step_flops}, {"attn_core_flops", r.step_attn_core},
                   {"attn_proj_flops", r.step_attn_proj}, {"mlp_flops", r.step_mlp}}},
         {"memory", {{"layout_valid", r.layout_valid}, {"activation_bytes_per_layer", r.activation_bytes_per_layer},
-                    {"activation_bytes", r.activation_bytes}, {"peak_bytes", r.peak_bytes}, {"fits", r.fits}}},
+                    {"activation_bytes", r.activation_bytes}, {"peak_bytes", r.peak_bytes}, {"peak_high_bytes", r.peak_high_bytes}, {"fits", r.fits}}},
         {"attention_dominates", r.attention_dominates}});
   }
   j["rows"] = arr;

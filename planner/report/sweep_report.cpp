@@ -43,7 +43,7 @@ std::vector<Table> sweep_tables(const std::vector<SweepPoint>& points) {
   }
   if (!points.empty())
     for (const auto& [k, v] : points.front().values) t.header.push_back(k);
-  for (const char* h : {"gpus", "best layout", "step s", "tok/s/GPU", "MFU %", "peak GiB", "fit / valid", "changes vs previous point"})
+  for (const char* h : {"gpus", "best layout", "step s", "tok/s/GPU", "MFU %", kNeedsHeader, "fit / valid", "changes vs previous point"})
     t.header.push_back(h);
   const SweepPoint* prev = nullptr;
   for (const SweepPoint& p : points) {
@@ -63,7 +63,7 @@ std::vector<Table> sweep_tables(const std::vector<SweepPoint>& points) {
       row.push_back(sec(g.metrics.step_s));
       row.push_back(fmt::format("{:.0f}", g.metrics.tokens_per_s_per_gpu));
       row.push_back(pct(g.metrics.mfu));
-      row.push_back(fmt_bytes_gib(g.metrics.peak_bytes));
+      row.push_back(fmt_bytes_gib(g.metrics.peak_high_bytes));
       row.push_back(fmt::format("{} / {}", p.result.counts.fit, p.result.counts.valid));
       std::string changes = "-";
       if (prev) {
@@ -76,6 +76,7 @@ std::vector<Table> sweep_tables(const std::vector<SweepPoint>& points) {
     }
     t.rows.push_back(std::move(row));
   }
+  t.notes.push_back(kNeedsNote);
   return {t};
 }
 
@@ -83,7 +84,7 @@ Table sweep_csv_table(const std::vector<SweepPoint>& points) {
   Table t;
   if (!points.empty())
     for (const auto& [k, v] : points.front().values) t.header.push_back(k);
-  for (const char* h : {"num_gpus", "status", "layout", "step_s", "tokens_per_s_per_gpu", "mfu", "peak_gib", "fit",
+  for (const char* h : {"num_gpus", "status", "layout", "step_s", "tokens_per_s_per_gpu", "mfu", "peak_gib", "needs_gib", "fit",
                         "valid", "enumerated", "message"})
     t.header.push_back(h);
   for (const SweepPoint& p : points) {
@@ -92,12 +93,12 @@ Table sweep_csv_table(const std::vector<SweepPoint>& points) {
     row.push_back(fmt::format("{}", p.scenario.num_gpus));
     const plan::PlanResult& r = p.result;
     if (r.ranked.empty()) {
-      row.insert(row.end(), {r.counts.valid == 0 ? "no_valid_layout" : "nothing_fits", "", "", "", "", ""});
+      row.insert(row.end(), {r.counts.valid == 0 ? "no_valid_layout" : "nothing_fits", "", "", "", "", "", ""});
     } else {
       const Metrics& m = r.ranked.front().metrics;
       row.insert(row.end(), {"ok", plan::layout_string(r.ranked.front().layout, p.scenario), fmt::format("{:.6g}", m.step_s),
                              fmt::format("{:.6g}", m.tokens_per_s_per_gpu), fmt::format("{:.6g}", m.mfu),
-                             fmt::format("{:.4f}", m.peak_bytes / kGiB)});
+                             fmt::format("{:.4f}", m.peak_bytes / kGiB), fmt::format("{:.4f}", m.peak_high_bytes / kGiB)});
     }
     row.push_back(fmt::format("{}", r.counts.fit));
     row.push_back(fmt::format("{}", r.counts.valid));

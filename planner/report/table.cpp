@@ -147,4 +147,10 @@ std::string fmt_count(double n) {
 std::string fmt_sci(double x) { return fmt::format("{:.4e}", x); }
 std::string fmt_fixed(double x, int digits) { return fmt::format("{:.{}f}", x, digits); }
 
+std::string fmt_duration(double seconds) {
+  if (seconds < 60.0) return fmt::format("{:.3f} s", seconds);
+  if (seconds < 3600.0) return fmt::format("{:.1f} min", seconds / 60.0);
+  return fmt::format("{:.2f} h", seconds / 3600.0);
+}
+
 }  // namespace lcm::report

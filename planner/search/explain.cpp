@@ -29,7 +29,7 @@ std::vector<NearTie> near_ties(const std::vector<Ranked>& ranked, double thresho
         nt.gain_delta_s = d;
       }
     }
-    nt.memory_delta_bytes = m.peak_bytes - b.peak_bytes;
+    nt.memory_delta_bytes = m.peak_high_bytes - b.peak_high_bytes;
     out.push_back(std::move(nt));
   }
   return out;

@@ -1,5 +1,7 @@
 // Layouts: applying one to a scenario, naming it, and writing it as Megatron flags.
 #include <algorithm>
+#include <charconv>
+#include <sstream>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -137,6 +139,198 @@ std::string layout_string(const Layout& l, const Scenario& base) {
   if (has_moe(base.model)) out += fmt::format(" {}", to_string(l.dispatcher));
   if (l.pp_before_dp) out += " order=tp-cp-ep-pp-dp";
   return out;
+}
+
+namespace {
+
+// "tp4" -> 4 when `tok` is `prefix` followed by a positive integer (and nothing else).
+bool sized(std::string_view tok, std::string_view prefix, int& v) {
+  if (!tok.starts_with(prefix) || tok.size() == prefix.size()) return false;
+  const char* b = tok.data() + prefix.size();
+  const char* e = tok.data() + tok.size();
+  const auto [p, ec] = std::from_chars(b, e, v);
+  return ec == std::errc() && p == e && v > 0;
+}
+
+// "(first3,last2)" after pp: the uneven split.
+bool parse_split(std::string_view arg, Layout& l) {
+  const size_t comma = arg.find(',');
+  if (comma == std::string_view::npos) return false;
+  int first = 0, last = 0;
+  const std::string_view a = arg.substr(0, comma), b = arg.substr(comma + 1);
+  auto num = [](std::string_view t, std::string_view prefix, int& v) {
+    if (!t.starts_with(prefix)) return false;
+    const auto [p, ec] = std::from_chars(t.data() + prefix.size(), t.data() + t.size(), v);
+    return ec == std::errc() && p == t.data() + t.size() && v >= 0;
+  };
+  if (!num(a, "first", first) || !num(b, "last", last)) return false;
+  l.first_stage_layers = first;
+  l.last_stage_layers = last;
+  return true;
+}
+
+// "p2p", "a2a", "allgather", "a2a2+p2p4".
+bool parse_cp_comm(std::string_view arg, int cp, Layout& l) {
+  if (const auto t = parse_cp_comm_type(arg); t && *t != CpCommType::kA2AP2P) {
+    l.cp_comm = *t;
+    l.cp_a2a = 0;
+    return true;
+  }
+  const size_t plus = arg.find('+');
+  int a2a = 0, p2p = 0;
+  if (plus == std::string_view::npos || !sized(arg.substr(0, plus), "a2a", a2a) ||
+      !sized(arg.substr(plus + 1), "p2p", p2p) || a2a * p2p != cp)
+    return false;
+  l.cp_comm = CpCommType::kA2AP2P;
+  l.cp_a2a = a2a;
+  return true;
+}
+
+}  // namespace
+
+bool parse_layout_string(const std::string& text, const Scenario& base, Layout& out, std::string& error) {
+  Layout l = layout_of(base);
+  const bool moe = has_moe(base.model);
+  bool etp_given = false;
+  int vp = 0, dp = 0;
+  std::string cp_arg;
+  std::istringstream in(text);
+  std::vector<std::string> seen;
+  for (std::string tok; in >> tok;) {
+    // The knob a token sets, for duplicates: "tp", "cp", ..., "recompute", "sharding".
+    std::string knob;
+    std::string_view t = tok;
+    std::string_view arg;
+    if (const size_t open = t.find('('); open != std::string_view::npos) {
+      if (!t.ends_with(")")) {
+        error = fmt::format("'{}': unbalanced parenthesis", tok);
+        return false;
+      }
+      arg = t.substr(open + 1, t.size() - open - 2);
+      t = t.substr(0, open);
+    }
+    int v = 0;
+    auto plain = [&](const char* name) {
+      if (arg.empty()) return true;
+      error = fmt::format("'{}': {} takes no parenthesis", tok, name);
+      return false;
+    };
+    if (sized(t, "tp", v)) {
+      knob = "tp";
+      if (!plain("tp")) return false;
+      l.tp = v;
+    } else if (sized(t, "cp", v)) {
+      knob = "cp";
+      l.cp = v;
+      cp_arg = std::string(arg);
+    } else if (sized(t, "pp", v)) {
+      knob = "pp";
+      l.pp = v;
+      l.first_stage_layers = l.last_stage_layers = 0;
+      if (!arg.empty() && !parse_split(arg, l)) {
+        error = fmt::format("'{}': expected pp{}(firstA,lastB), the layers of the first and last stage", tok, v);
+        return false;
+      }
+    } else if (sized(t, "vp", v)) {
+      knob = "vp";
+      if (!plain("vp")) return false;
+      vp = v;
+    } else if (sized(t, "etp", v)) {
+      knob = "etp";
+      if (!plain("etp")) return false;
+      l.etp = v;
+      etp_given = true;
+    } else if (sized(t, "ep", v)) {
+      knob = "ep";
+      if (!plain("ep")) return false;
+      l.ep = v;
+    } else if (sized(t, "dp", v)) {
+      knob = "dp";
+      if (!plain("dp")) return false;
+      dp = v;
+    } else if (sized(t, "mbs", v)) {
+      knob = "mbs";
+      if (!plain("mbs")) return false;
+      l.mbs = v;
+    } else if (!arg.empty()) {
+      error = fmt::format("'{}': only cp and pp take a parenthesis", tok);
+      return false;
+    } else if (t == "no-rc" || t == "sel" || t == "full") {
+      knob = "recompute";
+      l.recompute = t == "no-rc" ? RecomputeGranularity::kNone
+                    : t == "sel" ? RecomputeGranularity::kSelective
+                                 : RecomputeGranularity::kFull;
+    } else if (const auto sh = parse_dp_sharding(t)) {
+      knob = "sharding";
+      l.sharding = *sh;
+    } else if (const auto d = parse_dispatcher(t)) {
+      knob = "dispatcher";
+      if (!moe) {
+        error = fmt::format("'{}': {} has no experts, so no token dispatcher", tok, base.model.name);
+        return false;
+      }
+      l.dispatcher = *d;
+    } else if (t.starts_with("order=")) {
+      knob = "order";
+      const auto o = parse_rank_order(t.substr(6));
+      if (!o || (!std::equal(o->begin(), o->end(), std::begin(kPpDpOrder)) &&
+                 !std::equal(o->begin(), o->end(), std::begin(kDefaultOrder)))) {
+        error = fmt::format("'{}': the rank order is tp-cp-ep-dp-pp or tp-cp-ep-pp-dp", tok);
+        return false;
+      }
+      l.pp_before_dp = std::equal(o->begin(), o->end(), std::begin(kPpDpOrder));
+    } else {
+      error = fmt::format("'{}' is not a layout token (tpN cpN[(p2p|a2a|allgather|a2aX+p2pY)] ppN[(firstA,lastB)] vpN "
+                          "epN etpN dpN mbsN, no-rc|sel|full, a sharding, a dispatcher, order=...)",
+                          tok);
+      return false;
+    }
+    if (std::find(seen.begin(), seen.end(), knob) != seen.end()) {
+      error = fmt::format("'{}': {} is given twice", tok, knob);
+      return false;
+    }
+    seen.push_back(knob);
+    if (!moe && (knob == "ep" || knob == "etp") && v != 1 && !(knob == "etp" && v == l.tp)) {
+      error = fmt::format("'{}': {} has no experts, so no expert parallelism", tok, base.model.name);
+      return false;
+    }
+  }
+  if (seen.empty()) {
+    error = "empty layout (e.g. \"tp2 cp4(p2p) pp2 dp4 mbs1 sel optim\")";
+    return false;
+  }
+  if (l.cp == 1) {
+    l.cp_comm = CpCommType::kP2P;
+    l.cp_a2a = 0;
+  } else if (!cp_arg.empty() && !parse_cp_comm(cp_arg, l.cp, l)) {
+    error = fmt::format("'cp{}({})': expected p2p, a2a, allgather or a2aX+p2pY with X*Y = {}", l.cp, cp_arg, l.cp);
+    return false;
+  }
+  if (!moe) {
+    l.ep = 1;
+    l.etp = l.tp;
+  } else if (!etp_given && l.etp != 1 && l.etp != l.tp) {
+    l.etp = l.tp;
+  }
+  l.vl = 0;
+  if (vp > 0) {
+    const int per_rank = layers_per_rank(base, l.pp);
+    if (per_rank % vp != 0 || per_rank / vp == 0) {
+      error = fmt::format("'vp{}': {} layers per pipeline rank (pp{}) do not split into {} virtual stages", vp, per_rank,
+                          l.pp, vp);
+      return false;
+    }
+    l.vl = per_rank / vp;
+  }
+  const int model = l.tp * l.cp * l.pp;
+  if (dp > 0 && (base.num_gpus % model != 0 || base.num_gpus / model != dp)) {
+    error = fmt::format("'dp{}': dp is derived: {} GPUs / (tp{} x cp{} x pp{}) = {}", dp, base.num_gpus, l.tp, l.cp,
+                        l.pp, base.num_gpus % model == 0 ? fmt::format("{}", base.num_gpus / model)
+                                                         : fmt::format("{:.3g} (not whole)", double(base.num_gpus) / model));
+    return false;
+  }
+  out = l;
+  return true;
 }
 
 std::vector<std::string> megatron_flags(const Scenario& s) {

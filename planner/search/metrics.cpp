@@ -10,15 +10,9 @@ void memory_metrics(const Memory& mem, Metrics& m) {
   m.worst_stage = mem.worst_stage;
   m.fits = mem.fits;
   m.hbm_bytes = mem.hbm_bytes;
-  m.miss_bytes = 0;
-  m.miss_stage = 0;
-  for (size_t r = 0; r < mem.stages.size(); ++r) {
-    const double miss = mem.stages[r].peak_high - mem.hbm_bytes;
-    if (r == 0 || miss > m.miss_bytes) {
-      m.miss_bytes = miss;
-      m.miss_stage = mem.stages[r].stage;
-    }
-  }
+  m.peak_high_bytes = mem.peak_high_bytes;
+  m.miss_bytes = mem.peak_high_bytes - mem.hbm_bytes;
+  m.miss_stage = mem.verdict_stage;
 }
 
 void time_metrics(const StepTime& t, Metrics& m) {

@@ -361,6 +361,34 @@ std::vector<Case> catalog() {
     c.push_back({"CompareWrongFormatOption", cmp + " --format xml", 2, "compare: --format: xml not in", {},
                  fixture + "cp $F d/"});
   }
+  {  // issue 13: options that apply, --layout, --set blaming the override
+    const std::string d = "estimate $S/default.yaml ";
+    c.push_back({"HwUnknownBlamesHw", d + "--hw nope", 2, "--hw nope: hardware.profile: unknown hardware profile 'nope'"});
+    c.push_back({"GpusBreakLayoutBlamesGpus", d + "--gpus 12", 2, "--gpus 12: hardware.num_gpus:"});
+    c.push_back({"SetBlamesTheOverride", d + "--set tensor_model_parallel_size=3", 2,
+                 "--set tensor_model_parallel_size=3: parallel.tensor_model_parallel_size: world size (64) is not "
+                 "divisible"});
+    c.push_back({"SetVirtualStagesDoNotSplit", d + "--set virtual_pipeline_model_parallel_size=5", 2,
+                 "--set virtual_pipeline_model_parallel_size=5: virtual_pipeline_model_parallel_size: 32 layers on 2 "
+                 "pipeline stages do not split into 5 virtual stages"});
+    c.push_back({"SetRecomputeActivationsNotBool", d + "--set recompute_activations=maybe", 2,
+                 "--set recompute_activations=maybe: recompute_activations: expected true or false"});
+    c.push_back({"LayoutBadToken", d + "--layout 'tp2 zz9'", 2, "--layout \"tp2 zz9\": 'zz9' is not a layout token"});
+    c.push_back({"LayoutBadCpComm", d + "--layout 'cp16(ring)'", 2,
+                 "'cp16(ring)': expected p2p, a2a, allgather or a2aX+p2pY with X*Y = 16"});
+    c.push_back({"LayoutDpMismatch", d + "--layout 'tp2 cp4 pp2 dp8'", 2, "'dp8': dp is derived: 64 GPUs / (tp2 x cp4 x pp2) = 4"});
+    c.push_back({"LayoutTwice", d + "--layout 'tp2 tp4'", 2, "'tp4': tp is given twice"});
+    c.push_back({"LayoutInvalid", d + "--layout tp3", 2, "--layout \"tp3\": parallel.tensor_model_parallel_size: world size"});
+    c.push_back({"LayoutVpDoesNotSplit", d + "--layout 'pp2 vp5'", 2, "'vp5': 16 layers per pipeline rank (pp2) do not split"});
+    c.push_back({"LayoutDenseHasNoExperts", "estimate $S/llama3.1-8b.yaml --layout 'ep2'", 2, "has no experts"});
+    c.push_back({"LayoutAndSetSameKnob", d + "--layout tp1 --set tensor_model_parallel_size=2", 2,
+                 "--set tensor_model_parallel_size=2: --layout sets tensor_model_parallel_size; give it in one of them"});
+    c.push_back({"TraceLayoutBad", "trace $S/default.yaml -o t.json --layout 'pp3'", 2, "--layout \"pp3\""});
+    c.push_back({"SweepHasNoLayout", "sweep $S/default.yaml --vary seq_length=4K --layout tp1", 2, "--layout"});
+    c.push_back({"PlanGpus63Reason", "plan $S/default.yaml --gpus 63 -q", 2,
+                 "every one of the 148 candidates breaks hardware.num_gpus: num_gpus (63) must be a multiple of "
+                 "gpus_per_node (8)"});
+  }
   return c;
 }
 

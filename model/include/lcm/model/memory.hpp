@@ -53,7 +53,11 @@ struct Memory {
   double peak_bytes = 0;            // max over stages of peak
   double allocated_peak_bytes = 0;  // max over stages of allocated
   double hbm_bytes = 0;
-  bool fits = true;                 // peak_high <= HBM on every stage
+  // The number the verdict uses: the top of the peak range (StageMemory::peak_high), the
+  // largest over stages, and its stage. Reports state this one next to `fits`.
+  double peak_high_bytes = 0;
+  int verdict_stage = 0;
+  bool fits = true;  // peak_high <= HBM on every stage (peak_high_bytes <= hbm_bytes)
   bool operator==(const Memory&) const = default;
 };
 

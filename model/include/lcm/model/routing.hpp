@@ -143,6 +143,7 @@ struct CapacityRow {
   double expert_flops = 0;         // routed-expert GEMM FLOPs per step, all GPUs
   bool layout_valid = true;        // scenario with this CF passes validate_scenario
   double peak_bytes = 0;           // estimate() peak memory per GPU, worst stage
+  double peak_high_bytes = 0;      // Memory::peak_high_bytes: what `fits` compares with HBM
   bool fits = true;
 };
 
@@ -188,6 +189,7 @@ struct CapacitySweep {
   double dropless_ep_bytes = 0;
   double dropless_expert_flops = 0;
   double dropless_peak_bytes = 0;
+  double dropless_peak_high_bytes = 0;  // what dropless_fits compares with HBM
   bool dropless_fits = true;
   int moe_layers_on_stage = 0;     // busiest stage of the comm model
   int micro_batches = 1;

@@ -26,6 +26,7 @@ struct ScalingRow {
   double activation_bytes_per_layer = 0;  // one micro-batch, one GPU
   double activation_bytes = 0;            // worst stage, all in-flight micro-batches
   double peak_bytes = 0;
+  double peak_high_bytes = 0;  // Memory::peak_high_bytes: what `fits` compares with HBM
   bool fits = true;
   bool layout_valid = true;               // seq divisible by 2*cp etc.
   bool attention_dominates = false;       // attn_core > mlp at this length

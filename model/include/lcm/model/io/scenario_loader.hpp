@@ -10,6 +10,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lcm/model/io/config_error.hpp"
@@ -20,8 +21,13 @@ namespace lcm::io {
 // One `--set KEY=VALUE`; KEY is a Megatron-Core field name (section optional:
 // `tensor_model_parallel_size=4` or `parallel.tensor_model_parallel_size=4`).
 struct Override {
+  Override() = default;
+  Override(std::string k, std::string v, std::string o = {})
+      : key(std::move(k)), value(std::move(v)), origin(std::move(o)) {}
   std::string key;
   std::string value;
+  // How the user gave it, for error messages ("--gpus 128"); empty: "--set KEY=VALUE".
+  std::string origin;
 };
 Result<Override> parse_override(const std::string& text);  // "KEY=VALUE"
 
@@ -30,9 +36,15 @@ struct LoadOptions {
   // Where hardware profiles named without a path are looked up (default: the
   // hwprofiles/ directory found next to the executable or in the source tree).
   std::vector<std::string> profile_dirs;
-  // For Megatron model_config.yaml inputs only (a scenario file carries its own).
+  // For Megatron model_config.yaml inputs (a scenario file carries its own, which these
+  // replace when replace_scenario_job is set: the CLI's --gpus / --hw; errors in them then
+  // blame "--gpus N" / "--hw NAME").
   int num_gpus = 0;
   std::string hardware;  // profile name or path
+  bool replace_scenario_job = false;
+  // Where the loader says what it adjusted besides the overrides themselves (dependent
+  // keys, Megatron names converted), one line each; null: not reported.
+  std::vector<std::string>* notes = nullptr;
 };
 
 // `name_or_path`: a file, or the name of a bundled scenario ("default" ->

@@ -21,13 +21,19 @@ inline constexpr int kExitBadInput = 2;  // bad scenario, flag or value
 struct ScenarioOptions {
   std::string path;
   std::vector<std::string> sets;  // KEY=VALUE
-  int gpus = 0;                   // for Megatron model_config.yaml inputs
-  std::string hw;                 // likewise
+  int gpus = 0;                   // replaces hardware.num_gpus (and gives a Megatron model_config.yaml's)
+  std::string hw;                 // likewise hardware.profile
+  std::string layout;             // --layout "tp1 cp16(p2p) pp2 ..." (plan::parse_layout_string)
 };
 void add_scenario_options(CLI::App& cmd, ScenarioOptions& o);
 
-// Loads and validates; on error prints the one-line message to stderr and returns nullopt.
+// Loads and validates, with the --layout applied (plan::apply_layout) when one is given; on
+// error prints the one-line message to stderr and returns nullopt.
 std::optional<Scenario> load_or_report(const ScenarioOptions& o);
+
+// The --layout of `o` applied to `base` and checked (validate_scenario); on error prints
+// "lcm: --layout "...": ..." and returns nullopt.
+std::optional<Scenario> apply_layout_option(const Scenario& base, const std::string& layout);
 
 struct OutputOptions {
   std::string format = "table";

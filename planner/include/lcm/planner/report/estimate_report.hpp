@@ -18,5 +18,8 @@ inline constexpr int kEstimateSchemaVersion = 1;
 nlohmann::ordered_json estimate_json(const Scenario& s, const Estimate& e);
 std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e);
 Table estimate_long_table(const Scenario& s, const Estimate& e);  // the CSV rendering
+// The memory verdict in words, its own number first: "143.49 on stage 1 of HBM 140.40: DOES NOT
+// FIT (peak 139.77, range 136.05-143.49 on that stage; allocated 120.00)" (GiB).
+std::string memory_verdict(const Memory& mem);
 
 }  // namespace lcm::report

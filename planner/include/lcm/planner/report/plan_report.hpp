@@ -30,6 +30,13 @@ std::string megatron_command(const Scenario& s);
 // the closest misses).
 std::string plan_failure(const Scenario& base, const plan::PlanResult& r);
 
+// Where a given layout (the scenario's own, or --layout) ranks among the plan's: "the
+// scenario's layout, tp8 ... : #3" / "would rank #12 (...% slower than #1)" / "is not valid
+// on 64 GPUs: ..." / "does not fit: needs ... GiB of ...". `ref` is the base scenario with
+// that layout; `label` names it ("the scenario's layout").
+std::string reference_rank(const Scenario& base, const plan::PlanResult& r, const Scenario& ref,
+                           const std::string& label);
+
 // `lcm sweep`: one plan per point of the --vary grid.
 struct SweepPoint {
   std::vector<std::pair<std::string, std::string>> values;  // KEY, VALUE as given

@@ -28,5 +28,14 @@ std::string fmt_count(double n);             // "46.70 B", "187.1 M", "1024"
 std::string fmt_sci(double x);               // "1.234e+15"
 std::string fmt_fixed(double x, int digits);
 std::string csv_escape(const std::string& s);
+// Seconds for people: "12.345 s" below a minute, "3.2 min" below an hour, "2.41 h" above.
+std::string fmt_duration(double seconds);
+
+// The memory column every report shows next to a fits verdict: the number the verdict
+// compares with HBM (Memory::peak_high_bytes, the top of the peak range), and its note.
+inline constexpr const char* kNeedsHeader = "needs GiB";
+inline constexpr const char* kNeedsNote =
+    "needs GiB: the top of the worst stage's peak-memory range (peak incl. CUDA context, NCCL, fragmentation, plus the "
+    "activation uncertainty): the number the fits verdict compares with HBM";
 
 }  // namespace lcm::report

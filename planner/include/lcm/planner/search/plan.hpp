@@ -68,6 +68,13 @@ Layout layout_of(const Scenario& s);
 
 // "tp2 cp4(p2p) pp2 vp2 ep8 etp1 dp4 mbs1 sel optim alltoall" (dp/vp derived for `num_gpus`).
 std::string layout_string(const Layout& l, const Scenario& base);
+// The inverse of layout_string, token by token in any order: tpN, cpN[(p2p|a2a|allgather|
+// a2aX+p2pY)], ppN[(firstA,lastB)], vpN, epN, etpN, dpN (checked against the GPUs), mbsN,
+// no-rc|sel|full, a sharding (no_shard, optim, ...), a dispatcher, order=tp-cp-ep-pp-dp.
+// Knobs not named keep the scenario's own (layout_of(base)). Only the notation is checked
+// here; validate_scenario(apply_layout(base, l)) checks the layout. The error message
+// names the token.
+bool parse_layout_string(const std::string& text, const Scenario& base, Layout& out, std::string& error);
 // Megatron-LM flags that define the layout (sizes always, other knobs when they differ
 // from Megatron's defaults), ready to paste: "--tensor-model-parallel-size 2 ...".
 std::vector<std::string> megatron_flags(const Scenario& s);
@@ -90,8 +97,9 @@ struct Metrics {
   int worst_stage = 0;              // Memory::worst_stage
   bool fits = true;                 // Memory::fits
   double hbm_bytes = 0;
-  double miss_bytes = 0;  // max over stages of peak_high - HBM (> 0 when it does not fit)
-  int miss_stage = 0;     // the stage of that maximum
+  double peak_high_bytes = 0;  // Memory::peak_high_bytes: the number `fits` compares with HBM
+  double miss_bytes = 0;  // peak_high_bytes - HBM (> 0 when it does not fit)
+  int miss_stage = 0;     // Memory::verdict_stage: the stage of peak_high_bytes
 };
 
 struct Outcome {
@@ -181,7 +189,7 @@ struct NearTie {
   double term_delta_s = 0; // its growth (this - best), seconds per step
   std::string gain_term;   // the term that shrinks most ("" if none shrinks)
   double gain_delta_s = 0; // its change (negative), seconds per step
-  double memory_delta_bytes = 0;  // peak memory, this - best
+  double memory_delta_bytes = 0;  // memory needed (Metrics::peak_high_bytes), this - best
 };
 
 struct PlanCounts {
