@@ -8,6 +8,8 @@
 #include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QResizeEvent>
+#include <QScrollArea>
 #include <QVBoxLayout>
 
 #include "lcm/gui/chart_export.hpp"
@@ -42,6 +44,30 @@ void ChartPanel::set_chart(QChart* chart, const QString& message) {
   delete old;
   message_->setText(message);
   message_->setVisible(!message.isEmpty());
+}
+
+FlowSplitter::FlowSplitter(int side_by_side, int stacked_height, QWidget* parent)
+    : QSplitter(Qt::Horizontal, parent), side_by_side_(side_by_side), stacked_height_(stacked_height) {
+  setChildrenCollapsible(false);
+}
+
+void FlowSplitter::resizeEvent(QResizeEvent* e) {
+  const Qt::Orientation o = e->size().width() >= side_by_side_ ? Qt::Horizontal : Qt::Vertical;
+  if (o != orientation()) {
+    setOrientation(o);
+    setMinimumHeight(o == Qt::Vertical ? count() * stacked_height_ + (count() - 1) * handleWidth() : 0);
+    setSizes(QList<int>(count(), 1));  // equal shares in the new direction
+  }
+  QSplitter::resizeEvent(e);
+}
+
+QWidget* in_scroll_area(QWidget* w, QWidget* parent) {
+  auto* scroll = new QScrollArea(parent);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidgetResizable(true);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setWidget(w);
+  return scroll;
 }
 
 QChart* ChartPanel::chart() const { return view_->chart(); }
