@@ -82,14 +82,18 @@ bool ChartPanel::export_to(const QString& path, QString* error) {
 }
 
 void ChartPanel::export_dialog() {
+  gui::export_dialog(this, name_, [this](const QString& p, QString* err) { return export_to(p, err); });
+}
+
+void export_dialog(QWidget* parent, const QString& stem, const std::function<bool(const QString&, QString*)>& write) {
   QString selected;
-  const QString path = QFileDialog::getSaveFileName(this, "Export chart", name_ + ".png",
+  const QString path = QFileDialog::getSaveFileName(parent, "Export chart", stem + ".png",
                                                     "PNG image (*.png);;SVG image (*.svg)", &selected);
   if (path.isEmpty()) return;
   QString p = path;
   if (!image_format_for(p)) p += selected.contains("svg") ? ".svg" : ".png";
   QString err;
-  if (!export_to(p, &err)) QMessageBox::warning(this, "Export failed", err);
+  if (!write(p, &err)) QMessageBox::warning(parent, "Export failed", err);
 }
 
 }  // namespace lcm::gui

@@ -1,11 +1,9 @@
 // EstimateView and TimelineView.
 #include "lcm/gui/estimate_view.hpp"
 
-#include <QFileDialog>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLocale>
-#include <QMessageBox>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSplitter>
@@ -101,14 +99,7 @@ TimelineView::TimelineView(Session* session, QWidget* parent)
   exp->setObjectName("export_timeline");
   exp->setToolTip("Save the timeline as shown (zoom included) as PNG or SVG");
   connect(exp, &QPushButton::clicked, this, [this] {
-    QString selected;
-    const QString path = QFileDialog::getSaveFileName(this, "Export timeline", "timeline.png",
-                                                      "PNG image (*.png);;SVG image (*.svg)", &selected);
-    if (path.isEmpty()) return;
-    QString p = path;
-    if (!image_format_for(p)) p += selected.contains("svg") ? ".svg" : ".png";
-    QString err;
-    if (!export_to(p, &err)) QMessageBox::warning(this, "Export failed", err);
+    export_dialog(this, "timeline", [this](const QString& p, QString* err) { return export_to(p, err); });
   });
   auto* bar = new QHBoxLayout();
   bar->addWidget(message_, 1);

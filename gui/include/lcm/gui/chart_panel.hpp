@@ -1,6 +1,8 @@
 // A chart view with "Export PNG / SVG…" buttons; the panel owns its current chart.
 #pragma once
 
+#include <functional>
+
 #include <QSplitter>
 #include <QString>
 #include <QWidget>
@@ -49,6 +51,10 @@ class FlowSplitter : public QSplitter {
   int side_by_side_;
   int stacked_height_;
 };
+
+// The Export… button's dialog: asks for a .png / .svg file name (default `stem`.png) and
+// calls `write(path, &error)`; a failure is shown in a message box.
+void export_dialog(QWidget* parent, const QString& stem, const std::function<bool(const QString&, QString*)>& write);
 
 // `w` in a frameless, vertically scrolling area that gives it the viewport's width.
 QWidget* in_scroll_area(QWidget* w, QWidget* parent);
