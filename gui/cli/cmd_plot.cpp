@@ -14,6 +14,7 @@
 
 #include "lcm/gui/chart_export.hpp"
 #include "lcm/gui/plot.hpp"
+#include "lcm/gui/validation_data.hpp"
 #include "lcm/model/io/data_dir.hpp"
 #include "lcm/planner/cli/common.hpp"
 #include "lcm/planner/cli/registry.hpp"
@@ -31,7 +32,7 @@ struct PlotArgs {
   std::string cf;
   std::string skew;
   std::string loads;
-  std::string results = io::find_data("validation/measured/h200").value_or("validation/measured/h200").string();
+  std::string results;  // empty: default_validation_input()
   int width = 1200;
   int height = 700;
 };
@@ -71,7 +72,12 @@ bool build_inputs(const PlotArgs& a, gui::PlotInputs& in) {
     in.routing = RoutingKind::kMeasured;
     in.loads = std::move(*loads);
   }
-  in.results_dir = QString::fromStdString(a.results);
+  in.results_dir = a.results.empty() ? default_validation_input() : QString::fromStdString(a.results);
+  if (a.kind == "validation" && in.results_dir.isEmpty()) {
+    std::cerr << "lcm: plot validation: validation/measured/h200/calibration_inputs.txt not found in "
+              << io::data_dirs_text("") << " (give --results)\n";
+    return false;
+  }
   return true;
 }
 
@@ -88,7 +94,10 @@ void add_plot_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--cf", a->cf, "capacity: capacity factors, comma-separated (default 1.0 to 3.0 by 0.125)");
   auto* skew = cmd->add_option("--skew", a->skew, "capacity: routing skew zipf:S (default: balanced)");
   cmd->add_option("--loads", a->loads, "capacity: measured per-expert loads file (docs/moe-routing.md)")->excludes(skew);
-  cmd->add_option("--results", a->results, "validation: lcm-exec results directory")->capture_default_str();
+  cmd->add_option("--results", a->results,
+                  "validation: an lcm-exec results directory, summary JSON or list of inputs (.txt); default: the H200 "
+                  "calibration inputs, validation/measured/h200/calibration_inputs.txt in the data directory (the "
+                  "Validation tab's default, the same points)");
   cmd->callback([a, so, out, &exit_code] {
     const auto& kinds = gui::plot_kinds();
     if (std::find(kinds.begin(), kinds.end(), a->kind) == kinds.end()) {
@@ -120,13 +129,12 @@ void add_plot_command(CLI::App& app, int& exit_code) {
     static char* argv[] = {arg0, nullptr};
     QApplication qapp(argc, argv);
     std::string err;
-    QChart* chart = gui::make_plot(a->kind, *s, in, &err);
-    if (!chart) {
+    const QByteArray bytes = gui::render_plot(a->kind, *s, in, QSize(a->width, a->height), *format, &err);
+    if (bytes.isEmpty()) {
       std::cerr << "lcm: plot " << a->kind << ": " << err << "\n";
       exit_code = kExitBadInput;
       return;
     }
-    const QByteArray bytes = gui::render_chart(chart, QSize(a->width, a->height), *format);
     QString werr;
     if (!gui::write_file_atomically(QString::fromStdString(*out), bytes, &werr)) {
       std::cerr << "lcm: " << werr.toStdString() << "\n";

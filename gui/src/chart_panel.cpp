@@ -8,6 +8,8 @@
 #include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QResizeEvent>
+#include <QScrollArea>
 #include <QVBoxLayout>
 
 #include "lcm/gui/chart_export.hpp"
@@ -44,6 +46,30 @@ void ChartPanel::set_chart(QChart* chart, const QString& message) {
   message_->setVisible(!message.isEmpty());
 }
 
+FlowSplitter::FlowSplitter(int side_by_side, int stacked_height, QWidget* parent)
+    : QSplitter(Qt::Horizontal, parent), side_by_side_(side_by_side), stacked_height_(stacked_height) {
+  setChildrenCollapsible(false);
+}
+
+void FlowSplitter::resizeEvent(QResizeEvent* e) {
+  const Qt::Orientation o = e->size().width() >= side_by_side_ ? Qt::Horizontal : Qt::Vertical;
+  if (o != orientation()) {
+    setOrientation(o);
+    setMinimumHeight(o == Qt::Vertical ? count() * stacked_height_ + (count() - 1) * handleWidth() : 0);
+    setSizes(QList<int>(count(), 1));  // equal shares in the new direction
+  }
+  QSplitter::resizeEvent(e);
+}
+
+QWidget* in_scroll_area(QWidget* w, QWidget* parent) {
+  auto* scroll = new QScrollArea(parent);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidgetResizable(true);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setWidget(w);
+  return scroll;
+}
+
 QChart* ChartPanel::chart() const { return view_->chart(); }
 
 bool ChartPanel::export_to(const QString& path, QString* error) {
@@ -56,14 +82,18 @@ bool ChartPanel::export_to(const QString& path, QString* error) {
 }
 
 void ChartPanel::export_dialog() {
+  gui::export_dialog(this, name_, [this](const QString& p, QString* err) { return export_to(p, err); });
+}
+
+void export_dialog(QWidget* parent, const QString& stem, const std::function<bool(const QString&, QString*)>& write) {
   QString selected;
-  const QString path = QFileDialog::getSaveFileName(this, "Export chart", name_ + ".png",
+  const QString path = QFileDialog::getSaveFileName(parent, "Export chart", stem + ".png",
                                                     "PNG image (*.png);;SVG image (*.svg)", &selected);
   if (path.isEmpty()) return;
   QString p = path;
   if (!image_format_for(p)) p += selected.contains("svg") ? ".svg" : ".png";
   QString err;
-  if (!export_to(p, &err)) QMessageBox::warning(this, "Export failed", err);
+  if (!write(p, &err)) QMessageBox::warning(parent, "Export failed", err);
 }
 
 }  // namespace lcm::gui

@@ -7,6 +7,7 @@
 #include <QFont>
 #include <QLogValueAxis>
 #include <QPen>
+#include <QString>
 #include <QValueAxis>
 
 namespace lcm::gui::detail {
@@ -30,6 +31,13 @@ inline TimeUnit time_unit(double max_seconds) {
   if (max_seconds >= 2.0) return {1.0, "s"};
   if (max_seconds >= 2e-3) return {1e3, "ms"};
   return {1e6, "µs"};
+}
+
+// A step time as every view prints it (headline, step-time chart, timeline title), so that
+// they show the same digits of the same field: "62.66 s", "850.3 ms".
+inline QString step_time_text(double seconds) {
+  const TimeUnit u = time_unit(seconds);
+  return QString("%1 %2").arg(seconds * u.scale, 0, 'g', 4).arg(u.name);
 }
 
 inline QChart* new_chart(const QString& title) {

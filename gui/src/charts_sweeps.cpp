@@ -79,7 +79,7 @@ QChart* scaling_flops_chart(const Scenario& s, const std::vector<ScalingRow>& ro
     }
   }
   auto* ax = detail::log_axis("sequence length (K tokens, 1K = 1024)", 2);
-  auto* ay = detail::log_axis("forward FLOPs per layer per sequence (TFLOP)", 10);
+  auto* ay = detail::log_axis("forward TFLOP per sequence", 10);
   if (!rows.empty()) {
     ax->setRange(static_cast<double>(rows.front().seq_length) / 1024.0,
                  static_cast<double>(rows.back().seq_length) / 1024.0);

@@ -18,6 +18,7 @@
 #include "lcm/gui/scenario_panel.hpp"
 #include "lcm/gui/session.hpp"
 #include "lcm/gui/sweep_tabs.hpp"
+#include "lcm/gui/validation_data.hpp"
 #include "lcm/gui/validation_tab.hpp"
 
 namespace lcm::gui {
@@ -64,7 +65,7 @@ MainWindow::MainWindow(QWidget* parent)
   file->addAction("&Import Megatron command line…", scenario_, &ScenarioPanel::import_dialog);
   file->addSeparator();
   file->addAction("&Quit", QKeySequence::Quit, this, &QWidget::close);
-  const QString results = default_results_dir();
+  const QString results = default_validation_input();
   if (!results.isEmpty()) validation_->load(results);
 }
 

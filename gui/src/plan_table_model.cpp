@@ -89,11 +89,14 @@ void WhyNotModel::set_result(std::shared_ptr<const plan::PlanResult> r, const Sc
                        QString::fromStdString(j.message + "  (e.g. " + plan::layout_string(j.example, base) + ")")});
     for (const plan::Ranked& k : r->out_of_memory)
       rows_.push_back({"out of memory", 1, 1,
-                       QString("%1: peak %2 GiB, %3 GiB over HBM on stage %4")
+                       // The number the verdict compares (Memory::fits): the top of the peak range,
+                       // peak_high = HBM + miss_bytes on the miss stage, as `lcm plan` prints it.
+                       QString("%1: needs up to %2 GiB of %3 GiB HBM on stage %4 (%5 GiB over)")
                            .arg(QString::fromStdString(plan::layout_string(k.layout, base)))
-                           .arg(k.metrics.peak_bytes / kGiB, 0, 'f', 1)
-                           .arg(k.metrics.miss_bytes / kGiB, 0, 'f', 1)
-                           .arg(k.metrics.miss_stage)});
+                           .arg((k.metrics.hbm_bytes + k.metrics.miss_bytes) / kGiB, 0, 'f', 2)
+                           .arg(k.metrics.hbm_bytes / kGiB, 0, 'f', 2)
+                           .arg(k.metrics.miss_stage)
+                           .arg(k.metrics.miss_bytes / kGiB, 0, 'f', 2)});
   }
   endResetModel();
 }

@@ -52,7 +52,10 @@ PlannerTab::PlannerTab(Session* session, QWidget* parent)
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->verticalHeader()->hide();
-  table_->horizontalHeader()->setSectionResizeMode(PlanTableModel::kLayout, QHeaderView::Stretch);
+  // Every column as wide as its widest text (the layout strings are long): the table scrolls
+  // sideways on a narrow window instead of cutting text off.
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->setHorizontalScrollMode(QAbstractItemView::ScrollPerPixel);
   table_->setToolTip("Click a row to load that layout; click a header to sort");
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &PlannerTab::row_selected);
 
@@ -62,7 +65,8 @@ PlannerTab::PlannerTab(Session* session, QWidget* parent)
   why_not_->setModel(why_proxy_);
   why_not_->setSortingEnabled(true);
   why_not_->verticalHeader()->hide();
-  why_not_->horizontalHeader()->setSectionResizeMode(WhyNotModel::kDetail, QHeaderView::Stretch);
+  why_not_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  why_not_->setHorizontalScrollMode(QAbstractItemView::ScrollPerPixel);
 
   auto* bar = new QHBoxLayout();
   bar->addWidget(run_);
@@ -71,9 +75,11 @@ PlannerTab::PlannerTab(Session* session, QWidget* parent)
   auto* why_box = new QWidget(this);
   auto* why_lay = new QVBoxLayout(why_box);
   why_lay->setContentsMargins(0, 0, 0, 0);
-  why_lay->addWidget(new QLabel("<b>Why not</b>: rules that rejected layouts (\"only reason\": relaxing that rule alone "
+  auto* why_title = new QLabel("<b>Why not</b>: rules that rejected layouts (\"only reason\": relaxing that rule alone "
                                 "would admit them), and the fastest layouts that do not fit HBM",
-                                why_box));
+                                why_box);
+  why_title->setWordWrap(true);
+  why_lay->addWidget(why_title);
   why_lay->addWidget(why_not_);
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(table_);
@@ -168,12 +174,7 @@ void PlannerTab::finished(uint64_t generation, std::shared_ptr<const plan::PlanR
   if (generation != generation_ || !running_) return;  // cancelled or superseded
   set_running(false);
   progress_->setValue(1000);
-  model_->set_result(r, base);
-  why_model_->set_result(r, base);
-  table_->resizeColumnsToContents();
-  table_->horizontalHeader()->setSectionResizeMode(PlanTableModel::kLayout, QHeaderView::Stretch);
-  why_not_->resizeColumnsToContents();
-  why_not_->horizontalHeader()->setSectionResizeMode(WhyNotModel::kDetail, QHeaderView::Stretch);
+  show_result(r, base);
   const plan::PlanCounts& c = r->counts;
   status_->setText(QString("%1 layouts enumerated, %2 valid, %3 fit HBM; %4 ranked groups shown; %5 s on %6 threads. "
                            "Click a row to load its layout.")
@@ -184,6 +185,13 @@ void PlannerTab::finished(uint64_t generation, std::shared_ptr<const plan::PlanR
                        .arg(r->seconds, 0, 'f', 2)
                        .arg(r->threads));
   emit searchFinished(true);
+}
+
+void PlannerTab::show_result(std::shared_ptr<const plan::PlanResult> r, const Scenario& base) {
+  model_->set_result(r, base);
+  why_model_->set_result(r, base);
+  table_->resizeColumnsToContents();
+  why_not_->resizeColumnsToContents();
 }
 
 void PlannerTab::row_selected() {

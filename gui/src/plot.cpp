@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "lcm/gui/charts.hpp"
+#include "lcm/gui/timeline.hpp"
 #include "lcm/gui/validation_data.hpp"
 #include "lcm/model/estimate.hpp"
 #include "lcm/model/mesh.hpp"
@@ -67,10 +68,33 @@ QChart* make_plot(const std::string& kind, const Scenario& s, const PlotInputs& 
     }
     return capacity_chart(s, capacity_sweep(s, o));
   }
+  if (kind == "timeline") {
+    *error = "the timeline is drawn by TimelineWidget, not a chart (render_plot)";
+    return nullptr;
+  }
   const Estimate e = estimate(s);
   if (kind == "memory") return memory_chart(s, e);
-  if (kind == "step-time") return step_time_chart(s, e);
-  return timeline_chart(timeline_data(s, e));
+  return step_time_chart(s, e);
+}
+
+QByteArray render_plot(const std::string& kind, const Scenario& s, const PlotInputs& in, QSize size, ImageFormat f,
+                       std::string* error) {
+  if (kind != "timeline") {
+    QChart* chart = make_plot(kind, s, in, error);
+    return chart ? render_chart(chart, size, f) : QByteArray();
+  }
+  const auto problems = validate_scenario(s);
+  if (!problems.empty()) {
+    *error = fmt::format("{}: {}", problems.front().key, problems.front().message);
+    return {};
+  }
+  const Estimate e = estimate(s);
+  TimelineData d = timeline_data(s, e);
+  QString title = timeline_title(d, e.mesh.pp);
+  TimelineWidget w;
+  w.setAttribute(Qt::WA_DontShowOnScreen);
+  w.set_data(std::move(d), std::move(title));
+  return w.render(size, f);
 }
 
 }  // namespace lcm::gui

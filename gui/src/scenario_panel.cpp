@@ -75,8 +75,15 @@ ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
   error_->hide();
 
   model_->setObjectName("model");
-  for (const auto& [name, path] : bundled_scenarios()) model_->addItem(name, path);
-  model_->setToolTip("Take the model architecture of a bundled scenario (scenarios/*.yaml)");
+  // One entry per model of the bundled scenarios, by the model's own name (model.name).
+  for (const auto& [name, path] : bundled_scenarios()) {
+    auto r = io::load_scenario(path.toStdString());
+    if (!r) continue;
+    const QString model = QString::fromStdString(r.value().model.name);
+    if (model_->findText(model) < 0) model_->addItem(model, path);
+  }
+  model_->setToolTip("The scenario's model (model.name); pick another to take the architecture of a bundled "
+                     "scenario (scenarios/*.yaml)");
   hardware_->setObjectName("hardware");
   for (const auto& [name, path] : hardware_profiles()) hardware_->addItem(name, name);
   gpus_->setObjectName("num_gpus");
@@ -143,7 +150,16 @@ void ScenarioPanel::refresh() {
   const Scenario& s = session_->base();
   path_->setText(session_->path().isEmpty() ? QString("%1 (not saved)").arg(QString::fromStdString(s.name))
                                             : session_->path());
-  const int mi = model_->findText(QFileInfo(session_->path()).completeBaseName());
+  // The document's own model name, whatever its file is called; a model that is not among the
+  // bundled ones gets an entry of its own (no file: picking it changes nothing).
+  const QString own = QString::fromStdString(s.model.name);
+  for (int i = model_->count() - 1; i >= 0; --i)
+    if (model_->itemData(i).toString().isEmpty() && model_->itemText(i) != own) model_->removeItem(i);
+  int mi = model_->findText(own);
+  if (mi < 0 && !own.isEmpty()) {
+    model_->addItem(own, QString());
+    mi = model_->count() - 1;
+  }
   if (mi >= 0) model_->setCurrentIndex(mi);
   select_data(hardware_, QFileInfo(QString::fromStdString(session_->hardware_ref())).completeBaseName());
   select_data(gpus_, s.num_gpus);
@@ -187,6 +203,7 @@ void ScenarioPanel::apply_knobs() {
 
 void ScenarioPanel::pick_model(int index) {
   const QString path = model_->itemData(index).toString();
+  if (path.isEmpty()) return;  // the document's own model
   auto r = io::load_scenario(path.toStdString());
   if (!r) {
     const io::ConfigError& e = r.error();

@@ -29,12 +29,12 @@ ScalingTab::ScalingTab(Session* session, QWidget* parent)
       memory_(new ChartPanel("scaling-memory", this)),
       note_(new QLabel(this)) {
   note_->setWordWrap(true);
-  auto* split = new QSplitter(Qt::Horizontal, this);
+  auto* split = new FlowSplitter(1300, 430);
   split->addWidget(flops_);
   split->addWidget(memory_);
   auto* lay = new QVBoxLayout(this);
   lay->addWidget(note_);
-  lay->addWidget(split, 1);
+  lay->addWidget(in_scroll_area(split, this), 1);
   connect(session_, &Session::estimateChanged, this, [this] {
     dirty_ = true;
     if (isVisible()) refresh();
@@ -109,15 +109,13 @@ CapacityTab::CapacityTab(Session* session, QWidget* parent)
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  auto* split = new QSplitter(Qt::Horizontal, this);
+  auto* split = new FlowSplitter(1400, 380);
   split->addWidget(panel_);
   split->addWidget(table_);
-  split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 2);
   auto* lay = new QVBoxLayout(this);
   lay->addLayout(bar);
   lay->addWidget(note_);
-  lay->addWidget(split, 1);
+  lay->addWidget(in_scroll_area(split, this), 1);
   auto again = [this] {
     dirty_ = true;
     if (isVisible()) refresh();
@@ -163,12 +161,17 @@ void CapacityTab::refresh() {
   const auto routing = static_cast<RoutingKind>(routing_->currentData().toInt());
   zipf_->setEnabled(routing == RoutingKind::kZipf);
   table_->setRowCount(0);
+  // The reason is said once, in the note above the (empty) chart.
   auto fail = [this](const QString& why) {
     note_->setText("<span style='color:#b00020'>" + why.toHtmlEscaped() + "</span>");
-    panel_->set_chart(nullptr, why);
+    panel_->set_chart(nullptr);
   };
   if (!session_->has_estimate()) return fail("No estimate: the layout is not valid");
-  if (!has_moe(s.model)) return fail("Dense model (num_experts = 0): the capacity factor applies to MoE models");
+  if (!has_moe(s.model))
+    return fail(QString("Nothing to show for %1: it is a dense model (num_experts = 0). Expert capacity and dropped "
+                        "tokens exist only where a router sends tokens to experts; open an MoE scenario or set "
+                        "num_experts.")
+                    .arg(QString::fromStdString(s.model.name)));
   if (routing == RoutingKind::kMeasured && loads_.size() != static_cast<size_t>(s.model.num_experts))
     return fail(loads_.empty() ? QString("Choose a loads file (one count per expert)")
                                : QString("%1 has loads for %2 experts, but the model has %3")

@@ -1,7 +1,10 @@
 // lcm-exec results -> calib::read_measurements -> lcm::compare -> rows.
 #include "lcm/gui/validation_data.hpp"
 
+#include <QFileInfo>
+
 #include "lcm/model/calibration.hpp"
+#include "lcm/model/io/data_dir.hpp"
 #include "lcm/planner/calibrate/measurements.hpp"
 
 namespace lcm::gui {
@@ -9,7 +12,7 @@ namespace lcm::gui {
 ValidationLoad load_validation_rows(const QString& path, const HardwareSpec& hw) {
   ValidationLoad out;
   calib::Measurements m;
-  auto r = calib::read_measurements(path.toStdString(), hw.interconnect.gpus_per_node, m);
+  auto r = calib::read_measurements(measurements_spec(path), hw.interconnect.gpus_per_node, m);
   if (!r) {
     out.error = QString::fromStdString(r.error().str());
     return out;
@@ -28,6 +31,15 @@ ValidationLoad load_validation_rows(const QString& path, const HardwareSpec& hw)
   }
   out.within_10 = count_within(cmp, 0.10);
   return out;
+}
+
+QString default_validation_input() {
+  const auto list = io::find_data("validation/measured/h200/calibration_inputs.txt");
+  return list ? QFileInfo(QString::fromStdString(list->string())).absoluteFilePath() : QString();
+}
+
+std::string measurements_spec(const QString& path) {
+  return (path.endsWith(".txt", Qt::CaseInsensitive) ? "@" : "") + path.toStdString();
 }
 
 }  // namespace lcm::gui

@@ -16,18 +16,10 @@
 #include <QVBoxLayout>
 
 #include "lcm/gui/chart_panel.hpp"
-#include "lcm/model/io/data_dir.hpp"
 #include "lcm/gui/session.hpp"
 #include "lcm/gui/validation_data.hpp"
 
 namespace lcm::gui {
-
-// The inputs of the committed H200 calibration (a list, "@FILE", read_measurements).
-QString default_results_dir() {
-  // In the data directories (installed share/lcm, $LCM_DATA_DIR, or the source tree).
-  const auto list = io::find_data("validation/measured/h200/calibration_inputs.txt");
-  return list ? "@" + QFileInfo(QString::fromStdString(list->string())).absoluteFilePath() : QString();
-}
 
 ValidationModel::ValidationModel(QObject* parent) : QAbstractTableModel(parent) {}
 
@@ -84,7 +76,7 @@ ValidationTab::ValidationTab(Session* session, QWidget* parent)
   open->setToolTip("An lcm-exec --out directory (summary.json) or a directory of lcm-exec summaries");
   connect(open, &QPushButton::clicked, this, [this] {
     const QString p = QFileDialog::getExistingDirectory(
-        this, "lcm-exec results directory", path_.startsWith('@') ? QFileInfo(path_.mid(1)).absolutePath() : path_);
+        this, "lcm-exec results directory", QFileInfo(path_).isFile() ? QFileInfo(path_).absolutePath() : path_);
     if (!p.isEmpty()) load(p);
   });
   status_->setObjectName("validation_status");
@@ -99,15 +91,13 @@ ValidationTab::ValidationTab(Session* session, QWidget* parent)
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setColumnHidden(ValidationModel::kKey, true);  // the point key is the row's tooltip
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  table_->horizontalHeader()->setSectionResizeMode(ValidationModel::kOp, QHeaderView::Stretch);
+  table_->setHorizontalScrollMode(QAbstractItemView::ScrollPerPixel);  // wide op names scroll, never cut
   auto* bar = new QHBoxLayout();
   bar->addWidget(open);
   bar->addWidget(status_, 1);
-  auto* split = new QSplitter(Qt::Horizontal, this);
+  auto* split = new FlowSplitter(1500, 300, this);
   split->addWidget(panel_);
   split->addWidget(table_);
-  split->setStretchFactor(0, 5);
-  split->setStretchFactor(1, 6);
   auto* lay = new QVBoxLayout(this);
   lay->addLayout(bar);
   lay->addWidget(split, 1);
@@ -142,7 +132,7 @@ void ValidationTab::reload() {
     return;
   }
   status_->setText(QString("%1: %2 points from %3 files on profile %4 (%5 skipped); %6 within ±10%.")
-                       .arg(path_)
+                       .arg(QDir::toNativeSeparators(path_).toHtmlEscaped())
                        .arg(v.rows.size())
                        .arg(v.files)
                        .arg(QString::fromStdString(hw.name))

@@ -11,6 +11,8 @@
 #include <QStandardItemModel>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QProcess>
+#include <QTableWidget>
 #include <QtTest>
 
 #include "lcm/gui/chart_panel.hpp"
@@ -24,6 +26,8 @@
 #include "lcm/gui/session.hpp"
 #include "lcm/gui/validation_data.hpp"
 #include "lcm/gui/validation_tab.hpp"
+#include "lcm/gui/plot.hpp"
+#include "lcm/gui/sweep_tabs.hpp"
 #include "lcm/model/calibration.hpp"
 #include "lcm/model/estimate.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
@@ -67,6 +71,12 @@ class GuiTest : public QObject {
   void knob_change_that_breaks_the_layout_is_reported_with_its_key();
   void validation_tab_compares_the_committed_measurements();
   void export_writes_png_and_svg();
+  void model_name_is_the_scenarios_own();
+  void headline_chart_and_why_not_state_the_verdicts_number();
+  void capacity_tab_says_once_why_a_dense_model_has_nothing();
+  void validation_counts_agree_with_lcm_plot();
+  void validation_default_comes_from_the_data_dir();
+  void help_needs_no_display();
 };
 
 void GuiTest::changing_a_parallel_degree_updates_the_estimate() {
@@ -255,8 +265,8 @@ void GuiTest::knob_change_that_breaks_the_layout_is_reported_with_its_key() {
 }
 
 void GuiTest::validation_tab_compares_the_committed_measurements() {
-  const QString dir = gui::default_results_dir();
-  QVERIFY(!dir.isEmpty());
+  const QString dir = QStringLiteral(LCM_SOURCE_DIR "/validation/measured/h200");
+  QVERIFY(QFileInfo(dir).isDir());
   gui::MainWindow w;
   QVERIFY(w.scenario_panel()->open_file(kDefault));
   gui::ValidationTab* v = w.validation_tab();
@@ -299,9 +309,162 @@ void GuiTest::export_writes_png_and_svg() {
   QVERIFY(svg.open(QIODevice::ReadOnly));
   const QByteArray text = svg.readAll();
   QVERIFY(text.contains("<svg"));
-  QVERIFY(text.contains("stage 1"));
+  QVERIFY(text.contains("pipeline stage (pp = 2"));
   QVERIFY(!mem->export_to(dir.filePath("m.jpg"), &err));
   QVERIFY(err.contains(".png or .svg"));
+}
+
+void GuiTest::model_name_is_the_scenarios_own() {
+  // Llama 3.1 70B saved as "deepseek-v3.yaml": the panel shows the file's model, not the file name's.
+  QTemporaryDir dir;
+  const QString copy = dir.filePath("deepseek-v3.yaml");
+  QVERIFY(QFile::copy(QStringLiteral(LCM_SOURCE_DIR "/scenarios/llama3.1-70b.yaml"), copy));
+  auto own = io::load_scenario(copy.toStdString());
+  QVERIFY(own.ok());
+  QCOMPARE(own.value().model.name, std::string("Llama-3.1-70B"));
+  gui::MainWindow w;
+  QVERIFY(w.scenario_panel()->open_file(copy));
+  auto* model = w.scenario_panel()->findChild<QComboBox*>("model");
+  QCOMPARE(model->currentText(), QString("Llama-3.1-70B"));
+  // A model no bundled scenario has: its own name, as an entry of its own.
+  QFile src(copy);
+  QVERIFY(src.open(QIODevice::ReadOnly));
+  QByteArray text = src.readAll();
+  src.close();
+  text.replace("name: Llama-3.1-70B", "name: My-70B-variant");
+  const QString other = dir.filePath("mixtral-8x7b.yaml");
+  QFile f(other);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(text);
+  f.close();
+  QVERIFY(w.scenario_panel()->open_file(other));
+  QCOMPARE(model->currentText(), QString("My-70B-variant"));
+  QCOMPARE(model->findText("My-70B-variant"), model->count() - 1);
+  // Back to a bundled model: the extra entry goes, the bundled one is selected.
+  QVERIFY(w.scenario_panel()->open_file(kDefault));
+  QCOMPARE(model->currentText(), QString("Mixtral-8x7B"));
+  QCOMPARE(model->findText("My-70B-variant"), -1);
+}
+
+void GuiTest::headline_chart_and_why_not_state_the_verdicts_number() {
+  // Mixtral 8x7B at 128K without recompute and one micro-batch per DP rank does not fit.
+  gui::MainWindow w;
+  QVERIFY(w.scenario_panel()->open_file(kDefault));
+  plan::Layout l = w.session()->layout();
+  l.recompute = RecomputeGranularity::kNone;
+  w.session()->set_layout(l);
+  QVERIFY(w.session()->has_estimate());
+  const Memory& m = w.session()->estimate().memory;
+  // The verdict: Memory::fits holds exactly when the largest peak_high is within HBM.
+  const StageMemory& v = gui::verdict_stage(m);
+  for (const StageMemory& st : m.stages) QVERIFY(st.peak_high <= v.peak_high);
+  QCOMPARE(m.fits, v.peak_high <= m.hbm_bytes);
+  QVERIFY(!m.fits);
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  const QString needs = QString::number(v.peak_high / kGiB, 'f', 2);
+  const QString summary = w.estimate_view()->summary_text();
+  QVERIFY2(summary.contains("needs up to " + needs + " GiB"), qPrintable(summary));
+  QVERIFY(summary.contains(QString("on stage %1").arg(v.stage)));
+  QVERIFY(summary.contains(QString("range %1–%2 GiB").arg(v.peak_low / kGiB, 0, 'f', 2).arg(needs)));
+  QVERIFY(summary.contains("does not fit"));
+  QVERIFY(w.estimate_view()->memory_panel()->chart()->title().contains("up to " + needs + " GiB"));
+  // The planner's why-not row of this layout names the same number (HBM + miss = peak_high).
+  auto r = std::make_shared<plan::PlanResult>();
+  r->out_of_memory.push_back(plan::Ranked{l, plan::metrics_of_estimate(w.session()->scenario()), {}, 0});
+  QCOMPARE(r->out_of_memory[0].metrics.miss_stage, v.stage);
+  gui::WhyNotModel why;
+  why.set_result(r, w.session()->base());
+  QCOMPARE(why.rowCount(), 1);
+  const QString detail = why.index(0, gui::WhyNotModel::kDetail).data().toString();
+  QVERIFY2(detail.contains("needs up to " + needs + " GiB"), qPrintable(detail));
+  QVERIFY(detail.contains(QString("on stage %1").arg(v.stage)));
+  QVERIFY(detail.contains(QString("(%1 GiB over)").arg((v.peak_high - m.hbm_bytes) / kGiB, 0, 'f', 2)));
+  // And a layout that fits says so with its own number.
+  w.session()->set_layout(plan::layout_of(w.session()->base()));
+  const StageMemory& v2 = gui::verdict_stage(w.session()->estimate().memory);
+  QVERIFY(w.session()->estimate().memory.fits);
+  QVERIFY(w.estimate_view()->summary_text().contains("needs up to " + QString::number(v2.peak_high / kGiB, 'f', 2)));
+  QVERIFY(w.estimate_view()->summary_text().contains(">fits<"));
+}
+
+void GuiTest::capacity_tab_says_once_why_a_dense_model_has_nothing() {
+  gui::MainWindow w;
+  QVERIFY(w.scenario_panel()->open_file(kLlama8b));
+  w.resize(1280, 800);
+  w.show();
+  w.tabs()->setCurrentWidget(w.capacity_tab());
+  QApplication::processEvents();
+  // The reason is shown once among the tab's visible texts, and names the model.
+  int said = 0;
+  QString note;
+  for (QLabel* l : w.capacity_tab()->findChildren<QLabel*>())
+    if (l->isVisible() && l->text().contains("dense model")) ++said, note = l->text();
+  QCOMPARE(said, 1);
+  QVERIFY2(note.contains("Nothing to show for Llama-3.1-8B") && note.contains("num_experts = 0"), qPrintable(note));
+  QCOMPARE(w.capacity_tab()->table()->rowCount(), 0);
+  QVERIFY(w.capacity_tab()->panel()->chart()->series().isEmpty());
+  // An MoE model fills the chart and the table, one row per capacity factor.
+  QVERIFY(w.scenario_panel()->open_file(kDefault));
+  QApplication::processEvents();
+  QCOMPARE(w.capacity_tab()->table()->rowCount(), static_cast<int>(gui::default_capacity_factors().size()));
+}
+
+void GuiTest::validation_counts_agree_with_lcm_plot() {
+  // One set for both: the calibration inputs list (not the whole directory, which also holds
+  // superseded and reference runs).
+  const QString list = gui::default_validation_input();
+  QVERIFY(list.endsWith("validation/measured/h200/calibration_inputs.txt"));
+  gui::MainWindow w;
+  QVERIFY(w.scenario_panel()->open_file(kDefault));
+  const HardwareSpec& hw = w.session()->base().hardware;
+  calib::Measurements m;
+  QVERIFY(calib::read_measurements("@" + list.toStdString(), hw.interconnect.gpus_per_node, m).ok());
+  const int points = static_cast<int>(m.points.size());
+  QVERIFY(points > 100);
+  // The window loaded the default at start.
+  QCOMPARE(w.validation_tab()->model()->rowCount(), points);
+  QVERIFY2(w.validation_tab()->status_text().contains(QString("%1 points").arg(points)),
+           qPrintable(w.validation_tab()->status_text()));
+  QVERIFY(!w.validation_tab()->status_text().contains("@"));
+  QVERIFY(w.validation_tab()->status_text().startsWith(list));
+  // `lcm plot validation` with its default input counts the same points.
+  QTemporaryDir dir;
+  QProcess p;
+  p.start(QStringLiteral(LCM_BINARY_DIR "/bin/lcm"), {"plot", "validation", kDefault, "-o", dir.filePath("v.svg")});
+  QVERIFY(p.waitForFinished(120000));
+  QCOMPARE(p.exitCode(), 0);
+  QFile svg(dir.filePath("v.svg"));
+  QVERIFY(svg.open(QIODevice::ReadOnly));
+  QVERIFY(svg.readAll().contains(QString("%1 points").arg(points).toUtf8()));
+}
+
+void GuiTest::validation_default_comes_from_the_data_dir() {
+  // $LCM_DATA_DIR first (then <exe>/../share/lcm, then the source tree of a build-tree binary):
+  // a data directory with its own copy of the list is the default.
+  QTemporaryDir data;
+  const QString sub = data.filePath("validation/measured/h200");
+  QVERIFY(QDir().mkpath(sub));
+  QVERIFY(QFile::copy(QStringLiteral(LCM_SOURCE_DIR "/validation/measured/h200/calibration_inputs.txt"),
+                      sub + "/calibration_inputs.txt"));
+  qputenv("LCM_DATA_DIR", data.path().toUtf8());
+  const QString got = gui::default_validation_input();
+  qunsetenv("LCM_DATA_DIR");
+  QCOMPARE(got, QFileInfo(sub + "/calibration_inputs.txt").absoluteFilePath());
+  QCOMPARE(gui::measurements_spec(got), "@" + got.toStdString());
+  QCOMPARE(gui::measurements_spec("/x/results"), std::string("/x/results"));
+}
+
+void GuiTest::help_needs_no_display() {
+  QProcess p;
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  for (const char* k : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) env.remove(k);
+  p.setProcessEnvironment(env);
+  p.start(QStringLiteral(LCM_BINARY_DIR "/bin/lcm-gui"), {"--help"});
+  QVERIFY(p.waitForFinished(60000));
+  QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+  QCOMPARE(p.exitCode(), 0);
+  const QString out = QString::fromUtf8(p.readAllStandardOutput());
+  QVERIFY2(out.contains("--screenshot") && out.contains("--size"), qPrintable(out));
 }
 
 QTEST_MAIN(GuiTest)

@@ -3,8 +3,10 @@
 #   lcm_gui_tests: session, layout panel, estimate view, planner tab, scenario errors,
 #                  validation tab, chart data (widgets against lcm::model / lcm::planner)
 #   lcm_plot_tests: `lcm plot` renders PNG / SVG; bad kind / extension -> exit 2
+#   lcm_gui_timeline_tests: the Timeline tab's rows, colours, zoom / pan, hover, flows, title
+#   lcm_gui_layout_tests: no text cut off in any tab at 1280x800 / 1920x1080, 1-16 stages
 find_package(Qt6 REQUIRED COMPONENTS Test)
-foreach(t lcm_gui_tests lcm_plot_tests)
+foreach(t lcm_gui_tests lcm_plot_tests lcm_gui_timeline_tests lcm_gui_layout_tests)
   string(REPLACE "lcm_" "" stem ${t})
   string(REPLACE "_tests" "_test.cpp" src ${stem})
   add_executable(${t} ${CMAKE_CURRENT_LIST_DIR}/${src})
@@ -17,3 +19,4 @@ foreach(t lcm_gui_tests lcm_plot_tests)
   set_tests_properties(${t} PROPERTIES ENVIRONMENT "QT_QPA_PLATFORM=offscreen" LABELS gui TIMEOUT 300)
 endforeach()
 add_dependencies(lcm_plot_tests lcm)
+add_dependencies(lcm_gui_tests lcm-gui)  # `lcm-gui --help` without a display

@@ -32,6 +32,11 @@ struct MemoryGroups {
 };
 MemoryGroups memory_groups(const StageMemory& st);
 
+// The stage whose memory decides the verdict: Memory::fits compares every stage's
+// StageMemory::peak_high (the top of its peak range) with HBM, so the one with the largest
+// peak_high. Every view that states the verdict shows this stage's peak_high.
+const StageMemory& verdict_stage(const Memory& m);
+
 // The additive terms of StepTime on the bottleneck stage (they sum to StepTime::step_s):
 // compute per op class, exposed communication per dimension, pipeline bubble, optimizer.
 struct TimeTerm {
@@ -39,22 +44,6 @@ struct TimeTerm {
   double seconds = 0;
 };
 std::vector<TimeTerm> step_time_terms(const StepTime& t);
-
-// One bar of the predicted timeline: a run of ops of one category on one stream row.
-struct TimelineBar {
-  int row = 0;          // index into TimelineData::rows
-  int category = 0;     // index into TimelineData::categories
-  double start_s = 0;
-  double end_s = 0;
-};
-struct TimelineData {
-  std::vector<QString> rows;        // "stage 0 compute", "stage 0 TP", ...
-  std::vector<QString> categories;  // "forward", "backward", "recompute", "step", "TP comm", ...
-  std::vector<TimelineBar> bars;    // adjacent ops of one category merged
-  double step_s = 0;
-};
-// The predicted trace of one step (planner's predicted_trace, op detail) as bars.
-TimelineData timeline_data(const Scenario& s, const Estimate& e);
 
 // Sequence lengths of the scaling charts: 4K, 8K, ..., 1M.
 std::vector<int64_t> scaling_seq_lengths();
@@ -72,7 +61,6 @@ struct ValidationRow {
 
 QChart* memory_chart(const Scenario& s, const Estimate& e);
 QChart* step_time_chart(const Scenario& s, const Estimate& e);
-QChart* timeline_chart(const TimelineData& d);
 QChart* scaling_flops_chart(const Scenario& s, const std::vector<ScalingRow>& rows, const Crossover& x);
 QChart* scaling_memory_chart(const Scenario& s, const std::vector<ScalingRow>& rows, const Crossover& x);
 QChart* capacity_chart(const Scenario& s, const CapacitySweep& sw);

@@ -1,4 +1,4 @@
-// Estimate view: headline numbers (step time, tokens/s, MFU, peak memory), memory per GPU
+// Estimate view: headline numbers (step time, tokens/s, MFU, peak memory and the verdict), memory per GPU
 // per pipeline stage against HBM, and the step-time breakdown; rebuilt on every estimate.
 #pragma once
 
@@ -12,6 +12,7 @@ namespace lcm::gui {
 
 class ChartPanel;
 class Session;
+class TimelineWidget;
 
 class EstimateView : public QWidget {
   Q_OBJECT
@@ -29,20 +30,24 @@ class EstimateView : public QWidget {
   ChartPanel* time_;
 };
 
-// The predicted timeline of one step; rebuilt when it is shown and the estimate changed.
+// The predicted timeline of one step (TimelineWidget in a vertical scroll area, with an
+// export button); rebuilt when it is shown and the estimate changed.
 class TimelineView : public QWidget {
   Q_OBJECT
  public:
   explicit TimelineView(Session* session, QWidget* parent = nullptr);
-  ChartPanel* panel() const { return panel_; }
+  TimelineWidget* timeline() const { return timeline_; }
   void refresh();  // now, visible or not
+  // Writes the timeline as PNG or SVG (by extension) at the view's size; false with the reason.
+  bool export_to(const QString& path, QString* error);
 
  protected:
   void showEvent(QShowEvent* e) override;
 
  private:
   Session* session_;
-  ChartPanel* panel_;
+  QLabel* message_;
+  TimelineWidget* timeline_;
   bool dirty_ = true;
 };
 

@@ -38,6 +38,8 @@ class PlannerTab : public QWidget {
   void cancel();  // the running search's result will be ignored
   bool running() const { return running_; }
   int stopped_searches() const { return stopped_.load(); }  // searches that returned cancelled
+  // Shows a search result of `base` in the tables (what a finished search does).
+  void show_result(std::shared_ptr<const plan::PlanResult> r, const Scenario& base);
   // Waits for every worker (also detached ones) to end; for shutdown and tests.
   void wait_for_workers();
 

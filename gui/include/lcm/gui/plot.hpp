@@ -5,7 +5,11 @@
 #include <string>
 #include <vector>
 
+#include <QByteArray>
+#include <QSize>
 #include <QString>
+
+#include "lcm/gui/chart_export.hpp"
 
 #include "lcm/model/routing.hpp"
 #include "lcm/model/specs.hpp"
@@ -31,7 +35,12 @@ const std::vector<std::string>& plot_kinds();
 // 1.0, 1.125, ..., 3.0.
 std::vector<double> default_capacity_factors();
 // The kind's chart (caller owns it), or null with a one-line reason in *error (unknown
-// kind, invalid layout, a dense model for capacity, unreadable results).
+// kind, invalid layout, a dense model for capacity, unreadable results). "timeline" is not
+// a QChart (it is the Timeline tab's TimelineWidget): render_plot draws every kind.
 QChart* make_plot(const std::string& kind, const Scenario& s, const PlotInputs& in, std::string* error);
+// The kind as PNG or SVG bytes at `size` (the timeline grows taller when its rows need it),
+// or empty with a one-line reason in *error.
+QByteArray render_plot(const std::string& kind, const Scenario& s, const PlotInputs& in, QSize size, ImageFormat f,
+                       std::string* error);
 
 }  // namespace lcm::gui

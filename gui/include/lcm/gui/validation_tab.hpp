@@ -61,7 +61,4 @@ class ValidationTab : public QWidget {
   QTableView* table_;
 };
 
-// The committed H200 measurements (validation/measured/h200 in the source tree), or "".
-QString default_results_dir();
-
 }  // namespace lcm::gui
