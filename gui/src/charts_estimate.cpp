@@ -30,10 +30,10 @@ MemoryGroups memory_groups(const StageMemory& st) {
   return g;
 }
 
+// The stage the model's verdict is about (Memory::verdict_stage, set with Memory::fits).
 const StageMemory& verdict_stage(const Memory& m) {
-  assert(!m.stages.empty());
-  return *std::max_element(m.stages.begin(), m.stages.end(),
-                           [](const StageMemory& a, const StageMemory& b) { return a.peak_high < b.peak_high; });
+  assert(m.verdict_stage >= 0 && static_cast<size_t>(m.verdict_stage) < m.stages.size());
+  return m.stages[static_cast<size_t>(m.verdict_stage)];
 }
 
 std::vector<TimeTerm> step_time_terms(const StepTime& t) {

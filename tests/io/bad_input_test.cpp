@@ -81,7 +81,7 @@ TEST(BadInput, UnknownEnumValueListsTheChoices) {
   EXPECT_THAT(error_of(load_text(kBaseScenario, {"cp_comm_type=ring"})),
               HasSubstr("expected one of: p2p, all_gather (or allgather), a2a, a2a+p2p; got 'ring'"));
   EXPECT_THAT(error_of(load_text(kBaseScenario, {"recompute_modules=[core_attn, mlps]"})),
-              HasSubstr("--set: parallel.recompute_modules: unknown recompute module 'mlps'"));
+              HasSubstr("--set recompute_modules=[core_attn, mlps]: parallel.recompute_modules: unknown recompute module 'mlps'"));
   EXPECT_THAT(error_of(load_text(kBaseScenario, {"rank_order=tp-cp-dp-pp"})),
               HasSubstr("expected a permutation of tp, cp, ep, dp, pp joined by '-'"));
 }
@@ -109,7 +109,8 @@ TEST(BadInput, OutOfRange) {
   EXPECT_EQ(error_of(load_text(base_with("num_gpus: 8", "num_gpus: -8"))),
             "test.yaml:19:3: hardware.num_gpus: expected an integer in [1, 1048576], got -8");
   EXPECT_THAT(error_of(load_text(kBaseScenario, {"moe_expert_capacity_factor=0"})),
-              HasSubstr("--set: model.moe_expert_capacity_factor: expected a number > 0, got 0 (or null for dropless)"));
+              HasSubstr("--set moe_expert_capacity_factor=0: model.moe_expert_capacity_factor: expected a number > 0, got 0 (or null "
+                                   "for dropless)"));
   EXPECT_THAT(error_of(load_text(kBaseScenario, {"rotary_base=-1"})), HasSubstr("expected a number > 0, got -1"));
   EXPECT_THAT(error_of(load_text(kBaseScenario, {"num_layers=99999999999"})),
               HasSubstr("expected an integer in [1, 1024], got 99999999999; 1024 is lcm's cap for this key"));
@@ -148,7 +149,8 @@ TEST(BadInput, RopeScaling) {
 TEST(BadInput, DistributedOptimizerContradiction) {
   EXPECT_THAT(error_of(load_text(kBaseScenario,
                                  {"use_distributed_optimizer=true", "data_parallel_sharding_strategy=no_shard"})),
-              StartsWith("--set: parallel.data_parallel_sharding_strategy: no_shard contradicts "
+              StartsWith("--set data_parallel_sharding_strategy=no_shard: parallel.data_parallel_sharding_strategy: "
+                         "no_shard contradicts "
                          "use_distributed_optimizer: true"));
 }
 

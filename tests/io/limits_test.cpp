@@ -99,7 +99,8 @@ TEST(ListPattern, LengthIsBounded) {
 
 TEST(Caps, EachKeyNamesItsCap) {
   EXPECT_EQ(error_of(load_text(kBaseScenario, {"num_layers=1048576"})),
-            "--set: model.num_layers: expected an integer in [1, 1024], got 1048576; 1024 is lcm's cap for this key "
+            "--set num_layers=1048576: model.num_layers: expected an integer in [1, 1024], got 1048576; 1024 is lcm's "
+            "cap for this key "
             "(docs/scenario-format.md#caps)");
   // Above int64 too, and for int64 keys (no silent wrap to a negative size).
   EXPECT_THAT(error_of(load_text(kBaseScenario, {"vocab_size=9223372036854775807"})),

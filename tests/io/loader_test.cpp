@@ -232,15 +232,17 @@ TEST(Overrides, BareAndSectionKeysApplyAfterTheFileAndLastWins) {
 
 TEST(Overrides, GoThroughTheSameChecksWithLocationSet) {
   EXPECT_EQ(error_of(load_text(kBaseScenario, {"tensor_model_parallel_size=two"})),
-            "--set: parallel.tensor_model_parallel_size: expected an integer in [1, 1048576], got 'two'");
-  EXPECT_EQ(error_of(load_text(kBaseScenario, {"hiden_size=4"})).substr(0, 49),
-            "--set: hiden_size: unknown key 'hiden_size'; did ");
+            "--set tensor_model_parallel_size=two: parallel.tensor_model_parallel_size: expected an integer in [1, 1048576], "
+            "got 'two'");
+  EXPECT_EQ(error_of(load_text(kBaseScenario, {"hiden_size=4"})).substr(0, 62),
+            "--set hiden_size=4: hiden_size: unknown key 'hiden_size'; did ");
   EXPECT_THAT(error_of(load_text(kBaseScenario, {"name=x"})), testing::HasSubstr("ambiguous key; write name or model.name"));
   // An override that breaks the layout is reported at "--set".
   EXPECT_THAT(error_of(load_text(kBaseScenario, {"tensor_model_parallel_size=3"})),
-              testing::StartsWith("--set: parallel.tensor_model_parallel_size: world size (8) is not divisible"));
+              testing::StartsWith("--set tensor_model_parallel_size=3: parallel.tensor_model_parallel_size: world size "
+                                                  "(8) is not divisible"));
   auto r = load_text(kBaseScenario, {"tensor_model_parallel_size=8", "num_attention_heads=12", "kv_channels=64"});
-  EXPECT_THAT(error_of(r), testing::StartsWith("--set: model.num_attention_heads: num_attention_heads (12) must be a "
+  EXPECT_THAT(error_of(r), testing::StartsWith("--set num_attention_heads=12: model.num_attention_heads: num_attention_heads (12) must be a "
                                                "multiple of tensor_model_parallel_size (8) (and 1 more: "
                                                "model.num_query_groups)"));
 }

@@ -377,7 +377,8 @@ TEST(Validate, RenderedAtTheKeyInTheFile) {
   // A derived key is shown at the key it derives from: etp = tp here.
   EXPECT_THAT(error_of(load_text(base_with("  num_attention_heads: 16", "  num_attention_heads: 16\n  num_experts: 8"),
                                  {"expert_model_parallel_size=8"})),
-              testing::StartsWith("--set: parallel.expert_model_parallel_size: world size (8) is not divisible by "
+              testing::StartsWith("--set expert_model_parallel_size=8: parallel.expert_model_parallel_size: world size "
+                                  "(8) is not divisible by "
                                   "expert_tensor_parallel_size * expert_model_parallel_size"));
 }
 

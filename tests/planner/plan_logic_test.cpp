@@ -148,14 +148,17 @@ TEST(PlanNearTies, NameTheKnobsAndTheSeparatingTerm) {
   a.metrics.compute = {6.0, 3.0, 0.5};
   a.metrics.bubble = 0.5;
   a.metrics.peak_bytes = 100e9;
+  a.metrics.peak_high_bytes = 100e9;  // the memory the near-tie compares: what the verdict uses
   b.metrics = a.metrics;
   b.metrics.bubble = 0.65;  // pipeline bubble +0.15 s
   b.metrics.compute[0] = 5.95;  // GEMM -0.05 s
   b.metrics.step_s = 10.1;
   b.metrics.peak_bytes = 80e9;
+  b.metrics.peak_high_bytes = 80e9;
   c = a;  // exact time tie, more memory, another sharding
   c.layout.sharding = DpSharding::kOptimGradsParams;
   c.metrics.peak_bytes = 120e9;
+  c.metrics.peak_high_bytes = 120e9;
   far = a;
   far.layout.tp = 4;
   far.metrics.step_s = 10.5;  // 5%: not a near-tie
