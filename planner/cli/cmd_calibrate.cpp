@@ -166,7 +166,8 @@ void register_calibrate(CLI::App& app, int& exit_code) {
                   "lcm-exec results directories or summary JSON files, nccl-tests logs (text)")
       ->required();
   cmd->add_option("--profile", a->profile, "Hardware profile to start from (name or path)")->required();
-  cmd->add_option("-o,--output", a->output, "Calibrated profile to write (YAML, written atomically)");
+  cmd->add_option("-o,--output", a->output, "Calibrated profile to write (YAML, written atomically)")
+      ->check(output_path_validator());
   cmd->add_option("--format", a->format, "Report format")
       ->check(CLI::IsMember({"table", "md", "csv", "json"}))
       ->capture_default_str();

@@ -39,7 +39,8 @@ void register_import(CLI::App& app, int& exit_code) {
   cmd->add_option("--gpus", o->gpus, "Number of GPUs of the job")->required()->check(CLI::Range(int64_t{1}, limits::kNumGpus));
   cmd->add_option("--hw", o->hw, "Hardware profile name or path (e.g. h200-sxm)")->required();
   cmd->add_option("--name", o->name, "Scenario name (default: the input file name)");
-  cmd->add_option("-o,--output", o->output, "Write the scenario to FILE (atomically) instead of stdout");
+  cmd->add_option("-o,--output", o->output, "Write the scenario to FILE (atomically) instead of stdout")
+      ->check(output_path_validator());
   cmd->callback([o, &exit_code] {
     exit_code = kExitBadInput;
     std::string text, display;

@@ -22,7 +22,9 @@ void register_trace(CLI::App& app, int& exit_code) {
   auto detail = std::make_shared<std::string>("op");
   auto max_mb = std::make_shared<int>(0);
   add_scenario_options(*cmd, *so);
-  cmd->add_option("-o,--output", *out, "Trace file to write (atomically); '-' for stdout")->required();
+  cmd->add_option("-o,--output", *out, "Trace file to write (atomically); '-' for stdout")
+      ->required()
+      ->check(output_path_validator());
   // Every command has --format; a trace has one (Chrome Trace Event JSON).
   cmd->add_option("--format", "Output format (a trace is Chrome Trace Event JSON)")
       ->check(CLI::IsMember({"json"}))

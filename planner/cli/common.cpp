@@ -93,11 +93,28 @@ std::optional<Scenario> load_or_report(const ScenarioOptions& o) {
   return std::move(r).value();
 }
 
+CLI::Validator output_path_validator() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        namespace fs = std::filesystem;
+        if (path.empty() || path == "-") return {};
+        std::error_code ec;
+        if (fs::is_directory(path, ec)) return path + " is a directory";
+        const fs::path p(path);
+        const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+        if (!fs::exists(dir, ec)) return "directory " + dir.string() + " does not exist";
+        if (!fs::is_directory(dir, ec)) return dir.string() + " is not a directory";
+        return {};
+      },
+      "FILE");
+}
+
 void add_output_options(CLI::App& cmd, OutputOptions& o, const std::vector<std::string>& formats) {
   cmd.add_option("--format", o.format, "Output format")
       ->check(CLI::IsMember(formats))
       ->capture_default_str();
-  cmd.add_option("-o,--output", o.output, "Write to FILE (atomically) instead of stdout");
+  cmd.add_option("-o,--output", o.output, "Write to FILE (atomically) instead of stdout")
+      ->check(output_path_validator());
 }
 
 report::Format parse_format(const std::string& f) {

@@ -211,10 +211,10 @@ std::vector<Case> catalog() {
                {{"f.yaml", [] { std::string s = kDense; s.replace(s.find("h200-sxm"), 8, "./p.yaml"); return s; }()},
                 {"p.yaml", profile_with("peak_bf16_dense_TFLOPs", "1e300")}}});
   // ---- -o and output ----
-  c.push_back({"OutputMissingDirectory", def + " -o nodir/x.json", 1,
-               "cannot write nodir/x.json: directory nodir: No such file or directory"});
-  c.push_back({"OutputIntoFile", def + " -o f/x.json", 1, "Not a directory", {{"f", "x"}}});
-  c.push_back({"OutputDirectory", def + " -o d", 1, "cannot write d: Is a directory", {}, "mkdir d"});
+  // A bad -o path is a usage error found when the command line is read (exit 2, before any work).
+  c.push_back({"OutputMissingDirectory", def + " -o nodir/x.json", 2, "--output: directory nodir does not exist"});
+  c.push_back({"OutputIntoFile", def + " -o f/x.json", 2, "--output: f is not a directory", {{"f", "x"}}});
+  c.push_back({"OutputDirectory", def + " -o d", 2, "--output: d is a directory", {}, "mkdir d"});
   c.push_back({"OutputDevFull", def + " -o /dev/full", 1, "cannot write /dev/full: No space left on device"});
   c.push_back({"StdoutDevFull", def + " >/dev/full", 1, "cannot write to standard output: No space left on device"});
   c.push_back({"OutputSymlinkLoop", def + " -o l", 1, "cannot write l", {}, "ln -s l l"});

@@ -48,6 +48,11 @@ report::Format parse_format(const std::string& f);
 // INT/TERM/HUP. Anything else (a device, a FIFO) is written in place. Returns false after
 // printing the reason to stderr.
 bool write_output(const std::string& path, const std::string& text);
+// Checks an -o path when the command line is read, before any work: its directory must exist
+// and be a directory, and the path must not be one ("" and "-" are standard output). A bad
+// path is a usage error (exit 2) naming the directory; write_output still reports what only
+// writing can find (permissions, a full disk).
+CLI::Validator output_path_validator();
 
 // Measured per-expert loads (capacity --loads, plot capacity --loads): the file read with
 // io::read_input_file, parsed by report::parse_expert_loads, each load at most
