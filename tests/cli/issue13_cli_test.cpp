@@ -14,37 +14,17 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "../common/run_lcm.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct CmdResult {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using CmdResult = lcm::test::LcmRun;
+using lcm::test::slurp;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-CmdResult lcm(const std::string& args) {
-  const fs::path tmp = fs::temp_directory_path() / ("lcm_issue13_test_" + std::to_string(::getpid()));
-  fs::create_directories(tmp);
-  const fs::path out = tmp / "out", err = tmp / "err";
-  const std::string cmd = std::string("cd '") + LCM_SOURCE_DIR + "' && '" + LCM_BINARY_DIR + "/bin/lcm' " + args +
-                          " >'" + out.string() + "' 2>'" + err.string() + "' </dev/null";
-  const int status = std::system(cmd.c_str());
-  CmdResult r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
+CmdResult lcm(const std::string& args) { return lcm::test::run_lcm(args, "issue13_test"); }
 
 json lcm_json(const std::string& args) {
   const CmdResult r = lcm(args + " --format json");

@@ -27,24 +27,11 @@
 #include "lcm/executor/pattern.hpp"
 #ifdef LCM_EXEC_HAVE_CUDNN
 #include "lcm/executor/attention_runner.hpp"
+#include "require_gpu.hpp"
 #endif
 
 namespace lcm::exec {
 namespace {
-
-std::string no_gpu_reason() {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) return std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(e);
-  if (n == 0) return "no CUDA device";
-  return "";
-}
-
-#define LCM_REQUIRE_GPU()                                \
-  do {                                                   \
-    const std::string why = no_gpu_reason();             \
-    if (!why.empty()) GTEST_SKIP() << "no GPU: " << why; \
-  } while (0)
 
 float bf16_value(uint64_t seed, uint64_t i) { return __bfloat162float(__float2bfloat16_rn(pattern::uniform_pm1(seed, i))); }
 

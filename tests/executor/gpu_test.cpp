@@ -7,25 +7,12 @@
 
 #include "lcm/executor/gemm.hpp"
 #include "lcm/executor/kernels.cuh"
+#include "require_gpu.hpp"
 
 namespace lcm::exec {
 namespace {
 
 // Empty when a GPU is usable, else why not.
-std::string no_gpu_reason() {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) return std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(e);
-  if (n == 0) return "no CUDA device";
-  return "";
-}
-
-#define LCM_REQUIRE_GPU()                                \
-  do {                                                   \
-    const std::string why = no_gpu_reason();             \
-    if (!why.empty()) GTEST_SKIP() << "no GPU: " << why; \
-  } while (0)
-
 class GemmOnGpu : public ::testing::Test {
  protected:
   void SetUp() override {

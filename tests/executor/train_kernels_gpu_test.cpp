@@ -26,6 +26,7 @@
 #include "lcm/executor/train/reference.hpp"
 #include "train/moe_block_kernels.cuh"
 #include "train_check.hpp"
+#include "require_gpu.hpp"
 
 namespace lcm::exec::train {
 namespace {
@@ -33,14 +34,6 @@ namespace {
 using testing::Check;
 using testing::compare;
 using testing::describe;
-
-std::string no_gpu_reason() {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) return std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(e);
-  if (n == 0) return "no CUDA device";
-  return "";
-}
 
 template <class T>
 struct Dev {
@@ -121,7 +114,7 @@ constexpr double kBf16Rel = 1.0 / 256;  // twice the bf16 rounding bound
 class TrainKernels : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string why = no_gpu_reason();
+    const std::string why = ::lcm::test::no_gpu_reason();
     if (!why.empty()) GTEST_SKIP() << "no GPU: " << why;
     ASSERT_EQ(cudaStreamCreate(&s_), cudaSuccess);
   }

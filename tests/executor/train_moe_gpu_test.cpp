@@ -18,17 +18,10 @@
 #include "lcm/executor/train/moe_block.hpp"
 #include "lcm/executor/train/reference.hpp"
 #include "train_check.hpp"
+#include "require_gpu.hpp"
 
 namespace lcm::exec::train {
 namespace {
-
-std::string no_gpu_reason() {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) return std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(e);
-  if (n == 0) return "no CUDA device";
-  return "";
-}
 
 std::vector<float> rand_bf16(size_t n, uint64_t seed, float scale) {
   std::mt19937_64 g(seed);
@@ -181,7 +174,7 @@ void run_case(const Case& k) {
 class TrainMoeBlock : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
-    const std::string why = no_gpu_reason();
+    const std::string why = ::lcm::test::no_gpu_reason();
     if (!why.empty()) GTEST_SKIP() << "no GPU: " << why;
   }
 };

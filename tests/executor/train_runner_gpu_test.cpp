@@ -28,23 +28,11 @@
 #include "lcm/executor/cudnn_attention.hpp"
 #include "lcm/executor/train/checkpoint.hpp"
 #include "lcm/executor/train/summary.hpp"
+#include "require_gpu.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string no_gpu_reason() {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) return std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(e);
-  if (n == 0) return "no CUDA device";
-  return "";
-}
-#define LCM_REQUIRE_GPU()                                \
-  do {                                                   \
-    const std::string why = no_gpu_reason();             \
-    if (!why.empty()) GTEST_SKIP() << "no GPU: " << why; \
-  } while (0)
 
 // A tiny Llama-like GQA model on one GPU: 2 layers, hidden 256, 8 query / 2 KV heads of 32,
 // SwiGLU 512, vocab 1000 (padded to 1024), 256-token sequences, 2 micro-batches.
