@@ -10,6 +10,7 @@
 #include <QCommandLineParser>
 #include <QCoreApplication>
 #include <QFileInfo>
+#include <QRegularExpression>
 
 #include "lcm/gui/main_window.hpp"
 #include "lcm/gui/scenario_panel.hpp"
@@ -85,7 +86,7 @@ int main(int argc, char** argv) {
   if (cli.isSet(QStringLiteral("train-run")) &&
       !win.validation_tab()->load_train_run(cli.value(QStringLiteral("train-run")),
                                             cli.value(QStringLiteral("train-scenario")))) {
-    std::cerr << "lcm-gui: --train-run: " << win.validation_tab()->train_run()->status_text().toStdString() << "\n";
+    std::cerr << "lcm-gui: --train-run: " << win.validation_tab()->train_run()->status_text().remove(QRegularExpression("<[^>]*>")).toStdString() << "\n";
     return 2;
   }
   win.resize(w, h);
