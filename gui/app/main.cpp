@@ -1,5 +1,6 @@
 // lcm-gui: explore mesh layouts interactively.
-//   lcm-gui [SCENARIO.yaml] [--screenshot DIR] [--size WxH]
+//   lcm-gui [SCENARIO.yaml] [--screenshot DIR] [--size WxH] [--train-run DIR [--train-scenario YAML]]
+// --train-run opens an lcm-exec train run directory in the Validation tab (lcm compare).
 // --screenshot renders every tab to DIR/<tab>.png (offscreen where QT_QPA_PLATFORM says so)
 // and exits. Exit codes as lcm: 0 ok, 1 failure, 2 bad input.
 #include <iostream>
@@ -9,10 +10,12 @@
 #include <QCommandLineParser>
 #include <QCoreApplication>
 #include <QFileInfo>
+#include <QRegularExpression>
 
 #include "lcm/gui/main_window.hpp"
 #include "lcm/gui/scenario_panel.hpp"
 #include "lcm/gui/session.hpp"
+#include "lcm/gui/validation_tab.hpp"
 
 namespace {
 
@@ -23,6 +26,12 @@ void add_options(QCommandLineParser& cli) {
   cli.addPositionalArgument("scenario", "Scenario YAML to open (default: scenarios/default.yaml)");
   cli.addOption(QCommandLineOption(QStringLiteral("screenshot"), QStringLiteral("Render every tab to DIR/<tab>.png and exit."),
                                    QStringLiteral("DIR")));
+  cli.addOption(QCommandLineOption(QStringLiteral("train-run"),
+                                   QStringLiteral("Open an lcm-exec train run directory in the Validation tab (lcm compare)."),
+                                   QStringLiteral("DIR")));
+  cli.addOption(QCommandLineOption(QStringLiteral("train-scenario"),
+                                   QStringLiteral("The scenario of --train-run's prediction (default: the one its summary.json names)."),
+                                   QStringLiteral("YAML")));
   cli.addOption(QCommandLineOption(QStringLiteral("size"), QStringLiteral("Window size WxH (default 1600x1000)."),
                                    QStringLiteral("WxH"), QStringLiteral("1600x1000")));
 }
@@ -73,6 +82,12 @@ int main(int argc, char** argv) {
   if (!path.isEmpty() && !win.scenario_panel()->open_file(path)) {
     std::cerr << "lcm-gui: " << win.scenario_panel()->error_text().toStdString() << "\n";
     if (cli.isSet(shot)) return 2;
+  }
+  if (cli.isSet(QStringLiteral("train-run")) &&
+      !win.validation_tab()->load_train_run(cli.value(QStringLiteral("train-run")),
+                                            cli.value(QStringLiteral("train-scenario")))) {
+    std::cerr << "lcm-gui: --train-run: " << win.validation_tab()->train_run()->status_text().remove(QRegularExpression("<[^>]*>")).toStdString() << "\n";
+    return 2;
   }
   win.resize(w, h);
   if (cli.isSet(shot)) {

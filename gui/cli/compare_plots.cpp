@@ -16,6 +16,7 @@
 #include <QValueAxis>
 
 #include "lcm/gui/chart_export.hpp"
+#include "lcm/gui/charts.hpp"
 #include "lcm/planner/cli/registry.hpp"
 #include "lcm/planner/report/compare_report.hpp"
 
@@ -35,28 +36,6 @@ void add_axes(QChart* chart, QAbstractSeries* series, const QStringList& categor
   chart->addAxis(y, Qt::AlignLeft);
   series->attachAxis(x);
   series->attachAxis(y);
-}
-
-// Predicted and measured ms per step of each op class present on either side.
-QChart* per_class_chart(const report::Comparison& c) {
-  auto* pred = new QBarSet("predicted");
-  auto* meas = new QBarSet("measured");
-  QStringList categories;
-  for (int i = 0; i < report::kNumCompareClasses; ++i) {
-    const report::Total& t = c.classes[static_cast<size_t>(i)];
-    if (t.predicted_ops == 0 && t.measured_ops == 0) continue;
-    categories << QString::fromUtf8(report::to_string(static_cast<report::CompareClass>(i)));
-    *pred << t.predicted_s * 1e3;
-    *meas << t.measured_s * 1e3;
-  }
-  auto* series = new QBarSeries;
-  series->append(pred);
-  series->append(meas);
-  auto* chart = new QChart;
-  chart->setTitle(QString::fromStdString(c.scenario + ": predicted vs measured per op class (rank 0, per step)"));
-  chart->addSeries(series);
-  add_axes(chart, series, categories, "ms per step");
-  return chart;
 }
 
 // One stacked bar per side: the op classes, then the step time beyond the op sum
@@ -94,7 +73,7 @@ bool write_compare_plots(const report::Comparison& c, const std::string& dir, st
   static char arg0[] = "lcm";
   static char* argv[] = {arg0, nullptr};
   QApplication qapp(argc, argv);
-  const std::pair<const char*, QChart*> charts[] = {{"per_class.png", per_class_chart(c)},
+  const std::pair<const char*, QChart*> charts[] = {{"per_class.png", compare_class_chart(c)},
                                                     {"step_breakdown.png", step_breakdown_chart(c)}};
   bool ok = true;
   for (const auto& [name, chart] : charts) {

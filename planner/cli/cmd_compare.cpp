@@ -52,23 +52,9 @@ int run_compare(const CompareArgs& a) {
     extra.push_back(ov.value());
   }
   if (!a.profile.empty()) extra.push_back({"hardware.profile", a.profile});
-  io::LoadOptions lo;
-  lo.overrides = report::prediction_overrides(m.value(), extra);
-  auto s = io::load_scenario(a.prediction, lo);
+  auto s = report::load_compare_scenario(a.prediction, m.value(), extra);
   if (!s) {
-    // The summary's overrides are applied as --set: say where they came from.
-    std::cerr << "lcm: " << s.error().str() << " (overrides: those of " << m.value().file
-              << (extra.empty() ? "" : ", then --set / --profile") << ")\n";
-    return kExitBadInput;
-  }
-  const int64_t layers = s.value().model.num_layers + s.value().model.mtp_num_layers;
-  const Estimate probe = estimate(s.value(), EstimateOptions{false});
-  const int64_t mbs = std::max(1, probe.mesh.num_micro_batches);
-  if (layers * mbs > limits::kTraceLayerMicroBatches) {
-    std::cerr << fmt::format(
-        "lcm: compare: {} layers x {} micro-batches is more than {} layer passes (lcm's cap on "
-        "the predicted trace compare aligns with)\n",
-        layers, mbs, limits::kTraceLayerMicroBatches);
+    std::cerr << "lcm: " << s.error().str() << "\n";
     return kExitBadInput;
   }
   auto c = report::compare_run(s.value(), m.value());

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "lcm/model/io/input_file.hpp"
+#include "lcm/model/limits.hpp"
 #include "lcm/model/mesh.hpp"
 #include "lcm/planner/report/trace.hpp"
 
@@ -337,6 +338,28 @@ std::vector<MemoryRow> memory_rows(const StageMemory& p, const TrainSummary& m) 
 }
 
 }  // namespace
+
+io::Result<Scenario> load_compare_scenario(const std::string& scenario_path, const TrainSummary& m,
+                                           const std::vector<io::Override>& extra) {
+  io::LoadOptions lo;
+  lo.overrides = prediction_overrides(m, extra);
+  auto s = io::load_scenario(scenario_path, lo);
+  if (!s) {
+    // The summary's overrides are applied as --set: say where they came from.
+    io::ConfigError e = s.error();
+    e.message += " (overrides: those of " + m.file + (extra.empty() ? "" : ", then --set / --profile") + ")";
+    return e;
+  }
+  const int64_t layers = s.value().model.num_layers + s.value().model.mtp_num_layers;
+  const Estimate probe = estimate(s.value(), EstimateOptions{false});
+  const int64_t mbs = std::max(1, probe.mesh.num_micro_batches);
+  if (layers * mbs > limits::kTraceLayerMicroBatches)
+    return io::ConfigError{scenario_path, 0, 0, "",
+                           fmt::format("compare: {} layers x {} micro-batches is more than {} layer passes (lcm's cap "
+                                       "on the predicted trace compare aligns with)",
+                                       layers, mbs, limits::kTraceLayerMicroBatches)};
+  return s;
+}
 
 io::Result<Comparison> compare_run(const Scenario& s, const TrainSummary& m) {
   const Estimate e = estimate(s);

@@ -20,6 +20,10 @@
 #include <QTableView>
 #include <QTextDocument>
 #include <QtTest>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChart>
+#include <QSortFilterProxyModel>
 
 #include "lcm/gui/layout_panel.hpp"
 #include "lcm/gui/main_window.hpp"
@@ -28,6 +32,9 @@
 #include "lcm/gui/scenario_panel.hpp"
 #include "lcm/gui/session.hpp"
 #include "lcm/gui/timeline.hpp"
+#include "lcm/gui/validation_tab.hpp"
+#include "lcm/gui/chart_panel.hpp"
+#include "lcm/planner/report/compare_report.hpp"
 #include "lcm/gui/estimate_view.hpp"
 
 using namespace lcm;
@@ -170,6 +177,7 @@ class LayoutTest : public QObject {
   void no_text_is_cut_off_data();
   void no_text_is_cut_off();
   void the_checker_sees_a_cut_label();
+  void train_run_page_shows_the_compare_report();
 
  private:
   std::shared_ptr<const plan::PlanResult> plan_;  // one search of the 70B base, for every window
@@ -238,6 +246,102 @@ void LayoutTest::the_checker_sees_a_cut_label() {
   l->setGeometry(0, 0, 190, 20);
   l->setText("stage 15");
   QVERIFY(cut_texts(&top).isEmpty());
+}
+
+// The Validation tab's "Train run" page on a committed lcm-exec train run: every cell is the
+// compare report's (report::compare_tables of the same comparison, computed here), the bars
+// are the per-class totals, the per-op table sorts numerically, and nothing is cut at 1280x800.
+void LayoutTest::train_run_page_shows_the_compare_report() {
+  const QString dir = QStringLiteral(LCM_SOURCE_DIR "/validation/measured/h200/train_session5/llama8b_s8k_none");
+  // The summary names /work/main/scenarios/llama3.1-8b.yaml (where it ran): the same file here.
+  const QString scenario = QStringLiteral(LCM_SOURCE_DIR "/scenarios/llama3.1-8b.yaml");
+  auto m = report::read_train_summary(dir.toStdString());
+  QVERIFY2(m, m ? "" : m.error().str().c_str());
+  auto s = report::load_compare_scenario(scenario.toStdString(), m.value(), {});
+  QVERIFY2(s, s ? "" : s.error().str().c_str());
+  auto c = report::compare_run(s.value(), m.value());
+  QVERIFY2(c, c ? "" : c.error().str().c_str());
+  const std::vector<report::Table> expected = report::compare_tables(c.value());
+
+  gui::MainWindow w;
+  QVERIFY(w.scenario_panel()->open_file(kDefault));
+  gui::ValidationTab* v = w.validation_tab();
+  QVERIFY2(v->load_train_run(dir, scenario), qPrintable(v->train_run()->status_text()));
+  gui::TrainRunView* t = v->train_run();
+  QVERIFY(t->comparison().has_value());
+  // The committed compare.md of this run: step time 371.101 ms predicted, 343.367 ms measured.
+  QCOMPARE(QString::fromStdString(expected[0].rows[0][1]), QString("371.101"));
+  QCOMPARE(QString::fromStdString(expected[0].rows[0][2]), QString("343.367"));
+
+  // One page per report table, each cell as the report writes it.
+  QCOMPARE(t->tables()->count(), static_cast<int>(expected.size()));
+  QStringList pages;
+  for (int p = 0; p < t->tables()->count(); ++p) {
+    pages << t->tables()->tabText(p);
+    auto* view = t->tables()->widget(p)->findChild<QTableView*>();
+    QVERIFY(view);
+    const report::Table& want = expected[static_cast<size_t>(p)];
+    QCOMPARE(view->model()->rowCount(), static_cast<int>(want.rows.size()));
+    QCOMPARE(view->model()->columnCount(), static_cast<int>(want.header.size()));
+    for (size_t col = 0; col < want.header.size(); ++col)
+      QCOMPARE(view->model()->headerData(static_cast<int>(col), Qt::Horizontal).toString(),
+               QString::fromStdString(want.header[col]));
+    for (size_t r = 0; r < want.rows.size(); ++r)
+      for (size_t col = 0; col < want.rows[r].size(); ++col)
+        QCOMPARE(view->model()->index(static_cast<int>(r), static_cast<int>(col)).data().toString(),
+                 QString::fromStdString(want.rows[r][col]));
+  }
+  for (const char* name : {"Step", "Per op class", "Memory", "Per op"}) QVERIFY2(pages.contains(name), name);
+
+  // The per-op table sorts by the measured time, numerically: the slowest measured op first.
+  auto* ops = t->tables()->widget(static_cast<int>(pages.indexOf("Per op")))->findChild<QTableView*>();
+  QVERIFY(ops->isSortingEnabled());
+  ops->sortByColumn(4, Qt::DescendingOrder);  // "measured"
+  const report::OpComparison* slowest = nullptr;
+  for (const report::OpComparison& o : c.value().ops)
+    if (o.measured_s && (!slowest || *o.measured_s > *slowest->measured_s)) slowest = &o;
+  QVERIFY(slowest);
+  QCOMPARE(ops->model()->index(0, 0).data().toString(), QString::fromStdString(slowest->name));
+  for (int r = 1; r < ops->model()->rowCount(); ++r)
+    QVERIFY(ops->model()->index(r - 1, 4).data(Qt::UserRole).toDouble() >=
+            ops->model()->index(r, 4).data(Qt::UserRole).toDouble());
+
+  // The bars: predicted and measured, one bar per class present (GEMM, attention, memory-bound).
+  QChart* chart = t->panel()->chart();
+  QVERIFY(chart);
+  QCOMPARE(chart->series().size(), 1);
+  auto* bars = qobject_cast<QBarSeries*>(chart->series().front());
+  QVERIFY(bars);
+  QCOMPARE(bars->count(), 2);
+  int classes = 0;
+  for (int i = 0; i < report::kNumCompareClasses; ++i) {
+    const report::Total& tot = c.value().classes[static_cast<size_t>(i)];
+    if (tot.predicted_ops == 0 && tot.measured_ops == 0) continue;
+    QCOMPARE(bars->barSets()[0]->at(classes), tot.predicted_s * 1e3);
+    QCOMPARE(bars->barSets()[1]->at(classes), tot.measured_s * 1e3);
+    ++classes;
+  }
+  QCOMPARE(classes, 3);
+  QCOMPARE(bars->barSets()[0]->count(), classes);
+  QCOMPARE(bars->barSets()[1]->count(), classes);
+
+  // Nothing cut at 1280x800 on any page of the tables.
+  w.resize(QSize(1280, 800));
+  w.show();
+  w.tabs()->setCurrentWidget(v);
+  QStringList cut;
+  for (int p = 0; p < t->tables()->count(); ++p) {
+    t->tables()->setCurrentIndex(p);
+    QApplication::processEvents();
+    for (const QString& x : cut_texts(&w)) cut << t->tables()->tabText(p) + ": " + x;
+  }
+  cut.removeDuplicates();
+  QVERIFY2(cut.isEmpty(), qPrintable(cut.join("\n")));
+
+  // A bad run directory: the reason, and no tables.
+  QVERIFY(!v->load_train_run(QStringLiteral(LCM_SOURCE_DIR "/no/such/run")));
+  QVERIFY(t->status_text().contains("summary.json"));
+  QCOMPARE(t->tables()->count(), 0);
 }
 
 QTEST_MAIN(LayoutTest)

@@ -19,6 +19,10 @@ QT_BEGIN_NAMESPACE
 class QChart;
 QT_END_NAMESPACE
 
+namespace lcm::report {
+struct Comparison;
+}  // namespace lcm::report
+
 namespace lcm::gui {
 
 // Memory per GPU as named terms of one pipeline stage (StageMemory), grouped for the stacked
@@ -65,5 +69,9 @@ QChart* scaling_flops_chart(const Scenario& s, const std::vector<ScalingRow>& ro
 QChart* scaling_memory_chart(const Scenario& s, const std::vector<ScalingRow>& rows, const Crossover& x);
 QChart* capacity_chart(const Scenario& s, const CapacitySweep& sw);
 QChart* validation_chart(const std::vector<ValidationRow>& rows, const QString& subtitle);
+// `lcm compare`: predicted and measured ms per step of each op class present on either
+// side (report::Comparison::classes), two bar series. Used by the Validation tab's train
+// run view and `lcm compare --plots`.
+QChart* compare_class_chart(const report::Comparison& c);
 
 }  // namespace lcm::gui

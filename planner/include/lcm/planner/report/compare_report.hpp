@@ -131,6 +131,13 @@ struct PredictedOp {
 };
 std::vector<PredictedOp> predicted_op_times(const Scenario& s, const Estimate& e, const Schedule& sched, int stage = 0);
 
+// The scenario of the prediction: `scenario_path` loaded with the summary's overrides, then
+// `extra` (--set / --profile). Errors: the loader's (noting where the overrides came from),
+// and a prediction larger than the predicted trace's cap (limits::kTraceLayerMicroBatches)
+// that compare_run aligns with. `lcm compare` and lcm-gui's Validation tab both load here.
+io::Result<Scenario> load_compare_scenario(const std::string& scenario_path, const TrainSummary& m,
+                                           const std::vector<io::Override>& extra);
+
 // Aligns the run with the prediction of `s` (the scenario with the summary's overrides
 // applied). Errors: a measured op whose layer the scenario does not have.
 io::Result<Comparison> compare_run(const Scenario& s, const TrainSummary& m);
