@@ -48,8 +48,14 @@ ordered_json side_json(const DiffSide& s) {
                       {"model", s.scenario->model.name},
                       {"hardware", s.scenario->hardware.name},
                       {"num_gpus", s.scenario->num_gpus},
-                      {"mesh", ordered_json{{"tp", m.tp}, {"cp", m.cp}, {"pp", m.pp}, {"vp", m.vp}, {"dp", m.dp},
-                                            {"ep", m.ep}, {"etp", m.etp}, {"edp", m.edp}}},
+                      {"mesh", ordered_json{{"tp", m.tp},
+                                            {"cp", m.cp},
+                                            {"pp", m.pp},
+                                            {"vp", m.vp},
+                                            {"dp", m.dp},
+                                            {"ep", m.ep},
+                                            {"etp", m.etp},
+                                            {"edp", m.edp}}},
                       {"verdict_stage", s.estimate->memory.verdict_stage}};
 }
 
@@ -68,8 +74,8 @@ std::vector<DiffRow> diff_rows(const Estimate& a, const Estimate& b) {
   assert(a.has_time && b.has_time);
   std::vector<DiffRow> rows;
   rows.push_back({"headline", "step_s", "s", a.time.step_s, b.time.step_s});
-  rows.push_back({"headline", "tokens_per_s_per_gpu", "tokens/s", a.time.tokens_per_s_per_gpu,
-                  b.time.tokens_per_s_per_gpu});
+  rows.push_back(
+      {"headline", "tokens_per_s_per_gpu", "tokens/s", a.time.tokens_per_s_per_gpu, b.time.tokens_per_s_per_gpu});
   rows.push_back({"headline", "mfu", "fraction", a.time.mfu, b.time.mfu});
   rows.push_back({"headline", "needs_bytes", "bytes", a.memory.peak_high_bytes, b.memory.peak_high_bytes});
   rows.push_back({"headline", "hbm_bytes", "bytes", a.memory.hbm_bytes, b.memory.hbm_bytes});
@@ -79,8 +85,8 @@ std::vector<DiffRow> diff_rows(const Estimate& a, const Estimate& b) {
   const StageMemory& mb = b.memory.stages[static_cast<size_t>(b.memory.verdict_stage)];
   const auto ta = memory_terms(ma), tb = memory_terms(mb);
   assert(ta.size() == tb.size());
-  rows.push_back({"memory", "activations_per_microbatch", "bytes", ma.activations_per_microbatch,
-                  mb.activations_per_microbatch});
+  rows.push_back(
+      {"memory", "activations_per_microbatch", "bytes", ma.activations_per_microbatch, mb.activations_per_microbatch});
   rows.push_back({"memory", "in_flight_microbatches", "count", ma.in_flight_microbatches, mb.in_flight_microbatches});
   for (size_t i = 0; i < ta.size(); ++i) rows.push_back({"memory", ta[i].first, "bytes", ta[i].second, tb[i].second});
   rows.push_back({"memory", "allocated", "bytes", ma.allocated, mb.allocated});
@@ -98,15 +104,15 @@ nlohmann::ordered_json diff_json(const DiffSide& a, const DiffSide& b) {
   j["schema_version"] = kDiffSchemaVersion;
   j["a"] = side_json(a);
   j["b"] = side_json(b);
-  ordered_json sections{{"headline", ordered_json::object()}, {"memory", ordered_json::object()},
-                        {"step", ordered_json::object()}};
+  ordered_json sections{
+      {"headline", ordered_json::object()}, {"memory", ordered_json::object()}, {"step", ordered_json::object()}};
   for (const DiffRow& r : diff_rows(*a.estimate, *b.estimate)) {
     if (r.unit == "bool") {
       sections[r.section][r.key] = ordered_json{{"a", r.a != 0}, {"b", r.b != 0}, {"changed", r.a != r.b}};
       continue;
     }
-    sections[r.section][r.key] = ordered_json{
-        {"a", r.a}, {"b", r.b}, {"diff", r.diff()}, {"rel", number_or_null(r.rel())}, {"unit", r.unit}};
+    sections[r.section][r.key] =
+        ordered_json{{"a", r.a}, {"b", r.b}, {"diff", r.diff()}, {"rel", number_or_null(r.rel())}, {"unit", r.unit}};
   }
   j["headline"] = sections["headline"];
   j["memory"] = sections["memory"];
@@ -146,8 +152,7 @@ Table diff_long_table(const DiffSide& a, const DiffSide& b) {
   for (const DiffRow& r : diff_rows(*a.estimate, *b.estimate)) {
     const double rel = r.rel();
     t.rows.push_back({r.section, r.key, fmt::format("{:.10g}", r.a), fmt::format("{:.10g}", r.b),
-                      fmt::format("{:.10g}", r.diff()), std::isfinite(rel) ? fmt::format("{:.10g}", rel) : "",
-                      r.unit});
+                      fmt::format("{:.10g}", r.diff()), std::isfinite(rel) ? fmt::format("{:.10g}", rel) : "", r.unit});
   }
   return t;
 }

@@ -123,8 +123,8 @@ bool SearchConstraints::add_fix(const std::string& text, std::string& error) {
       error = fmt::format("'{}': not a CP communication (p2p, a2a, allgather, a2a+p2p)", text);
       return false;
     }
-    exclude_all_but(excluded_cp_comms, *v, {CpCommType::kP2P, CpCommType::kAllGather, CpCommType::kA2A,
-                                            CpCommType::kA2AP2P});
+    exclude_all_but(excluded_cp_comms, *v,
+                    {CpCommType::kP2P, CpCommType::kAllGather, CpCommType::kA2A, CpCommType::kA2AP2P});
   } else if (knob == "dispatcher") {
     const auto v = parse_dispatcher(value);
     if (!v) {
@@ -192,9 +192,10 @@ bool SearchConstraints::add_exclude(const std::string& text, std::string& error)
   const auto d = parse_dispatcher(text);
   const int named = (sh ? 1 : 0) + (rc ? 1 : 0) + (cpc ? 1 : 0) + (d ? 1 : 0);
   if (named == 0) {
-    error = fmt::format("'{}' is not a value of a searched knob (a sharding, no-rc|sel|full, a CP communication, a "
-                        "dispatcher, or KNOB=VALUE)",
-                        text);
+    error = fmt::format(
+        "'{}' is not a value of a searched knob (a sharding, no-rc|sel|full, a CP communication, a "
+        "dispatcher, or KNOB=VALUE)",
+        text);
     return false;
   }
   if (named > 1) {

@@ -56,7 +56,8 @@ TEST(DiffCli, TwoLayoutsMatchEstimateExactly) {
     EXPECT_EQ(row["a"].get<double>(), a.get<double>());
     EXPECT_EQ(row["b"].get<double>(), b.get<double>());
     EXPECT_EQ(row["diff"].get<double>(), b.get<double>() - a.get<double>());
-    if (a.get<double>() != 0) EXPECT_EQ(row["rel"].get<double>(), (b.get<double>() - a.get<double>()) / a.get<double>());
+    if (a.get<double>() != 0)
+      EXPECT_EQ(row["rel"].get<double>(), (b.get<double>() - a.get<double>()) / a.get<double>());
   };
   check(d["headline"]["step_s"], ea["time"]["step_s"], eb["time"]["step_s"]);
   check(d["headline"]["tokens_per_s_per_gpu"], ea["time"]["tokens_per_s_per_gpu"], eb["time"]["tokens_per_s_per_gpu"]);

@@ -51,9 +51,8 @@ TEST(PlanConstraints, ExcludeRemovesTheValue) {
   const std::string space = kPlan + "--fix tp=8 --fix cp=2 ";
   const json free = lcm_json(space);
   for (const auto& [value, only, field, shown] :
-       {std::tuple<std::string, std::string, std::string, std::string>{"zero3", "sharding=zero3",
-                                                                       "data_parallel_sharding_strategy",
-                                                                       "optim_grads_params"},
+       {std::tuple<std::string, std::string, std::string, std::string>{
+            "zero3", "sharding=zero3", "data_parallel_sharding_strategy", "optim_grads_params"},
         {"full", "recompute=full", "recompute_granularity", "full"},
         {"a2a", "cp_comm=a2a", "cp_comm_type", "a2a"}}) {
     const json without = lcm_json(space + "--exclude " + value);
@@ -61,7 +60,8 @@ TEST(PlanConstraints, ExcludeRemovesTheValue) {
     ASSERT_FALSE(without["ranked"].empty()) << value;
     ASSERT_FALSE(with_only["ranked"].empty()) << value;
     for (const json& r : without["ranked"]) EXPECT_NE(r["layout"][field], shown) << value << ": " << r["layout_string"];
-    for (const json& r : with_only["ranked"]) EXPECT_EQ(r["layout"][field], shown) << value << ": " << r["layout_string"];
+    for (const json& r : with_only["ranked"])
+      EXPECT_EQ(r["layout"][field], shown) << value << ": " << r["layout_string"];
     EXPECT_EQ(free["counts"]["valid"].get<uint64_t>(),
               without["counts"]["valid"].get<uint64_t>() + with_only["counts"]["valid"].get<uint64_t>())
         << value;

@@ -24,8 +24,8 @@ struct DiffSide {
 
 struct DiffRow {
   std::string section;  // "headline", "memory", "step"
-  std::string key;      // JSON key: "step_s", "weights", "gemm"
-  std::string unit;     // "s", "bytes", "tokens/s", "fraction", "bool", "count"
+  std::string key;  // JSON key: "step_s", "weights", "gemm"
+  std::string unit;  // "s", "bytes", "tokens/s", "fraction", "bool", "count"
   double a = 0;
   double b = 0;
   double diff() const { return b - a; }

@@ -18,8 +18,8 @@ enum class SizeKnob : uint8_t { kTp, kCp, kPp, kEp, kEtp, kMbs };
 inline constexpr int kNumSizeKnobs = 6;
 
 struct SearchConstraints {
-  std::array<int, kNumSizeKnobs> fixed{};   // 0: free
-  std::array<int, kNumSizeKnobs> max{};     // 0: no cap
+  std::array<int, kNumSizeKnobs> fixed{};  // 0: free
+  std::array<int, kNumSizeKnobs> max{};  // 0: no cap
   std::vector<std::pair<SizeKnob, int>> excluded_sizes;
   // Excluded values of the named knobs (--fix of one of them excludes the others). cp_comm
   // applies where cp > 1, dispatcher where ep x etp > 1 (elsewhere they name no choice).
@@ -39,10 +39,10 @@ struct SearchConstraints {
 
   // Each adds one constraint from the command line's text; false with a one-line error
   // naming the value (the caller prefixes the option).
-  bool add_fix(const std::string& text, std::string& error);      // "tp=8", "sharding=optim", "recompute=full"
-  bool add_max(const std::string& text, std::string& error);      // "pp=8" (size knobs only)
+  bool add_fix(const std::string& text, std::string& error);  // "tp=8", "sharding=optim", "recompute=full"
+  bool add_max(const std::string& text, std::string& error);  // "pp=8" (size knobs only)
   bool add_exclude(const std::string& text, std::string& error);  // "zero3", "a2a", "full", "cp_comm=allgather", "tp=1"
-  bool set_headroom(const std::string& text, std::string& error); // "10%" or "10", in [0, 100)
+  bool set_headroom(const std::string& text, std::string& error);  // "10%" or "10", in [0, 100)
   // After every add: an error when a knob has no value left ("--exclude ... excludes every sharding").
   bool check(std::string& error) const;
 };
