@@ -20,8 +20,13 @@ void register_plan(CLI::App& app, int& exit_code) {
   add_scenario_options(*cmd, *so);
   cmd->get_option("--gpus")->description("GPUs to plan for (default: the scenario's num_gpus)");
   add_plan_options(*cmd, *pa, true);
+  add_constraint_options(*cmd, *pa);
   add_output_options(*cmd, *oo, {"table", "md", "json", "csv"});
   cmd->callback([so, oo, pa, &exit_code] {
+    if (!parse_constraints(*pa)) {
+      exit_code = kExitBadInput;
+      return;
+    }
     std::string own_error;
     auto s = load_for_planning(*so, {}, so->gpus, &own_error);
     if (!s) {

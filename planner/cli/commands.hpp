@@ -16,5 +16,6 @@ void register_sweep(CLI::App& app, int& exit_code);
 void register_comm(CLI::App& app, int& exit_code);
 void register_calibrate(CLI::App& app, int& exit_code);
 void register_compare(CLI::App& app, int& exit_code);
+void register_diff(CLI::App& app, int& exit_code);
 
 }  // namespace lcm::cli

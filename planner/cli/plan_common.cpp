@@ -53,6 +53,43 @@ void add_plan_options(CLI::App& cmd, PlanArgs& a, bool with_top) {
   cmd.add_flag("-q,--quiet", a.quiet, "No progress bar on stderr");
 }
 
+void add_constraint_options(CLI::App& cmd, PlanArgs& a) {
+  cmd.add_option("--fix", a.fixes,
+                 "Search only layouts with this knob value: tp=8, pp=2, cp=1, ep=8, etp=1, mbs=1, sharding=optim, "
+                 "recompute=sel, cp_comm=p2p, dispatcher=alltoall (repeatable)");
+  cmd.add_option("--exclude", a.excludes,
+                 "Leave a knob value out of the search: zero3 (optim_grads_params), a2a, full, allgather needs "
+                 "cp_comm= or dispatcher=, tp=1 (repeatable)");
+  cmd.add_option("--max", a.maxes, "Cap a size knob: pp=8 (tp, cp, pp, ep, etp, mbs; repeatable)");
+  cmd.add_option("--headroom", a.headroom,
+                 "A layout fits only if it needs at most HBM x (1 - P/100): --headroom 10%");
+  cmd.add_option("--tie", a.tie, "Near-tie tolerance on step time (default 2%): --tie 5%");
+}
+
+bool parse_constraints(PlanArgs& a) {
+  std::string error;
+  auto bad = [&](const std::string& option, const std::string& text) {
+    std::cerr << "lcm: " << option << " " << text << ": " << error << "\n";
+    return false;
+  };
+  for (const std::string& f : a.fixes)
+    if (!a.constraints.add_fix(f, error)) return bad("--fix", f);
+  for (const std::string& m : a.maxes)
+    if (!a.constraints.add_max(m, error)) return bad("--max", m);
+  for (const std::string& e : a.excludes)
+    if (!a.constraints.add_exclude(e, error)) return bad("--exclude", e);
+  if (!a.headroom.empty() && !a.constraints.set_headroom(a.headroom, error)) return bad("--headroom", a.headroom);
+  if (!a.tie.empty()) {
+    if (!plan::parse_percent(a.tie, a.near_tie, error)) return bad("--tie", a.tie);
+    a.constraints.given.push_back("tie " + a.tie);
+  }
+  if (!a.constraints.check(error)) {
+    std::cerr << "lcm: plan: " << error << "\n";
+    return false;
+  }
+  return true;
+}
+
 std::optional<Scenario> load_for_planning(const ScenarioOptions& so, const std::vector<io::Override>& extra, int gpus,
                                           std::string* own_error) {
   if (own_error) own_error->clear();
@@ -122,6 +159,8 @@ plan::PlanResult run_search(const Scenario& s, const PlanArgs& a, const std::str
   o.top_k = a.top;
   o.why_not = a.why_not;
   o.threads = a.threads;
+  o.constraints = a.constraints;
+  o.near_tie = a.near_tie;
   ProgressBar bar(std::cerr, label, !a.quiet && stderr_is_terminal());
   o.progress = [&bar](uint64_t done, uint64_t total) { bar.update(done, total); };
   plan::PlanResult r = plan::search(s, o);

@@ -201,6 +201,12 @@ nlohmann::ordered_json estimate_json(const Scenario& s, const Estimate& e) {
   return j;
 }
 
+std::vector<std::pair<std::string, double>> memory_terms(const StageMemory& m) {
+  std::vector<std::pair<std::string, double>> out;
+  for_memory_terms(m, [&](const char* k, double v, bool) { out.emplace_back(k, v); });
+  return out;
+}
+
 // "143.49 on stage 1 of HBM 140.40: DOES NOT FIT (peak 139.77, range 136.05-143.49 on that stage; allocated
 // 120.00)": the verdict's own number first (Memory::peak_high_bytes), then the range it is the top of.
 std::string memory_verdict(const Memory& mem) {

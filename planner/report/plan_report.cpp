@@ -154,6 +154,11 @@ std::string plan_failure(const Scenario& base, const plan::PlanResult& r) {
         return fmt::format("no valid layout for {} GPUs: every one of the {} candidates breaks {}: {}", base.num_gpus,
                            r.counts.enumerated, x.key, x.message);
     const plan::Rejection* t = plan::tightest_constraint(r);
+    if (!t && !r.constraints.empty()) {
+      std::string given;
+      for (const std::string& g : r.constraints.given) given += (given.empty() ? "" : ", ") + g;
+      return fmt::format("no layout to try for {} GPUs under the constraints ({})", base.num_gpus, given);
+    }
     if (!t) return fmt::format("no layout to try for {} GPUs", base.num_gpus);
     return fmt::format(
         "no valid layout for {} GPUs: all {} candidates break a Megatron rule; the tightest is {}: {} "
@@ -211,6 +216,16 @@ ordered_json plan_json(const Scenario& base, const plan::PlanResult& r) {
                              {"fit", r.counts.fit},               {"evaluated", r.counts.evaluated},
                              {"timed", r.counts.timed},           {"schedules_built", r.counts.schedules_built},
                              {"seconds", r.seconds},              {"threads", r.threads}};
+  {
+    // The search constraints (`lcm plan --fix/--exclude/--max/--headroom/--tie`), as given.
+    const plan::SearchConstraints& c = r.constraints;
+    ordered_json given = ordered_json::array();
+    for (const std::string& g : c.given) given.push_back(g);
+    j["constraints"] = ordered_json{{"given", given},
+                                    {"headroom", c.headroom},
+                                    {"hbm_budget_bytes", r.hbm_budget_bytes},
+                                    {"near_tie", r.near_tie}};
+  }
   ordered_json ranked = ordered_json::array();
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const plan::Ranked& g = r.ranked[i];
@@ -277,6 +292,13 @@ std::vector<Table> plan_tables(const Scenario& base, const plan::PlanResult& r) 
   d.title = fmt::format("Best layouts: {} ({} candidates, {} valid, {} fit HBM; searched in {:.2f} s on {} thread{})",
                         scenario_title(base), r.counts.enumerated, r.counts.valid, r.counts.fit, r.seconds, r.threads,
                         r.threads == 1 ? "" : "s");
+  if (!r.constraints.empty()) {
+    std::string given;
+    for (const std::string& g : r.constraints.given) given += (given.empty() ? "" : ", ") + g;
+    d.title += fmt::format(" [constraints: {}{}]", given,
+                           r.constraints.headroom > 0 ? fmt::format("; HBM budget {} GiB", fmt_bytes_gib(r.hbm_budget_bytes))
+                                                      : "");
+  }
   d.header = {"#", "layout", "step s", "tok/s/GPU", "MFU %", kNeedsHeader};
   for (const auto& [name, dim] : kShownDims) d.header.push_back(fmt::format("exp {} s", name));
   d.header.push_back("bubble s");

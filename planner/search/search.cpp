@@ -349,12 +349,19 @@ void merge(const Scenario& base, const PlanOptions& opts, const std::vector<std:
 
 }  // namespace
 
-PlanResult search(const Scenario& base, const PlanOptions& opts) {
+PlanResult search(const Scenario& scenario, const PlanOptions& opts) {
   const auto t0 = std::chrono::steady_clock::now();
+  // The headroom: every fits verdict (the model's Memory::fits) against the reduced HBM.
+  Scenario budgeted = scenario;
+  budgeted.hardware.gpu.hbm_bytes = scenario.hardware.gpu.hbm_bytes * (1.0 - opts.constraints.headroom);
+  const Scenario& base = opts.constraints.headroom > 0 ? budgeted : scenario;
   PlanResult result;
   result.num_gpus = base.num_gpus;
   result.time_miss_fraction = opts.time_miss_fraction;
-  const Space space = enumerate_space(base);
+  result.near_tie = opts.near_tie;
+  result.constraints = opts.constraints;
+  result.hbm_budget_bytes = base.hardware.gpu.hbm_bytes;
+  const Space space = enumerate_space(base, opts.constraints);
   Rejections rejections;
   for (const auto& [l, problems] : space.rejected_meshes) rejections.add(problems, l);
   const uint64_t rejected_meshes = space.rejected_meshes.size();

@@ -75,7 +75,7 @@ struct Knobs {
 };
 
 // The deeper knobs of a valid mesh `l` (tp, cp, pp and split, ep, etp set).
-MeshSpec mesh_spec(const Scenario& base, const Layout& l, const Knobs& k) {
+MeshSpec mesh_spec(const Scenario& base, const Layout& l, const Knobs& k, const SearchConstraints& c) {
   const int N = base.num_gpus;
   const bool moe = has_moe(base.model);
   const int gpn = std::max(1, base.hardware.interconnect.gpus_per_node);
@@ -91,12 +91,15 @@ MeshSpec mesh_spec(const Scenario& base, const Layout& l, const Knobs& k) {
   }
   const int per_dp = base.training.global_batch_size / dp;
   for (int b = 1; b <= per_dp; b *= 2)
-    if (per_dp % b == 0) ms.mbss.push_back(b);
+    if (per_dp % b == 0 && c.allows(SizeKnob::kMbs, b)) ms.mbss.push_back(b);
   ms.two_orders = l.pp > 1 && (dp > 1 || edp > 1);
   ms.cp_comms = cp_comms(l.cp, l.tp, gpn);
+  if (l.cp > 1)  // with cp == 1 the CP communication names no choice
+    std::erase_if(ms.cp_comms, [&](const std::pair<CpCommType, int>& x) { return !c.allows(x.first); });
   // Without a data-parallel group the sharding strategies are the same layout; without
   // expert communication (ep = etp = 1) so are the dispatchers.
-  ms.shardings = dp * l.cp > 1 || (moe && edp > 1) ? k.shardings : std::vector<DpSharding>{DpSharding::kNoShard};
+  // (With a constraint on sharding, that one layout carries the first allowed strategy.)
+  ms.shardings = dp * l.cp > 1 || (moe && edp > 1) ? k.shardings : std::vector<DpSharding>{k.shardings.front()};
   ms.dispatchers = l.ep * l.etp > 1 ? k.dispatchers : std::vector<Dispatcher>{k.dispatchers.front()};
   ms.leaves = static_cast<uint64_t>(ms.vls.size()) * k.recomputes * ms.mbss.size() * ms.cp_comms.size() *
               ms.shardings.size() * ms.dispatchers.size() * (ms.two_orders ? 2 : 1);
@@ -105,7 +108,7 @@ MeshSpec mesh_spec(const Scenario& base, const Layout& l, const Knobs& k) {
 
 }  // namespace
 
-Space enumerate_space(const Scenario& base) {
+Space enumerate_space(const Scenario& base, const SearchConstraints& c) {
   // Meshes, grouped by (tp, cp, ep, etp); each checked once with the most permissive deep
   // knobs (no interleaving, micro-batch 1, no recompute, p2p, distributed optimizer):
   // a mesh those knobs cannot make valid counts as one rejected candidate.
@@ -114,19 +117,30 @@ Space enumerate_space(const Scenario& base) {
   const bool moe = has_moe(base.model);
   Knobs k;
   k.dispatchers = {base.model.moe_token_dispatcher_type};
-  if (moe) k.dispatchers = {Dispatcher::kAllToAll, Dispatcher::kAllGather, Dispatcher::kFlex};
+  if (moe) {
+    k.dispatchers = {Dispatcher::kAllToAll, Dispatcher::kAllGather, Dispatcher::kFlex};
+    std::erase_if(k.dispatchers, [&](Dispatcher d) { return !c.allows(d); });
+  }
+  std::erase_if(k.shardings, [&](DpSharding x) { return !c.allows(x); });
+  std::erase_if(space.recomputes, [&](RecomputeGranularity x) { return !c.allows(x); });
   k.recomputes = space.recomputes.size();
+  // SearchConstraints::check leaves a value of every knob (a non-MoE model's dispatcher is its own).
+  if (k.dispatchers.empty() || k.shardings.empty() || space.recomputes.empty()) return space;
   std::vector<int> tps;
   for (int t : divisors(std::max(1, base.hardware.interconnect.gpus_per_node)))
-    if (N > 0 && N % t == 0) tps.push_back(t);
-  const std::vector<int> eps = moe ? divisors(base.model.num_experts) : std::vector<int>{1};
+    if (N > 0 && N % t == 0 && c.allows(SizeKnob::kTp, t)) tps.push_back(t);
+  std::vector<int> eps = moe ? divisors(base.model.num_experts) : std::vector<int>{1};
+  std::erase_if(eps, [&](int ep) { return !c.allows(SizeKnob::kEp, ep); });
   for (int tp : tps) {
     for (int cp : divisors(N / tp)) {
-      const std::vector<PipelineSplit> splits = pipeline_splits(base, N / (tp * cp));
+      if (!c.allows(SizeKnob::kCp, cp)) continue;
+      std::vector<PipelineSplit> splits = pipeline_splits(base, N / (tp * cp));
+      std::erase_if(splits, [&](const PipelineSplit& sp) { return !c.allows(SizeKnob::kPp, sp.pp); });
       for (int ep : eps) {
         std::vector<int> etps = moe ? std::vector<int>{1} : std::vector<int>{tp};
         if (moe && tp > 1) etps.push_back(tp);
         for (int etp : etps) {
+          if (!c.allows(SizeKnob::kEtp, etp)) continue;
           Item item;
           for (const PipelineSplit& sp : splits) {
             Layout l;
@@ -140,7 +154,9 @@ Space enumerate_space(const Scenario& base) {
               space.rejected_meshes.emplace_back(l, std::move(problems));
               continue;
             }
-            item.meshes.push_back(mesh_spec(base, l, k));
+            MeshSpec ms = mesh_spec(base, l, k, c);
+            if (ms.leaves == 0) continue;  // the constraints leave it no layout
+            item.meshes.push_back(std::move(ms));
             item.leaves += item.meshes.back().leaves;
           }
           if (!item.meshes.empty()) space.items.push_back(std::move(item));

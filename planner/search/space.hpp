@@ -39,7 +39,9 @@ struct Space {
 };
 
 // Every mesh of base.num_gpus GPUs; each checked once with the most permissive deeper
-// knobs (no interleaving, micro-batch 1, no recompute, p2p, distributed optimizer).
-Space enumerate_space(const Scenario& base);
+// knobs (no interleaving, micro-batch 1, no recompute, p2p, distributed optimizer). Knob
+// values the constraints exclude are not enumerated (a mesh left without any layout is
+// dropped, not counted as rejected).
+Space enumerate_space(const Scenario& base, const SearchConstraints& c = {});
 
 }  // namespace lcm::plan

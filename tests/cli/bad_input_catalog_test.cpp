@@ -389,6 +389,36 @@ std::vector<Case> catalog() {
                  "every one of the 148 candidates breaks hardware.num_gpus: num_gpus (63) must be a multiple of "
                  "gpus_per_node (8)"});
   }
+  {  // issue 13: lcm diff
+    c.push_back({"DiffOneSideMissing", "diff $S/default.yaml", 2, "diff: B is missing"});
+    c.push_back({"DiffNothing", "diff", 2, "A is required"});
+    c.push_back({"DiffLayoutAndSecondScenario", "diff $S/default.yaml $S/default.yaml --layout-a tp2", 2,
+                 "diff: give two scenarios A B, or one scenario with --layout-a / --layout-b, not both"});
+    c.push_back({"DiffBadLayoutB", "diff $S/default.yaml --layout-b 'tp2 zz9'", 2,
+                 "--layout \"tp2 zz9\": 'zz9' is not a layout token"});
+    c.push_back({"DiffMissingB", "diff $S/default.yaml nowhere.yaml", 2, "nowhere.yaml"});
+  }
+  {  // issue 13: lcm plan search constraints
+    const std::string p = "plan $S/default.yaml -q ";
+    c.push_back({"PlanFixNotANumber", p + "--fix tp=x", 2, "--fix tp=x: 'tp=x': tp must be a positive integer"});
+    c.push_back({"PlanFixUnknownKnob", p + "--fix zz=2", 2, "--fix zz=2: 'zz=2': unknown knob 'zz'"});
+    c.push_back({"PlanFixNoEquals", p + "--fix tp", 2, "--fix tp: 'tp': expected KNOB=VALUE"});
+    c.push_back({"PlanFixBadSharding", p + "--fix sharding=zero9", 2, "'sharding=zero9': not a sharding"});
+    c.push_back({"PlanMaxNotSize", p + "--max sharding=2", 2, "--max takes a size knob"});
+    c.push_back({"PlanMaxZero", p + "--max pp=0", 2, "'pp=0': pp must be a positive integer"});
+    c.push_back({"PlanExcludeUnknown", p + "--exclude zz", 2, "--exclude zz: 'zz' is not a value of a searched knob"});
+    c.push_back({"PlanExcludeAmbiguous", p + "--exclude allgather", 2,
+                 "'allgather' names more than one knob: say which, e.g. cp_comm=allgather or dispatcher=allgather"});
+    c.push_back({"PlanExcludeEverySharding",
+                 p + "--exclude no_shard --exclude optim --exclude optim_grads --exclude zero3", 2,
+                 "plan: every sharding is excluded"});
+    c.push_back({"PlanFixAboveMax", p + "--fix pp=4 --max pp=2", 2, "--fix pp=4 is above --max pp=2"});
+    c.push_back({"PlanHeadroom100", p + "--headroom 100%", 2, "--headroom 100%: '100%' is not a percentage in [0, 100)"});
+    c.push_back({"PlanHeadroomText", p + "--headroom lots", 2, "'lots' is not a percentage"});
+    c.push_back({"PlanTieTooLarge", p + "--tie 150%", 2, "--tie 150%: '150%' is not a percentage"});
+    c.push_back({"PlanFixNothingLeft", p + "--fix tp=3", 2,
+                 "no layout to try for 64 GPUs under the constraints (fix tp=3)"});
+  }
   return c;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,5 +22,8 @@ Table estimate_long_table(const Scenario& s, const Estimate& e);  // the CSV ren
 // The memory verdict in words, its own number first: "143.49 on stage 1 of HBM 140.40: DOES NOT
 // FIT (peak 139.77, range 136.05-143.49 on that stage; allocated 120.00)" (GiB).
 std::string memory_verdict(const Memory& mem);
+// The named terms of one stage's memory in report order, as the JSON names them ("weights" ...
+// "fragmentation"): the one list every report of memory terms takes its names from.
+std::vector<std::pair<std::string, double>> memory_terms(const StageMemory& m);
 
 }  // namespace lcm::report

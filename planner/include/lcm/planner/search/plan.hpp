@@ -23,6 +23,7 @@
 #include "lcm/model/mesh.hpp"
 #include "lcm/model/specs.hpp"
 #include "lcm/model/step_time.hpp"
+#include "lcm/planner/search/constraints.hpp"
 
 namespace lcm::plan {
 
@@ -142,7 +143,10 @@ struct PlanOptions {
   int top_k = 10;          // ranked groups to keep
   int why_not = 5;         // out-of-memory layouts to keep for the why-not table
   int threads = 0;         // 0: std::thread::hardware_concurrency()
-  double near_tie = 0.02;  // relative step-time gap reported as a near-tie
+  double near_tie = 0.02;  // relative step-time gap reported as a near-tie (`lcm plan --tie`)
+  // Knob values the space leaves out, and the HBM headroom a layout must leave to fit
+  // (`lcm plan --fix/--exclude/--max/--headroom`).
+  SearchConstraints constraints;
   // Out-of-memory layouts are timed (for the why-not table) when they miss HBM by at most
   // this fraction of it; the others are rejected on memory alone.
   double time_miss_fraction = 0.10;
@@ -209,6 +213,9 @@ struct PlanResult {
   double seconds = 0;  // wall time of the search
   int threads = 1;
   double time_miss_fraction = 0;  // PlanOptions::time_miss_fraction of the search
+  double near_tie = 0;            // PlanOptions::near_tie of the search
+  SearchConstraints constraints;  // PlanOptions::constraints of the search
+  double hbm_budget_bytes = 0;    // HBM x (1 - headroom): what `fits` compares the memory needed with
   std::vector<Ranked> ranked;           // best first
   std::vector<Ranked> out_of_memory;    // fastest layouts that do not fit, best first
   std::vector<Rejection> rejections;    // by count, most first
@@ -221,7 +228,9 @@ struct PlanResult {
 };
 
 // Precondition: `base` loads (its model and job are valid); base.num_gpus is N. The base
-// scenario's own layout is ignored.
+// scenario's own layout is ignored. With a headroom constraint the search runs on the
+// scenario with its HBM reduced to the budget (Metrics::hbm_bytes, fits, miss_bytes are
+// against the budget).
 PlanResult search(const Scenario& base, const PlanOptions& opts = {});
 
 // The divisors of n, ascending (the values a parallel degree of n ranks can take).
