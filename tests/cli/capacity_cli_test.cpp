@@ -14,23 +14,14 @@
 #include <nlohmann/json.hpp>
 
 #include "lcm/planner/report/capacity_report.hpp"
+#include "../common/run_lcm.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct LcmRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using lcm::test::LcmRun;
+using lcm::test::slurp;
 
 fs::path scratch() {
   const fs::path d = fs::temp_directory_path() / ("lcm_capacity_test_" + std::to_string(::getpid()));
@@ -44,18 +35,8 @@ fs::path write_file(const std::string& name, const std::string& text) {
   return p;
 }
 
-// Runs `lcm ARGS` from the source tree root; captures stdout and stderr.
-LcmRun lcm(const std::string& args) {
-  const fs::path out = scratch() / "out", err = scratch() / "err";
-  const std::string cmd = std::string("cd '") + LCM_SOURCE_DIR + "' && '" + LCM_BINARY_DIR + "/bin/lcm' " + args +
-                          " >'" + out.string() + "' 2>'" + err.string() + "' </dev/null";
-  const int status = std::system(cmd.c_str());
-  LcmRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
+// Runs `lcm ARGS` from the source tree root (scratch() is its directory too).
+LcmRun lcm(const std::string& args) { return lcm::test::run_lcm(args, "capacity_test"); }
 
 size_t count_lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
 

@@ -16,6 +16,7 @@
 
 #include "lcm/model/io/scenario_loader.hpp"
 #include "lcm/planner/search/plan.hpp"
+#include "../common/run_lcm.hpp"
 
 namespace lcm::plantest {
 
@@ -30,34 +31,11 @@ inline Scenario scenario(const std::string& id, const std::vector<io::Override>&
   return s;
 }
 
-struct CmdResult {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-inline std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using CmdResult = test::LcmRun;
+using test::slurp;
 
 // Runs `lcm ARGS` from the source tree root; captures stdout and stderr (not a terminal).
-inline CmdResult lcm(const std::string& args) {
-  namespace fs = std::filesystem;
-  const fs::path tmp = fs::temp_directory_path() / ("lcm_plan_test_" + std::to_string(::getpid()));
-  fs::create_directories(tmp);
-  const fs::path out = tmp / "out", err = tmp / "err";
-  const std::string cmd = std::string("cd '") + LCM_SOURCE_DIR + "' && '" + LCM_BINARY_DIR + "/bin/lcm' " + args +
-                          " >'" + out.string() + "' 2>'" + err.string() + "' </dev/null";
-  const int status = std::system(cmd.c_str());
-  CmdResult r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
+inline CmdResult lcm(const std::string& args) { return test::run_lcm(args, "plan_test"); }
 
 inline std::vector<std::string> lines(const std::string& s) {
   std::vector<std::string> v;
