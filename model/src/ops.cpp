@@ -1,6 +1,8 @@
 // Full op names from the name table (ops.hpp), and back.
 #include "lcm/model/ops.hpp"
 
+#include "lcm/model/mem_category.hpp"
+
 namespace lcm {
 
 namespace {
@@ -64,6 +66,18 @@ std::optional<OpName> parse_op_name(std::string_view name) {
     return out;
   }
   return std::nullopt;
+}
+
+const char* to_string(MemCategory c) {
+  switch (c) {
+    case MemCategory::kWeights: return "weights";
+    case MemCategory::kGrads: return "grads";
+    case MemCategory::kOptimizer: return "optimizer";
+    case MemCategory::kActivations: return "activations";
+    case MemCategory::kWorkspace: return "workspace";
+    case MemCategory::kOther: return "other";
+  }
+  return "?";
 }
 
 }  // namespace lcm

@@ -120,17 +120,6 @@ const char* prefix_of(const OpName& n) { return n.prefix; }
 
 }  // namespace
 
-const char* to_string(MemCategory c) {
-  switch (c) {
-    case MemCategory::kWeights: return "weights";
-    case MemCategory::kGrads: return "grads";
-    case MemCategory::kOptimizer: return "optimizer";
-    case MemCategory::kActivations: return "activations";
-    case MemCategory::kWorkspace: return "workspace";
-    case MemCategory::kOther: return "other";
-  }
-  return "?";
-}
 
 const char* to_string(CompareClass c) {
   switch (c) {

@@ -65,18 +65,6 @@ std::string mib(size_t bytes) {
 
 }  // namespace
 
-const char* to_string(MemCategory c) {
-  switch (c) {
-    case MemCategory::kWeights: return "weights";
-    case MemCategory::kGrads: return "grads";
-    case MemCategory::kOptimizer: return "optimizer";
-    case MemCategory::kActivations: return "activations";
-    case MemCategory::kWorkspace: return "workspace";
-    case MemCategory::kOther: return "other";
-    case MemCategory::kCount: break;
-  }
-  return "?";
-}
 
 struct CachingAllocator::Impl {
   RawBackend backend;

@@ -13,6 +13,7 @@
 // check is tests/model/layering_check.sh (CTest `model_layering`).
 //   0  specs.hpp    limits.hpp        input value structs and enums; caps on sizes
 //   1  ops.hpp                        op ids, names, shapes, Op (this file)
+//   1  mem_category.hpp               device-memory categories of a measured run
 //   2  mesh.hpp                       the derived mesh, validation, stage split, rank order
 //   3  resolve.hpp  capacity.hpp      per-rank shapes and defaults; expert capacity
 //   4  params.hpp   flops.hpp         parameter and FLOP counts

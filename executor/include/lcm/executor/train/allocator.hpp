@@ -20,11 +20,11 @@
 #include <functional>
 #include <memory>
 
+#include "lcm/model/mem_category.hpp"
+
 namespace lcm::exec::train {
 
-enum class MemCategory : uint8_t { kWeights, kGrads, kOptimizer, kActivations, kWorkspace, kOther, kCount };
-inline constexpr int kNumMemCategories = static_cast<int>(MemCategory::kCount);
-const char* to_string(MemCategory c);  // "weights", "grads", "optimizer", "activations", "workspace", "other"
+// MemCategory, kNumMemCategories and their names: lcm/model/mem_category.hpp (shared with lcm compare).
 
 struct AllocatorStats {
   size_t allocated = 0;       // bytes of live blocks as handed out (rounded sizes)

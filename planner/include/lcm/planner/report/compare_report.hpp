@@ -20,6 +20,7 @@
 #include "lcm/model/estimate.hpp"
 #include "lcm/model/io/config_error.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
+#include "lcm/model/mem_category.hpp"
 #include "lcm/model/ops.hpp"
 #include "lcm/model/schedule.hpp"
 #include "lcm/planner/report/table.hpp"
@@ -31,11 +32,8 @@ namespace lcm::report {
 // ---------------------------------------------------------------------------------
 inline constexpr const char* kTrainSummaryFormat = "lcm-exec-train/1";
 
-// The allocator's categories at the allocated peak (memory.at_peak_by_category), in the
-// order of docs/train-output.md.
-enum class MemCategory : uint8_t { kWeights, kGrads, kOptimizer, kActivations, kWorkspace, kOther };
-inline constexpr int kNumMemCategories = 6;
-const char* to_string(MemCategory c);  // the JSON key: "weights", ..., "other"
+// The allocator's categories at the allocated peak (memory.at_peak_by_category): lcm::MemCategory
+// (lcm/model/mem_category.hpp), the list lcm-exec train files its bytes under.
 
 struct TrainOp {
   std::string name;  // as measured, e.g. "L.attn.qkv.fwd"
