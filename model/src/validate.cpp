@@ -182,6 +182,12 @@ void check_pipeline(const Scenario& s, Checker& check) {
   const int vl = p.num_layers_per_virtual_pipeline_stage;
   if (pp <= 0 || L <= 0) return;
   if (first > 0 || last > 0) {
+    // Megatron-Core TransformerConfig.__post_init__ raises on the combination.
+    check(!p.account_for_embedding_in_pipeline_split && !p.account_for_loss_in_pipeline_split,
+          p.account_for_embedding_in_pipeline_split ? "parallel.account_for_embedding_in_pipeline_split"
+                                                    : "parallel.account_for_loss_in_pipeline_split",
+          "num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage cannot be set at the same time "
+          "with account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split");
     const int middle_layers = L - first - last;
     const int middle_stages = pp - (first > 0) - (last > 0);
     check(middle_layers >= 0 && (middle_layers > 0) == (middle_stages > 0),

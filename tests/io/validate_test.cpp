@@ -162,6 +162,29 @@ TEST(Validate, UnevenStagesWithVirtualStagesNotModelled) {
   expect_problem(s, "parallel.num_layers_per_virtual_pipeline_stage", "cannot be combined with num_layers_in_first/last_pipeline_stage");
 }
 
+TEST(Validate, UnevenStagesWithEmbeddingOrLossAccountingRejected) {
+  // Megatron-Core's TransformerConfig raises on the combination (its uneven split ignores
+  // the embedding / loss slots). 10 layers on 4 stages as 2 / 3 / 3 / 2 is valid alone.
+  Scenario s = base();
+  s.parallel.pipeline_model_parallel_size = 4;
+  s.parallel.tensor_model_parallel_size = 1;
+  s.parallel.sequence_parallel = false;
+  s.parallel.expert_tensor_parallel_size = 1;
+  s.model.num_layers = 10;
+  s.parallel.num_layers_in_first_pipeline_stage = 2;
+  s.parallel.num_layers_in_last_pipeline_stage = 2;
+  EXPECT_TRUE(validate_scenario(s).empty());
+  s.parallel.account_for_embedding_in_pipeline_split = true;
+  expect_problem(s, "parallel.account_for_embedding_in_pipeline_split",
+                 "num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage cannot be set at the same "
+                 "time with account_for_embedding_in_pipeline_split");
+  s.parallel.account_for_embedding_in_pipeline_split = false;
+  s.parallel.account_for_loss_in_pipeline_split = true;
+  s.parallel.num_layers_in_first_pipeline_stage = 0;  // the last stage alone is uneven too
+  s.parallel.num_layers_in_last_pipeline_stage = 4;  // 6 middle layers over 3 stages
+  expect_problem(s, "parallel.account_for_loss_in_pipeline_split", "cannot be set at the same time");
+}
+
 TEST(Validate, SeqLengthMultipleOfTwiceCp) {
   Scenario s = base();
   s.parallel.context_parallel_size = 4;

@@ -320,6 +320,26 @@ TEST(MeshStages, InterleavedWithEmbeddingSlot) {
   EXPECT_EQ(moe_counts(st), (std::vector<int>{2, 1}));
 }
 
+TEST(MeshStages, MegatronCiSixLayersFourStagesTwoVirtualWithEmbeddingAndLoss) {
+  // Megatron's functional test gpt3_mcore_te_tp1_pp4_vp2_account_for_embedding_loss_in_pipeline_split:
+  // 6 layers + embedding + loss = 8 slots, 2 per rank, 1 per virtual stage. By hand from
+  // get_transformer_layer_offset (offset = vp_stage * 8/2 + rank * 1, minus 1 except on
+  // rank 0's first chunk) and get_num_layers_to_build (1, minus the embedding on rank 0's
+  // first chunk and the loss on rank 3's last): rank 0 runs [] and [3], rank 1 [0] and
+  // [4], rank 2 [1] and [5], rank 3 [2] and [].
+  Scenario s = base(6, 4);
+  s.parallel.account_for_embedding_in_pipeline_split = true;
+  s.parallel.account_for_loss_in_pipeline_split = true;
+  s.parallel.num_layers_per_virtual_pipeline_stage = 1;
+  s.num_gpus = 4;
+  s.training.global_batch_size = 4;
+  s.parallel.pipeline_model_parallel_size = 4;
+  const Mesh m = derive_mesh(s);
+  EXPECT_EQ(m.vp, 2);
+  EXPECT_EQ(stage_layer_indices(s, m), (std::vector<std::vector<int>>{{3}, {0, 4}, {1, 5}, {2}}));
+  EXPECT_EQ(counts(stage_layers(s, m)), (std::vector<int>{1, 2, 2, 1}));
+}
+
 TEST(MeshStages, DeepSeekLikeDenseFirstThree) {
   Scenario s = base(61, 4);
   s.model.num_experts = 256;
