@@ -8,9 +8,9 @@ cd "$ROOT"
 LCM=${1:-build}/bin/lcm
 INPUTS=(@validation/measured/h200/calibration_inputs.txt)
 "$LCM" calibrate "${INPUTS[@]}" --profile hwprofiles/h200-sxm.yaml -o hwprofiles/h200-sxm.calibrated.yaml \
-  --format md --report /tmp/lcm_calibration_fit.md
+  --format md --report-out /tmp/lcm_calibration_fit.md
 "$LCM" calibrate --compare "${INPUTS[@]}" --profile hwprofiles/h200-sxm.calibrated.yaml --format md \
-  --report /tmp/lcm_calibration_table.md
+  -o /tmp/lcm_calibration_table.md
 python3 - docs/calibration.md /tmp/lcm_calibration_fit.md /tmp/lcm_calibration_table.md <<'PY'
 import sys, re
 doc, fit, table = sys.argv[1], open(sys.argv[2]).read(), open(sys.argv[3]).read()

@@ -1,8 +1,10 @@
 // `lcm calibrate RESULTS... --profile hwprofiles/h200-sxm.yaml -o FILE`: fits the profile's
 // time-model parameters to measured op times (lcm-exec results directories or summaries,
-// nccl-tests logs) by least squares, prints the residual per op class and writes the
-// calibrated profile, which the model uses unchanged. With --compare it fits nothing and
-// prints the predicted-vs-measured table of the profile as it stands.
+// nccl-tests logs) by least squares and writes the calibrated profile (-o: the command's
+// output, which the model uses unchanged); the fit report (residual per op class, in
+// --format) goes to stdout or --report-out. With --compare it fits nothing: its output is
+// the predicted-vs-measured table of the profile as it stands (stdout or -o, as for every
+// other command).
 #include "commands.hpp"
 
 #include <algorithm>
@@ -30,7 +32,7 @@ struct CalibrateArgs {
   std::string profile;
   std::string output;       // calibrated profile
   std::string format = "table";
-  std::string report;       // report file (default stdout)
+  std::string report;  // fit report file (--report-out; default stdout)
   bool points = false;
   bool compare = false;
 };
@@ -87,6 +89,10 @@ int run_calibrate(const CalibrateArgs& a) {
   const report::Format f = parse_format(a.format);
 
   if (a.compare) {
+    if (!a.output.empty() && !a.report.empty()) {
+      std::cerr << "lcm: calibrate --compare: its report is its output; give -o FILE or --report-out FILE, not both\n";
+      return kExitBadInput;
+    }
     const auto rows = compare(ms.points, hw.value());
     report::Table t = report::comparison_table(rows, fmt::format("{}: predicted vs measured", profile_path));
     for (const std::string& s : skipped_summary(ms.skipped)) t.notes.push_back(s);
@@ -101,11 +107,19 @@ int run_calibrate(const CalibrateArgs& a) {
     } else {
       text = report::render({t}, f);
     }
-    return write_output(a.report, text) ? kExitOk : kExitFailure;
+    return write_output(a.output.empty() ? a.report : a.output, text) ? kExitOk : kExitFailure;
   }
 
   if (a.output.empty()) {
     std::cerr << "lcm: calibrate: -o FILE (the calibrated profile) is required unless --compare is given\n";
+    return kExitBadInput;
+  }
+  const bool profile_to_stdout = a.output == "-", report_to_stdout = a.report.empty() || a.report == "-";
+  if (a.output == a.report || (profile_to_stdout && report_to_stdout)) {
+    std::cerr << fmt::format(
+        "lcm: calibrate: the calibrated profile (-o) and the fit report (--report-out) would both "
+        "go to {}; give the report its own file\n",
+        profile_to_stdout ? "stdout" : a.output);
     return kExitBadInput;
   }
   const Calibration cal = calibrate(ms.points, hw.value());
@@ -166,12 +180,16 @@ void register_calibrate(CLI::App& app, int& exit_code) {
                   "lcm-exec results directories or summary JSON files, nccl-tests logs (text)")
       ->required();
   cmd->add_option("--profile", a->profile, "Hardware profile to start from (name or path)")->required();
-  cmd->add_option("-o,--output", a->output, "Calibrated profile to write (YAML, written atomically)")
+  cmd->add_option("-o,--output", a->output,
+                  "Write the calibrated profile (YAML) to FILE (atomically); required unless --compare, whose output "
+                  "is its report (stdout, or FILE)")
       ->check(output_path_validator());
-  cmd->add_option("--format", a->format, "Report format")
+  cmd->add_option("--format", a->format, "Format of the report (the fit's, or --compare's table)")
       ->check(CLI::IsMember({"table", "md", "csv", "json"}))
       ->capture_default_str();
-  cmd->add_option("--report", a->report, "Write the report to this file instead of stdout");
+  cmd->add_option("--report-out,--report", a->report,
+                  "Write the fit report to FILE (atomically) instead of stdout (--report: the same, its former name)")
+      ->check(output_path_validator());
   cmd->add_flag("--points", a->points, "Add the per-point predicted-vs-measured table to the report");
   cmd->add_flag("--compare", a->compare,
                 "Fit nothing: the predicted-vs-measured table of --profile as it stands");
