@@ -1,6 +1,9 @@
 // `lcm sweep SCENARIO --vary seq_length=4K,32K,128K,1M [--vary num_experts=8,64]`: one
-// plan per point of the grid, and which layout wins where.
+// plan per point of the grid, and which layout wins where. --tokens-per-step constant (the
+// default) keeps global_batch_size x seq_length at the scenario's as seq_length varies;
+// scale keeps global_batch_size. The search constraints of `lcm plan` apply to every point.
 #include <iostream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -43,6 +46,24 @@ std::optional<Vary> parse_vary(const std::string& text, std::string* error) {
   return v;
 }
 
+// --tokens-per-step constant: the global batch that keeps the base point's tokens per step
+// at sequence length `seq`; nullopt and the reason when it is not a whole number of sequences.
+std::optional<int64_t> constant_tokens_batch(const TrainingSpec& base, int64_t seq, std::string* why) {
+  const int64_t tokens = static_cast<int64_t>(base.global_batch_size) * base.seq_length;
+  if (seq > 0 && tokens % seq == 0) {
+    if (tokens / seq <= limits::kGlobalBatchSize) return tokens / seq;
+    *why = fmt::format("keeping {} tokens per step needs global_batch_size {}, above lcm's cap of {}", tokens,
+                       tokens / seq, limits::kGlobalBatchSize);
+    return std::nullopt;
+  }
+  *why = fmt::format(
+      "keeping {} tokens per step (global_batch_size {} x seq_length {}) needs global_batch_size {} / {} = {:.4g}, "
+      "not a whole number of sequences (--tokens-per-step scale keeps global_batch_size {})",
+      tokens, base.global_batch_size, base.seq_length, tokens, seq,
+      static_cast<double>(tokens) / static_cast<double>(seq), base.global_batch_size);
+  return std::nullopt;
+}
+
 }  // namespace
 
 void register_sweep(CLI::App& app, int& exit_code) {
@@ -51,14 +72,29 @@ void register_sweep(CLI::App& app, int& exit_code) {
   auto oo = std::make_shared<OutputOptions>();
   auto pa = std::make_shared<PlanArgs>();
   auto varies = std::make_shared<std::vector<std::string>>();
+  auto tokens = std::make_shared<report::TokensPerStep>(report::TokensPerStep::kConstant);
   add_scenario_options(*cmd, *so);
   cmd->get_option("--gpus")->description("GPUs to plan for (default: the scenario's num_gpus)");
   cmd->remove_option(cmd->get_option("--layout"));  // every point is planned
   cmd->add_option("--vary", *varies, "A scenario key and its values: --vary seq_length=4K,32K,128K,1M (repeatable: grid)")
       ->required();
+  cmd->add_option("--tokens-per-step", *tokens,
+                  "When seq_length varies: constant keeps global_batch_size x seq_length at the scenario's (global "
+                  "batch scales inversely; a point where it is not a whole number is infeasible), scale keeps "
+                  "global_batch_size")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, report::TokensPerStep>{{"constant", report::TokensPerStep::kConstant},
+                                                       {"scale", report::TokensPerStep::kScale}},
+          CLI::ignore_case))
+      ->default_str("constant");
   add_plan_options(*cmd, *pa, false);
+  add_constraint_options(*cmd, *pa);
   add_output_options(*cmd, *oo, {"table", "md", "json", "csv"});
-  cmd->callback([so, oo, pa, varies, &exit_code] {
+  cmd->callback([so, oo, pa, varies, tokens, &exit_code] {
+    if (!parse_constraints(*pa)) {
+      exit_code = kExitBadInput;
+      return;
+    }
     std::vector<Vary> grid;
     for (const std::string& v : *varies) {
       std::string err;
@@ -94,6 +130,17 @@ void register_sweep(CLI::App& app, int& exit_code) {
       }
     }
     note_searched_keys(*so);
+    // The base point of --tokens-per-step constant: the scenario with its --set overrides.
+    std::optional<Scenario> base;
+    if (*tokens == report::TokensPerStep::kConstant) {
+      base = load_for_planning(*so, {}, so->gpus);
+      if (!base) {
+        exit_code = kExitBadInput;
+        return;
+      }
+    }
+    // Every point is loaded (and its global batch set) before the first search: bad input
+    // fails at once, not after the searches of the points before it.
     std::vector<report::SweepPoint> out;
     for (size_t i = 0; i < points; ++i) {
       report::SweepPoint p;
@@ -111,15 +158,34 @@ void register_sweep(CLI::App& app, int& exit_code) {
         exit_code = kExitBadInput;
         return;
       }
-      p.scenario = *s;
-      p.result = run_search(*s, *pa, fmt::format("point {}/{}", i + 1, points));
+      if (base && s->training.seq_length != base->training.seq_length) {
+        if (s->training.global_batch_size != base->training.global_batch_size) {
+          std::cerr << "lcm: --tokens-per-step constant sets global_batch_size from seq_length; vary only one of "
+                       "them, or give --tokens-per-step scale\n";
+          exit_code = kExitBadInput;
+          return;
+        }
+        const auto gbs = constant_tokens_batch(base->training, s->training.seq_length, &p.infeasible);
+        if (gbs) {
+          extra.push_back({"global_batch_size", std::to_string(*gbs), "--tokens-per-step constant"});
+          s = load_for_planning(*so, extra, so->gpus);
+          if (!s) {
+            exit_code = kExitBadInput;
+            return;
+          }
+        }
+      }
+      p.scenario = std::move(*s);
       out.push_back(std::move(p));
     }
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out[i].infeasible.empty())
+        out[i].result = run_search(out[i].scenario, *pa, fmt::format("point {}/{}", i + 1, points));
     const report::Format f = parse_format(oo->format);
     std::string text;
-    if (f == report::Format::kJson) text = report::sweep_json(out).dump(2) + "\n";
-    else if (f == report::Format::kCsv) text = report::render_csv(report::sweep_csv_table(out));
-    else text = report::render(report::sweep_tables(out), f);
+    if (f == report::Format::kJson) text = report::sweep_json(out, *tokens).dump(2) + "\n";
+    else if (f == report::Format::kCsv) text = report::render_csv(report::sweep_csv_table(out, *tokens));
+    else text = report::render(report::sweep_tables(out, *tokens), f);
     if (!write_output(oo->output, text)) {
       exit_code = kExitFailure;
       return;

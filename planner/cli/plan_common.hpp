@@ -17,14 +17,14 @@ struct PlanArgs {
   int why_not = 5;
   int threads = 0;
   bool quiet = false;
-  // `lcm plan` only: search constraints, as given (parsed by parse_constraints).
+  // Search constraints, as given (parsed by parse_constraints).
   std::vector<std::string> fixes, excludes, maxes;
   std::string headroom, tie;
   plan::SearchConstraints constraints;
   double near_tie = plan::PlanOptions{}.near_tie;
 };
 void add_plan_options(CLI::App& cmd, PlanArgs& a, bool with_top);
-// --fix, --exclude, --max, --headroom, --tie (`lcm plan`).
+// --fix, --exclude, --max, --headroom, --tie (`lcm plan`, `lcm sweep`: every point).
 void add_constraint_options(CLI::App& cmd, PlanArgs& a);
 // Fills a.constraints and a.near_tie from the options; on bad input prints one line
 // ("lcm: --fix tp=x: ...") and returns false.

@@ -17,25 +17,50 @@ std::string point_label(const SweepPoint& p) {
   return s;
 }
 
+int64_t tokens_per_step(const SweepPoint& p) {
+  return static_cast<int64_t>(p.scenario.training.global_batch_size) * p.scenario.training.seq_length;
+}
+
+std::string mode_note(TokensPerStep mode) {
+  return mode == TokensPerStep::kConstant
+             ? "tokens per step: constant (--tokens-per-step constant): global_batch_size scales inversely with "
+               "seq_length from the scenario's own point"
+             : "tokens per step: scale (--tokens-per-step scale): global_batch_size is the scenario's at every point, "
+               "so tokens per step grow with seq_length";
+}
+
 }  // namespace
 
-ordered_json sweep_json(const std::vector<SweepPoint>& points) {
+const char* to_string(TokensPerStep t) { return t == TokensPerStep::kConstant ? "constant" : "scale"; }
+
+ordered_json sweep_json(const std::vector<SweepPoint>& points, TokensPerStep mode) {
   ordered_json j;
   j["schema_version"] = kPlanSchemaVersion;
+  j["tokens_per_step_mode"] = to_string(mode);
   ordered_json arr = ordered_json::array();
   for (const SweepPoint& p : points) {
     ordered_json e;
     ordered_json vals;
     for (const auto& [k, v] : p.values) vals[k] = v;
     e["values"] = vals;
-    e["plan"] = plan_json(p.scenario, p.result);
+    e["seq_length"] = p.scenario.training.seq_length;
+    if (p.infeasible.empty()) {
+      e["global_batch_size"] = p.scenario.training.global_batch_size;
+      e["tokens_per_step"] = tokens_per_step(p);
+      e["plan"] = plan_json(p.scenario, p.result);
+    } else {
+      e["global_batch_size"] = nullptr;
+      e["tokens_per_step"] = nullptr;
+      e["infeasible"] = p.infeasible;
+      e["plan"] = nullptr;
+    }
     arr.push_back(e);
   }
   j["points"] = arr;
   return j;
 }
 
-std::vector<Table> sweep_tables(const std::vector<SweepPoint>& points) {
+std::vector<Table> sweep_tables(const std::vector<SweepPoint>& points, TokensPerStep mode) {
   Table t;
   if (!points.empty()) {
     const Scenario& s = points.front().scenario;
@@ -43,13 +68,25 @@ std::vector<Table> sweep_tables(const std::vector<SweepPoint>& points) {
   }
   if (!points.empty())
     for (const auto& [k, v] : points.front().values) t.header.push_back(k);
-  for (const char* h : {"gpus", "best layout", "step s", "tok/s/GPU", "MFU %", kNeedsHeader, "fit / valid", "changes vs previous point"})
+  for (const char* h : {"gpus", "global batch", "tokens/step", "best layout", "step s", "tok/s/GPU", "MFU %",
+                        kNeedsHeader, "fit / valid", "changes vs previous point"})
     t.header.push_back(h);
+  t.notes.push_back(mode_note(mode));
   const SweepPoint* prev = nullptr;
   for (const SweepPoint& p : points) {
     std::vector<std::string> row;
     for (const auto& [k, v] : p.values) row.push_back(v);
     row.push_back(fmt::format("{}", p.scenario.num_gpus));
+    if (!p.infeasible.empty()) {
+      row.insert(row.end(), {"-", "-", "infeasible"});
+      for (int i = 0; i < 6; ++i) row.push_back("-");
+      t.notes.push_back(point_label(p) + ": infeasible: " + p.infeasible);
+      prev = nullptr;
+      t.rows.push_back(std::move(row));
+      continue;
+    }
+    row.push_back(fmt::format("{}", p.scenario.training.global_batch_size));
+    row.push_back(fmt::format("{}", tokens_per_step(p)));
     if (p.result.ranked.empty()) {
       row.push_back(p.result.counts.valid == 0 ? "no valid layout" : "nothing fits");
       for (int i = 0; i < 4; ++i) row.push_back("-");
@@ -80,17 +117,26 @@ std::vector<Table> sweep_tables(const std::vector<SweepPoint>& points) {
   return {t};
 }
 
-Table sweep_csv_table(const std::vector<SweepPoint>& points) {
+Table sweep_csv_table(const std::vector<SweepPoint>& points, TokensPerStep mode) {
   Table t;
   if (!points.empty())
     for (const auto& [k, v] : points.front().values) t.header.push_back(k);
-  for (const char* h : {"num_gpus", "status", "layout", "step_s", "tokens_per_s_per_gpu", "mfu", "peak_gib", "needs_gib", "fit",
-                        "valid", "enumerated", "message"})
+  for (const char* h :
+       {"num_gpus", "tokens_per_step_mode", "global_batch_size", "tokens_per_step", "status", "layout", "step_s",
+        "tokens_per_s_per_gpu", "mfu", "peak_gib", "needs_gib", "fit", "valid", "enumerated", "message"})
     t.header.push_back(h);
   for (const SweepPoint& p : points) {
     std::vector<std::string> row;
     for (const auto& [k, v] : p.values) row.push_back(v);
     row.push_back(fmt::format("{}", p.scenario.num_gpus));
+    row.push_back(to_string(mode));
+    if (!p.infeasible.empty()) {
+      row.insert(row.end(), {"", "", "infeasible", "", "", "", "", "", "", "", "", "", p.infeasible});
+      t.rows.push_back(std::move(row));
+      continue;
+    }
+    row.push_back(fmt::format("{}", p.scenario.training.global_batch_size));
+    row.push_back(fmt::format("{}", tokens_per_step(p)));
     const plan::PlanResult& r = p.result;
     if (r.ranked.empty()) {
       row.insert(row.end(), {r.counts.valid == 0 ? "no_valid_layout" : "nothing_fits", "", "", "", "", "", ""});

@@ -112,7 +112,8 @@ TEST(SweepCli, OneWinnerPerPoint) {
   const auto t = lcm("sweep scenarios/mixtral-8x7b.yaml --vary seq_length=8K,32K");
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_NE(t.out.find("changes vs previous point"), std::string::npos);
-  EXPECT_EQ(lines(t.out).size(), 6u) << t.out;  // title, header, rule, two points, the "needs GiB" note
+  EXPECT_EQ(lines(t.out).size(), 7u)
+      << t.out;  // title, header, rule, two points, the tokens-per-step and "needs GiB" notes
 }
 
 TEST(SweepCli, PointsWhereTheScenariosOwnLayoutBreaksStillPlan) {

@@ -122,23 +122,51 @@ std::vector<SweepPoint> sweep() {
 
 TEST(SweepFormats, AllParse) {
   const std::vector<SweepPoint> pts = sweep();
-  const json j = json::parse(sweep_json(pts).dump());
+  const json j = json::parse(sweep_json(pts, TokensPerStep::kScale).dump());
   ASSERT_EQ(j.at("points").size(), 3u);
   EXPECT_EQ(j.at("points").at(0).at("values").at("seq_length"), "8K");
   EXPECT_FALSE(j.at("points").at(0).at("plan").at("ranked").empty());
   EXPECT_TRUE(j.at("points").at(2).at("plan").at("ranked").empty());
   EXPECT_NE(j.at("points").at(2).at("plan").at("failure").get<std::string>().find("nothing fits"), std::string::npos);
 
-  const auto ls = plantest::lines(render_csv(sweep_csv_table(pts)));
+  const auto ls = plantest::lines(render_csv(sweep_csv_table(pts, TokensPerStep::kScale)));
   ASSERT_EQ(ls.size(), 4u);
   const auto header = plantest::csv_fields(ls[0]);
   EXPECT_EQ(header.front(), "seq_length");
   for (size_t i = 1; i < ls.size(); ++i) EXPECT_EQ(plantest::csv_fields(ls[i]).size(), header.size()) << ls[i];
-  EXPECT_EQ(plantest::csv_fields(ls[3])[2], "nothing_fits");
+  EXPECT_EQ(plantest::csv_fields(ls[3])[5], "nothing_fits");
 
-  const std::string md = render(sweep_tables(pts), Format::kMarkdown);
+  const std::string md = render(sweep_tables(pts, TokensPerStep::kScale), Format::kMarkdown);
   EXPECT_EQ(plantest::check_markdown_tables(md), 1);
   EXPECT_NE(md.find("nothing fits"), std::string::npos);
+}
+
+TEST(SweepFormats, InfeasiblePointAndTokensPerStepMode) {
+  std::vector<SweepPoint> pts = sweep();
+  pts.pop_back();
+  SweepPoint odd;
+  odd.values = {{"seq_length", "48K"}};
+  odd.scenario = scenario("mixtral-8x7b", {{"seq_length", "48K"}}, 64);
+  odd.infeasible = "not a whole number of sequences";
+  pts.push_back(std::move(odd));
+  const json j = json::parse(sweep_json(pts, TokensPerStep::kConstant).dump());
+  EXPECT_EQ(j.at("tokens_per_step_mode"), "constant");
+  EXPECT_EQ(j.at("points").at(0).at("global_batch_size"), 128);  // the scenario's, as these points were made
+  EXPECT_EQ(j.at("points").at(0).at("tokens_per_step"), 128 * 8192);
+  EXPECT_EQ(j.at("points").at(2).at("infeasible"), "not a whole number of sequences");
+  EXPECT_TRUE(j.at("points").at(2).at("plan").is_null());
+
+  const auto ls = plantest::lines(render_csv(sweep_csv_table(pts, TokensPerStep::kConstant)));
+  ASSERT_EQ(ls.size(), 4u);
+  const auto header = plantest::csv_fields(ls[0]);
+  for (size_t i = 1; i < ls.size(); ++i) EXPECT_EQ(plantest::csv_fields(ls[i]).size(), header.size()) << ls[i];
+  EXPECT_EQ(plantest::csv_fields(ls[1])[4], std::to_string(128 * 8192));
+  EXPECT_EQ(plantest::csv_fields(ls[3])[5], "infeasible");
+
+  const std::string md = render(sweep_tables(pts, TokensPerStep::kConstant), Format::kMarkdown);
+  EXPECT_EQ(plantest::check_markdown_tables(md), 1);
+  EXPECT_NE(md.find("tokens per step: constant"), std::string::npos);
+  EXPECT_NE(md.find("seq_length=48K: infeasible: not a whole number of sequences"), std::string::npos) << md;
 }
 
 TEST(CommFormats, AllParseAndAddUp) {

@@ -40,11 +40,17 @@ std::string reference_rank(const Scenario& base, const plan::PlanResult& r, cons
 // `lcm sweep`: one plan per point of the --vary grid.
 struct SweepPoint {
   std::vector<std::pair<std::string, std::string>> values;  // KEY, VALUE as given
-  Scenario scenario;
+  Scenario scenario;  // its global_batch_size and seq_length are the point's
   plan::PlanResult result;
+  std::string infeasible;  // why the point was not planned ("" when it was); then result is empty
 };
-nlohmann::ordered_json sweep_json(const std::vector<SweepPoint>& points);
-std::vector<Table> sweep_tables(const std::vector<SweepPoint>& points);
-Table sweep_csv_table(const std::vector<SweepPoint>& points);
+// What `lcm sweep --tokens-per-step` keeps when seq_length varies: kConstant the tokens per
+// step (global_batch_size x seq_length) of the scenario's own point, so global_batch_size
+// scales inversely with seq_length; kScale global_batch_size, so tokens per step grow with it.
+enum class TokensPerStep { kConstant, kScale };
+const char* to_string(TokensPerStep t);
+nlohmann::ordered_json sweep_json(const std::vector<SweepPoint>& points, TokensPerStep mode);
+std::vector<Table> sweep_tables(const std::vector<SweepPoint>& points, TokensPerStep mode);
+Table sweep_csv_table(const std::vector<SweepPoint>& points, TokensPerStep mode);
 
 }  // namespace lcm::report
