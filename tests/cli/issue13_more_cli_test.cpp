@@ -147,11 +147,13 @@ TEST(SweepTokensPerStep, BatchBelowEveryLayoutsDataParallelIsExplained) {
 }
 
 TEST(SweepConstraints, FixTp8OnlyYieldsTp8Winners) {
-  const json j = lcm_json(kMixtral + "--vary seq_length=8K,32K --fix tp=8 --max pp=2");
+  const json j = lcm_json(kMixtral + "--vary seq_length=8K,32K --fix tp=8 --max pp=2 --headroom 10% --tie 5%");
   ASSERT_EQ(j.at("points").size(), 2u);
   for (const json& p : j.at("points")) {
     const json& plan = p.at("plan");
-    EXPECT_EQ(plan.at("constraints").at("given"), json::array({"fix tp=8", "max pp=2"}));
+    EXPECT_EQ(plan.at("constraints").at("given"), json::array({"fix tp=8", "max pp=2", "headroom 10%", "tie 5%"}));
+    EXPECT_DOUBLE_EQ(plan.at("constraints").at("headroom").get<double>(), 0.10);
+    EXPECT_DOUBLE_EQ(plan.at("constraints").at("near_tie").get<double>(), 0.05);
     ASSERT_FALSE(plan.at("ranked").empty());
     for (const json& r : plan.at("ranked")) {
       EXPECT_EQ(r.at("layout").at("tensor_model_parallel_size"), 8) << r.at("layout_string");
@@ -269,7 +271,17 @@ TEST(AccountForEmbeddingAndLoss, MegatronCiConfigImportsValidatesAndEstimates) {
   EXPECT_LT(ts[0].at("fwd_s").get<double>(), ts[1].at("fwd_s").get<double>());
   EXPECT_LT(ts[0].at("bwd_s").get<double>(), ts[1].at("bwd_s").get<double>());
 
-  // Megatron rejects the flags together with an uneven first/last stage; so does lcm.
+  // Megatron rejects the flags together with an uneven first/last stage; so does lcm, on
+  // import (naming the flag) and on a scenario.
+  const LcmRun flags = lcm(
+      "import megatron --gpus 8 --hw h100-sxm -- --num-layers 6 --hidden-size 512 --num-attention-heads 8 "
+      "--seq-length 1024 --max-position-embeddings 1024 --micro-batch-size 1 --global-batch-size 8 --bf16 "
+      "--pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 3 --account-for-loss-in-pipeline-split");
+  EXPECT_EQ(flags.code, 2);
+  EXPECT_NE(flags.err.find("--account-for-loss-in-pipeline-split: num_layers_in_first_pipeline_stage and "
+                           "num_layers_in_last_pipeline_stage cannot be set at the same time"),
+            std::string::npos)
+      << flags.err;
   const LcmRun uneven =
       lcm("estimate " + yaml.string() +
           " --set num_layers_per_virtual_pipeline_stage=null --set num_layers_in_first_pipeline_stage=3");
