@@ -3,7 +3,6 @@
 // default) keeps global_batch_size x seq_length at the scenario's as seq_length varies;
 // scale keeps global_batch_size. The search constraints of `lcm plan` apply to every point.
 #include <iostream>
-#include <map>
 
 #include <fmt/format.h>
 
@@ -72,25 +71,24 @@ void register_sweep(CLI::App& app, int& exit_code) {
   auto oo = std::make_shared<OutputOptions>();
   auto pa = std::make_shared<PlanArgs>();
   auto varies = std::make_shared<std::vector<std::string>>();
-  auto tokens = std::make_shared<report::TokensPerStep>(report::TokensPerStep::kConstant);
+  auto tokens_mode = std::make_shared<std::string>("constant");
   add_scenario_options(*cmd, *so);
   cmd->get_option("--gpus")->description("GPUs to plan for (default: the scenario's num_gpus)");
   cmd->remove_option(cmd->get_option("--layout"));  // every point is planned
   cmd->add_option("--vary", *varies, "A scenario key and its values: --vary seq_length=4K,32K,128K,1M (repeatable: grid)")
       ->required();
-  cmd->add_option("--tokens-per-step", *tokens,
+  cmd->add_option("--tokens-per-step", *tokens_mode,
                   "When seq_length varies: constant keeps global_batch_size x seq_length at the scenario's (global "
                   "batch scales inversely; a point where it is not a whole number is infeasible), scale keeps "
                   "global_batch_size")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, report::TokensPerStep>{{"constant", report::TokensPerStep::kConstant},
-                                                       {"scale", report::TokensPerStep::kScale}},
-          CLI::ignore_case))
-      ->default_str("constant");
+      ->check(CLI::IsMember({"constant", "scale"}))
+      ->capture_default_str();
   add_plan_options(*cmd, *pa, false);
   add_constraint_options(*cmd, *pa);
   add_output_options(*cmd, *oo, {"table", "md", "json", "csv"});
-  cmd->callback([so, oo, pa, varies, tokens, &exit_code] {
+  cmd->callback([so, oo, pa, varies, tokens_mode, &exit_code] {
+    const report::TokensPerStep tokens =
+        *tokens_mode == "scale" ? report::TokensPerStep::kScale : report::TokensPerStep::kConstant;
     if (!parse_constraints(*pa)) {
       exit_code = kExitBadInput;
       return;
@@ -132,7 +130,7 @@ void register_sweep(CLI::App& app, int& exit_code) {
     note_searched_keys(*so);
     // The base point of --tokens-per-step constant: the scenario with its --set overrides.
     std::optional<Scenario> base;
-    if (*tokens == report::TokensPerStep::kConstant) {
+    if (tokens == report::TokensPerStep::kConstant) {
       base = load_for_planning(*so, {}, so->gpus);
       if (!base) {
         exit_code = kExitBadInput;
@@ -183,9 +181,9 @@ void register_sweep(CLI::App& app, int& exit_code) {
         out[i].result = run_search(out[i].scenario, *pa, fmt::format("point {}/{}", i + 1, points));
     const report::Format f = parse_format(oo->format);
     std::string text;
-    if (f == report::Format::kJson) text = report::sweep_json(out, *tokens).dump(2) + "\n";
-    else if (f == report::Format::kCsv) text = report::render_csv(report::sweep_csv_table(out, *tokens));
-    else text = report::render(report::sweep_tables(out, *tokens), f);
+    if (f == report::Format::kJson) text = report::sweep_json(out, tokens).dump(2) + "\n";
+    else if (f == report::Format::kCsv) text = report::render_csv(report::sweep_csv_table(out, tokens));
+    else text = report::render(report::sweep_tables(out, tokens), f);
     if (!write_output(oo->output, text)) {
       exit_code = kExitFailure;
       return;
