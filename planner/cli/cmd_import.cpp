@@ -3,6 +3,7 @@
 #include "commands.hpp"
 
 #include <iostream>
+#include <regex>
 
 #include "lcm/model/io/input_file.hpp"
 #include "lcm/model/io/megatron_import.hpp"
@@ -57,7 +58,8 @@ void register_import(CLI::App& app, int& exit_code) {
         return;
       }
       text = std::move(read).value();
-      yaml = text.find("MODEL_ARGS") != std::string::npos;
+      // A model_config.yaml has a "MODEL_ARGS:" block (a launch script may have MODEL_ARGS=( ... )).
+      yaml = std::regex_search(text, std::regex("(^|\n)MODEL_ARGS[ \t]*:"));
     } else {
       display = "<command line>";
       for (const std::string& f : o->args) text += (text.empty() ? "" : " ") + f;
