@@ -447,7 +447,7 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
   YamlSection ddp{"ddp", {}};
   ddp.add("use_distributed_optimizer", yes(p.use_distributed_optimizer));
   ddp.add("use_megatron_fsdp", yes(fsdp));
-  ddp.add("data_parallel_sharding_strategy", std::string(to_string(p.data_parallel_sharding_strategy)));
+  if (fsdp) ddp.add("data_parallel_sharding_strategy", std::string(to_string(p.data_parallel_sharding_strategy)));
   ddp.add("overlap_grad_reduce", yes(p.overlap_grad_reduce));
   ddp.add("overlap_param_gather", yes(p.overlap_param_gather));
   ddp.add("grad_reduce_in_fp32", yes(t.grad_reduce_in_fp32));
@@ -492,6 +492,9 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
     cannot(fmt::format("data_parallel_sharding_strategy {}: TorchTitan has no distributed-optimizer (ZeRO-1/2) "
                        "switch, only DDP (no_shard) or FSDP2 (optim_grads_params)",
                        to_string(sh)));
+  if (sh == DpSharding::kNoShard && cp > 1)
+    cannot("no_shard with context parallelism: TorchTitan applies FSDP over the dp_shard x cp ranks, so CP shards "
+           "the parameters (choose optim_grads_params)");
   if (p.use_distributed_optimizer != (sh != DpSharding::kNoShard))
     cannot("use_distributed_optimizer must follow the sharding (FSDP2 shards the optimizer state)");
   if (!p.overlap_grad_reduce)
@@ -520,7 +523,7 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
   if (p.moe_fp8_dispatch) cannot("moe_fp8_dispatch: TorchTitan has no FP8 dispatch switch");
   const int ep = has_moe(m) ? p.expert_model_parallel_size : 1;
   const int etp = has_moe(m) ? (p.expert_tensor_parallel_size > 0 ? p.expert_tensor_parallel_size : tp) : tp;
-  if (has_moe(m) && m.moe_token_dispatcher_type == Dispatcher::kAllGather && ep > 1)
+  if (has_moe(m) && m.moe_token_dispatcher_type == Dispatcher::kAllGather)
     cannot("the allgather token dispatcher: TorchTitan dispatches tokens with all-to-all");
   if (etp != 1 && etp != tp) cannot(fmt::format("etp{} with tp{}: TorchTitan's expert TP is 1 or the TP degree", etp, tp));
   const int shard = sh == DpSharding::kOptimGradsParams ? dp : 1, replicate = sh == DpSharding::kNoShard ? dp : 1;
@@ -576,8 +579,8 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
   out += "mixed_precision_reduce = \"float32\"\n";
   out += "\n[parallelism]\n";
   out += fmt::format("data_parallel_replicate_degree = {}\n", replicate);
-  out += fmt::format("data_parallel_shard_degree = {}\n", shard);
-  if (shard > 1) out += "fsdp_reshard_after_forward = \"always\"  # ZeRO-3: parameters re-gathered for backward\n";
+  out += fmt::format("data_parallel_shard_degree = {}{}\n", shard, cp > 1 ? "  # FSDP over dp_shard x cp" : "");
+  if (sh == DpSharding::kOptimGradsParams) out += "fsdp_reshard_after_forward = \"always\"  # ZeRO-3: parameters re-gathered for backward\n";
   out += fmt::format("tensor_parallel_degree = {}  # sequence parallel norms with TP (always in TorchTitan)\n", tp);
   if (p.tp_comm_overlap) out += "enable_async_tensor_parallel = true  # needs [compile] enable (below)\n";
   out += fmt::format("pipeline_parallel_degree = {}\n", pp);
