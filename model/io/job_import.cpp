@@ -55,7 +55,8 @@ Result<std::vector<MegatronFlag>> parse_megatron_bridge_yaml(const std::string& 
   if (!doc) return doc.error();
   const YAML::Node& root = doc.value();
   const Loc top{display_name, 1, 1};
-  if (!root.IsMap()) return error_at(top, "", "expected a Megatron-Bridge ConfigContainer override (model:, train:, ...)");
+  if (!root.IsMap())
+    return error_at(top, "", "expected a Megatron-Bridge ConfigContainer override (model:, train:, ...)");
   std::vector<MegatronFlag> flags;
   auto add = [&](const Loc& loc, std::string flag, std::string value) {
     flags.push_back(MegatronFlag{std::move(flag), std::move(value), loc.file, loc.line, loc.column});
@@ -70,7 +71,9 @@ Result<std::vector<MegatronFlag>> parse_megatron_bridge_yaml(const std::string& 
         const std::string mp = sec.second.IsScalar() ? sec.second.Scalar() : "";
         if (mp.rfind("bf16", 0) == 0) add(sloc, "bf16", "");
         else if (mp.rfind("fp16", 0) == 0) add(sloc, "fp16", "");
-        else return error_at(sloc, section, fmt::format("expected a bf16_* or fp16_* recipe name, got {}", describe(sec.second)));
+        else
+          return error_at(sloc, section,
+                          fmt::format("expected a bf16_* or fp16_* recipe name, got {}", describe(sec.second)));
         if (mp.find("fp8") != std::string::npos) add(sloc, "fp8-format", "hybrid");
         continue;
       }
@@ -140,7 +143,8 @@ Result<std::vector<MegatronFlag>> parse_megatron_bridge_yaml(const std::string& 
         }
         if (!known->takes_value) {
           if (value == "true") add(loc, flag, "");
-          else if (value != "false") return error_at(loc, dotted, fmt::format("expected true or false, got '{}'", value));
+          else if (value != "false")
+            return error_at(loc, dotted, fmt::format("expected true or false, got '{}'", value));
           continue;
         }
         add(loc, flag, value);
@@ -279,15 +283,16 @@ Result<MegatronImportReport> import_torchtitan(const std::string& toml_text, con
     p.pipeline_model_parallel_size = pp;
     p.data_parallel_sharding_strategy = sharded ? DpSharding::kOptimGradsParams : DpSharding::kNoShard;
     p.use_distributed_optimizer = sharded;
-    p.overlap_grad_reduce = true;        // DDP buckets / FSDP2 reduce-scatter during backward
-    p.overlap_param_gather = sharded;    // FSDP2 prefetches the next all-gather
+    p.overlap_grad_reduce = true;  // DDP buckets / FSDP2 reduce-scatter during backward
+    p.overlap_param_gather = sharded;  // FSDP2 prefetches the next all-gather
     const std::string reshard = r.string("parallelism", "fsdp_reshard_after_forward", "default");
     if (reshard != "always" && reshard != "default" && reshard != "never")
       r.fail("parallelism", "fsdp_reshard_after_forward", "expected always, default or never");
     if (sharded && (reshard == "never" || (reshard == "default" && pp > 1)))
-      out.notes.push_back(fmt::format("fsdp_reshard_after_forward {}: parameters kept gathered between forward and "
-                                      "backward; modelled as resharded (ZeRO-3)",
-                                      reshard));
+      out.notes.push_back(
+          fmt::format("fsdp_reshard_after_forward {}: parameters kept gathered between forward and "
+                      "backward; modelled as resharded (ZeRO-3)",
+                      reshard));
     p.tp_comm_overlap = r.boolean("parallelism", "enable_async_tensor_parallel", false);
     if (cp > 1) {
       const std::string rot = r.string("parallelism", "context_parallel_rotate_method", "allgather");
@@ -314,19 +319,23 @@ Result<MegatronImportReport> import_torchtitan(const std::string& toml_text, con
     // global batch); with PP the local batch is cut into pipeline micro-batches.
     const int dp = replicate * shard;
     const int local = static_cast<int>(r.integer("training", "local_batch_size", 8));  // TorchTitan's default
-    t.micro_batch_size = pp > 1 ? static_cast<int>(r.integer("parallelism", "pipeline_parallel_microbatch_size", 1))
-                                : local;
+    t.micro_batch_size =
+        pp > 1 ? static_cast<int>(r.integer("parallelism", "pipeline_parallel_microbatch_size", 1)) : local;
     t.global_batch_size = static_cast<int>(r.integer("training", "global_batch_size", int64_t{local} * dp));
     if (pp > 1 && int64_t{local} * dp != t.global_batch_size)
-      r.fail("training", "global_batch_size",
-             fmt::format("with pipeline parallelism lcm models local_batch_size x dp = global_batch_size ({} x {} != {})",
-                         local, dp, t.global_batch_size));
+      r.fail(
+          "training", "global_batch_size",
+          fmt::format("with pipeline parallelism lcm models local_batch_size x dp = global_batch_size ({} x {} != {})",
+                      local, dp, t.global_batch_size));
     if (pp > 1) {
       const std::string sched = r.string("parallelism", "pipeline_parallel_schedule", "1F1B");
-      p.account_for_embedding_in_pipeline_split = r.integer("parallelism", "pipeline_parallel_first_stage_less_layers", 1, 0) == 1;
-      p.account_for_loss_in_pipeline_split = r.integer("parallelism", "pipeline_parallel_last_stage_less_layers", 1, 0) == 1;
+      p.account_for_embedding_in_pipeline_split =
+          r.integer("parallelism", "pipeline_parallel_first_stage_less_layers", 1, 0) == 1;
+      p.account_for_loss_in_pipeline_split =
+          r.integer("parallelism", "pipeline_parallel_last_stage_less_layers", 1, 0) == 1;
       for (const char* k : {"pipeline_parallel_first_stage_less_layers", "pipeline_parallel_last_stage_less_layers"})
-        if (r.integer("parallelism", k, 1, 0) > 1) r.fail("parallelism", k, "expected 0 or 1 (lcm's account_for_* split)");
+        if (r.integer("parallelism", k, 1, 0) > 1)
+          r.fail("parallelism", k, "expected 0 or 1 (lcm's account_for_* split)");
       const int n = model.num_layers + p.account_for_embedding_in_pipeline_split + p.account_for_loss_in_pipeline_split;
       const int per_rank = n / pp;
       const int per_stage = static_cast<int>(r.integer("parallelism", "pipeline_parallel_layers_per_stage", per_rank));
@@ -357,8 +366,7 @@ Result<MegatronImportReport> import_torchtitan(const std::string& toml_text, con
   }
   out.ignored_flags = r.unread();
   const std::vector<Problem> problems = validate_scenario(s);
-  if (!problems.empty())
-    return ConfigError{display_name, 0, 0, problems.front().key, problems.front().message};
+  if (!problems.empty()) return ConfigError{display_name, 0, 0, problems.front().key, problems.front().message};
   return out;
 }
 

@@ -17,7 +17,9 @@ struct LineReader {
   std::string file;
   int line = 0;
 
-  [[noreturn]] void fail(const std::string& message) const { throw ConfigError{file, line, static_cast<int>(i) + 1, "", message}; }
+  [[noreturn]] void fail(const std::string& message) const {
+    throw ConfigError{file, line, static_cast<int>(i) + 1, "", message};
+  }
   void skip_ws() {
     while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
   }
@@ -32,8 +34,9 @@ struct LineReader {
     skip_ws();
     const size_t start = i;
     while (i < s.size() && bare(s[i])) ++i;
-    if (i == start) fail(i < s.size() && (s[i] == '"' || s[i] == '\'') ? "quoted keys are not supported"
-                                                                        : "expected a bare key (letters, digits, _ and -)");
+    if (i == start)
+      fail(i < s.size() && (s[i] == '"' || s[i] == '\'') ? "quoted keys are not supported"
+                                                         : "expected a bare key (letters, digits, _ and -)");
     return s.substr(start, i - start);
   }
   TomlValue value() {
@@ -109,15 +112,16 @@ struct LineReader {
       return v;
     }
     double d = 0;
-    if (auto [p, ec] = std::from_chars(b, e, d); ec == std::errc() && p == e && std::isfinite(d) &&
-                                                 t.find_first_of("0123456789") != std::string::npos) {
+    if (auto [p, ec] = std::from_chars(b, e, d);
+        ec == std::errc() && p == e && std::isfinite(d) && t.find_first_of("0123456789") != std::string::npos) {
       v.kind = TomlValue::Kind::kFloat;
       v.d = d;
       return v;
     }
-    fail(fmt::format("'{}' is not a value lcm reads (a \"string\", an integer, a float, true/false or a one-line "
-                     "array)",
-                     t));
+    fail(
+        fmt::format("'{}' is not a value lcm reads (a \"string\", an integer, a float, true/false or a one-line "
+                    "array)",
+                    t));
   }
 };
 

@@ -20,9 +20,9 @@ struct TomlValue {
   enum class Kind { kString, kInt, kFloat, kBool, kArray };
   Kind kind = Kind::kString;
   std::string str;  // kString
-  int64_t i = 0;    // kInt
-  double d = 0;     // kFloat (and kInt, converted)
-  bool b = false;   // kBool
+  int64_t i = 0;  // kInt
+  double d = 0;  // kFloat (and kInt, converted)
+  bool b = false;  // kBool
   std::vector<TomlValue> items;  // kArray
   int line = 0;
 };

@@ -37,7 +37,8 @@ void add_target(CLI::App& exp, const char* name, const char* what, ExportTarget 
 }  // namespace
 
 void register_export(CLI::App& app, int& exit_code) {
-  auto* exp = app.add_subcommand("export", "Write a scenario's layout as a runnable job (Megatron-LM, NeMo, TorchTitan)");
+  auto* exp =
+      app.add_subcommand("export", "Write a scenario's layout as a runnable job (Megatron-LM, NeMo, TorchTitan)");
   exp->require_subcommand(1);
   add_target(*exp, "megatron", "Bash launch script for Megatron-LM pretrain_gpt.py (torchrun and srun)",
              ExportTarget::kMegatron, exit_code);

@@ -58,16 +58,21 @@ int write_report(const io::MegatronImportReport& r, const ImportOptions& o, cons
 
 // `lcm import nemo FILE` and `lcm import torchtitan FILE --model SCENARIO`.
 void add_job_import(CLI::App& imp, bool titan, int& exit_code) {
-  auto* cmd = titan ? imp.add_subcommand("torchtitan", "TorchTitan TOML job config (+ --model SCENARIO) -> scenario YAML")
-                    : imp.add_subcommand("nemo", "Megatron-Bridge (NeMo 2) ConfigContainer override YAML -> scenario YAML");
+  auto* cmd =
+      titan ? imp.add_subcommand("torchtitan", "TorchTitan TOML job config (+ --model SCENARIO) -> scenario YAML")
+            : imp.add_subcommand("nemo", "Megatron-Bridge (NeMo 2) ConfigContainer override YAML -> scenario YAML");
   auto o = std::make_shared<ImportOptions>();
   auto model = std::make_shared<std::string>();
-  cmd->add_option("input", o->input, titan ? "TorchTitan .toml job config" : "Megatron-Bridge override .yaml")->required();
-  cmd->add_option("--gpus", o->gpus, "Number of GPUs of the job")->required()->check(CLI::Range(int64_t{1}, limits::kNumGpus));
+  cmd->add_option("input", o->input, titan ? "TorchTitan .toml job config" : "Megatron-Bridge override .yaml")
+      ->required();
+  cmd->add_option("--gpus", o->gpus, "Number of GPUs of the job")
+      ->required()
+      ->check(CLI::Range(int64_t{1}, limits::kNumGpus));
   cmd->add_option("--hw", o->hw, "Hardware profile name or path (e.g. h200-sxm)")->required();
   if (titan)
-    cmd->add_option("--model", *model, "Scenario whose model: section is the flavor's architecture (a TorchTitan TOML "
-                                       "names the model, it does not describe it)")
+    cmd->add_option("--model", *model,
+                    "Scenario whose model: section is the flavor's architecture (a TorchTitan TOML "
+                    "names the model, it does not describe it)")
         ->required();
   cmd->add_option("--name", o->name, "Scenario name (default: the input file name)");
   cmd->add_option("-o,--output", o->output, "Write the scenario to FILE (atomically) instead of stdout")
@@ -124,7 +129,9 @@ void register_import(CLI::App& app, int& exit_code) {
   cmd->add_option("input", o->args,
                   "File holding a Megatron command line or a model_config.yaml ('-' for stdin); or the flags "
                   "themselves after '--'");
-  cmd->add_option("--gpus", o->gpus, "Number of GPUs of the job")->required()->check(CLI::Range(int64_t{1}, limits::kNumGpus));
+  cmd->add_option("--gpus", o->gpus, "Number of GPUs of the job")
+      ->required()
+      ->check(CLI::Range(int64_t{1}, limits::kNumGpus));
   cmd->add_option("--hw", o->hw, "Hardware profile name or path (e.g. h200-sxm)")->required();
   cmd->add_option("--name", o->name, "Scenario name (default: the input file name)");
   cmd->add_option("-o,--output", o->output, "Write the scenario to FILE (atomically) instead of stdout")
@@ -155,8 +162,7 @@ void register_import(CLI::App& app, int& exit_code) {
         return;
       }
     }
-    auto flags = yaml ? io::parse_megatron_model_config(text, display)
-                      : io::parse_megatron_command_line(text, display);
+    auto flags = yaml ? io::parse_megatron_model_config(text, display) : io::parse_megatron_command_line(text, display);
     if (!flags) {
       std::cerr << "lcm: " << flags.error().str() << "\n";
       return;

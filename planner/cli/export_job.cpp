@@ -30,7 +30,9 @@ std::string real(double v) { return fmt::format("{}", v); }  // shortest round-t
 
 constexpr Dim kDefaultOrder[kNumOrderDims] = {Dim::kTp, Dim::kCp, Dim::kEp, Dim::kDp, Dim::kPp};
 constexpr Dim kPpDpOrder[kNumOrderDims] = {Dim::kTp, Dim::kCp, Dim::kEp, Dim::kPp, Dim::kDp};
-bool order_is(const ParallelSpec& p, const Dim (&o)[kNumOrderDims]) { return std::equal(std::begin(o), std::end(o), p.order); }
+bool order_is(const ParallelSpec& p, const Dim (&o)[kNumOrderDims]) {
+  return std::equal(std::begin(o), std::end(o), p.order);
+}
 
 int data_parallel(const Scenario& s) {
   const ParallelSpec& p = s.parallel;
@@ -65,8 +67,9 @@ bool is_gqa(const ModelSpec& m) {
 void check_model(const Scenario& s) {
   const ModelSpec& m = s.model;
   if (m.add_bias_linear && !m.add_qkv_bias)
-    cannot("add_bias_linear without add_qkv_bias: Megatron gives the QKV projection a bias whenever linear layers "
-           "have one");
+    cannot(
+        "add_bias_linear without add_qkv_bias: Megatron gives the QKV projection a bias whenever linear layers "
+        "have one");
   const RopeScaling& r = m.rope_scaling;
   if (r.type == RopeScalingType::kDynamicNtk) cannot("rope_scaling dynamic_ntk has no Megatron-LM flag");
   if (m.multi_latent_attention) {
@@ -74,9 +77,10 @@ void check_model(const Scenario& s) {
       cannot(fmt::format("rope_scaling {} with multi-latent attention: Megatron's MLA takes rope or yarn",
                          to_string(r.type)));
     if (r.type == RopeScalingType::kYarn && r.original_max_position_embeddings != 4096)
-      cannot(fmt::format("yarn original_max_position_embeddings {} with multi-latent attention: Megatron-LM's MLA "
-                         "fixes it at 4096 (no flag)",
-                         r.original_max_position_embeddings));
+      cannot(
+          fmt::format("yarn original_max_position_embeddings {} with multi-latent attention: Megatron-LM's MLA "
+                      "fixes it at 4096 (no flag)",
+                      r.original_max_position_embeddings));
   } else if (r.type == RopeScalingType::kLlama3 && r.original_max_position_embeddings != 8192) {
     cannot(fmt::format("llama3 rope scaling with original_max_position_embeddings {}: Megatron-LM fixes it at 8192",
                        r.original_max_position_embeddings));
@@ -128,8 +132,8 @@ ArgBlock megatron_model_args(const Scenario& s) {
   }
   if (m.kv_channels > 0 && !m.multi_latent_attention) b.add("--kv-channels", num(m.kv_channels));
   b.add("--seq-length", num(s.training.seq_length));
-  b.add("--max-position-embeddings", num(m.max_position_embeddings > 0 ? m.max_position_embeddings
-                                                                         : s.training.seq_length));
+  b.add("--max-position-embeddings",
+        num(m.max_position_embeddings > 0 ? m.max_position_embeddings : s.training.seq_length));
   const RopeScaling& r = m.rope_scaling;
   const bool yarn = r.type == RopeScalingType::kYarn;
   const bool rope = m.position_embedding_type == PositionEmbedding::kRope;
@@ -213,12 +217,14 @@ ArgBlock megatron_training_args(const Scenario& s) {
 ArgBlock megatron_parallel_args(const Scenario& s) {
   const ParallelSpec& p = s.parallel;
   if (!order_is(p, kDefaultOrder) && !order_is(p, kPpDpOrder))
-    cannot(fmt::format("rank order {}: Megatron-LM's flags give tp-cp-ep-dp-pp or (--use-tp-pp-dp-mapping) "
-                       "tp-cp-ep-pp-dp only",
-                       rank_order_to_string(p.order)));
+    cannot(
+        fmt::format("rank order {}: Megatron-LM's flags give tp-cp-ep-dp-pp or (--use-tp-pp-dp-mapping) "
+                    "tp-cp-ep-pp-dp only",
+                    rank_order_to_string(p.order)));
   if (p.data_parallel_sharding_strategy == DpSharding::kNoShard && p.use_distributed_optimizer)
-    cannot("use_distributed_optimizer with data_parallel_sharding_strategy no_shard: Megatron's distributed "
-           "optimizer shards the optimizer state (optim)");
+    cannot(
+        "use_distributed_optimizer with data_parallel_sharding_strategy no_shard: Megatron's distributed "
+        "optimizer shards the optimizer state (optim)");
   ArgBlock b{"PARALLEL_ARGS", "Parallel layout, recompute and overlap (plan::megatron_flags)", {}};
   const std::vector<std::string> flags = plan::megatron_flags(s);
   for (size_t i = 0; i < flags.size();) {
@@ -238,12 +244,13 @@ std::string megatron_script(const Scenario& s, const ExportSource& src) {
                     p.data_parallel_sharding_strategy == DpSharding::kOptimGradsParams;
   std::string out = "#!/usr/bin/env bash\n";
   out += header(s, src, "Megatron-LM pretrain_gpt.py", "#");
-  out += "#\n"
-         "# Run:  bash THIS_FILE                 (torchrun on this node; set NODE_RANK and MASTER_ADDR per node)\n"
-         "#       LAUNCHER=srun sbatch THIS_FILE (one torchrun per node through srun)\n"
-         "# Data: --mock-data unless DATA_PATH is set (a Megatron indexed dataset prefix).\n"
-         "# Import back: lcm import megatron THIS_FILE --gpus N --hw PROFILE\n"
-         "set -euo pipefail\n\n";
+  out +=
+      "#\n"
+      "# Run:  bash THIS_FILE                 (torchrun on this node; set NODE_RANK and MASTER_ADDR per node)\n"
+      "#       LAUNCHER=srun sbatch THIS_FILE (one torchrun per node through srun)\n"
+      "# Data: --mock-data unless DATA_PATH is set (a Megatron indexed dataset prefix).\n"
+      "# Import back: lcm import megatron THIS_FILE --gpus N --hw PROFILE\n"
+      "set -euo pipefail\n\n";
   out += fmt::format(
       "MEGATRON_LM_DIR=${{MEGATRON_LM_DIR:-$PWD}}  # a Megatron-LM checkout\n"
       "NNODES=${{NNODES:-{}}}\n"
@@ -254,11 +261,13 @@ std::string megatron_script(const Scenario& s, const ExportSource& src) {
       "DATA_PATH=${{DATA_PATH:-}}\n",
       num_nodes(s), gpus_per_node(s));
   if (fsdp) {
-    out += "# Megatron-FSDP needs more than one CUDA connection (docs/reference/conventions.md).\n"
-           "export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-8}\n\n";
+    out +=
+        "# Megatron-FSDP needs more than one CUDA connection (docs/reference/conventions.md).\n"
+        "export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-8}\n\n";
   } else {
-    out += "# One CUDA connection keeps TP/CP communication ahead of compute on Hopper.\n"
-           "export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-1}\n\n";
+    out +=
+        "# One CUDA connection keeps TP/CP communication ahead of compute on Hopper.\n"
+        "export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-1}\n\n";
   }
   out += model.render() + "\n" + training.render() + "\n" + parallel.render() + "\n";
   ArgBlock hp{"RUN_ARGS", "Schedule, logging and load balancing: not part of lcm's estimate; set your recipe's", {}};
@@ -274,21 +283,23 @@ std::string megatron_script(const Scenario& s, const ExportSource& src) {
     hp.add("--moe-aux-loss-coeff", "${MOE_AUX_LOSS_COEFF:-1e-2}");
   }
   out += hp.render() + "\n";
-  out += "DATA_ARGS=(--mock-data)\n"
-         "if [[ -n \"$DATA_PATH\" ]]; then DATA_ARGS=(--data-path \"$DATA_PATH\" --split 99,1,0); fi\n\n";
+  out +=
+      "DATA_ARGS=(--mock-data)\n"
+      "if [[ -n \"$DATA_PATH\" ]]; then DATA_ARGS=(--data-path \"$DATA_PATH\" --split 99,1,0); fi\n\n";
   const std::string args =
       "    \"$MEGATRON_LM_DIR/pretrain_gpt.py\" \"${MODEL_ARGS[@]}\" \"${TRAINING_ARGS[@]}\" \"${PARALLEL_ARGS[@]}\" "
       "\\\n    \"${RUN_ARGS[@]}\" \"${DATA_ARGS[@]}\"\n";
-  out += "if [[ \"${LAUNCHER:-torchrun}\" == srun ]]; then\n"
-         "  MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
-         "  srun --nodes \"$NNODES\" --ntasks-per-node 1 --gpus-per-node \"$GPUS_PER_NODE\" \\\n"
-         "    torchrun --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" --rdzv-backend c10d \\\n"
-         "    --rdzv-endpoint \"$MASTER_ADDR:$MASTER_PORT\" --rdzv-id \"${SLURM_JOB_ID:-lcm}\" \\\n" +
-         args +
-         "else\n"
-         "  torchrun --nnodes \"$NNODES\" --node-rank \"$NODE_RANK\" --nproc-per-node \"$GPUS_PER_NODE\" \\\n"
-         "    --master-addr \"$MASTER_ADDR\" --master-port \"$MASTER_PORT\" \\\n" +
-         args + "fi\n";
+  out +=
+      "if [[ \"${LAUNCHER:-torchrun}\" == srun ]]; then\n"
+      "  MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
+      "  srun --nodes \"$NNODES\" --ntasks-per-node 1 --gpus-per-node \"$GPUS_PER_NODE\" \\\n"
+      "    torchrun --nnodes \"$NNODES\" --nproc-per-node \"$GPUS_PER_NODE\" --rdzv-backend c10d \\\n"
+      "    --rdzv-endpoint \"$MASTER_ADDR:$MASTER_PORT\" --rdzv-id \"${SLURM_JOB_ID:-lcm}\" \\\n" +
+      args +
+      "else\n"
+      "  torchrun --nnodes \"$NNODES\" --node-rank \"$NODE_RANK\" --nproc-per-node \"$GPUS_PER_NODE\" \\\n"
+      "    --master-addr \"$MASTER_ADDR\" --master-port \"$MASTER_PORT\" \\\n" +
+      args + "fi\n";
   return out;
 }
 
@@ -310,11 +321,11 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
   const ModelSpec& m = s.model;
   const TrainingSpec& t = s.training;
   const ParallelSpec& p = s.parallel;
-  if (m.position_embedding_type == PositionEmbedding::kLearnedAbsolute &&
-      m.max_position_embeddings != t.seq_length)
-    cannot(fmt::format("learned absolute position embeddings for {} positions at seq_length {}: Megatron-Bridge's "
-                       "GPTModelProvider sizes the table by seq_length",
-                       m.max_position_embeddings, t.seq_length));
+  if (m.position_embedding_type == PositionEmbedding::kLearnedAbsolute && m.max_position_embeddings != t.seq_length)
+    cannot(
+        fmt::format("learned absolute position embeddings for {} positions at seq_length {}: Megatron-Bridge's "
+                    "GPTModelProvider sizes the table by seq_length",
+                    m.max_position_embeddings, t.seq_length));
   if (!order_is(p, kDefaultOrder))
     cannot(fmt::format("rank order {}: Megatron-Bridge initialises the default tp-cp-ep-dp-pp order",
                        rank_order_to_string(p.order)));
@@ -386,7 +397,8 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
     if (m.moe_router_num_groups > 0) model.add("moe_router_num_groups", num(m.moe_router_num_groups));
     if (m.moe_router_group_topk > 0) model.add("moe_router_group_topk", num(m.moe_router_group_topk));
     model.add("moe_router_enable_expert_bias", yes(m.moe_router_enable_expert_bias));
-    model.add("moe_expert_capacity_factor", m.moe_expert_capacity_factor > 0 ? real(m.moe_expert_capacity_factor) : "null",
+    model.add("moe_expert_capacity_factor",
+              m.moe_expert_capacity_factor > 0 ? real(m.moe_expert_capacity_factor) : "null",
               m.moe_expert_capacity_factor > 0 ? "drop policy: the recipe's (default probs)" : "dropless");
     model.add("moe_pad_expert_input_to_capacity", yes(m.moe_pad_expert_input_to_capacity));
     model.add("moe_token_dispatcher_type", std::string(to_string(m.moe_token_dispatcher_type)));
@@ -398,8 +410,9 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
   model.add("sequence_parallel", yes(p.sequence_parallel && p.tensor_model_parallel_size > 1));
   model.add("pipeline_model_parallel_size", num(p.pipeline_model_parallel_size));
   if (p.num_layers_per_virtual_pipeline_stage > 0) {
-    const int per_rank = (m.num_layers + p.account_for_embedding_in_pipeline_split + p.account_for_loss_in_pipeline_split) /
-                         p.pipeline_model_parallel_size;
+    const int per_rank =
+        (m.num_layers + p.account_for_embedding_in_pipeline_split + p.account_for_loss_in_pipeline_split) /
+        p.pipeline_model_parallel_size;
     model.add("virtual_pipeline_model_parallel_size", num(per_rank / p.num_layers_per_virtual_pipeline_stage),
               fmt::format("{} layers per virtual stage", p.num_layers_per_virtual_pipeline_stage));
   }
@@ -453,8 +466,8 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
   ddp.add("grad_reduce_in_fp32", yes(t.grad_reduce_in_fp32));
   YamlSection optimizer{"optimizer", {}};
   optimizer.add("use_distributed_optimizer", yes(p.use_distributed_optimizer));
-  const bool aware = t.main_params_dtype != DType::kFp32 || t.exp_avg_dtype != DType::kFp32 ||
-                     t.exp_avg_sq_dtype != DType::kFp32;
+  const bool aware =
+      t.main_params_dtype != DType::kFp32 || t.exp_avg_dtype != DType::kFp32 || t.exp_avg_sq_dtype != DType::kFp32;
   optimizer.add("use_precision_aware_optimizer", yes(aware));
   if (aware) {
     optimizer.add("main_params_dtype", quoted(to_string(t.main_params_dtype)));
@@ -486,56 +499,67 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
   if (!order_is(p, kDefaultOrder))
     cannot(fmt::format("rank order {}: TorchTitan's mesh is [pp, dp_replicate, dp_shard, cp, tp] (tp-cp-dp-pp)",
                        rank_order_to_string(p.order)));
-  if (tp > 1 && !p.sequence_parallel) cannot("tensor parallelism without sequence parallelism: TorchTitan's TP shards the norms' sequence always");
+  if (tp > 1 && !p.sequence_parallel)
+    cannot("tensor parallelism without sequence parallelism: TorchTitan's TP shards the norms' sequence always");
   const DpSharding sh = p.data_parallel_sharding_strategy;
   if (sh == DpSharding::kOptim || sh == DpSharding::kOptimGrads)
-    cannot(fmt::format("data_parallel_sharding_strategy {}: TorchTitan has no distributed-optimizer (ZeRO-1/2) "
-                       "switch, only DDP (no_shard) or FSDP2 (optim_grads_params)",
-                       to_string(sh)));
+    cannot(
+        fmt::format("data_parallel_sharding_strategy {}: TorchTitan has no distributed-optimizer (ZeRO-1/2) "
+                    "switch, only DDP (no_shard) or FSDP2 (optim_grads_params)",
+                    to_string(sh)));
   if (sh == DpSharding::kNoShard && cp > 1)
-    cannot("no_shard with context parallelism: TorchTitan applies FSDP over the dp_shard x cp ranks, so CP shards "
-           "the parameters (choose optim_grads_params)");
+    cannot(
+        "no_shard with context parallelism: TorchTitan applies FSDP over the dp_shard x cp ranks, so CP shards "
+        "the parameters (choose optim_grads_params)");
   if (p.use_distributed_optimizer != (sh != DpSharding::kNoShard))
     cannot("use_distributed_optimizer must follow the sharding (FSDP2 shards the optimizer state)");
   if (!p.overlap_grad_reduce)
-    cannot("overlap_grad_reduce false: TorchTitan always overlaps the gradient reduction with backward (DDP "
-           "buckets, FSDP2)");
+    cannot(
+        "overlap_grad_reduce false: TorchTitan always overlaps the gradient reduction with backward (DDP "
+        "buckets, FSDP2)");
   if (p.overlap_param_gather != (sh == DpSharding::kOptimGradsParams))
     cannot("overlap_param_gather must be true exactly with FSDP2: TorchTitan prefetches its parameter all-gathers");
   if (!t.grad_reduce_in_fp32) cannot("grad_reduce_in_fp32 false: TorchTitan reduces gradients in float32 only");
   if (t.main_params_dtype != DType::kFp32 || t.exp_avg_dtype != DType::kFp32 || t.exp_avg_sq_dtype != DType::kFp32)
     cannot("low-precision optimizer state: TorchTitan keeps float32 master weights and Adam moments");
-  if (t.attention_backend == AttentionBackend::kUnfused) cannot("unfused attention: TorchTitan runs SDPA / flex attention (fused)");
+  if (t.attention_backend == AttentionBackend::kUnfused)
+    cannot("unfused attention: TorchTitan runs SDPA / flex attention (fused)");
   if (cp > 1 && p.cp_comm_type != CpCommType::kP2P && p.cp_comm_type != CpCommType::kAllGather)
-    cannot(fmt::format("cp_comm_type {}: TorchTitan's context parallelism is ring attention (p2p rotation or "
-                       "all-gather), not Ulysses all-to-all",
-                       to_string(p.cp_comm_type)));
+    cannot(
+        fmt::format("cp_comm_type {}: TorchTitan's context parallelism is ring attention (p2p rotation or "
+                    "all-gather), not Ulysses all-to-all",
+                    to_string(p.cp_comm_type)));
   if (p.num_layers_in_first_pipeline_stage > 0 || p.num_layers_in_last_pipeline_stage > 0)
-    cannot("uneven first/last pipeline stages: TorchTitan splits by layers per stage (express it with "
-           "account_for_embedding/loss or an even split)");
+    cannot(
+        "uneven first/last pipeline stages: TorchTitan splits by layers per stage (express it with "
+        "account_for_embedding/loss or an even split)");
   if (p.recompute_granularity == RecomputeGranularity::kSelective)
-    cannot("selective recompute: TorchTitan's selective modes (op-level SAC, every-Nth layer) recompute other "
-           "tensors than Megatron's core_attn; choose none or full");
+    cannot(
+        "selective recompute: TorchTitan's selective modes (op-level SAC, every-Nth layer) recompute other "
+        "tensors than Megatron's core_attn; choose none or full");
   if (p.recompute_granularity == RecomputeGranularity::kFull &&
       (p.recompute_method != RecomputeMethod::kUniform || p.recompute_num_layers != 1))
     cannot("full recompute other than uniform over 1 layer: TorchTitan's full AC checkpoints every block");
-  if (p.overlap_moe_expert_parallel_comm) cannot("overlap_moe_expert_parallel_comm: TorchTitan has no EP overlap switch");
+  if (p.overlap_moe_expert_parallel_comm)
+    cannot("overlap_moe_expert_parallel_comm: TorchTitan has no EP overlap switch");
   if (p.moe_fp8_dispatch) cannot("moe_fp8_dispatch: TorchTitan has no FP8 dispatch switch");
   const int ep = has_moe(m) ? p.expert_model_parallel_size : 1;
   const int etp = has_moe(m) ? (p.expert_tensor_parallel_size > 0 ? p.expert_tensor_parallel_size : tp) : tp;
   if (has_moe(m) && m.moe_token_dispatcher_type == Dispatcher::kAllGather)
     cannot("the allgather token dispatcher: TorchTitan dispatches tokens with all-to-all");
-  if (etp != 1 && etp != tp) cannot(fmt::format("etp{} with tp{}: TorchTitan's expert TP is 1 or the TP degree", etp, tp));
+  if (etp != 1 && etp != tp)
+    cannot(fmt::format("etp{} with tp{}: TorchTitan's expert TP is 1 or the TP degree", etp, tp));
   const int shard = sh == DpSharding::kOptimGradsParams ? dp : 1, replicate = sh == DpSharding::kNoShard ? dp : 1;
   const int borrow = shard * cp * (etp == 1 ? tp : 1);
   if (ep > 1 && borrow % ep != 0)
-    cannot(fmt::format("ep{}: TorchTitan's experts borrow their ranks from dp_shard x cp{} = {}, which ep does not "
-                       "divide",
-                       ep, etp == 1 ? " x tp" : "", borrow));
-  const int per_stage = p.num_layers_per_virtual_pipeline_stage > 0
-                            ? p.num_layers_per_virtual_pipeline_stage
-                            : (m.num_layers + p.account_for_embedding_in_pipeline_split +
-                               p.account_for_loss_in_pipeline_split) / pp;
+    cannot(
+        fmt::format("ep{}: TorchTitan's experts borrow their ranks from dp_shard x cp{} = {}, which ep does not "
+                    "divide",
+                    ep, etp == 1 ? " x tp" : "", borrow));
+  const int per_stage =
+      p.num_layers_per_virtual_pipeline_stage > 0
+          ? p.num_layers_per_virtual_pipeline_stage
+          : (m.num_layers + p.account_for_embedding_in_pipeline_split + p.account_for_loss_in_pipeline_split) / pp;
 
   std::string out = header(s, src, "TorchTitan (TOML JobConfig)", "#");
   out += fmt::format(
@@ -551,14 +575,16 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
       to_string(m.normalization), m.swiglu, m.rotary_base, to_string(m.rope_scaling.type), m.rope_scaling.factor,
       m.rope_scaling.original_max_position_embeddings);
   if (has_moe(m))
-    out += fmt::format("#   experts={} top_k={} moe_inter_dim={} shared={} score={} groups={}/{} expert_bias={} "
-                       "moe_layers='{}' capacity_factor={}\n",
-                       m.num_experts, m.moe_router_topk, m.moe_ffn_hidden_size, m.moe_shared_expert_intermediate_size,
-                       to_string(m.moe_router_score_function), m.moe_router_num_groups, m.moe_router_group_topk,
-                       m.moe_router_enable_expert_bias, moe_layer_freq(m), m.moe_expert_capacity_factor);
+    out += fmt::format(
+        "#   experts={} top_k={} moe_inter_dim={} shared={} score={} groups={}/{} expert_bias={} "
+        "moe_layers='{}' capacity_factor={}\n",
+        m.num_experts, m.moe_router_topk, m.moe_ffn_hidden_size, m.moe_shared_expert_intermediate_size,
+        to_string(m.moe_router_score_function), m.moe_router_num_groups, m.moe_router_group_topk,
+        m.moe_router_enable_expert_bias, moe_layer_freq(m), m.moe_expert_capacity_factor);
   if (m.multi_latent_attention)
-    out += fmt::format("#   MLA: q_lora_rank={} kv_lora_rank={} qk_nope_head_dim={} qk_rope_head_dim={} v_head_dim={}\n",
-                       m.q_lora_rank, m.kv_lora_rank, m.qk_head_dim, m.qk_pos_emb_head_dim, m.v_head_dim);
+    out +=
+        fmt::format("#   MLA: q_lora_rank={} kv_lora_rank={} qk_nope_head_dim={} qk_rope_head_dim={} v_head_dim={}\n",
+                    m.q_lora_rank, m.kv_lora_rank, m.qk_head_dim, m.qk_pos_emb_head_dim, m.v_head_dim);
   if (m.mtp_num_layers > 0) out += fmt::format("#   multi-token prediction layers={}\n", m.mtp_num_layers);
   out += fmt::format("#   dropout hidden={} attention={}\n", m.hidden_dropout, m.attention_dropout);
   out += "\n[job]\n";
@@ -580,7 +606,8 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
   out += "\n[parallelism]\n";
   out += fmt::format("data_parallel_replicate_degree = {}\n", replicate);
   out += fmt::format("data_parallel_shard_degree = {}{}\n", shard, cp > 1 ? "  # FSDP over dp_shard x cp" : "");
-  if (sh == DpSharding::kOptimGradsParams) out += "fsdp_reshard_after_forward = \"always\"  # ZeRO-3: parameters re-gathered for backward\n";
+  if (sh == DpSharding::kOptimGradsParams)
+    out += "fsdp_reshard_after_forward = \"always\"  # ZeRO-3: parameters re-gathered for backward\n";
   out += fmt::format("tensor_parallel_degree = {}  # sequence parallel norms with TP (always in TorchTitan)\n", tp);
   if (p.tp_comm_overlap) out += "enable_async_tensor_parallel = true  # needs [compile] enable (below)\n";
   out += fmt::format("pipeline_parallel_degree = {}\n", pp);
@@ -590,8 +617,9 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
     out += fmt::format("pipeline_parallel_layers_per_stage = {}\n", per_stage);
     out += fmt::format("pipeline_parallel_first_stage_less_layers = {}  # the embedding counted as a layer\n",
                        p.account_for_embedding_in_pipeline_split ? 1 : 0);
-    out += fmt::format("pipeline_parallel_last_stage_less_layers = {}  # the output layer and loss counted as a layer\n",
-                       p.account_for_loss_in_pipeline_split ? 1 : 0);
+    out +=
+        fmt::format("pipeline_parallel_last_stage_less_layers = {}  # the output layer and loss counted as a layer\n",
+                    p.account_for_loss_in_pipeline_split ? 1 : 0);
     out += fmt::format("pipeline_parallel_microbatch_size = {}\n", t.micro_batch_size);
   }
   out += fmt::format("context_parallel_degree = {}\n", cp);

@@ -22,7 +22,7 @@ enum class ExportTarget { kMegatron, kNemo, kTorchTitan };
 // What the header comments say about where the job came from.
 struct ExportSource {
   std::string scenario;  // the scenario argument as given
-  std::string layout;    // --layout, "" when none
+  std::string layout;  // --layout, "" when none
 };
 
 // The file's text, or a one-line reason why the target cannot express the layout.
