@@ -2,6 +2,11 @@
 // continuations, `torchrun ... pretrain_gpt.py` prefix, --flag=value) or the MODEL_ARGS
 // block of a functional-test model_config.yaml. Values are kept as text; the importer
 // interprets them.
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <regex>
+
 #include <fmt/format.h>
 
 #include "lcm/model/io/megatron_import.hpp"
@@ -114,13 +119,71 @@ Result<std::vector<MegatronFlag>> parse_megatron_model_config(const std::string&
 
 namespace {
 
+// A launch script whose training-script arguments are bash arrays, as Megatron-LM's
+// examples and `lcm export megatron` write them:
+//   MODEL_ARGS=( --num-layers 32 ... )
+//   torchrun ... pretrain_gpt.py "${MODEL_ARGS[@]}" "${TRAINING_ARGS[@]}"
+// The arrays named after the first `.py` (on its line and its continuation lines) are read,
+// in that order, from their first `NAME=(` definition; everything else in the script (shell
+// logic, variables, the launcher) is skipped. nullopt: not such a script.
+std::optional<Result<std::vector<Token>>> script_array_tokens(const std::string& s, const std::string& file) {
+  static const std::regex kRef(R"(\$\{([A-Za-z_][A-Za-z0-9_]*)\[@\]\})");
+  for (size_t py = s.find(".py"); py != std::string::npos; py = s.find(".py", py + 3)) {
+    size_t end = py;  // end of the logical line: a newline not escaped by a backslash
+    while (end < s.size() && !(s[end] == '\n' && (end == 0 || s[end - 1] != '\\'))) ++end;
+    const std::string rest = s.substr(py, end - py);
+    std::vector<std::string> names;
+    for (auto it = std::sregex_iterator(rest.begin(), rest.end(), kRef); it != std::sregex_iterator(); ++it)
+      names.push_back((*it)[1].str());
+    if (names.empty()) continue;
+    std::vector<Token> out;
+    for (const std::string& name : names) {
+      const std::regex def("(^|\n)[ \t]*" + name + "=\\(");
+      std::smatch m;
+      if (!std::regex_search(s, m, def)) {
+        const int line = 1 + static_cast<int>(std::count(s.begin(), s.begin() + static_cast<long>(py), '\n'));
+        return Result<std::vector<Token>>(ConfigError{
+            file, line, 0, "", fmt::format("array {} is passed to the training script but not defined as {}=( ... )", name, name)});
+      }
+      const size_t open = static_cast<size_t>(m.position(0) + m.length(0));
+      // The body ends at the first ')' outside quotes and comments.
+      size_t close = open;
+      char quote = 0;
+      for (; close < s.size(); ++close) {
+        const char c = s[close];
+        if (quote) {
+          if (c == quote) quote = 0;
+          else if (c == '\\' && quote == '"') ++close;
+        } else if (c == '\'' || c == '"') {
+          quote = c;
+        } else if (c == '\\') {
+          ++close;
+        } else if (c == '#' && (close == open || std::isspace(static_cast<unsigned char>(s[close - 1])))) {
+          while (close < s.size() && s[close] != '\n') ++close;
+        } else if (c == ')') {
+          break;
+        }
+      }
+      const int lines_before = static_cast<int>(std::count(s.begin(), s.begin() + static_cast<long>(open), '\n'));
+      const size_t line_start = s.rfind('\n', open == 0 ? 0 : open - 1);
+      const size_t column = line_start == std::string::npos ? open : open - line_start - 1;
+      auto toks = tokenize(std::string(lines_before, '\n') + std::string(column, ' ') + s.substr(open, close - open), file);
+      if (!toks) return Result<std::vector<Token>>(toks.error());
+      out.insert(out.end(), toks.value().begin(), toks.value().end());
+    }
+    return Result<std::vector<Token>>(std::move(out));
+  }
+  return std::nullopt;
+}
+
 Result<std::vector<MegatronFlag>> split_command_line(const std::string& text, const std::string& display_name) {
-  auto toks = tokenize(text, display_name);
+  const auto script = script_array_tokens(text, display_name);
+  auto toks = script ? *script : tokenize(text, display_name);
   if (!toks) return toks.error();
   const std::vector<Token>& t = toks.value();
   // Skip the launcher: everything up to the training script (`... pretrain_gpt.py`).
   size_t start = 0;
-  for (size_t i = 0; i < t.size(); ++i)
+  for (size_t i = 0; i < t.size() && !script; ++i)
     if (!t[i].quoted && t[i].text.size() > 3 && t[i].text.ends_with(".py")) start = i + 1;
   if (start == 0 && !t.empty() && !is_flag_token(t[0]))
     return ConfigError{display_name, t[0].line, t[0].column, "",

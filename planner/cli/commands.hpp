@@ -17,5 +17,6 @@ void register_comm(CLI::App& app, int& exit_code);
 void register_calibrate(CLI::App& app, int& exit_code);
 void register_compare(CLI::App& app, int& exit_code);
 void register_diff(CLI::App& app, int& exit_code);
+void register_export(CLI::App& app, int& exit_code);
 
 }  // namespace lcm::cli

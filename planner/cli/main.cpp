@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
   lcm::cli::register_calibrate(app, exit_code);
   lcm::cli::register_compare(app, exit_code);
   lcm::cli::register_diff(app, exit_code);
+  lcm::cli::register_export(app, exit_code);
   bool have_plot = false;
   for (const lcm::cli::Command& c : lcm::cli::registered_commands()) {
     c.add(app, exit_code);
