@@ -200,6 +200,7 @@ struct IncrementalEstimator::Impl {
     edges = nullptr;
     steps = nullptr;
     composed = false;
+    has_structure_key = false;
   }
   Structure& structure_of();
   void prepare_lists();
@@ -219,7 +220,28 @@ struct IncrementalEstimator::Impl {
   Recent<LayerOpsKey, LayerEntry*, 1> last_layer;
   Recent<EdgeOpsKey, EdgeEntry*, 1> last_edges;
   Recent<StepOpsKey, StepEntry*, 4> last_steps;  // layouts differing in their sharding
-  Recent<MemoryKey, Memory, 4> memories;
+  // The memo of estimate_memory by memory_key: per base key (the last two), its
+  // memory_without_state and the full result of each sharding asked for, in the slot of
+  // the key's (sharding, distributed_optimizer).
+  static constexpr size_t kShardingSlots = 8;
+  struct MemoryEntry {
+    Memory base;
+    std::array<Memory, kShardingSlots> full;
+    std::array<bool, kShardingSlots> filled{};
+  };
+  Recent<MemoryBaseKey, MemoryEntry, 2> memory_entries;
+  KeyMap<ShardKey, double> zero3_units;            // zero3_unit_params, once asked for (0: not yet)
+
+  // The selection's structure key, computed once (select() resets it).
+  bool has_structure_key = false;
+  StructureKey structure_key_;
+  const StructureKey& selected_structure_key() {
+    if (!has_structure_key) {
+      structure_key_ = structure_key(s, m);
+      has_structure_key = true;
+    }
+    return structure_key_;
+  }
 
   // Stage inputs and micro-batch times of each structure class, for (structure, layer
   // timing, edge timing).
@@ -254,7 +276,7 @@ struct IncrementalEstimator::Impl {
 
 Structure& IncrementalEstimator::Impl::structure_of() {
   if (structure) return *structure;
-  structure = lookup(last_structure, structures, structure_key(s, m), [&] {
+  structure = lookup(last_structure, structures, selected_structure_key(), [&] {
     auto x = std::make_unique<Structure>();
     x->layers = stage_layers(s, m);
     x->params = gpu_params(s, m, x->layers);
@@ -406,7 +428,7 @@ const typename Entry::Timed& IncrementalEstimator::Impl::timed(Entry& e,
 // the micro-batch times of the classes and the lower bound.
 void IncrementalEstimator::Impl::compose() {
   if (composed) return;
-  const ComposeKey ck{structure_key(s, m), topology_key(s, m), layer_ops_key(s, m), edge_ops_key(s, m),
+  const ComposeKey ck{selected_structure_key(), topology_key(s, m), layer_ops_key(s, m), edge_ops_key(s, m),
                       pass_time_switches(s.parallel), m.vp, m.num_micro_batches};
   if (has_compose && key_equal(ck, compose_key)) {
     // Same structure, lists and timings as the last compose: only the step entry may differ.
@@ -505,15 +527,43 @@ void IncrementalEstimator::select(const Scenario& s, const Mesh& m) {
   x.reset_selection();
 }
 
+void IncrementalEstimator::select_sharding(const Scenario& s) {
+  Impl& x = *impl_;
+  ParallelSpec& p = x.s.parallel;
+  p.data_parallel_sharding_strategy = s.parallel.data_parallel_sharding_strategy;
+  p.use_distributed_optimizer = s.parallel.use_distributed_optimizer;
+  p.overlap_param_gather = s.parallel.overlap_param_gather;
+  assert(x.s == s);  // nothing else differed
+  assert(derive_mesh(s).num_micro_batches == x.m.num_micro_batches);
+  x.reset_selection();
+}
+
 const Scenario& IncrementalEstimator::scenario() const { return impl_->s; }
 
 const Memory& IncrementalEstimator::memory() {
   Impl& x = *impl_;
-  const MemoryKey k = memory_key(x.s, x.m);
-  if (const Memory* hit = x.memories.find(k)) return *hit;
+  const MemoryBaseKey bk = memory_base_key(x.selected_structure_key(), x.s, x.m);
+  const MemoryKey k = memory_key(bk, x.s);
+  const size_t slot = static_cast<size_t>(k.sharding) * 2 + static_cast<size_t>(k.distributed_optimizer);
+  assert(k.sharding >= 0 && k.distributed_optimizer >= 0 && slot < Impl::kShardingSlots);
+  Impl::MemoryEntry* e = x.memory_entries.find(bk);
+  if (e && e->filled[slot]) return e->full[slot];
   const Structure& st = x.structure_of();
-  Memory& out = x.memories.insert(k);
-  estimate_memory(x.s, x.m, st.layers, st.params, out);
+  if (!e) {
+    e = &x.memory_entries.insert(bk);
+    e->filled.fill(false);
+    memory_without_state(x.s, x.m, st.layers, e->base);
+  }
+  double unit = 0;
+  if (shards_parameters(x.s)) {
+    double& u = x.zero3_units[zero3_unit_key(x.m)];
+    if (u == 0) u = zero3_unit_params(x.s, x.m);
+    unit = u;
+  }
+  Memory& out = e->full[slot];
+  out = e->base;
+  add_model_state(x.s, x.m, st.layers, st.params, unit, out);
+  e->filled[slot] = true;
   return out;
 }
 
@@ -554,7 +604,8 @@ void IncrementalEstimator::clear() {
   x.last_layer.clear();
   x.last_edges.clear();
   x.last_steps.clear();
-  x.memories.clear();
+  x.memory_entries.clear();
+  x.zero3_units.clear();
   x.passes_key = {};
   x.has_compose = false;
   x.passes.clear();

@@ -10,6 +10,7 @@
 #include "lcm/model/memory.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 #include "lcm/model/resolve.hpp"
@@ -241,18 +242,27 @@ LayerActivation layer_activation_bytes(const Scenario& s, const Mesh& m, bool mo
   return lm.saved;
 }
 
-MemoryKey memory_key(const Scenario& s, const Mesh& m) {
+MemoryBaseKey memory_base_key(const Scenario& s, const Mesh& m) { return memory_base_key(structure_key(s, m), s, m); }
+
+MemoryBaseKey memory_base_key(const StructureKey& structure, const Scenario& s, const Mesh& m) {
   const ParallelSpec& p = s.parallel;
-  return {.structure = structure_key(s, m),
+  return {.structure = structure,
           .dp = m.dp,
           .edp = m.edp,
           .num_micro_batches = m.num_micro_batches,
           .micro_batch_size = s.training.micro_batch_size,
           .cp_comm_type = static_cast<int32_t>(p.cp_comm_type),
-          .sharding = static_cast<int32_t>(p.data_parallel_sharding_strategy),
-          .distributed_optimizer = p.use_distributed_optimizer,
           .overlap_moe_expert_parallel_comm = p.overlap_moe_expert_parallel_comm};
 }
+
+MemoryKey memory_key(const MemoryBaseKey& base, const Scenario& s) {
+  const ParallelSpec& p = s.parallel;
+  return {.base = base,
+          .sharding = static_cast<int32_t>(p.data_parallel_sharding_strategy),
+          .distributed_optimizer = p.use_distributed_optimizer};
+}
+
+MemoryKey memory_key(const Scenario& s, const Mesh& m) { return memory_key(memory_base_key(s, m), s); }
 
 Memory estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
                        const std::vector<GpuParams>& params) {
@@ -261,10 +271,55 @@ Memory estimate_memory(const Scenario& s, const Mesh& m, const std::vector<Stage
   return out;
 }
 
-void estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
-                     const std::vector<GpuParams>& params, Memory& out) {
-  const ModelSpec& md = s.model;
+namespace {
+
+// Model-state bytes per parameter under the selected DP sharding: dense parameters are
+// sharded over the DP x CP group, expert parameters over the EDP group.
+struct StateBytes {
+  double grad_b = 0, main_b = 0, optim_b = 0;
+  bool shard_optim = false, shard_grads = false, shard_params = false;
+};
+
+StateBytes state_bytes(const Scenario& s) {
   const TrainingSpec& tr = s.training;
+  const ParallelSpec& par = s.parallel;
+  DpSharding strat = par.data_parallel_sharding_strategy;
+  if (strat == DpSharding::kNoShard && par.use_distributed_optimizer) strat = DpSharding::kOptim;
+  StateBytes b;
+  b.grad_b = tr.grad_reduce_in_fp32 ? 4.0 : 2.0;
+  // bf16 main params: the model weights are the master copy, nothing extra is kept.
+  b.main_b = tr.main_params_dtype == DType::kBf16 ? 0.0 : dtype_bytes(tr.main_params_dtype);
+  b.optim_b = dtype_bytes(tr.exp_avg_dtype) + dtype_bytes(tr.exp_avg_sq_dtype);
+  b.shard_optim = strat != DpSharding::kNoShard;
+  b.shard_grads = strat == DpSharding::kOptimGrads || strat == DpSharding::kOptimGradsParams;
+  b.shard_params = strat == DpSharding::kOptimGradsParams;
+  return b;
+}
+
+}  // namespace
+
+bool shards_parameters(const Scenario& s) { return state_bytes(s).shard_params; }
+
+ShardKey zero3_unit_key(const Mesh& m) { return shard_key(m); }
+
+double zero3_unit_params(const Scenario& s, const Mesh& m) {
+  // The largest FSDP unit (a layer or the embedding), parameters on this rank.
+  const ModelSpec& md = s.model;
+  const ParamComponents total = total_params(md, m.padded_vocab);
+  const int L = std::max(1, md.num_layers);
+  int n_moe = 0;
+  for (int i = 0; i < md.num_layers; ++i) n_moe += is_moe_layer(md, i) ? 1 : 0;
+  const int n_dense = md.num_layers - n_moe;
+  const double per_layer_common = (total.attention + total.norms) / L / m.tp;
+  double unit = n_dense > 0 ? per_layer_common + total.dense_mlp / n_dense / m.tp : 0.0;
+  if (n_moe > 0)
+    unit = std::max(unit, per_layer_common + total.shared_experts / n_moe / m.tp + total.router / n_moe +
+                              total.routed_experts / n_moe / (m.ep * m.etp));
+  return std::max(unit, total.embedding / m.tp);
+}
+
+void memory_without_state(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers, Memory& out) {
+  const ModelSpec& md = s.model;
   const ParallelSpec& par = s.parallel;
   const MemoryAllowances& al = s.hardware.allowances;
   const Shape x = make_shape(s, m);
@@ -275,40 +330,6 @@ void estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLa
   const bool full_rc = par.recompute_granularity == RecomputeGranularity::kFull;
   const int rc_layers = std::max(1, par.recompute_num_layers);
   const double layer_input = 2.0 * x.Ts * x.h;  // checkpoint of a fully recomputed layer
-
-  // ---- Model-state bytes per parameter, dense (DP x CP group) and expert (EDP group).
-  DpSharding strat = par.data_parallel_sharding_strategy;
-  if (strat == DpSharding::kNoShard && par.use_distributed_optimizer) strat = DpSharding::kOptim;
-  const double dense_shard = static_cast<double>(m.dp) * m.cp;
-  const double expert_shard = m.edp;
-  const double grad_b = tr.grad_reduce_in_fp32 ? 4.0 : 2.0;
-  // bf16 main params: the model weights are the master copy, nothing extra is kept.
-  const double main_b = tr.main_params_dtype == DType::kBf16 ? 0.0 : dtype_bytes(tr.main_params_dtype);
-  const double optim_b = dtype_bytes(tr.exp_avg_dtype) + dtype_bytes(tr.exp_avg_sq_dtype);
-  const bool shard_optim = strat != DpSharding::kNoShard;
-  const bool shard_grads = strat == DpSharding::kOptimGrads || strat == DpSharding::kOptimGradsParams;
-  const bool shard_params = strat == DpSharding::kOptimGradsParams;
-
-  // ---- ZeRO-3 gather buffers: the largest FSDP unit (a layer or the embedding) is held
-  // unsharded twice (current + prefetched) in bf16, and once as an unsharded gradient
-  // before its reduce-scatter.
-  double fsdp_unit = 0;
-  if (shard_params) {
-    const ParamComponents total = total_params(md, m.padded_vocab);
-    const int L = std::max(1, md.num_layers);
-    int n_moe = 0;
-    for (int i = 0; i < md.num_layers; ++i) n_moe += is_moe_layer(md, i) ? 1 : 0;
-    const int n_dense = md.num_layers - n_moe;
-    const double per_layer_common = (total.attention + total.norms) / L / m.tp;
-    double unit = n_dense > 0 ? per_layer_common + total.dense_mlp / n_dense / m.tp : 0.0;
-    if (n_moe > 0)
-      unit = std::max(unit, per_layer_common + total.shared_experts / n_moe / m.tp +
-                                total.router / n_moe +
-                                total.routed_experts / n_moe / (m.ep * m.etp));
-    unit = std::max(unit, total.embedding / m.tp);
-    fsdp_unit = unit;
-  }
-
   // ---- Loss side (last stage): the bf16 logits and their fp32 copy coexist in the
   // cross-entropy forward; the fp32 softmax is kept for backward, where the fp32 gradient
   // and its bf16 cast coexist again. Each MTP depth runs its own loss first and keeps its
@@ -335,39 +356,13 @@ void estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLa
     cp_buffers = 2.0 * 2.0 * x.T * kv_width / m.tp;
   }
 
-  out.worst_stage = 0;
-  out.peak_bytes = 0;
-  out.allocated_peak_bytes = 0;
-  out.peak_high_bytes = 0;
-  out.verdict_stage = 0;
-  out.fits = true;
   out.hbm_bytes = s.hardware.gpu.hbm_bytes;
   out.stages.resize(layers.size());
   for (size_t r = 0; r < layers.size(); ++r) {
     const StageLayers& L = layers[r];
-    const GpuParams& P = params[r];
     StageMemory& st = out.stages[r];
     st = StageMemory{};
     st.stage = static_cast<int>(r);
-
-    // Model state.
-    const double wd = shard_params ? P.dense / dense_shard : P.dense;
-    const double we = shard_params ? P.expert / expert_shard : P.expert;
-    st.weights = 2.0 * (wd + we);
-    st.grads = grad_b * (shard_grads ? P.dense / dense_shard + P.expert / expert_shard : P.total());
-    const double opt_params = shard_optim ? P.dense / dense_shard + P.expert / expert_shard : P.total();
-    st.main_params = main_b * opt_params;
-    st.optimizer_states = optim_b * opt_params;
-    if (shard_params) st.fsdp_gather_buffers = (2.0 * 2.0 + grad_b) * fsdp_unit;
-    if (tr.precision == Precision::kFp8) {
-      // TE caches an FP8 copy of each linear weight for the step, row-wise and (Hopper)
-      // column-wise: 2 B per linear parameter. Embedding and output layer stay bf16.
-      double emb = 0;
-      const double vh = x.V * x.h;
-      if (L.has_embedding) emb += vh;
-      if (L.has_output && (md.untie_embeddings_and_output_weights || m.pp > 1)) emb += vh;
-      st.fp8_weight_cache = 2.0 * std::max(0.0, P.total() - emb);
-    }
 
     // Activations of one micro-batch on this stage (all its chunks).
     const int n_moe = L.num_moe_layers + (x.mtp_moe ? L.num_mtp_layers : 0);
@@ -420,12 +415,57 @@ void estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLa
     // position ids (8 + 8 + 4 + 8 bytes per token).
     st.workspaces = 3.0 * 32.0 * 1024.0 * 1024.0 + 28.0 * x.b * x.s;
 
-    st.allocated = st.weights + st.grads + st.main_params + st.optimizer_states +
-                   st.fsdp_gather_buffers + st.fp8_weight_cache + st.activations +
-                   st.logits_and_loss + st.transient_peak + st.comm_buffers + st.workspaces;
     st.cuda_context = al.cuda_context;
     st.nccl_buffers = al.nccl_per_communicator * comms;
     st.cublas_workspace = al.cublas_workspace;
+  }
+}
+
+void add_model_state(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
+                     const std::vector<GpuParams>& params, double zero3_unit, Memory& out) {
+  const ModelSpec& md = s.model;
+  const MemoryAllowances& al = s.hardware.allowances;
+  const StateBytes b = state_bytes(s);
+  const double dense_shard = static_cast<double>(m.dp) * m.cp;
+  const double expert_shard = m.edp;
+  const bool fp8 = s.training.precision == Precision::kFp8;
+  const double vh = static_cast<double>(m.padded_vocab) / m.tp * static_cast<double>(md.hidden_size);  // on this TP rank
+  assert(out.stages.size() == layers.size() && params.size() == layers.size());
+
+  out.worst_stage = 0;
+  out.peak_bytes = 0;
+  out.allocated_peak_bytes = 0;
+  out.peak_high_bytes = 0;
+  out.verdict_stage = 0;
+  out.fits = true;
+  const size_t n = out.stages.size();
+  for (size_t r = 0; r < n; ++r) {
+    const StageLayers& L = layers[r];
+    const GpuParams& P = params[r];
+    StageMemory& st = out.stages[r];
+
+    // Model state.
+    const double wd = b.shard_params ? P.dense / dense_shard : P.dense;
+    const double we = b.shard_params ? P.expert / expert_shard : P.expert;
+    st.weights = 2.0 * (wd + we);
+    st.grads = b.grad_b * (b.shard_grads ? P.dense / dense_shard + P.expert / expert_shard : P.total());
+    const double opt_params = b.shard_optim ? P.dense / dense_shard + P.expert / expert_shard : P.total();
+    st.main_params = b.main_b * opt_params;
+    st.optimizer_states = b.optim_b * opt_params;
+    st.fsdp_gather_buffers = b.shard_params ? (2.0 * 2.0 + b.grad_b) * zero3_unit : 0.0;
+    st.fp8_weight_cache = 0;
+    if (fp8) {
+      // TE caches an FP8 copy of each linear weight for the step, row-wise and (Hopper)
+      // column-wise: 2 B per linear parameter. Embedding and output layer stay bf16.
+      double emb = 0;
+      if (L.has_embedding) emb += vh;
+      if (L.has_output && (md.untie_embeddings_and_output_weights || m.pp > 1)) emb += vh;
+      st.fp8_weight_cache = 2.0 * std::max(0.0, P.total() - emb);
+    }
+
+    st.allocated = st.weights + st.grads + st.main_params + st.optimizer_states +
+                   st.fsdp_gather_buffers + st.fp8_weight_cache + st.activations +
+                   st.logits_and_loss + st.transient_peak + st.comm_buffers + st.workspaces;
     st.fragmentation = al.fragmentation_fraction * st.allocated;
     st.peak = st.allocated + st.cuda_context + st.nccl_buffers + st.cublas_workspace + st.fragmentation;
     const double uncertain = al.activation_uncertainty *
@@ -444,6 +484,12 @@ void estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLa
     }
     if (st.peak_high > out.hbm_bytes) out.fits = false;
   }
+}
+
+void estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
+                     const std::vector<GpuParams>& params, Memory& out) {
+  memory_without_state(s, m, layers, out);
+  add_model_state(s, m, layers, params, shards_parameters(s) ? zero3_unit_params(s, m) : 0.0, out);
 }
 
 }  // namespace lcm

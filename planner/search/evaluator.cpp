@@ -29,7 +29,8 @@ int Evaluator::Impl::validate_each(Layout& l, const DpSharding* shardings, int c
     ShardingResult& r = results[i];
     l.sharding = shardings[i];
     apply_sharding_into(base, l.sharding, work);
-    r.problems = layout.problems;
+    if (layout.problems.empty()) r.problems.clear();  // the common case, without vector assignment
+    else r.problems = layout.problems;
     if (layout.sizes_ok) {
       const size_t s = static_cast<size_t>(l.sharding);
       if (!sharding_checked_[s]) {
@@ -64,7 +65,8 @@ void Evaluator::Impl::evaluate_shardings(const Layout& layout, const DpSharding*
       l.sharding = shardings[i];
       apply_sharding_into(base, l.sharding, work);
     }
-    estimator_.select(work, m);
+    if (i == first_valid) estimator_.select(work, m);
+    else estimator_.select_sharding(work);  // only the sharding knobs differ
     // 2. Memory.
     Metrics& out = r.metrics;
     memory_metrics(estimator_.memory(), out);

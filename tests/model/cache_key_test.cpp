@@ -113,6 +113,10 @@ struct Variant {
   Schedule counts;  // build_schedule without lists: the per-stage counts
   MemoryKey memory_key;
   Memory memory;
+  MemoryBaseKey memory_base_key;
+  Memory memory_base;  // memory_without_state
+  ShardKey zero3_key;
+  double zero3_unit = 0;
   TopologyKey topology_key;
   MeshTopology topology;
   LayerOpsKey layer_key;
@@ -133,6 +137,10 @@ Variant make_variant(std::string knob, const Scenario& s) {
   v.counts = build_schedule(s, v.m, v.layers, v.params, ScheduleParts{.layer_ops = false, .edge_ops = false, .step_ops = false});
   v.memory_key = memory_key(s, v.m);
   v.memory = estimate_memory(s, v.m, v.layers, v.params);
+  v.memory_base_key = memory_base_key(s, v.m);
+  memory_without_state(s, v.m, v.layers, v.memory_base);
+  v.zero3_key = zero3_unit_key(v.m);
+  v.zero3_unit = zero3_unit_params(s, v.m);
   v.topology_key = topology_key(s, v.m);
   v.topology = mesh_topology(s, v.m);
   v.layer_key = layer_ops_key(s, v.m);
@@ -190,6 +198,14 @@ void check_pair(const std::string& base, const Variant& a, const Variant& b, Tal
   if (a.memory_key == b.memory_key) {
     count("memory");
     EXPECT_TRUE(a.memory == b.memory) << what << "memory_key equal, estimate_memory differs";
+  }
+  if (a.memory_base_key == b.memory_base_key) {
+    count("memory_base");
+    EXPECT_TRUE(a.memory_base == b.memory_base) << what << "memory_base_key equal, memory_without_state differs";
+  }
+  if (a.zero3_key == b.zero3_key) {
+    count("zero3_unit");
+    EXPECT_TRUE(same_bits(a.zero3_unit, b.zero3_unit)) << what << "zero3_unit_key equal, zero3_unit_params differs";
   }
   if (a.topology_key == b.topology_key) {
     count("topology");
@@ -278,7 +294,7 @@ TEST(CacheKey, EqualKeysGiveEqualResultsForEveryKnob) {
         check_pair(b.name, vs[i], vs[j], tally);
       }
     // Not vacuous: every function met pairs with equal keys (and different ones).
-    for (const char* fn : {"structure", "memory", "topology", "layer_ops", "edge_ops", "step_ops", "pass_time"})
+    for (const char* fn : {"structure", "memory", "memory_base", "zero3_unit", "topology", "layer_ops", "edge_ops", "step_ops", "pass_time"})
       EXPECT_GT(tally.equal_keys[fn], 10) << b.name << ": " << fn;
     EXPECT_LT(tally.scope_pairs, tally.pairs) << b.name;
   }
@@ -344,6 +360,8 @@ TEST(CacheKey, AKeyThatOmitsAKnobItsFunctionReadsFails) {
   const Omission omissions[] = {
       {"memory_key without the sharding", [](Variant& v) { v.memory_key.sharding = 0; v.memory_key.distributed_optimizer = 0; },
        "memory_key equal, estimate_memory differs"},
+      {"memory_base_key without the micro-batch size and count", [](Variant& v) { v.memory_base_key.micro_batch_size = v.memory_base_key.num_micro_batches = 0; },
+       "memory_base_key equal, memory_without_state differs"},
       {"topology_key without the rank order", [](Variant& v) { v.topology_key.order = {}; },
        "topology_key equal, mesh_topology differs"},
       {"layer_ops_key without the micro-batch size", [](Variant& v) { v.layer_key.micro_batch_size = 0; },

@@ -41,6 +41,11 @@ class IncrementalEstimator {
   // read; it is meant to be the base's: same_scope). Precondition: the selected
   // scenario is valid (validate_scenario) and m == derive_mesh(s).
   void select(const Scenario& s, const Mesh& m);
+  // select(s, m) with the mesh of the current selection, for an `s` that differs from the
+  // selected scenario at most in the DP sharding knobs (data_parallel_sharding_strategy,
+  // use_distributed_optimizer, overlap_param_gather; none is a mesh size): the planner's
+  // loop over the shardings of one layout. Copies only those knobs.
+  void select_sharding(const Scenario& s);
   const Scenario& scenario() const;
 
   // estimate_memory of the selected scenario (stage_layers, gpu_params of its mesh).

@@ -68,15 +68,51 @@ Memory estimate_memory(const Scenario& s, const Mesh& m, const std::vector<Stage
 void estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
                      const std::vector<GpuParams>& params, Memory& out);
 
-// Cache key (cache_key.hpp) of estimate_memory(s, m, stage_layers(s, m), gpu_params(...)):
-// the structure (its layers and parameters) and what the terms read besides.
-struct MemoryKey {
+// estimate_memory in two parts, for callers that share the first between layouts that
+// differ only in their DP sharding (use_distributed_optimizer,
+// data_parallel_sharding_strategy), as the incremental estimator does:
+//   memory_without_state  every per-stage term but the model state (weights, grads, main
+//                         params, optimizer states, ZeRO-3 buffers, FP8 weight cache) and
+//                         the totals; it reads no sharding knob (key: memory_base_key);
+//   zero3_unit_params     parameters of the largest ZeRO-3 gather unit (a layer or the
+//                         embedding) on a rank; reads only the shard sizes of the layout
+//                         (key: zero3_unit_key);
+//   add_model_state       the model state of the selected sharding and every total, on
+//                         top of the first part (zero3_unit: read only where
+//                         shards_parameters(s), ZeRO-3).
+// estimate_memory is memory_without_state followed by add_model_state.
+void memory_without_state(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers, Memory& out);
+double zero3_unit_params(const Scenario& s, const Mesh& m);
+bool shards_parameters(const Scenario& s);
+void add_model_state(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
+                     const std::vector<GpuParams>& params, double zero3_unit, Memory& out);
+
+// Cache key (cache_key.hpp) of zero3_unit_params(s, m): the shard sizes (the padded
+// vocabulary follows from tp).
+ShardKey zero3_unit_key(const Mesh& m);
+
+// Cache key of memory_without_state(s, m, stage_layers(s, m)): the structure (its layers
+// and parameters) and what the terms read besides.
+struct MemoryBaseKey {
   StructureKey structure;
   int32_t dp = 0, edp = 0, num_micro_batches = 0, micro_batch_size = 0;
-  int32_t cp_comm_type = 0, sharding = 0, distributed_optimizer = 0, overlap_moe_expert_parallel_comm = 0;
+  int32_t cp_comm_type = 0, overlap_moe_expert_parallel_comm = 0;
+  bool operator==(const MemoryBaseKey&) const = default;
+};
+MemoryBaseKey memory_base_key(const Scenario& s, const Mesh& m);
+// The same from structure_key(s, m), computed once for several keys.
+MemoryBaseKey memory_base_key(const StructureKey& structure, const Scenario& s, const Mesh& m);
+
+// Cache key of estimate_memory(s, m, stage_layers(s, m), gpu_params(...)): the base key
+// and the DP sharding.
+struct MemoryKey {
+  MemoryBaseKey base;
+  int32_t sharding = 0, distributed_optimizer = 0;
   bool operator==(const MemoryKey&) const = default;
 };
 MemoryKey memory_key(const Scenario& s, const Mesh& m);
+// memory_key from its base key (computed once for several shardings).
+MemoryKey memory_key(const MemoryBaseKey& base, const Scenario& s);
 
 // Activation bytes saved for backward by one transformer layer for one micro-batch on
 // one GPU (after TP/SP/CP and recompute policy). Exposed for the scaling table and tests.
