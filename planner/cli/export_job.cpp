@@ -285,10 +285,14 @@ std::string megatron_script(const Scenario& s, const ExportSource& src) {
   out += hp.render() + "\n";
   out +=
       "DATA_ARGS=(--mock-data)\n"
-      "if [[ -n \"$DATA_PATH\" ]]; then DATA_ARGS=(--data-path \"$DATA_PATH\" --split 99,1,0); fi\n\n";
+      "if [[ -n \"$DATA_PATH\" ]]; then DATA_ARGS=(--data-path \"$DATA_PATH\" --split 99,1,0); fi\n\n"
+      "# Flags of your own, appended last (Megatron's parser keeps the last value), e.g.\n"
+      "#   EXTRA_ARGS=\"--transformer-impl local\" on a machine without Transformer Engine.\n"
+      "EXTRA=()\n"
+      "if [[ -n \"${EXTRA_ARGS:-}\" ]]; then read -r -a EXTRA <<< \"$EXTRA_ARGS\"; fi\n\n";
   const std::string args =
       "    \"$MEGATRON_LM_DIR/pretrain_gpt.py\" \"${MODEL_ARGS[@]}\" \"${TRAINING_ARGS[@]}\" \"${PARALLEL_ARGS[@]}\" "
-      "\\\n    \"${RUN_ARGS[@]}\" \"${DATA_ARGS[@]}\"\n";
+      "\\\n    \"${RUN_ARGS[@]}\" \"${DATA_ARGS[@]}\" \"${EXTRA[@]}\"\n";
   out +=
       "if [[ \"${LAUNCHER:-torchrun}\" == srun ]]; then\n"
       "  MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
