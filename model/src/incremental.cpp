@@ -200,7 +200,20 @@ struct IncrementalEstimator::Impl {
     edges = nullptr;
     steps = nullptr;
     composed = false;
-    has_structure_key = false;
+    keys.structure = keys.lists = keys.step = keys.memory_base = false;
+  }
+  // After a change of the sharding knobs only: what reads them is dropped; the keys that
+  // read none, and the pieces found by them, are kept.
+  void reset_sharding() {
+    steps = nullptr;
+    composed = false;
+    keys.step = false;
+#ifndef NDEBUG
+    assert(!keys.structure || key_equal(keys.structure_k, structure_key(s, m)));
+    assert(!keys.memory_base || key_equal(keys.memory_base_k, memory_base_key(s, m)));
+    assert(!keys.lists || (key_equal(keys.topology_k, topology_key(s, m)) && key_equal(keys.layer_k, layer_ops_key(s, m)) &&
+                           key_equal(keys.edge_k, edge_ops_key(s, m))));
+#endif
   }
   Structure& structure_of();
   void prepare_lists();
@@ -216,7 +229,7 @@ struct IncrementalEstimator::Impl {
   KeyMap<EdgeOpsKey, std::unique_ptr<EdgeEntry>> edge_entries;
   KeyMap<StepOpsKey, std::unique_ptr<StepEntry>> step_entries;
   Recent<StructureKey, Structure*, 1> last_structure;
-  Recent<TopologyKey, MeshTopology*, 1> last_topology;
+  Recent<TopologyKey, MeshTopology*, 2> last_topology;
   Recent<LayerOpsKey, LayerEntry*, 1> last_layer;
   Recent<EdgeOpsKey, EdgeEntry*, 1> last_edges;
   Recent<StepOpsKey, StepEntry*, 4> last_steps;  // layouts differing in their sharding
@@ -232,15 +245,46 @@ struct IncrementalEstimator::Impl {
   Recent<MemoryBaseKey, MemoryEntry, 2> memory_entries;
   KeyMap<ShardKey, double> zero3_units;            // zero3_unit_params, once asked for (0: not yet)
 
-  // The selection's structure key, computed once (select() resets it).
-  bool has_structure_key = false;
-  StructureKey structure_key_;
+  // The selection's keys, each computed once (select() resets them).
+  // select_sharding keeps those that read no sharding knob: structure, lists and memory
+  // base (tests/model/cache_key_test.cpp checks that they read none).
+  struct SelectedKeys {
+    bool structure = false, lists = false, step = false, memory_base = false;
+    MemoryBaseKey memory_base_k;
+    StructureKey structure_k;
+    TopologyKey topology_k;
+    LayerOpsKey layer_k;
+    EdgeOpsKey edge_k;
+    StepOpsKey step_k;
+  } keys;
   const StructureKey& selected_structure_key() {
-    if (!has_structure_key) {
-      structure_key_ = structure_key(s, m);
-      has_structure_key = true;
+    if (!keys.structure) {
+      keys.structure_k = structure_key(s, m);
+      keys.structure = true;
     }
-    return structure_key_;
+    return keys.structure_k;
+  }
+  // The keys of the shared lists: topology, layer and edge ops.
+  void select_list_keys() {
+    if (keys.lists) return;
+    keys.topology_k = topology_key(s, m);
+    keys.layer_k = layer_ops_key(s, m);
+    keys.edge_k = edge_ops_key(s, m);
+    keys.lists = true;
+  }
+  const MemoryBaseKey& selected_memory_base_key() {
+    if (!keys.memory_base) {
+      keys.memory_base_k = memory_base_key(selected_structure_key(), s, m);
+      keys.memory_base = true;
+    }
+    return keys.memory_base_k;
+  }
+  const StepOpsKey& selected_step_key() {
+    if (!keys.step) {
+      keys.step_k = step_ops_key(s, m);
+      keys.step = true;
+    }
+    return keys.step_k;
   }
 
   // Stage inputs and micro-batch times of each structure class, for (structure, layer
@@ -296,11 +340,12 @@ Structure& IncrementalEstimator::Impl::structure_of() {
 void IncrementalEstimator::Impl::prepare_lists() {
   if (steps) return;
   Structure& st = structure_of();
-  topo = lookup(last_topology, topologies, topology_key(s, m),
+  select_list_keys();
+  topo = lookup(last_topology, topologies, keys.topology_k,
                 [&] { return std::make_unique<MeshTopology>(mesh_topology(s, m)); });
-  layer = lookup(last_layer, layers, layer_ops_key(s, m), [] { return std::make_unique<LayerEntry>(); });
-  edges = lookup(last_edges, edge_entries, edge_ops_key(s, m), [] { return std::make_unique<EdgeEntry>(); });
-  steps = lookup(last_steps, step_entries, step_ops_key(s, m), [] { return std::make_unique<StepEntry>(); });
+  layer = lookup(last_layer, layers, keys.layer_k, [] { return std::make_unique<LayerEntry>(); });
+  edges = lookup(last_edges, edge_entries, keys.edge_k, [] { return std::make_unique<EdgeEntry>(); });
+  steps = lookup(last_steps, step_entries, selected_step_key(), [] { return std::make_unique<StepEntry>(); });
   if (!layer->filled || !st.has_classes || !edges->covers(st) || !steps->covers(st)) fill();
 }
 
@@ -428,7 +473,8 @@ const typename Entry::Timed& IncrementalEstimator::Impl::timed(Entry& e,
 // the micro-batch times of the classes and the lower bound.
 void IncrementalEstimator::Impl::compose() {
   if (composed) return;
-  const ComposeKey ck{selected_structure_key(), topology_key(s, m), layer_ops_key(s, m), edge_ops_key(s, m),
+  select_list_keys();
+  const ComposeKey ck{selected_structure_key(), keys.topology_k, keys.layer_k, keys.edge_k,
                       pass_time_switches(s.parallel), m.vp, m.num_micro_batches};
   if (has_compose && key_equal(ck, compose_key)) {
     // Same structure, lists and timings as the last compose: only the step entry may differ.
@@ -436,7 +482,7 @@ void IncrementalEstimator::Impl::compose() {
     topo = c_topo;
     layer = c_layer;
     edges = c_edges;
-    steps = lookup(last_steps, step_entries, step_ops_key(s, m), [] { return std::make_unique<StepEntry>(); });
+    steps = lookup(last_steps, step_entries, selected_step_key(), [] { return std::make_unique<StepEntry>(); });
     if (!steps->covers(*structure)) fill();
     composed = true;
     return;
@@ -535,14 +581,14 @@ void IncrementalEstimator::select_sharding(const Scenario& s) {
   p.overlap_param_gather = s.parallel.overlap_param_gather;
   assert(x.s == s);  // nothing else differed
   assert(derive_mesh(s).num_micro_batches == x.m.num_micro_batches);
-  x.reset_selection();
+  x.reset_sharding();
 }
 
 const Scenario& IncrementalEstimator::scenario() const { return impl_->s; }
 
 const Memory& IncrementalEstimator::memory() {
   Impl& x = *impl_;
-  const MemoryBaseKey bk = memory_base_key(x.selected_structure_key(), x.s, x.m);
+  const MemoryBaseKey& bk = x.selected_memory_base_key();
   const MemoryKey k = memory_key(bk, x.s);
   const size_t slot = static_cast<size_t>(k.sharding) * 2 + static_cast<size_t>(k.distributed_optimizer);
   assert(k.sharding >= 0 && k.distributed_optimizer >= 0 && slot < Impl::kShardingSlots);

@@ -255,13 +255,6 @@ MemoryBaseKey memory_base_key(const StructureKey& structure, const Scenario& s, 
           .overlap_moe_expert_parallel_comm = p.overlap_moe_expert_parallel_comm};
 }
 
-MemoryKey memory_key(const MemoryBaseKey& base, const Scenario& s) {
-  const ParallelSpec& p = s.parallel;
-  return {.base = base,
-          .sharding = static_cast<int32_t>(p.data_parallel_sharding_strategy),
-          .distributed_optimizer = p.use_distributed_optimizer};
-}
-
 MemoryKey memory_key(const Scenario& s, const Mesh& m) { return memory_key(memory_base_key(s, m), s); }
 
 Memory estimate_memory(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,

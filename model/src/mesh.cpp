@@ -129,17 +129,6 @@ void for_each_stage_layer(const Scenario& s, const Mesh& m, F&& f) {
 
 }  // namespace
 
-ShardKey shard_key(const Mesh& m) { return {.tp = m.tp, .sp = m.sp, .cp = m.cp, .ep = m.ep, .etp = m.etp}; }
-
-PipelineSplitKey pipeline_split_key(const Scenario& s, const Mesh& m) {
-  const ParallelSpec& p = s.parallel;
-  return {.pp = m.pp,
-          .vp = m.vp,
-          .layers_per_virtual_stage = p.num_layers_per_virtual_pipeline_stage,
-          .first_stage_layers = p.num_layers_in_first_pipeline_stage,
-          .last_stage_layers = p.num_layers_in_last_pipeline_stage};
-}
-
 StructureKey structure_key(const Scenario& s, const Mesh& m) {
   const ParallelSpec& p = s.parallel;
   return {.shards = shard_key(m),

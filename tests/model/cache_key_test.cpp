@@ -308,6 +308,27 @@ TEST(CacheKey, EqualKeysGiveEqualResultsForEveryKnob) {
   EXPECT_GT(layout_knobs.size(), 20u);
 }
 
+// `s` under each setting of the sharding knobs (select_sharding's): the strategy, the
+// distributed optimizer and the parameter all-gather overlap.
+std::vector<Scenario> with_each_sharding(const Scenario& s) {
+  std::vector<Scenario> out;
+  for (DpSharding d : {DpSharding::kNoShard, DpSharding::kOptim, DpSharding::kOptimGrads, DpSharding::kOptimGradsParams})
+    for (bool dist : {false, true})
+      for (bool gather : {false, true}) {
+        Scenario x = s;
+        x.parallel.data_parallel_sharding_strategy = d;
+        x.parallel.use_distributed_optimizer = dist;
+        x.parallel.overlap_param_gather = gather;
+        out.push_back(std::move(x));
+      }
+  return out;
+}
+
+std::string sharding_name(const Scenario& s) {
+  return fmt::format("{}/{}/{}", static_cast<int>(s.parallel.data_parallel_sharding_strategy),
+                     s.parallel.use_distributed_optimizer, s.parallel.overlap_param_gather);
+}
+
 // The estimator on every variant of a base, in an order that mixes cache hits: each
 // result equals a fresh estimate of the base with that variant's layout inputs.
 TEST(CacheKey, EstimatorEqualsFreshEstimateOnEveryKnobVariant) {
@@ -316,7 +337,7 @@ TEST(CacheKey, EstimatorEqualsFreshEstimateOnEveryKnobVariant) {
   for (const Base& b : kBases) {
     const std::vector<Variant> vs = variants(b, &layout_knobs, &problems);
     IncrementalEstimator est(vs.front().s);
-    int checked = 0;
+    int checked = 0, sharded = 0;
     for (int pass = 0; pass < 2; ++pass)
       for (size_t k = 0; k < vs.size(); ++k) {
         const Variant& v = vs[pass == 0 ? k : vs.size() - 1 - k];
@@ -330,8 +351,52 @@ TEST(CacheKey, EstimatorEqualsFreshEstimateOnEveryKnobVariant) {
         EXPECT_TRUE(est.step_time() == t) << what << ": step time";
         EXPECT_LE(est.step_time_lower_bound(), t.step_s) << what;
         ++checked;
+        // The planner's loop over the shardings of this layout (select_sharding).
+        for (const Scenario& x : with_each_sharding(v.s)) {
+          if (!validate_scenario(x).empty()) continue;
+          est.select_sharding(x);
+          const Estimate f = estimate(x, EstimateOptions{.with_time = true});
+          const std::string w = what + " with sharding " + sharding_name(x);
+          EXPECT_TRUE(est.memory() == f.memory) << w << ": memory";
+          StepTime ft = f.time;
+          ft.stages.clear();
+          EXPECT_TRUE(est.step_time() == ft) << w << ": step time";
+          ++sharded;
+        }
       }
     EXPECT_GT(checked, 40) << b.name;
+    EXPECT_GT(sharded, 100) << b.name;
+  }
+}
+
+// select_sharding keeps the keys that read no sharding knob (incremental.hpp): structure,
+// topology, layer and edge ops, memory base, ZeRO-3 unit. Every variant under every
+// sharding: those keys are unchanged, and the keys that read the sharding do change (so a
+// kept key that started to read it would fail here).
+TEST(CacheKey, KeysKeptAcrossShardingsReadNoShardingKnob) {
+  std::set<std::string> layout_knobs;
+  std::vector<std::string> problems;
+  for (const Base& b : kBases) {
+    const std::vector<Variant> vs = variants(b, &layout_knobs, &problems);
+    int checked = 0, step_changed = 0, memory_changed = 0;
+    for (const Variant& v : vs)
+      for (const Scenario& x : with_each_sharding(v.s)) {
+        const Mesh m = derive_mesh(x);
+        ASSERT_EQ(m.num_micro_batches, v.m.num_micro_batches);
+        const std::string what = std::string(b.name) + ": " + v.knob + " with sharding " + sharding_name(x) + ": ";
+        EXPECT_TRUE(structure_key(x, m) == v.structure_key) << what << "structure_key reads the sharding";
+        EXPECT_TRUE(topology_key(x, m) == v.topology_key) << what << "topology_key reads the sharding";
+        EXPECT_TRUE(layer_ops_key(x, m) == v.layer_key) << what << "layer_ops_key reads the sharding";
+        EXPECT_TRUE(edge_ops_key(x, m) == v.edge_key) << what << "edge_ops_key reads the sharding";
+        EXPECT_TRUE(memory_base_key(x, m) == v.memory_base_key) << what << "memory_base_key reads the sharding";
+        EXPECT_TRUE(zero3_unit_key(m) == v.zero3_key) << what << "zero3_unit_key reads the sharding";
+        step_changed += !(step_ops_key(x, m) == v.step_key);
+        memory_changed += !(memory_key(x, m) == v.memory_key);
+        ++checked;
+      }
+    EXPECT_GT(checked, 200) << b.name;
+    EXPECT_GT(step_changed, checked / 2) << b.name;
+    EXPECT_GT(memory_changed, checked / 2) << b.name;
   }
 }
 

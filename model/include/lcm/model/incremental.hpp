@@ -44,7 +44,9 @@ class IncrementalEstimator {
   // select(s, m) with the mesh of the current selection, for an `s` that differs from the
   // selected scenario at most in the DP sharding knobs (data_parallel_sharding_strategy,
   // use_distributed_optimizer, overlap_param_gather; none is a mesh size): the planner's
-  // loop over the shardings of one layout. Copies only those knobs.
+  // loop over the shardings of one layout. Copies only those knobs, and keeps the cache
+  // keys that read none of them (structure, topology, layer and edge ops, memory base;
+  // tests/model/cache_key_test.cpp checks that they read none).
   void select_sharding(const Scenario& s);
   const Scenario& scenario() const;
 

@@ -112,7 +112,12 @@ struct MemoryKey {
 };
 MemoryKey memory_key(const Scenario& s, const Mesh& m);
 // memory_key from its base key (computed once for several shardings).
-MemoryKey memory_key(const MemoryBaseKey& base, const Scenario& s);
+inline MemoryKey memory_key(const MemoryBaseKey& base, const Scenario& s) {
+  const ParallelSpec& p = s.parallel;
+  return {.base = base,
+          .sharding = static_cast<int32_t>(p.data_parallel_sharding_strategy),
+          .distributed_optimizer = p.use_distributed_optimizer};
+}
 
 // Activation bytes saved for backward by one transformer layer for one micro-batch on
 // one GPU (after TP/SP/CP and recompute policy). Exposed for the scaling table and tests.

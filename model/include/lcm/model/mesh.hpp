@@ -79,13 +79,20 @@ struct ShardKey {
   int32_t tp = 0, sp = 0, cp = 0, ep = 0, etp = 0;
   bool operator==(const ShardKey&) const = default;
 };
-ShardKey shard_key(const Mesh& m);
+inline ShardKey shard_key(const Mesh& m) { return {.tp = m.tp, .sp = m.sp, .cp = m.cp, .ep = m.ep, .etp = m.etp}; }
 // How the layers split over pipeline ranks and virtual stages: a part of cache keys.
 struct PipelineSplitKey {
   int32_t pp = 0, vp = 0, layers_per_virtual_stage = 0, first_stage_layers = 0, last_stage_layers = 0;
   bool operator==(const PipelineSplitKey&) const = default;
 };
-PipelineSplitKey pipeline_split_key(const Scenario& s, const Mesh& m);
+inline PipelineSplitKey pipeline_split_key(const Scenario& s, const Mesh& m) {
+  const ParallelSpec& p = s.parallel;
+  return {.pp = m.pp,
+          .vp = m.vp,
+          .layers_per_virtual_stage = p.num_layers_per_virtual_pipeline_stage,
+          .first_stage_layers = p.num_layers_in_first_pipeline_stage,
+          .last_stage_layers = p.num_layers_in_last_pipeline_stage};
+}
 
 // Cache key (cache_key.hpp) of stage_layers, gpu_params(s, m, stage_layers(s, m))
 // (params.hpp) and count_flops (flops.hpp), computed together, and of the per-stage
