@@ -392,11 +392,11 @@ TEST(StepTimeRules, OverlapsComputeMatchesPassRules) {
 // post_fwd; the backward is post_bwd + recomputed layers' recompute + every layer's
 // backward + pre_bwd (recompute counts in the backward).
 //   dense fwd/rec/bwd 1/0.5/2, moe 3/1.5/6, mtp 4/2/8 ms; edges 0.25, 0.75, 1.25, 0.125;
-//   counts dense 2 (1 recomputed), moe 3 (2 recomputed), mtp 1 (1 recomputed):
-//   F = 0.25 + 2x1 + 3x3 + 1x4 + 0.75 = 16 ms
-//   B = 1.25 + 1x2 + 1x8 + 2x1.5 + 3x6 + 1x0.5 + 2x2 + 0.125 = 36.875 ms
+//   counts dense 2 (1 recomputed), moe 3 (2 recomputed), mtp 2 (1 recomputed):
+//   F = 0.25 + 2x1 + 3x3 + 2x4 + 0.75 = 20 ms
+//   B = 1.25 + 1x2 + 2x8 + 2x1.5 + 3x6 + 1x0.5 + 2x2 + 0.125 = 44.875 ms
 //   compute by class: the dense lists are attention, the rest GEMM:
-//   attention = 2x1 + 0.5 + 2x2 = 6.5, GEMM = 16 + 36.875 - 6.5 = 46.375 ms.
+//   attention = 2x1 + 0.5 + 2x2 = 6.5, GEMM = 20 + 44.875 - 6.5 = 58.375 ms.
 TEST(StepTimeRules, StageSumsItsListsInExecutionOrder) {
   Composer c;
   c.m = 4;
@@ -412,16 +412,16 @@ TEST(StepTimeRules, StageSumsItsListsInExecutionOrder) {
   s.in.dense_recomputed = 1;
   s.in.moe = 3;
   s.in.moe_recomputed = 2;
-  s.in.mtp = 1;
+  s.in.mtp = 2;
   s.in.mtp_recomputed = 1;
   c.stages = {s};
   const StageTime t = c.microbatch(0);
-  EXPECT_NEAR(t.fwd, 16 * kMs, kTol);
-  EXPECT_NEAR(t.bwd, 36.875 * kMs, kTol);
+  EXPECT_NEAR(t.fwd, 20 * kMs, kTol);
+  EXPECT_NEAR(t.bwd, 44.875 * kMs, kTol);
   EXPECT_NEAR(t.compute[at(OpClass::kAttention)], 6.5 * kMs, kTol);
-  EXPECT_NEAR(t.compute[at(OpClass::kGemm)], 46.375 * kMs, kTol);
-  // m = 4, one stage: the step is 4 x (16 + 36.875) = 211.5 ms.
-  EXPECT_NEAR(c.compose().step_s, 211.5 * kMs, 1e-11);
+  EXPECT_NEAR(t.compute[at(OpClass::kGemm)], 58.375 * kMs, kTol);
+  // m = 4, one stage: the step is 4 x (20 + 44.875) = 259.5 ms.
+  EXPECT_NEAR(c.compose().step_s, 259.5 * kMs, 1e-11);
 }
 
 // Rule: with interleaving (vp > 1) pipeline send/recv is hidden (--overlap-p2p-comm).
