@@ -485,7 +485,8 @@ TEST(StepTimeRules, UnpairedEpAllToAllsAreExposed) {
 
 // Rule: a step op's time is op_time x calls; memory-bound ops are the optimizer,
 // non-overlappable collectives are exposed, overlappable all-gathers hide under the
-// forward, other overlappable collectives under the backward.
+// forward except ZeRO-3's re-gather for the backward (dp / edp.params.allgather.bwd),
+// which hides under the backward with the other overlappable collectives.
 //   DP reduce-scatter over 2 ranks, 1.5 ms x 4 calls = 6 ms.
 TEST(StepTimeRules, StepOpRoles) {
   const std::vector<StepOpTime> t = step_op_times({mem(2), coll(Collective::kAllReduce, CommDim::kDp, 2, 3),
@@ -504,6 +505,16 @@ TEST(StepTimeRules, StepOpRoles) {
   EXPECT_NEAR(t[2].time, 6 * kMs, kTol);
   EXPECT_EQ(t[2].calls, 4);
   EXPECT_NEAR(t[3].time, 1 * kMs, kTol);
+  Op dp_regather = coll(Collective::kAllGather, CommDim::kDp, 2, 1, true, 4);
+  dp_regather.id = OpId::kDpParamsAllGatherBwd;
+  Op edp_regather = coll(Collective::kAllGather, CommDim::kEdp, 2, 1, true, 4);
+  edp_regather.id = OpId::kEdpParamsAllGatherBwd;
+  Op dp_gather = dp_regather;
+  dp_gather.id = OpId::kDpParamsAllGather;
+  const std::vector<StepOpTime> z = step_op_times({dp_regather, edp_regather, dp_gather}, one_node(), unit_hw());
+  EXPECT_EQ(z[0].role, StepOpRole::kUnderBackward);
+  EXPECT_EQ(z[1].role, StepOpRole::kUnderBackward);
+  EXPECT_EQ(z[2].role, StepOpRole::kUnderForward);
 }
 
 // Rule (DP overlap window): an overlappable step collective of time T hides
