@@ -253,7 +253,11 @@ std::vector<StepOpTime> step_op_times(const std::vector<Op>& step, const MeshTop
     t.calls = op.calls;
     if (op.kind == OpKind::kMemoryBound) t.role = StepOpRole::kOptimizer;
     else if (!op.overlappable) t.role = StepOpRole::kExposed;
-    else if (op.coll.kind != Collective::kAllGather) t.role = StepOpRole::kUnderBackward;
+    // Gradient reductions and ZeRO-3's re-gather of the parameters for the backward run
+    // during the backward; the other parameter all-gathers before the forward.
+    else if (op.coll.kind != Collective::kAllGather || op.id == OpId::kDpParamsAllGatherBwd ||
+             op.id == OpId::kEdpParamsAllGatherBwd)
+      t.role = StepOpRole::kUnderBackward;
     else t.role = StepOpRole::kUnderForward;
     out.push_back(t);
   }

@@ -136,8 +136,9 @@ LayerTimes layer_times(const LayerOps& l, const ParallelSpec& par, const MeshTop
 enum class StepOpRole : uint8_t {
   kOptimizer,      // memory-bound optimizer update
   kExposed,        // not overlappable
-  kUnderBackward,  // overlappable gradient reduction: hides under the backward passes
-  kUnderForward,   // overlappable parameter all-gather: hides under the forward passes
+  kUnderBackward,  // overlappable gradient reduction or ZeRO-3 backward re-gather
+                   // (dp / edp.params.allgather.bwd): hides under the backward passes
+  kUnderForward,   // other overlappable parameter all-gather: hides under the forward passes
 };
 // Whether the overlap rules let this communication op run under compute: the CP ring
 // exchange, TP collectives with tp_comm_overlap, EP collectives with

@@ -1,0 +1,786 @@
+// The composition rules of the step time (model/src/step_time.cpp), one test each, on
+// synthetic op lists and stage inputs small enough to derive by hand (issue 12, "Fidelity").
+// docs/time-model.md, "Composition rules", lists each rule with its formula and the test
+// that pins it.
+//
+// Op times come from a "unit" hardware profile on which every op costs a round number of
+// milliseconds: all efficiencies 1, no saturation curves, no latencies, so
+//   GEMM m x 1 x 1          2m FLOPs at 2e3 FLOP/s      = m ms
+//   memory-bound, B bytes   B / 1e3 B/s                 = B ms
+//   attention, F FLOPs      F / 2e3 FLOP/s (s_kv = 1)   = F/2 ms
+//   collective of S bytes   S · busfactor / 1e3 B/s     (ring: all-reduce 2(n-1)/n,
+//                           all-gather / reduce-scatter (n-1)/n; all-to-all (n-1)/n on one
+//                           node; send/recv 1)
+// The builders below invert these, and UnitHardwareOpTimes checks them.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "lcm/model/step_time.hpp"
+#include "lcm/model/timing.hpp"
+#include "step_compose.hpp"  // model/src: compose_step_time, stage_microbatch_time
+
+namespace lcm {
+namespace {
+
+constexpr double kMs = 1e-3;
+constexpr double kTol = 1e-12;  // seconds; every value below is a few ms
+
+size_t at(CommDim d) { return static_cast<size_t>(d); }
+size_t at(OpClass c) { return static_cast<size_t>(c); }
+
+HardwareSpec unit_hw() {
+  HardwareSpec hw;
+  hw.name = "unit";
+  hw.gpu.peak_bf16_flops = 2e3;
+  hw.gpu.peak_fp8_flops = 4e3;
+  hw.gpu.hbm_bw = 1e3;
+  hw.gpu.num_sms = 132;
+  hw.interconnect.gpus_per_node = 8;
+  hw.interconnect.nvlink_bw = 1e3;
+  hw.interconnect.nic_bw = 1e3;
+  hw.interconnect.nvlink_latency = 0;
+  hw.interconnect.nic_latency = 0;
+  EfficiencySpec& e = hw.efficiency;
+  e.gemm = e.gemm_fp8 = e.attention_fwd = e.attention_bwd = e.hbm = e.nvlink = e.nic = 1;
+  e.gemm_dim_half = 0;
+  e.gemm_tile_m = e.gemm_tile_n = 1;
+  e.attention_seq_half = 0;
+  e.nvlink_half_bytes = e.nic_half_bytes = 0;
+  e.kernel_fixed = 0;
+  e.collective_base = 0;
+  return hw;
+}
+
+// Every group on one node with up to 8 ranks (op_time narrows it to the op's group size).
+MeshTopology one_node() {
+  MeshTopology t;
+  for (GroupTopology& g : t.dim) g = GroupTopology{8, 1, 8};
+  t.expert_tp = t.expert_tp_ep = GroupTopology{8, 1, 8};
+  return t;
+}
+
+Op gemm(int64_t ms, int calls = 1) {
+  Op o;
+  o.kind = OpKind::kGemm;
+  o.gemm = GemmShape{ms, 1, 1};
+  o.calls = calls;
+  return o;
+}
+
+Op mem(double ms, int calls = 1) {
+  Op o;
+  o.kind = OpKind::kMemoryBound;
+  o.mem.bytes = ms;
+  o.calls = calls;
+  return o;
+}
+
+Op attn(double ms) {
+  Op o;
+  o.kind = OpKind::kAttention;
+  o.attn.seq_kv = 1;
+  o.flops = 2 * ms;
+  return o;
+}
+
+// One call of `kind` over n ranks on one node taking `ms`: S = ms / busfactor.
+Op coll(Collective kind, CommDim dim, int n, double ms, bool overlappable = false, int calls = 1) {
+  Op o;
+  o.kind = kind == Collective::kSendRecv ? OpKind::kSendRecv : OpKind::kCollective;
+  o.coll.kind = kind;
+  o.coll.dim = dim;
+  o.coll.group_size = n;
+  const double bus = kind == Collective::kAllReduce  ? 2.0 * (n - 1) / n
+                     : kind == Collective::kSendRecv ? 1.0
+                                                     : (n - 1.0) / n;
+  o.coll.message_bytes = ms / bus;
+  o.overlappable = overlappable;
+  o.calls = calls;
+  return o;
+}
+
+PassTime pass(const std::vector<Op>& ops, bool tp_overlap = false, bool ep_overlap = false) {
+  ParallelSpec par;
+  par.tp_comm_overlap = tp_overlap;
+  par.overlap_moe_expert_parallel_comm = ep_overlap;
+  return pass_time(ops, par, one_node(), unit_hw());
+}
+
+// A hand-made PassTime: compute per class plus communication of one dimension.
+PassTime timed(double gemm_ms, double attn_ms = 0, double mem_ms = 0) {
+  PassTime p;
+  p.compute = {gemm_ms * kMs, attn_ms * kMs, mem_ms * kMs};
+  p.total = (gemm_ms + attn_ms + mem_ms) * kMs;
+  return p;
+}
+PassTime with_comm(PassTime p, CommDim d, double exposed_ms, double hidden_ms) {
+  p.exposed[at(d)] += exposed_ms * kMs;
+  p.hidden[at(d)] += hidden_ms * kMs;
+  p.total += exposed_ms * kMs;
+  return p;
+}
+
+StepOpTime step_op(double ms, StepOpRole role, int calls = 1) { return StepOpTime{ms * kMs, role, calls}; }
+
+// Stage inputs whose edge lists carry the given pass times (owned here, so pointers stay valid).
+struct Stage {
+  PassTime pre_fwd, post_fwd, post_bwd, pre_bwd;
+  std::vector<StepOpTime> step;
+  StageInputs in;
+  StageInputs& link() {
+    in.pre_fwd = &pre_fwd;
+    in.post_fwd = &post_fwd;
+    in.post_bwd = &post_bwd;
+    in.pre_bwd = &pre_bwd;
+    in.step = step.data();
+    in.num_step = static_cast<int>(step.size());
+    return in;
+  }
+};
+
+// A stage whose forward and backward are its edge lists alone: F and B ms of GEMM.
+Stage edge_stage(double f_ms, double b_ms, std::vector<StepOpTime> step = {}) {
+  Stage s;
+  s.pre_fwd = timed(f_ms);
+  s.pre_bwd = timed(b_ms);
+  s.step = std::move(step);
+  return s;
+}
+
+struct Composer {
+  LayerTimes dense, moe, mtp;
+  std::vector<Stage> stages;
+  std::vector<int> stage_input;  // empty: rank r uses stages[r]
+  int vp = 1, m = 1;
+  std::vector<StageInputs> linked;
+
+  StepInputs inputs() {
+    linked.clear();
+    for (Stage& s : stages) linked.push_back(s.link());
+    if (stage_input.empty())
+      for (int r = 0; r < static_cast<int>(stages.size()); ++r) stage_input.push_back(r);
+    StepInputs in;
+    in.dense = &dense;
+    in.moe = &moe;
+    in.mtp = &mtp;
+    in.stages = linked.data();
+    in.stage_input = stage_input.data();
+    in.num_ranks = static_cast<int>(stage_input.size());
+    in.vp = vp;
+    in.num_micro_batches = m;
+    return in;
+  }
+  StepTime compose(const Scenario& s = scenario(), const Flops& f = Flops{}) {
+    return compose_step_time(s, inputs(), f, true);
+  }
+  StageTime microbatch(int stage) {
+    const StepInputs in = inputs();
+    return stage_microbatch_time(linked[static_cast<size_t>(stage)], in);
+  }
+  static Scenario scenario() {
+    Scenario s;
+    s.hardware = unit_hw();
+    s.num_gpus = 8;
+    s.training.global_batch_size = 8;
+    s.training.seq_length = 1024;
+    return s;
+  }
+};
+
+// ---------------------------------------------------------------------------------
+// The fixture: the builders give the op times the comments below rely on.
+// ---------------------------------------------------------------------------------
+TEST(StepTimeRules, UnitHardwareOpTimes) {
+  const HardwareSpec hw = unit_hw();
+  const MeshTopology t = one_node();
+  EXPECT_NEAR(op_time(gemm(3), t, hw), 3 * kMs, kTol);
+  EXPECT_NEAR(op_time(mem(1.5), t, hw), 1.5 * kMs, kTol);
+  EXPECT_NEAR(op_time(attn(2.5), t, hw), 2.5 * kMs, kTol);
+  EXPECT_NEAR(op_time(coll(Collective::kAllReduce, CommDim::kTp, 4, 6), t, hw), 6 * kMs, kTol);
+  EXPECT_NEAR(op_time(coll(Collective::kReduceScatter, CommDim::kTp, 4, 6), t, hw), 6 * kMs, kTol);
+  EXPECT_NEAR(op_time(coll(Collective::kAllGather, CommDim::kTp, 4, 3), t, hw), 3 * kMs, kTol);
+  EXPECT_NEAR(op_time(coll(Collective::kAllToAll, CommDim::kEp, 4, 3), t, hw), 3 * kMs, kTol);
+  EXPECT_NEAR(op_time(coll(Collective::kSendRecv, CommDim::kPp, 2, 0.5), t, hw), 0.5 * kMs, kTol);
+}
+
+// ---------------------------------------------------------------------------------
+// pass_time: one op list.
+// ---------------------------------------------------------------------------------
+
+// Rule: a pass is the sum of op_time x calls, compute per class (GEMM / attention / the
+// rest memory-bound), communication exposed per dimension when no overlap rule applies
+// (TP without tp_comm_overlap, EP without overlap_moe_expert_parallel_comm, CP other than
+// the ring, PP).
+//   GEMM 3 ms x 2 calls = 6, attention 2, memory 1.5 -> compute 9.5
+//   TP all-reduce 6, PP send 0.5, EP all-to-all 2, CP all-to-all 1 -> exposed 9.5
+//   total = 19 ms, nothing hidden.
+TEST(StepTimeRules, PassSumsOpTimesTimesCallsPerClass) {
+  const PassTime p =
+      pass({gemm(3, 2), attn(2), mem(1.5), coll(Collective::kAllReduce, CommDim::kTp, 4, 6),
+            coll(Collective::kSendRecv, CommDim::kPp, 2, 0.5), coll(Collective::kAllToAll, CommDim::kEp, 4, 2),
+            coll(Collective::kAllToAll, CommDim::kCp, 2, 1)});
+  EXPECT_NEAR(p.compute[at(OpClass::kGemm)], 6 * kMs, kTol);
+  EXPECT_NEAR(p.compute[at(OpClass::kAttention)], 2 * kMs, kTol);
+  EXPECT_NEAR(p.compute[at(OpClass::kMemoryBound)], 1.5 * kMs, kTol);
+  EXPECT_NEAR(p.exposed[at(CommDim::kTp)], 6 * kMs, kTol);
+  EXPECT_NEAR(p.exposed[at(CommDim::kPp)], 0.5 * kMs, kTol);
+  EXPECT_NEAR(p.exposed[at(CommDim::kEp)], 2 * kMs, kTol);
+  EXPECT_NEAR(p.exposed[at(CommDim::kCp)], 1 * kMs, kTol);
+  for (double h : p.hidden) EXPECT_EQ(h, 0.0);
+  EXPECT_NEAR(p.total, 19 * kMs, kTol);
+  EXPECT_TRUE(pass({}) == PassTime{});
+}
+
+// Rule: the CP ring exchange (overlappable CP) hides under the attention core only:
+// exposed max(0, ring - attention), hidden min(ring, attention); other CP collectives stay
+// exposed, GEMM time does not hide the ring.
+//   ring 1.5 ms x 2 calls = 3, attention 2, GEMM 5, CP all-to-all 1:
+//   hidden cp = min(3, 2) = 2; exposed cp = 1 + (3 - 2) = 2; total = 5 + 2 + 2 = 9 ms.
+//   ring 1 ms x 2 = 2 under attention 2: all hidden, total = 5 + 2 + 1 = 8 ms.
+TEST(StepTimeRules, CpRingHidesUnderAttentionOnly) {
+  const Op ring = coll(Collective::kSendRecv, CommDim::kCp, 2, 1.5, true, 2);
+  const Op a2a = coll(Collective::kAllToAll, CommDim::kCp, 2, 1);
+  const PassTime p = pass({ring, attn(2), gemm(5), a2a});
+  EXPECT_NEAR(p.hidden[at(CommDim::kCp)], 2 * kMs, kTol);
+  EXPECT_NEAR(p.exposed[at(CommDim::kCp)], 2 * kMs, kTol);
+  EXPECT_NEAR(p.total, 9 * kMs, kTol);
+  const PassTime q = pass({coll(Collective::kSendRecv, CommDim::kCp, 2, 1, true, 2), attn(2), gemm(5), a2a});
+  EXPECT_NEAR(q.hidden[at(CommDim::kCp)], 2 * kMs, kTol);
+  EXPECT_NEAR(q.exposed[at(CommDim::kCp)], 1 * kMs, kTol);
+  EXPECT_NEAR(q.total, 8 * kMs, kTol);
+  // The ring hides on the CP stream without SM contention: the GEMMs are not charged.
+  EXPECT_NEAR(q.compute[at(OpClass::kGemm)], 5 * kMs, kTol);
+}
+
+// Rule: with tp_comm_overlap, TP collectives hide under the list's GEMMs except the last
+// pipelined chunk (1/tp) of each reduce-scatter / all-reduce; an all-gather hides entirely.
+//   tp = 4: all-gather 3, reduce-scatter 6, all-reduce 6 -> TP 15 ms;
+//   last chunks 6/4 + 6/4 = 3; GEMM 20 is enough: hidden = min(20, 15 - 3) = 12, exposed 3.
+//   SM contention 16/132 x 12 = 16/11 ms on the GEMMs:
+//   total = 20 + 5 + 16/11 + 3 = 28 + 16/11 ms.
+TEST(StepTimeRules, TpOverlapLeavesLastChunkExposed) {
+  const std::vector<Op> comm = {coll(Collective::kAllGather, CommDim::kTp, 4, 3),
+                                coll(Collective::kReduceScatter, CommDim::kTp, 4, 6),
+                                coll(Collective::kAllReduce, CommDim::kTp, 4, 6)};
+  std::vector<Op> ops = comm;
+  ops.push_back(gemm(20));
+  ops.push_back(attn(5));
+  const PassTime p = pass(ops, true);
+  EXPECT_NEAR(p.exposed[at(CommDim::kTp)], 3 * kMs, kTol);
+  EXPECT_NEAR(p.hidden[at(CommDim::kTp)], 12 * kMs, kTol);
+  EXPECT_NEAR(p.compute[at(OpClass::kGemm)], (20 + 16.0 / 11) * kMs, kTol);
+  EXPECT_NEAR(p.total, (28 + 16.0 / 11) * kMs, kTol);
+  // An all-gather alone has no last chunk: 3 ms all hidden under GEMM 20.
+  const PassTime ag = pass({comm[0], gemm(20)}, true);
+  EXPECT_NEAR(ag.exposed[at(CommDim::kTp)], 0, kTol);
+  EXPECT_NEAR(ag.hidden[at(CommDim::kTp)], 3 * kMs, kTol);
+  // Without the switch all 15 ms are exposed and nothing is charged: 20 + 5 + 15 = 40 ms.
+  const PassTime off = pass(ops, false);
+  EXPECT_NEAR(off.exposed[at(CommDim::kTp)], 15 * kMs, kTol);
+  EXPECT_NEAR(off.total, 40 * kMs, kTol);
+}
+
+// Rule: the TP budget is the list's GEMM time, not attention or memory-bound time.
+//   Same 15 ms of TP (last chunks 3) under GEMM 8, attention 10, memory 2:
+//   hidden = min(8, 12) = 8, exposed 7; contention 16/132 x 8 = 32/33 ms;
+//   total = 8 + 10 + 2 + 32/33 + 7 = 27 + 32/33 ms.
+TEST(StepTimeRules, TpOverlapBudgetIsGemmTime) {
+  const PassTime p =
+      pass({coll(Collective::kAllGather, CommDim::kTp, 4, 3), coll(Collective::kReduceScatter, CommDim::kTp, 4, 6),
+            coll(Collective::kAllReduce, CommDim::kTp, 4, 6), gemm(8), attn(10), mem(2)},
+           true);
+  EXPECT_NEAR(p.hidden[at(CommDim::kTp)], 8 * kMs, kTol);
+  EXPECT_NEAR(p.exposed[at(CommDim::kTp)], 7 * kMs, kTol);
+  EXPECT_NEAR(p.total, (27 + 32.0 / 33) * kMs, kTol);
+}
+
+// Rule: with overlap_moe_expert_parallel_comm, EP all-to-alls hide under all of the
+// list's compute (GEMM, attention, memory-bound); the switch leaves TP alone.
+//   EP 3 + 3 = 6 ms under compute 2 + 1 + 1 = 4: hidden 4, exposed 2;
+//   TP all-reduce 1 stays exposed; contention 16/132 x 4 = 16/33 ms;
+//   total = 4 + 16/33 + 2 + 1 = 7 + 16/33 ms.
+//   EP 3 ms under compute 4: all hidden; total = 4 + 16/132 x 3 = 4 + 4/11 ms.
+TEST(StepTimeRules, EpOverlapHidesUnderAllCompute) {
+  const Op a2a = coll(Collective::kAllToAll, CommDim::kEp, 4, 3);
+  const PassTime p =
+      pass({a2a, gemm(2), attn(1), mem(1), a2a, coll(Collective::kAllReduce, CommDim::kTp, 2, 1)}, false, true);
+  EXPECT_NEAR(p.hidden[at(CommDim::kEp)], 4 * kMs, kTol);
+  EXPECT_NEAR(p.exposed[at(CommDim::kEp)], 2 * kMs, kTol);
+  EXPECT_NEAR(p.exposed[at(CommDim::kTp)], 1 * kMs, kTol);
+  EXPECT_NEAR(p.total, (7 + 16.0 / 33) * kMs, kTol);
+  const PassTime q = pass({a2a, gemm(2), attn(1), mem(1)}, false, true);
+  EXPECT_NEAR(q.hidden[at(CommDim::kEp)], 3 * kMs, kTol);
+  EXPECT_NEAR(q.exposed[at(CommDim::kEp)], 0, kTol);
+  EXPECT_NEAR(q.total, (4 + 4.0 / 11) * kMs, kTol);
+  // Without the switch: 3 ms exposed, nothing charged, total 7 ms.
+  EXPECT_NEAR(pass({a2a, gemm(2), attn(1), mem(1)}).total, 7 * kMs, kTol);
+}
+
+// Rule: hidden TP and EP time charges 16/132 of itself to the GEMM class (SM contention);
+// hidden CP time (the ring) is not charged, and nothing goes to attention / memory-bound.
+//   GEMM 20, attention 2; TP reduce-scatter 8 (tp 4, last chunk 2): hidden min(20, 6) = 6,
+//   exposed 2; EP all-to-all 5 under compute 22: hidden 5; CP ring 1 under attention 2.
+//   contention = 16/132 x (6 + 5) = 4/3 ms; GEMM = 20 + 4/3; attention 2;
+//   total = 22 + 4/3 + 2 = 25 + 1/3 ms.
+TEST(StepTimeRules, HiddenTpAndEpChargeSmContentionToGemms) {
+  const PassTime p =
+      pass({gemm(20), attn(2), coll(Collective::kReduceScatter, CommDim::kTp, 4, 8),
+            coll(Collective::kAllToAll, CommDim::kEp, 4, 5), coll(Collective::kSendRecv, CommDim::kCp, 2, 1, true)},
+           true, true);
+  EXPECT_NEAR(p.hidden[at(CommDim::kTp)], 6 * kMs, kTol);
+  EXPECT_NEAR(p.hidden[at(CommDim::kEp)], 5 * kMs, kTol);
+  EXPECT_NEAR(p.hidden[at(CommDim::kCp)], 1 * kMs, kTol);
+  EXPECT_NEAR(p.compute[at(OpClass::kGemm)], (20 + 4.0 / 3) * kMs, kTol);
+  EXPECT_NEAR(p.compute[at(OpClass::kAttention)], 2 * kMs, kTol);
+  EXPECT_NEAR(p.compute[at(OpClass::kMemoryBound)], 0, kTol);
+  EXPECT_NEAR(p.total, (25 + 1.0 / 3) * kMs, kTol);
+}
+
+// Rule: every compute kernel pays kernel_fixed on top of its roofline time (a grouped GEMM
+// once per group, an op with calls once per call); a collective pays collective_base per
+// call instead, and communication never pays kernel_fixed.
+//   kernel_fixed 0.25 ms, collective_base 0.1 ms:
+//   GEMM 3 -> 3.25; grouped GEMM 8 rows in 4 groups (8 ms) -> 8 + 4 x 0.25 = 9;
+//   attention 2 -> 2.25; memory 1 x 3 calls -> 3 x 1.25 = 3.75;
+//   TP all-reduce 2 x 2 calls -> 2 x 2.1 = 4.2 (exposed);
+//   total = 3.25 + 9 + 2.25 + 3.75 + 4.2 = 22.45 ms; GEMM class 12.25.
+TEST(StepTimeRules, KernelFixedTimePerKernel) {
+  HardwareSpec hw = unit_hw();
+  hw.efficiency.kernel_fixed = 0.25 * kMs;
+  hw.efficiency.collective_base = 0.1 * kMs;
+  Op grouped = gemm(8);
+  grouped.gemm.groups = 4;
+  Op ar = coll(Collective::kAllReduce, CommDim::kTp, 2, 2);
+  ar.calls = 2;
+  const PassTime p = pass_time({gemm(3), grouped, attn(2), mem(1, 3), ar}, ParallelSpec{}, one_node(), hw);
+  EXPECT_NEAR(p.compute[at(OpClass::kGemm)], 12.25 * kMs, kTol);
+  EXPECT_NEAR(p.compute[at(OpClass::kAttention)], 2.25 * kMs, kTol);
+  EXPECT_NEAR(p.compute[at(OpClass::kMemoryBound)], 3.75 * kMs, kTol);
+  EXPECT_NEAR(p.exposed[at(CommDim::kTp)], 4.2 * kMs, kTol);
+  EXPECT_NEAR(p.total, 22.45 * kMs, kTol);
+}
+
+// overlaps_compute (the predicted trace's placement) agrees with pass_time's rules.
+TEST(StepTimeRules, OverlapsComputeMatchesPassRules) {
+  ParallelSpec off, on;
+  on.tp_comm_overlap = on.overlap_moe_expert_parallel_comm = true;
+  const Op ring = coll(Collective::kSendRecv, CommDim::kCp, 2, 1, true);
+  const Op tp = coll(Collective::kReduceScatter, CommDim::kTp, 4, 1);
+  const Op ep = coll(Collective::kAllToAll, CommDim::kEp, 4, 1);
+  const Op pp = coll(Collective::kSendRecv, CommDim::kPp, 2, 1, true);
+  EXPECT_TRUE(overlaps_compute(ring, off));
+  EXPECT_FALSE(overlaps_compute(coll(Collective::kAllToAll, CommDim::kCp, 2, 1), on));
+  EXPECT_FALSE(overlaps_compute(tp, off));
+  EXPECT_TRUE(overlaps_compute(tp, on));
+  EXPECT_FALSE(overlaps_compute(ep, off));
+  EXPECT_TRUE(overlaps_compute(ep, on));
+  EXPECT_FALSE(overlaps_compute(pp, on));
+  EXPECT_FALSE(overlaps_compute(gemm(1), on));
+}
+
+// ---------------------------------------------------------------------------------
+// stage_microbatch_time: one pipeline rank, one micro-batch.
+// ---------------------------------------------------------------------------------
+
+// Rule: the forward is pre_fwd + dense x dense.fwd + moe x moe.fwd + mtp x mtp.fwd +
+// post_fwd; the backward is post_bwd + recomputed layers' recompute + every layer's
+// backward + pre_bwd (recompute counts in the backward).
+//   dense fwd/rec/bwd 1/0.5/2, moe 3/1.5/6, mtp 4/2/8 ms; edges 0.25, 0.75, 1.25, 0.125;
+//   counts dense 2 (1 recomputed), moe 3 (2 recomputed), mtp 2 (1 recomputed):
+//   F = 0.25 + 2x1 + 3x3 + 2x4 + 0.75 = 20 ms
+//   B = 1.25 + 1x2 + 2x8 + 2x1.5 + 3x6 + 1x0.5 + 2x2 + 0.125 = 44.875 ms
+//   compute by class: the dense lists are attention, the rest GEMM:
+//   attention = 2x1 + 0.5 + 2x2 = 6.5, GEMM = 20 + 44.875 - 6.5 = 58.375 ms.
+TEST(StepTimeRules, StageSumsItsListsInExecutionOrder) {
+  Composer c;
+  c.m = 4;
+  c.dense = {timed(0, 1), timed(0, 0.5), timed(0, 2)};
+  c.moe = {timed(3), timed(1.5), timed(6)};
+  c.mtp = {timed(4), timed(2), timed(8)};
+  Stage s;
+  s.pre_fwd = timed(0.25);
+  s.post_fwd = timed(0.75);
+  s.post_bwd = timed(1.25);
+  s.pre_bwd = timed(0.125);
+  s.in.dense = 2;
+  s.in.dense_recomputed = 1;
+  s.in.moe = 3;
+  s.in.moe_recomputed = 2;
+  s.in.mtp = 2;
+  s.in.mtp_recomputed = 1;
+  c.stages = {s};
+  const StageTime t = c.microbatch(0);
+  EXPECT_NEAR(t.fwd, 20 * kMs, kTol);
+  EXPECT_NEAR(t.bwd, 44.875 * kMs, kTol);
+  EXPECT_NEAR(t.compute[at(OpClass::kAttention)], 6.5 * kMs, kTol);
+  EXPECT_NEAR(t.compute[at(OpClass::kGemm)], 58.375 * kMs, kTol);
+  // m = 4, one stage: the step is 4 x (20 + 44.875) = 259.5 ms.
+  EXPECT_NEAR(c.compose().step_s, 259.5 * kMs, 1e-11);
+}
+
+// Rule: with interleaving (vp > 1) pipeline send/recv is hidden (--overlap-p2p-comm).
+//   pre_fwd: PP receive 1 ms; post_fwd: GEMM 1 + PP send 0.5; a dense layer: GEMM 2 fwd,
+//   4 bwd; post_bwd: PP 0.5; pre_bwd: PP 1 + GEMM 1.
+//   vp = 1: F = 1 + 2 + 1.5 = 4.5, B = 0.5 + 4 + 2 = 6.5, exposed PP 3.
+//   vp = 2: F = 3, B = 5, exposed PP 0, hidden PP 3.
+TEST(StepTimeRules, InterleavingHidesPipelineP2p) {
+  Composer c;
+  c.m = 4;
+  c.dense = {timed(2), {}, timed(4)};
+  Stage s;
+  s.pre_fwd = with_comm({}, CommDim::kPp, 1, 0);
+  s.post_fwd = with_comm(timed(1), CommDim::kPp, 0.5, 0);
+  s.post_bwd = with_comm({}, CommDim::kPp, 0.5, 0);
+  s.pre_bwd = with_comm(timed(1), CommDim::kPp, 1, 0);
+  s.in.dense = 1;
+  c.stages = {s};
+  const StageTime t1 = c.microbatch(0);
+  EXPECT_NEAR(t1.fwd, 4.5 * kMs, kTol);
+  EXPECT_NEAR(t1.bwd, 6.5 * kMs, kTol);
+  EXPECT_NEAR(t1.exposed_comm[at(CommDim::kPp)], 3 * kMs, kTol);
+  EXPECT_NEAR(t1.hidden_comm[at(CommDim::kPp)], 0, kTol);
+  c.vp = 2;
+  const StageTime t2 = c.microbatch(0);
+  EXPECT_NEAR(t2.fwd, 3 * kMs, kTol);
+  EXPECT_NEAR(t2.bwd, 5 * kMs, kTol);
+  EXPECT_NEAR(t2.exposed_comm[at(CommDim::kPp)], 0, kTol);
+  EXPECT_NEAR(t2.hidden_comm[at(CommDim::kPp)], 3 * kMs, kTol);
+}
+
+// Rule: hidden EP all-to-all time pairs one micro-batch's forward with another's backward;
+// the step's first forward and last backward have no partner, so 1/m of each pass's hidden
+// EP time is exposed per micro-batch (forward and backward separately).
+//   moe fwd: compute 4, EP hidden 2; moe bwd: compute 8, EP hidden 3 + exposed 1; 2 layers.
+//   m = 4: F: hidden 4 -> 1 exposed, 3 hidden; F = 8 + 1 = 9 ms.
+//          B: hidden 6 -> 1.5 exposed; exposed 2 + 1.5 = 3.5, hidden 4.5; B = 16 + 3.5 = 19.5 ms.
+//   m = 1: nothing is paired: F = 8 + 4 = 12, B = 16 + 2 + 6 = 24 ms.
+TEST(StepTimeRules, UnpairedEpAllToAllsAreExposed) {
+  Composer c;
+  c.moe = {with_comm(timed(4), CommDim::kEp, 0, 2), {}, with_comm(timed(8), CommDim::kEp, 1, 3)};
+  Stage s;
+  s.in.moe = 2;
+  c.stages = {s};
+  c.m = 4;
+  const StageTime t = c.microbatch(0);
+  EXPECT_NEAR(t.fwd, 9 * kMs, kTol);
+  EXPECT_NEAR(t.bwd, 19.5 * kMs, kTol);
+  EXPECT_NEAR(t.exposed_comm[at(CommDim::kEp)], (1 + 3.5) * kMs, kTol);
+  EXPECT_NEAR(t.hidden_comm[at(CommDim::kEp)], (3 + 4.5) * kMs, kTol);
+  c.m = 1;
+  const StageTime t1 = c.microbatch(0);
+  EXPECT_NEAR(t1.fwd, 12 * kMs, kTol);
+  EXPECT_NEAR(t1.bwd, 24 * kMs, kTol);
+  EXPECT_NEAR(t1.hidden_comm[at(CommDim::kEp)], 0, kTol);
+}
+
+// ---------------------------------------------------------------------------------
+// Once-per-step ops: roles, the DP overlap window, the optimizer.
+// ---------------------------------------------------------------------------------
+
+// Rule: a step op's time is op_time x calls; memory-bound ops are the optimizer,
+// non-overlappable collectives are exposed, overlappable all-gathers hide under the
+// forward except ZeRO-3's re-gather for the backward (dp / edp.params.allgather.bwd),
+// which hides under the backward with the other overlappable collectives.
+//   DP reduce-scatter over 2 ranks, 1.5 ms x 4 calls = 6 ms.
+TEST(StepTimeRules, StepOpRoles) {
+  const std::vector<StepOpTime> t = step_op_times({mem(2), coll(Collective::kAllReduce, CommDim::kDp, 2, 3),
+                                                   coll(Collective::kReduceScatter, CommDim::kDp, 2, 1.5, true, 4),
+                                                   coll(Collective::kAllGather, CommDim::kEdp, 2, 1, true),
+                                                   coll(Collective::kAllReduce, CommDim::kEmb, 2, 0.5, true)},
+                                                  one_node(), unit_hw());
+  ASSERT_EQ(t.size(), 5u);
+  EXPECT_EQ(t[0].role, StepOpRole::kOptimizer);
+  EXPECT_EQ(t[1].role, StepOpRole::kExposed);
+  EXPECT_EQ(t[2].role, StepOpRole::kUnderBackward);
+  EXPECT_EQ(t[3].role, StepOpRole::kUnderForward);
+  EXPECT_EQ(t[4].role, StepOpRole::kUnderBackward);
+  EXPECT_NEAR(t[0].time, 2 * kMs, kTol);
+  EXPECT_NEAR(t[1].time, 3 * kMs, kTol);
+  EXPECT_NEAR(t[2].time, 6 * kMs, kTol);
+  EXPECT_EQ(t[2].calls, 4);
+  EXPECT_NEAR(t[3].time, 1 * kMs, kTol);
+  Op dp_regather = coll(Collective::kAllGather, CommDim::kDp, 2, 1, true, 4);
+  dp_regather.id = OpId::kDpParamsAllGatherBwd;
+  Op edp_regather = coll(Collective::kAllGather, CommDim::kEdp, 2, 1, true, 4);
+  edp_regather.id = OpId::kEdpParamsAllGatherBwd;
+  Op dp_gather = dp_regather;
+  dp_gather.id = OpId::kDpParamsAllGather;
+  const std::vector<StepOpTime> z = step_op_times({dp_regather, edp_regather, dp_gather}, one_node(), unit_hw());
+  EXPECT_EQ(z[0].role, StepOpRole::kUnderBackward);
+  EXPECT_EQ(z[1].role, StepOpRole::kUnderBackward);
+  EXPECT_EQ(z[2].role, StepOpRole::kUnderForward);
+}
+
+// Rule (DP overlap window): an overlappable step collective of time T hides
+// min(T - T/L, window) with L = max(1, dense + moe) layers on the rank (the last bucket,
+// one layer's share, stays exposed) and window = (B for gradients, F for parameters) x calls;
+// the rest is exposed. Optimizer and non-overlappable ops add in full.
+//   3 dense + 1 MoE layer (L = 4); F = 3 x 0.5 + 0.5 = 2, B = 3 x 1 + 2 = 5 ms; m = 4.
+//   optimizer 0.7                                         -> optimizer 0.7
+//   exposed 0.3                                           -> exposed 0.3
+//   grads 8, 1 call:   tail 2, hidden min(6, 5) = 5       -> exposed 3
+//   params 4, 1 call:  tail 1, hidden min(3, 2) = 2       -> exposed 2
+//   grads 8, 4 calls:  tail 2, hidden min(6, 4 x 5) = 6   -> exposed 2
+//   params 2, 1 call:  tail 0.5, hidden min(1.5, 2) = 1.5 -> exposed 0.5
+//   dp_exposed = 7.8, dp_hidden = 14.5; step = 4 x 7 + 7.8 + 0.7 = 36.5 ms.
+TEST(StepTimeRules, DpOverlapWindowAndLastBucket) {
+  Composer c;
+  c.m = 4;
+  c.dense = {timed(0.5), {}, timed(1)};
+  c.moe = {timed(0.5), {}, timed(2)};
+  Stage s;
+  s.in.dense = 3;
+  s.in.moe = 1;
+  s.step = {step_op(0.7, StepOpRole::kOptimizer),      step_op(0.3, StepOpRole::kExposed),
+            step_op(8, StepOpRole::kUnderBackward),    step_op(4, StepOpRole::kUnderForward),
+            step_op(8, StepOpRole::kUnderBackward, 4), step_op(2, StepOpRole::kUnderForward)};
+  c.stages = {s};
+  const StepTime t = c.compose();
+  EXPECT_NEAR(t.optimizer, 0.7 * kMs, kTol);
+  EXPECT_NEAR(t.dp_exposed, 7.8 * kMs, kTol);
+  EXPECT_NEAR(t.dp_hidden, 14.5 * kMs, kTol);
+  EXPECT_NEAR(t.exposed_comm[at(CommDim::kDp)], 7.8 * kMs, kTol);
+  EXPECT_NEAR(t.step_s, 36.5 * kMs, kTol);
+  EXPECT_NEAR(t.stages[0].step_exposed, 7.8 * kMs, kTol);
+  EXPECT_NEAR(t.stages[0].step_hidden, 14.5 * kMs, kTol);
+  EXPECT_NEAR(t.stages[0].optimizer, 0.7 * kMs, kTol);
+  // A rank without transformer layers (L = max(1, 0) = 1): its whole 4 ms is the last
+  // bucket, exposed under any window. Edge lists F = 2, B = 5, m = 1: step = 7 + 4 = 11 ms.
+  Composer e;
+  e.stages = {edge_stage(2, 5, {step_op(4, StepOpRole::kUnderBackward)})};
+  EXPECT_NEAR(e.compose().dp_exposed, 4 * kMs, kTol);
+  EXPECT_NEAR(e.compose().step_s, 11 * kMs, kTol);
+}
+
+// ---------------------------------------------------------------------------------
+// compose_step_time: pipeline, bottleneck, step totals.
+// ---------------------------------------------------------------------------------
+
+// Rule (pipeline): pipeline = m x (F + B)_bottleneck + (sum_r (F + B)_r - (F + B)_bottleneck) / vp,
+// bubble = the second term.
+//   Stages fb = 3, 9, 6 ms (1, 3, 2 layers of F 1 + B 2), m = 8:
+//   vp = 1: 8 x 9 + (18 - 9) = 81 ms, bubble 9; vp = 3: 72 + 9/3 = 75 ms, bubble 3.
+TEST(StepTimeRules, PipelineOfUnequalStages) {
+  Composer c;
+  c.m = 8;
+  c.dense = {timed(1), {}, timed(2)};
+  c.stages.resize(3);
+  c.stages[0].in.dense = 1;
+  c.stages[1].in.dense = 3;
+  c.stages[2].in.dense = 2;
+  const StepTime t = c.compose();
+  EXPECT_EQ(t.bottleneck_stage, 1);
+  EXPECT_NEAR(t.pipeline, 81 * kMs, kTol);
+  EXPECT_NEAR(t.bubble, 9 * kMs, kTol);
+  EXPECT_NEAR(t.step_s, 81 * kMs, kTol);
+  c.vp = 3;
+  const StepTime v = c.compose();
+  EXPECT_NEAR(v.pipeline, 75 * kMs, kTol);
+  EXPECT_NEAR(v.bubble, 3 * kMs, kTol);
+}
+
+// Rule (bottleneck): the bottleneck rank maximises fb + (dp_exposed + optimizer) / m (the
+// first of equal ranks); its fb is the pipeline's steady-state slot and its DP / optimizer
+// time is added to the step.
+//   A: fb 4 + 6 = 10, nothing per step -> score 10; B: fb 3 + 6 = 9, exposed 5 -> 9 + 5/2 = 11.5.
+//   m = 2: bottleneck B (rank 1); pipeline = 2 x 9 + (19 - 9) = 28; step = 28 + 5 = 33 ms.
+//   (docs/time-model.md writes max_r(F_r + B_r) for the slot; here that would be A's 10.)
+TEST(StepTimeRules, BottleneckMaximisesScore) {
+  Composer c;
+  c.m = 2;
+  c.stages = {edge_stage(4, 6), edge_stage(3, 6, {step_op(5, StepOpRole::kExposed)})};
+  const StepTime t = c.compose();
+  EXPECT_EQ(t.bottleneck_stage, 1);
+  EXPECT_NEAR(t.pipeline, 28 * kMs, kTol);
+  EXPECT_NEAR(t.dp_exposed, 5 * kMs, kTol);
+  EXPECT_NEAR(t.step_s, 33 * kMs, kTol);
+  // Exposed 1 ms instead: B's score 9.5 < 10, A is the bottleneck and B's DP time is not
+  // added: pipeline = 2 x 10 + 9 = 29 ms = step.
+  c.stages[1].step = {step_op(1, StepOpRole::kExposed)};
+  const StepTime a = c.compose();
+  EXPECT_EQ(a.bottleneck_stage, 0);
+  EXPECT_NEAR(a.step_s, 29 * kMs, kTol);
+  // Equal scores: the first rank is the bottleneck (its stage entry carries the DP time).
+  Composer tie;
+  tie.m = 2;
+  tie.stages = {edge_stage(4, 6, {step_op(2, StepOpRole::kOptimizer)}), edge_stage(5, 6)};
+  const StepTime e = tie.compose();
+  EXPECT_EQ(e.bottleneck_stage, 0);
+  EXPECT_NEAR(e.optimizer, 2 * kMs, kTol);
+  EXPECT_NEAR(e.step_s, (2 * 10 + 11 + 2) * kMs, kTol);
+}
+
+// Rules (step totals): step = pipeline + dp_exposed + optimizer of the bottleneck; compute
+// and exposed communication per step are m x the bottleneck's per micro-batch, DP plus
+// dp_exposed; the step terms sum to the step; throughput, MFU and HFU follow from it.
+//   Two equal ranks sharing one input, vp = 2, m = 4; a dense layer x 2:
+//   fwd: GEMM 1, attention 0.5, memory 0.25, TP exposed 0.25 (+ 0.5 hidden) = 2 ms;
+//   bwd: GEMM 2, attention 1, memory 0.5, TP exposed 0.5 = 4 ms; fb = 2 x 6 = 12 ms.
+//   step ops: optimizer 1.5, exposed DP 0.5.
+//   pipeline = 4 x 12 + (24 - 12) / 2 = 54, bubble 6; step = 54 + 0.5 + 1.5 = 56 ms.
+//   compute GEMM 4 x 2 x 3 = 24, attention 12, memory 6; TP 4 x 2 x 0.75 = 6; DP 0.5:
+//   24 + 12 + 6 + 6 + 0.5 + 6 + 1.5 = 56.
+//   gbs 14 x seq 1024 = 14336 tokens / 0.056 s = 256000 tokens/s, / 8 GPUs = 32000;
+//   model FLOPs 448 / (0.056 s x 8) = 1000 FLOP/s per GPU = 1e-9 TFLOP/s, MFU 1000 / 2e3 = 0.5;
+//   hardware FLOPs 672 -> HFU 0.75.
+TEST(StepTimeRules, StepTotalsTermsAndThroughput) {
+  Composer c;
+  c.m = 4;
+  c.vp = 2;
+  c.dense = {
+      with_comm(timed(1, 0.5, 0.25), CommDim::kTp, 0.25, 0.5), {}, with_comm(timed(2, 1, 0.5), CommDim::kTp, 0.5, 0)};
+  Stage s;
+  s.in.dense = 2;
+  s.step = {step_op(1.5, StepOpRole::kOptimizer), step_op(0.5, StepOpRole::kExposed)};
+  c.stages = {s};
+  c.stage_input = {0, 0};
+  Scenario sc = Composer::scenario();
+  sc.training.global_batch_size = 14;
+  Flops f;
+  f.model_flops = 448;
+  f.hardware_flops = 672;
+  const StepTime t = c.compose(sc, f);
+  EXPECT_NEAR(t.pipeline, 54 * kMs, kTol);
+  EXPECT_NEAR(t.bubble, 6 * kMs, kTol);
+  EXPECT_NEAR(t.step_s, 56 * kMs, kTol);
+  EXPECT_NEAR(t.compute[at(OpClass::kGemm)], 24 * kMs, kTol);
+  EXPECT_NEAR(t.compute[at(OpClass::kAttention)], 12 * kMs, kTol);
+  EXPECT_NEAR(t.compute[at(OpClass::kMemoryBound)], 6 * kMs, kTol);
+  EXPECT_NEAR(t.exposed_comm[at(CommDim::kTp)], 6 * kMs, kTol);
+  EXPECT_NEAR(t.exposed_comm[at(CommDim::kDp)], 0.5 * kMs, kTol);
+  double sum = 0;
+  for (const StepTerm& term : step_terms(t)) sum += term.seconds;
+  EXPECT_NEAR(sum, t.step_s, kTol);
+  EXPECT_NEAR(t.tokens_per_s, 256000, 1e-6);
+  EXPECT_NEAR(t.tokens_per_s_per_gpu, 32000, 1e-6);
+  EXPECT_NEAR(t.model_tflops_per_gpu, 1e-9, 1e-18);
+  EXPECT_NEAR(t.mfu, 0.5, 1e-12);
+  EXPECT_NEAR(t.hfu, 0.75, 1e-12);
+  ASSERT_EQ(t.stages.size(), 2u);
+  EXPECT_EQ(t.stages[1].stage, 1);
+}
+
+// Rule: ranks sharing a stage input share its result, but every rank counts in the fill
+// (sum over ranks, not over distinct inputs).
+//   stage_input {0, 1, 1, 1, 0}: fb 2 and 3 ms -> sum 2 + 3 + 3 + 3 + 2 = 13, max 3 (rank 1);
+//   m = 4: pipeline = 12 + 10 = 22 ms.
+TEST(StepTimeRules, RanksSharingAnInputEachCount) {
+  Composer c;
+  c.m = 4;
+  c.stages = {edge_stage(1, 1), edge_stage(1, 2)};
+  c.stage_input = {0, 1, 1, 1, 0};
+  const StepTime t = c.compose();
+  EXPECT_EQ(t.bottleneck_stage, 1);
+  EXPECT_NEAR(t.pipeline, 22 * kMs, kTol);
+  ASSERT_EQ(t.stages.size(), 5u);
+  EXPECT_EQ(t.stages[4].stage, 4);
+  EXPECT_NEAR(t.stages[4].fwd + t.stages[4].bwd, 2 * kMs, kTol);
+  EXPECT_NEAR(t.stages[3].fwd + t.stages[3].bwd, 3 * kMs, kTol);
+}
+
+// Rule: more distinct stage inputs than the result cache holds (8) give the same step: the
+// bottleneck's result survives the later ranks.
+//   10 ranks, fb = 1..8, 20, 9 ms: bottleneck rank 8 (the first beyond the cache);
+//   sum = 36 + 20 + 9 = 65; m = 2: pipeline = 40 + 45 = 85 ms.
+TEST(StepTimeRules, ManyDistinctStagesKeepTheBottleneck) {
+  Composer c;
+  c.m = 2;
+  for (double fb : {1, 2, 3, 4, 5, 6, 7, 8, 20, 9}) c.stages.push_back(edge_stage(fb / 2, fb / 2));
+  const StepTime t = c.compose();
+  EXPECT_EQ(t.bottleneck_stage, 8);
+  EXPECT_NEAR(t.pipeline, 85 * kMs, kTol);
+  ASSERT_EQ(t.stages.size(), 10u);
+  EXPECT_NEAR(t.stages[9].fwd, 4.5 * kMs, kTol);
+  EXPECT_EQ(t.stages[9].stage, 9);
+}
+
+// Rule: a stage's precomputed micro-batch time (StageInputs::microbatch_time, the
+// planner's cache) replaces its passes, and the DP window uses its B.
+//   precomputed F 5, B 7 (the edge lists say F 1, B 1); grads 3 ms under the backward; m = 1.
+//   no layers (L = 1): tail 3, all exposed: step = 12 + 3 = 15 ms.
+//   2 layers (the layer lists are empty): tail 1.5, hidden min(1.5, 7) = 1.5: step = 13.5 ms
+//   (from the passes: fb 2, hidden min(1.5, 1) = 1, step 2 + 2 = 4 ms).
+TEST(StepTimeRules, PrecomputedMicrobatchTimeIsUsed) {
+  Composer c;
+  c.stages = {edge_stage(1, 1, {step_op(3, StepOpRole::kUnderBackward)})};
+  c.stages[0].in.dense = 0;
+  StageTime pre;
+  pre.fwd = 5 * kMs;
+  pre.bwd = 7 * kMs;
+  c.stages[0].in.microbatch_time = &pre;
+  EXPECT_NEAR(c.compose().step_s, 15 * kMs, kTol);
+  c.stages[0].in.dense = 2;
+  EXPECT_NEAR(c.compose().step_s, 13.5 * kMs, kTol);
+}
+
+// ---------------------------------------------------------------------------------
+// step_time(): the pieces wired together on a synthetic schedule.
+// ---------------------------------------------------------------------------------
+
+// Rule: step_time times each stage's edge lists (embedding / head / pipeline p2p), the
+// layer lists and the step ops, and composes them with the mesh's vp and micro-batches.
+//   pp = 2, dp = 2 on one node; m = 2. dense layer GEMM 1 / 2; MTP GEMM 3 / rec 3 / bwd 6.
+//   rank 0: 1 dense; embedding 1 (bwd 0.5); PP send 0.25, PP recv-grad 0.25;
+//           step: DP reduce-scatter 3 (overlappable, L = 1: all exposed), optimizer 0.5.
+//           F = 1 + 1 + 0.25 = 2.25, B = 0.25 + 2 + 0.5 = 2.75; fb 5; score 5 + 3.5/2 = 6.75.
+//   rank 1: 1 dense, 1 MTP (recomputed); PP recv 0.25, head GEMM 2 (bwd 4), PP send-grad 0.25;
+//           step: optimizer 1. F = 0.25 + 1 + 3 + 2 = 6.25, B = 4 + 3 + 6 + 2 + 0.25 = 15.25;
+//           fb 21.5; score 22 -> bottleneck.
+//   pipeline = 2 x 21.5 + 5 = 48 (bubble 5); step = 48 + 0 + 1 = 49 ms; exposed PP 2 x 0.5 = 1.
+//   vp = 2: p2p hidden: fb 4.5 and 21; pipeline = 42 + 4.5/2 = 44.25; step 45.25 ms.
+TEST(StepTimeRules, StepTimeComposesASyntheticSchedule) {
+  Scenario s = Composer::scenario();
+  s.num_gpus = 4;
+  Mesh m;
+  m.world = 4;
+  m.pp = 2;
+  m.dp = 2;
+  m.num_micro_batches = 2;
+  const Op p2p = coll(Collective::kSendRecv, CommDim::kPp, 2, 0.25);
+  Schedule sch;
+  sch.num_micro_batches = 2;
+  sch.dense = {{gemm(1)}, {}, {gemm(2)}};
+  sch.mtp = {{gemm(3)}, {gemm(3)}, {gemm(6)}};
+  StageSchedule first, last;
+  first.stage = 0;
+  first.dense = 1;
+  first.pre_fwd = {mem(1)};
+  first.post_fwd = {p2p};
+  first.post_bwd = {p2p};
+  first.pre_bwd = {mem(0.5)};
+  first.step = {coll(Collective::kReduceScatter, CommDim::kDp, 2, 3, true), mem(0.5)};
+  last.stage = 1;
+  last.dense = 1;
+  last.mtp = last.mtp_recomputed = 1;
+  last.pre_fwd = {p2p};
+  last.post_fwd = {gemm(2)};
+  last.post_bwd = {gemm(4)};
+  last.pre_bwd = {p2p};
+  last.step = {mem(1)};
+  sch.stages = {first, last};
+  const StepTime t = step_time(s, m, sch, Flops{});
+  EXPECT_EQ(t.bottleneck_stage, 1);
+  EXPECT_NEAR(t.pipeline, 48 * kMs, kTol);
+  EXPECT_NEAR(t.bubble, 5 * kMs, kTol);
+  EXPECT_NEAR(t.optimizer, 1 * kMs, kTol);
+  EXPECT_NEAR(t.step_s, 49 * kMs, kTol);
+  EXPECT_NEAR(t.exposed_comm[at(CommDim::kPp)], 1 * kMs, kTol);
+  ASSERT_EQ(t.stages.size(), 2u);
+  EXPECT_NEAR(t.stages[0].fwd, 2.25 * kMs, kTol);
+  EXPECT_NEAR(t.stages[0].bwd, 2.75 * kMs, kTol);
+  EXPECT_NEAR(t.stages[0].step_exposed, 3 * kMs, kTol);
+  EXPECT_NEAR(t.stages[0].optimizer, 0.5 * kMs, kTol);
+  EXPECT_NEAR(t.stages[1].fwd, 6.25 * kMs, kTol);
+  EXPECT_NEAR(t.stages[1].bwd, 15.25 * kMs, kTol);
+  m.vp = 2;
+  const StepTime v = step_time(s, m, sch, Flops{});
+  EXPECT_NEAR(v.pipeline, 44.25 * kMs, kTol);
+  EXPECT_NEAR(v.step_s, 45.25 * kMs, kTol);
+}
+
+}  // namespace
+}  // namespace lcm
