@@ -466,7 +466,14 @@ std::string shape_key(const MeasuredOp& m) {
 
 std::vector<int> assign_folds(const std::vector<MeasuredOp>& points, int k) {
   assert(k >= 2);
-  // Per class: shape key -> fold, dealt in key order.
+  // Per class: shape key -> fold, dealt round-robin in the order of (FNV-1a hash of the key,
+  // key). Dealt in key order, the i-th size of every collective kind would land in one fold
+  // whenever a kind has a multiple of k sizes.
+  auto fnv1a = [](const std::string& s) {
+    uint64_t h = 14695981039346656037ull;
+    for (const unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return h;
+  };
   std::vector<std::map<std::string, int>> folds(kNumCalibClasses);
   std::vector<std::string> keys;
   keys.reserve(points.size());
@@ -475,8 +482,11 @@ std::vector<int> assign_folds(const std::vector<MeasuredOp>& points, int k) {
     folds[static_cast<size_t>(calib_class(m))].emplace(keys.back(), 0);
   }
   for (auto& cls : folds) {
+    std::vector<std::pair<uint64_t, std::string>> order;
+    for (const auto& kv : cls) order.emplace_back(fnv1a(kv.first), kv.first);
+    std::sort(order.begin(), order.end());
     int next = 0;
-    for (auto& [key, f] : cls) f = next++ % k;
+    for (const auto& [hash, key] : order) cls.at(key) = next++ % k;
   }
   std::vector<int> out;
   out.reserve(points.size());

@@ -98,10 +98,11 @@ struct PointResult {
 // Keys sort numerically within a kind (zero-padded).
 std::string shape_key(const MeasuredOp& m);
 
-// The fold (0 .. k-1) of each point, k >= 2: per op class, the class's distinct shape keys
-// in sorted order are dealt to folds round-robin, so every point of one shape is in one
-// fold, each fold holds about 1/k of every class's shapes, and the assignment depends only
-// on the set of shapes (not on the input order).
+// The fold (0 .. k-1) of each point, k >= 2: per op class, the class's distinct shape keys,
+// ordered by a fixed hash of the key (FNV-1a, then the key), are dealt to folds
+// round-robin, so every point of one shape is in one fold, each fold holds about 1/k of
+// every class's shapes, sizes are not dealt in order (no fold of all the smallest
+// messages), and the assignment depends only on the set of shapes, not on the input order.
 std::vector<int> assign_folds(const std::vector<MeasuredOp>& points, int k);
 
 // |predicted / measured - 1| over a set of points.
