@@ -25,10 +25,10 @@
 namespace lcm {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using plantest::lcm;
 using plantest::slurp;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kSrc = LCM_SOURCE_DIR;
 // Points of the committed H200 measurements that hwprofiles/h200-sxm.calibrated.yaml
@@ -621,7 +621,7 @@ TEST(CalibrateCv, CommittedH200CrossValidated) {
   const Calibration cal = calibrate(ms.points, h200(), 5);
   const CrossValidation& cv = cal.cv;
   EXPECT_EQ(cv.shapes, 114);
-  const std::map<CalibClass, int> shapes{{CalibClass::kGemmBf16, 10}, {CalibClass::kGemmFp8, 10},
+  const std::map<CalibClass, int> shapes{{CalibClass::kGemmBf16, 10},  {CalibClass::kGemmFp8, 10},
                                          {CalibClass::kAttention, 12}, {CalibClass::kMemory, 7},
                                          {CalibClass::kNvlink, 75},    {CalibClass::kNic, 0}};
   for (const ClassCv& c : cv.classes) EXPECT_EQ(c.shapes, shapes.at(c.cls)) << to_string(c.cls);
