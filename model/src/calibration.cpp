@@ -4,7 +4,8 @@
 // miss on a 10 us op weighs as much as one on a 10 ms op. Fractions of a peak are fitted
 // through a logistic transform (they stay in (0, 1)), other parameters through a log
 // transform (they stay positive). The output-tile sizes of the GEMM curve are discrete:
-// every pair of 64 / 128 / 256 is tried and the best kept.
+// every pair of 64 / 128 / 256 is tried and the best kept. Cross-validation reruns the
+// same fit on the points of k - 1 folds of shapes and predicts the held-out fold.
 #include "lcm/model/calibration.hpp"
 
 #include <algorithm>
@@ -12,7 +13,10 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
+
+#include <fmt/format.h>
 
 #include <Eigen/Core>
 #include <unsupported/Eigen/NonLinearOptimization>
@@ -314,7 +318,9 @@ std::vector<PointResult> compare(const std::vector<MeasuredOp>& points, const Ha
   return out;
 }
 
-Calibration calibrate(const std::vector<MeasuredOp>& points, const HardwareSpec& start) {
+namespace {
+
+Calibration fit_all(const std::vector<MeasuredOp>& points, const HardwareSpec& start) {
   Calibration cal;
   cal.fitted = start;
   std::vector<std::vector<const MeasuredOp*>> by_class(kNumCalibClasses);
@@ -381,6 +387,134 @@ Calibration calibrate(const std::vector<MeasuredOp>& points, const HardwareSpec&
   cal.points.reserve(points.size());
   for (const MeasuredOp& m : points) cal.points.push_back({&m, calib_class(m), predict_time(m, start), predict_time(m, after)});
   cal.total_within_10 = count_within(cal.points, 0.10);
+  return cal;
+}
+
+// 2^round(log2(bytes)) as its exponent: the size bucket of a copy or a message.
+long size_bucket(double bytes) { return std::lround(std::log2(std::max(bytes, 1.0))); }
+
+// Cross-validates `cal` (the fit of all `points` from `start`) over `k` folds of shapes.
+void cross_validate(const std::vector<MeasuredOp>& points, const HardwareSpec& start, int k, Calibration& cal) {
+  assert(k >= 2 && cal.points.size() == points.size());
+  CrossValidation& cv = cal.cv;
+  cv.folds = k;
+  const std::vector<int> fold = assign_folds(points, k);
+  for (int f = 0; f < k; ++f) {
+    std::vector<MeasuredOp> train;
+    std::vector<size_t> held;
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (fold[i] == f) held.push_back(i);
+      else train.push_back(points[i]);
+    }
+    if (held.empty()) continue;
+    // The same fit from the same start: classes whose every shape is held out keep start's values.
+    const HardwareSpec hw = fit_all(train, start).fitted;
+    for (size_t i : held) {
+      cal.points[i].fold = f;
+      cal.points[i].predicted_cv_s = predict_time(points[i], hw);
+    }
+  }
+
+  std::vector<std::set<std::string>> shapes(kNumCalibClasses);
+  std::vector<std::vector<double>> in(kNumCalibClasses), out(kNumCalibClasses);
+  std::vector<double> all_in, all_out;
+  std::set<std::string> all_shapes;
+  for (const PointResult& r : cal.points) {
+    const auto c = static_cast<size_t>(r.cls);
+    const std::string key = shape_key(*r.point);
+    shapes[c].insert(key);
+    all_shapes.insert(key);
+    if (!(r.point->measured_s > 0)) continue;  // not fitted, not scored (as count_within)
+    in[c].push_back(r.error_after());
+    out[c].push_back(r.error_cv());
+    all_in.push_back(r.error_after());
+    all_out.push_back(r.error_cv());
+  }
+  cv.shapes = static_cast<int>(all_shapes.size());
+  cv.classes.clear();
+  for (int c = 0; c < kNumCalibClasses; ++c) {
+    const auto ci = static_cast<size_t>(c);
+    cv.classes.push_back({static_cast<CalibClass>(c), static_cast<int>(shapes[ci].size()), summarize_errors(in[ci]),
+                          summarize_errors(out[ci])});
+  }
+  cv.in_sample = summarize_errors(all_in);
+  cv.held_out = summarize_errors(all_out);
+}
+
+}  // namespace
+
+std::string shape_key(const MeasuredOp& m) {
+  const Op& o = m.op;
+  switch (o.kind) {
+    case OpKind::kGemm:
+      return fmt::format("gemm/dtype{}/m{:09}/n{:09}/k{:09}/g{:05}/{}", static_cast<int>(o.dtype), o.gemm.m, o.gemm.n,
+                         o.gemm.k, o.gemm.groups, o.gemm.split_k ? "split_k" : "split_m");
+    case OpKind::kAttention: {
+      const AttentionShape& a = o.attn;
+      return fmt::format("attention/b{:06}/sq{:09}/skv{:09}/hq{:05}/hkv{:05}/dqk{:05}/dv{:05}/{}/w{:.6f}", a.batch,
+                         a.seq_q, a.seq_kv, a.heads_q, a.heads_kv, a.head_dim_qk, a.head_dim_v,
+                         a.causal ? "causal" : "full", a.work_fraction);
+    }
+    case OpKind::kMemoryBound: return fmt::format("memory/2^{:03}", size_bucket(o.mem.bytes));
+    case OpKind::kCollective:
+    case OpKind::kSendRecv:
+      return fmt::format("collective/{}/ranks{:06}/nodes{:05}/per_node{:04}/2^{:03}", to_string(o.coll.kind),
+                         m.topo.size, m.topo.nodes, m.topo.per_node, size_bucket(o.coll.message_bytes));
+  }
+  return "?";
+}
+
+std::vector<int> assign_folds(const std::vector<MeasuredOp>& points, int k) {
+  assert(k >= 2);
+  // Per class: shape key -> fold, dealt round-robin in the order of (FNV-1a hash of the key,
+  // key). Dealt in key order, the i-th size of every collective kind would land in one fold
+  // whenever a kind has a multiple of k sizes.
+  auto fnv1a = [](const std::string& s) {
+    uint64_t h = 14695981039346656037ull;
+    for (const unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return h;
+  };
+  std::vector<std::map<std::string, int>> folds(kNumCalibClasses);
+  std::vector<std::string> keys;
+  keys.reserve(points.size());
+  for (const MeasuredOp& m : points) {
+    keys.push_back(shape_key(m));
+    folds[static_cast<size_t>(calib_class(m))].emplace(keys.back(), 0);
+  }
+  for (auto& cls : folds) {
+    std::vector<std::pair<uint64_t, std::string>> order;
+    for (const auto& kv : cls) order.emplace_back(fnv1a(kv.first), kv.first);
+    std::sort(order.begin(), order.end());
+    int next = 0;
+    for (const auto& [hash, key] : order) cls.at(key) = next++ % k;
+  }
+  std::vector<int> out;
+  out.reserve(points.size());
+  for (size_t i = 0; i < points.size(); ++i)
+    out.push_back(folds[static_cast<size_t>(calib_class(points[i]))].at(keys[i]));
+  return out;
+}
+
+ErrorSummary summarize_errors(std::vector<double> relative_errors) {
+  ErrorSummary s;
+  s.points = static_cast<int>(relative_errors.size());
+  if (relative_errors.empty()) return s;
+  double sum = 0;
+  for (double& e : relative_errors) {
+    e = std::abs(e);
+    sum += e;
+    if (e <= 0.10) ++s.within_10;
+  }
+  std::sort(relative_errors.begin(), relative_errors.end());
+  const size_t n = relative_errors.size();
+  s.median_abs = n % 2 ? relative_errors[n / 2] : 0.5 * (relative_errors[n / 2 - 1] + relative_errors[n / 2]);
+  s.mean_abs = sum / static_cast<double>(n);
+  return s;
+}
+
+Calibration calibrate(const std::vector<MeasuredOp>& points, const HardwareSpec& start, int folds) {
+  Calibration cal = fit_all(points, start);
+  if (folds >= 2) cross_validate(points, start, folds, cal);
   return cal;
 }
 

@@ -4,7 +4,9 @@
 // output, which the model uses unchanged); the fit report (residual per op class, in
 // --format) goes to stdout or --report-out. With --compare it fits nothing: its output is
 // the predicted-vs-measured table of the profile as it stands (stdout or -o, as for every
-// other command).
+// other command). By default the fit is also cross-validated over 5 folds of shapes
+// (--folds); a held-out share within 10% far below the in-sample one is a WARNING, and with
+// --strict-cv an exit code 3 and no profile written.
 #include "commands.hpp"
 
 #include <algorithm>
@@ -27,6 +29,9 @@ namespace lcm::cli {
 
 namespace {
 
+// --strict-cv: the cross-validated fit failed the guard (the report is written, the profile not).
+constexpr int kExitCvGuard = 3;
+
 struct CalibrateArgs {
   std::vector<std::string> inputs;
   std::string profile;
@@ -35,6 +40,9 @@ struct CalibrateArgs {
   std::string report;  // fit report file (--report-out; default stdout)
   bool points = false;
   bool compare = false;
+  int folds = 5;  // 0 or 1: no cross-validation
+  double cv_max_drop_pp = report::kDefaultCvMaxDropPp;
+  bool strict_cv = false;
 };
 
 // "FILE: KEY: why" lines grouped by why: "N points skipped: why (e.g. FILE: KEY)".
@@ -114,6 +122,11 @@ int run_calibrate(const CalibrateArgs& a) {
     std::cerr << "lcm: calibrate: -o FILE (the calibrated profile) is required unless --compare is given\n";
     return kExitBadInput;
   }
+  if (a.strict_cv && a.folds < 2) {
+    std::cerr << fmt::format("lcm: calibrate: --strict-cv needs cross-validation (--folds 2 or more, not {})\n",
+                             a.folds);
+    return kExitBadInput;
+  }
   const bool profile_to_stdout = a.output == "-", report_to_stdout = a.report.empty() || a.report == "-";
   if (a.output == a.report || (profile_to_stdout && report_to_stdout)) {
     std::cerr << fmt::format(
@@ -122,7 +135,12 @@ int run_calibrate(const CalibrateArgs& a) {
         profile_to_stdout ? "stdout" : a.output);
     return kExitBadInput;
   }
-  const Calibration cal = calibrate(ms.points, hw.value());
+  const Calibration cal = calibrate(ms.points, hw.value(), a.folds >= 2 ? a.folds : 0);
+  const std::string warning = report::cv_warning(cal, a.cv_max_drop_pp);
+  const bool refused = a.strict_cv && !warning.empty();
+  // The report's notes carry the warning; stderr too where no person reads those notes.
+  if (!warning.empty() && (!report_to_stdout || f == report::Format::kCsv || f == report::Format::kJson))
+    std::cerr << "lcm: calibrate: " << warning << "\n";
 
   std::vector<io::ProfileEdit> edits;
   {
@@ -151,22 +169,32 @@ int run_calibrate(const CalibrateArgs& a) {
     std::cerr << "lcm: " << a.output << ": calibrated profile not written: " << edited.error().str() << "\n";
     return kExitBadInput;
   }
-  if (!write_output(a.output, edited.value())) return kExitFailure;
+  if (!refused && !write_output(a.output, edited.value())) return kExitFailure;
 
+  const std::string written_note =
+      refused
+          ? fmt::format("calibrated profile NOT written to {} (--strict-cv and the cross-validation WARNING)", a.output)
+          : fmt::format("calibrated profile written to {}", a.output);
   std::string text;
   if (f == report::Format::kJson) {
-    auto j = report::calibration_json(cal);
+    auto j = report::calibration_json(cal, a.cv_max_drop_pp);
     j["profile"] = profile_path;
     j["output"] = a.output;
+    j["profile_written"] = !refused;
     j["skipped"] = ms.skipped;
     text = j.dump(2) + "\n";
   } else {
-    auto tables = report::calibration_tables(cal, a.points);
+    auto tables = report::calibration_tables(cal, a.points, a.cv_max_drop_pp);
     for (const std::string& s : skipped_summary(ms.skipped)) tables.front().notes.push_back(s);
-    tables.front().notes.push_back(fmt::format("calibrated profile written to {}", a.output));
+    tables.front().notes.push_back(written_note);
     text = report::render(tables, f);
   }
-  return write_output(a.report, text) ? kExitOk : kExitFailure;
+  if (!write_output(a.report, text)) return kExitFailure;
+  if (refused) {
+    std::cerr << "lcm: calibrate: " << written_note << "\n";
+    return kExitCvGuard;
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -191,8 +219,23 @@ void register_calibrate(CLI::App& app, int& exit_code) {
                   "Write the fit report to FILE (atomically) instead of stdout (--report: the same, its former name)")
       ->check(output_path_validator());
   cmd->add_flag("--points", a->points, "Add the per-point predicted-vs-measured table to the report");
-  cmd->add_flag("--compare", a->compare,
-                "Fit nothing: the predicted-vs-measured table of --profile as it stands");
+  auto* compare =
+      cmd->add_flag("--compare", a->compare, "Fit nothing: the predicted-vs-measured table of --profile as it stands");
+  cmd->add_option("--folds", a->folds,
+                  "Cross-validate the fit over K folds of distinct op shapes (each fold refitted on the others and "
+                  "scored on its own points); 0 or 1: no cross-validation")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str()
+      ->excludes(compare);
+  cmd->add_option("--cv-max-drop", a->cv_max_drop_pp,
+                  "Warn when the cross-validated share of points within 10% is more than PP percentage points below "
+                  "the in-sample share")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str()
+      ->excludes(compare);
+  cmd->add_flag("--strict-cv", a->strict_cv,
+                "When that warning is given, write no profile and exit with code 3 (the report is still written)")
+      ->excludes(compare);
   cmd->callback([a, &exit_code] { exit_code = run_calibrate(*a); });
 }
 

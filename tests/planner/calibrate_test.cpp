@@ -5,21 +5,30 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <random>
+#include <set>
 #include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "lcm/model/calibration.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
 #include "lcm/planner/calibrate/measurements.hpp"
+#include "lcm/planner/report/calibration_report.hpp"
 #include "plan_test_util.hpp"
 
 namespace lcm {
 namespace {
 
-using ::testing::HasSubstr;
 using plantest::lcm;
 using plantest::slurp;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kSrc = LCM_SOURCE_DIR;
 // Points of the committed H200 measurements that hwprofiles/h200-sxm.calibrated.yaml
@@ -66,9 +75,8 @@ MeasuredOp coll(Collective c, double bytes, int n) {
   return p;
 }
 
-// Hand-made ground truth: every measured time is the model's time on `truth`, so a fit
-// from the shipped profile must find `truth` again.
-TEST(Calibrate, RecoversKnownParameters) {
+// Hand-made ground truth, away from the shipped profile in every fitted parameter.
+HardwareSpec known_truth() {
   HardwareSpec truth = h200();
   truth.efficiency.gemm = 0.70;
   truth.efficiency.gemm_dim_half = 110;
@@ -84,7 +92,11 @@ TEST(Calibrate, RecoversKnownParameters) {
   truth.efficiency.kernel_fixed = 2.5e-6;
   truth.efficiency.nvlink = 0.75;
   truth.efficiency.nvlink_half_bytes = 12.0 * 1024 * 1024;
+  return truth;
+}
 
+// Points of every class with shapes that determine known_truth()'s parameters (no times).
+std::vector<MeasuredOp> synthetic_points() {
   std::vector<MeasuredOp> pts;
   // m and n off the 64-multiples tell the output-tile sizes apart.
   for (int64_t m : {192, 1000, 4096, 8192})
@@ -97,6 +109,14 @@ TEST(Calibrate, RecoversKnownParameters) {
   for (double b = 1 << 20; b <= 4.0 * (1 << 30); b *= 4) pts.push_back(copy(b));
   for (Collective c : {Collective::kAllReduce, Collective::kAllGather, Collective::kAllToAll})
     for (double b = 1 << 16; b <= (1 << 30); b *= 8) pts.push_back(coll(c, b, 2));
+  return pts;
+}
+
+// Every measured time is the model's time on `truth`, so a fit from the shipped profile
+// must find `truth` again.
+TEST(Calibrate, RecoversKnownParameters) {
+  const HardwareSpec truth = known_truth();
+  std::vector<MeasuredOp> pts = synthetic_points();
   for (MeasuredOp& p : pts) p.measured_s = predict_time(p, truth);
 
   const Calibration cal = calibrate(pts, h200());
@@ -373,6 +393,304 @@ TEST(Calibrate, CommandLine) {
   auto cmp = lcm("calibrate --compare --profile h200-sxm --format csv validation/measured/h200/membw.json");
   ASSERT_EQ(cmp.code, 0) << cmp.err;
   EXPECT_THAT(cmp.out, HasSubstr("op,class,shape,measured us,predicted us,error"));
+}
+
+// ---- Cross-validation by shape ------------------------------------------------------------
+
+// The committed H200 fit cross-validated over 5 folds (docs/calibration.md): points within
+// 10% when each is predicted by the fit that did not see its shape.
+constexpr int kCommittedCvWithin10 = 174;
+
+// Relative noise uniform in [-5%, +5%] from mt19937's raw output (its sequence is fixed by
+// the standard, unlike the distributions').
+void add_noise(std::vector<MeasuredOp>& pts, const HardwareSpec& truth, uint32_t seed) {
+  std::mt19937 rng(seed);
+  for (MeasuredOp& p : pts) {
+    const double u = (static_cast<double>(rng() % 10001) / 10000.0 * 2.0 - 1.0) * 0.05;
+    p.measured_s = predict_time(p, truth) * (1.0 + u);
+  }
+}
+
+// (a) Data from a known profile with +-5% noise: the model can express the truth, so a
+// held-out shape is predicted about as well as a fitted one. By hand: |noise| averages
+// 2.5%; a least-squares fit of p parameters to n points absorbs a share p / n of the noise
+// variance in-sample and adds about as much held out, so the in-sample error is about
+// sqrt(1 - p/n) and the held-out one sqrt(1 + p/n) times the noise. Here p is about 18 (2
+// + 2 tiles BF16, 1 FP8, 5 attention, 2 memory, 6 NVLink) for n = 72: 2.5% x 0.87 = 2.2%
+// in-sample, 2.5% x 1.12 = 2.8% held out, a ratio of 1.29; every error is the 5% noise
+// plus the fit's deviation, so at most an extrapolated extreme size or two leave 10%.
+TEST(CalibrateCv, KnownProfileWithNoiseHeldOutMatchesInSample) {
+  const HardwareSpec truth = known_truth();
+  std::vector<MeasuredOp> pts = synthetic_points();
+  add_noise(pts, truth, 12345);
+  const Calibration cal = calibrate(pts, h200(), 5);
+  const CrossValidation& cv = cal.cv;
+  ASSERT_EQ(cv.folds, 5);
+  const int n = static_cast<int>(pts.size());
+  ASSERT_EQ(n, 72);
+  EXPECT_EQ(cv.in_sample.points, n);
+  EXPECT_EQ(cv.held_out.points, n);
+  EXPECT_EQ(cv.in_sample.within_10, cal.total_within_10);
+  EXPECT_EQ(cv.in_sample.within_10, n);
+  EXPECT_GE(cv.held_out.within_10, n - 2);
+  EXPECT_GT(cv.in_sample.mean_abs, 0.017);
+  EXPECT_LT(cv.in_sample.mean_abs, 0.025);
+  EXPECT_GT(cv.held_out.mean_abs, 0.025);
+  EXPECT_LT(cv.held_out.mean_abs, 0.034);
+  EXPECT_GT(cv.held_out.mean_abs / cv.in_sample.mean_abs, 1.1);
+  EXPECT_LT(cv.held_out.mean_abs / cv.in_sample.mean_abs, 1.6);
+  EXPECT_GT(cv.in_sample.median_abs, 0.015);
+  EXPECT_LT(cv.held_out.median_abs, 0.034);
+  for (const PointResult& r : cal.points) EXPECT_GE(r.fold, 0);
+  EXPECT_LT(cv.within_drop_pp(), 3.0);
+  EXPECT_EQ(report::cv_warning(cal, report::kDefaultCvMaxDropPp), "");
+
+  // Cross-validation does not touch the fit of all points.
+  const Calibration plain = calibrate(pts, h200());
+  EXPECT_EQ(plain.cv.folds, 0);
+  const EfficiencySpec& a = cal.fitted.efficiency;
+  const EfficiencySpec& b = plain.fitted.efficiency;
+  EXPECT_EQ(a.gemm, b.gemm);
+  EXPECT_EQ(a.gemm_dim_half, b.gemm_dim_half);
+  EXPECT_EQ(a.gemm_tile_m, b.gemm_tile_m);
+  EXPECT_EQ(a.gemm_fp8, b.gemm_fp8);
+  EXPECT_EQ(a.attention_fwd, b.attention_fwd);
+  EXPECT_EQ(a.attention_bwd, b.attention_bwd);
+  EXPECT_EQ(a.attention_seq_half, b.attention_seq_half);
+  EXPECT_EQ(a.hbm, b.hbm);
+  EXPECT_EQ(a.kernel_fixed, b.kernel_fixed);
+  EXPECT_EQ(a.nvlink, b.nvlink);
+  EXPECT_EQ(a.nvlink_half_bytes, b.nvlink_half_bytes);
+  for (size_t i = 0; i < cal.points.size(); ++i)
+    EXPECT_EQ(cal.points[i].predicted_after_s, plain.points[i].predicted_after_s);
+}
+
+// (b) Planted overfit: efficiency.gemm_fp8 is seen only through one FP8 shape (20 runs of
+// 4096^3). In-sample the fit reproduces it exactly; held out, its fold has no FP8 point,
+// so the FP8 points are predicted with the starting 0.604 instead of the true 0.45: about
+// 0.45 / 0.604 - 1 = -25.5% (a little less: the fixed time per kernel is the same in both),
+// so all 20 miss. The 24 BF16 shapes are the starting profile's own times: 44/44 in-sample,
+// 24/44 held out, 45.5 points lower.
+std::vector<MeasuredOp> planted_overfit_points() {
+  HardwareSpec truth = h200();
+  truth.efficiency.gemm_fp8 = 0.45;
+  std::vector<MeasuredOp> pts;
+  for (int64_t m : {1024, 4096, 8192, 16384})
+    for (int64_t n : {2048, 6144, 14336})
+      for (int64_t k : {1024, 4096}) pts.push_back(gemm(m, n, k));
+  for (int i = 0; i < 20; ++i) pts.push_back(gemm(4096, 4096, 4096, DType::kFp8));
+  for (MeasuredOp& p : pts) p.measured_s = predict_time(p, truth);
+  return pts;
+}
+
+TEST(CalibrateCv, ParameterSeenInOneShapeIsFlagged) {
+  const std::vector<MeasuredOp> pts = planted_overfit_points();
+  const Calibration cal = calibrate(pts, h200(), 5);
+  const CrossValidation& cv = cal.cv;
+  EXPECT_EQ(cv.shapes, 25);
+  EXPECT_NEAR(cal.fitted.efficiency.gemm_fp8, 0.45, 1e-3);  // in-sample: found exactly
+  EXPECT_EQ(cv.in_sample.within_10, 44);
+  EXPECT_EQ(cv.held_out.within_10, 24);
+  EXPECT_NEAR(cv.within_drop_pp(), 100.0 * 20.0 / 44.0, 1e-9);
+  const ClassCv& fp8 = cv.classes[static_cast<size_t>(CalibClass::kGemmFp8)];
+  EXPECT_EQ(fp8.shapes, 1);
+  EXPECT_EQ(fp8.in_sample.within_10, 20);
+  EXPECT_EQ(fp8.held_out.within_10, 0);
+  EXPECT_LT(fp8.in_sample.mean_abs, 1e-3);
+  EXPECT_GT(fp8.held_out.mean_abs, 0.22);
+  EXPECT_LT(fp8.held_out.mean_abs, 0.255);
+  for (const PointResult& r : cal.points) {
+    if (r.cls == CalibClass::kGemmFp8) {
+      EXPECT_LT(r.error_cv(), -0.22);
+    }
+  }
+  const std::string w = report::cv_warning(cal, 10.0);
+  EXPECT_EQ(w.rfind("WARNING: ", 0), 0u) << w;
+  EXPECT_THAT(w, HasSubstr("24/44 (54.5%) of points within 10% held out vs 44/44 (100.0%) in-sample"));
+  EXPECT_THAT(w, HasSubstr("45.5 points lower"));
+  EXPECT_THAT(w, HasSubstr("worst held out: gemm_fp8 20/20 -> 0/20 within 10%"));
+  EXPECT_EQ(w.find('\n'), std::string::npos);
+  EXPECT_EQ(report::cv_warning(cal, 50.0), "");  // the threshold is the caller's
+}
+
+// The planted case as an lcm-exec summary, through the command line: the warning, and
+// with --strict-cv exit code 3 and no profile.
+TEST(CalibrateCv, StrictCvRefusesTheOverfitProfile) {
+  nlohmann::json points = nlohmann::json::array();
+  int i = 0;
+  for (const MeasuredOp& p : planted_overfit_points())
+    points.push_back({{"family", "gemm"},
+                      {"key", fmt::format("gemm/{}/{}", p.op.dtype == DType::kFp8 ? "fp8" : "bf16", i++)},
+                      {"op", "bench.gemm"},
+                      {"shape", fmt::format("{}x{}x{}", p.op.gemm.m, p.op.gemm.n, p.op.gemm.k)},
+                      {"dtype", p.op.dtype == DType::kFp8 ? "fp8_e4m3" : "bf16"},
+                      {"correct", true},
+                      {"time_us", {{"median", p.measured_s * 1e6}}}});
+  const std::string dir = testing::TempDir();
+  const std::string summary = dir + "/planted_overfit.json", prof = dir + "/planted_fit.yaml";
+  std::ofstream(summary) << nlohmann::json{{"benchmark", "gemm"}, {"points", points}}.dump();
+  std::remove(prof.c_str());
+
+  const std::string base = "calibrate '" + summary + "' --profile h200-sxm -o '" + prof + "' ";
+  auto warned = lcm(base);
+  ASSERT_EQ(warned.code, 0) << warned.err;
+  EXPECT_THAT(warned.out, HasSubstr("WARNING: cross-validated fit: 24/44 (54.5%)"));
+  EXPECT_THAT(warned.out, HasSubstr("calibrated profile written to"));
+  EXPECT_TRUE(std::ifstream(prof).good());
+  std::remove(prof.c_str());
+
+  auto strict = lcm(base + "--strict-cv --format json");
+  EXPECT_EQ(strict.code, 3) << strict.err;
+  EXPECT_FALSE(std::ifstream(prof).good());  // not written
+  EXPECT_THAT(strict.err, HasSubstr("WARNING: cross-validated fit"));
+  EXPECT_THAT(strict.err, HasSubstr("calibrated profile NOT written"));
+  const auto j = nlohmann::json::parse(strict.out);
+  EXPECT_EQ(j.at("profile_written"), false);
+  EXPECT_EQ(j.at("cross_validation").at("cross_validated").at("within_10"), 24);
+  EXPECT_THAT(j.at("cross_validation").at("warning").get<std::string>(), HasSubstr("gemm_fp8 20/20 -> 0/20"));
+
+  // A threshold above the 45.5-point drop passes; --strict-cv without folds is refused.
+  auto lenient = lcm(base + "--strict-cv --cv-max-drop 50");
+  EXPECT_EQ(lenient.code, 0) << lenient.err;
+  EXPECT_TRUE(std::ifstream(prof).good());
+  EXPECT_THAT(lenient.out, Not(HasSubstr("WARNING")));
+  auto no_folds = lcm(base + "--strict-cv --folds 1");
+  EXPECT_EQ(no_folds.code, 2);
+  EXPECT_THAT(no_folds.err, HasSubstr("--strict-cv needs cross-validation"));
+}
+
+// (c) Folds: every point of one shape in one fold; per class the shapes spread evenly;
+// the assignment depends on the shapes only (a shuffled input gives each shape its fold).
+void expect_folds_keep_shapes(const std::vector<MeasuredOp>& pts, int k) {
+  const std::vector<int> folds = assign_folds(pts, k);
+  ASSERT_EQ(folds.size(), pts.size());
+  std::map<std::string, int> fold_of;
+  std::vector<std::map<int, std::set<std::string>>> shapes_per_fold(kNumCalibClasses);
+  for (size_t i = 0; i < pts.size(); ++i) {
+    ASSERT_GE(folds[i], 0);
+    ASSERT_LT(folds[i], k);
+    const std::string key = shape_key(pts[i]);
+    const auto [it, fresh] = fold_of.emplace(key, folds[i]);
+    EXPECT_EQ(it->second, folds[i]) << key << " in two folds";
+    shapes_per_fold[static_cast<size_t>(calib_class(pts[i]))][folds[i]].insert(key);
+  }
+  for (const auto& cls : shapes_per_fold) {
+    size_t lo = SIZE_MAX, hi = 0, total = 0;
+    for (int f = 0; f < k; ++f) {
+      const size_t n = cls.count(f) ? cls.at(f).size() : 0;
+      lo = std::min(lo, n);
+      hi = std::max(hi, n);
+      total += n;
+    }
+    if (total) {
+      EXPECT_LE(hi - lo, 1u);
+    }
+  }
+  std::vector<MeasuredOp> shuffled = pts;
+  std::mt19937 rng(7);
+  std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  const std::vector<int> again = assign_folds(shuffled, k);
+  for (size_t i = 0; i < shuffled.size(); ++i) EXPECT_EQ(again[i], fold_of.at(shape_key(shuffled[i])));
+}
+
+TEST(CalibrateCv, FoldsKeepEveryShapeTogether) {
+  // What one shape is: the pass, repetitions and sizes within a power-of-2 bucket share it.
+  EXPECT_EQ(shape_key(attention(4096, 128, false)), shape_key(attention(4096, 128, true)));
+  EXPECT_NE(shape_key(attention(4096, 128, false)), shape_key(attention(8192, 128, false)));
+  EXPECT_NE(shape_key(gemm(4096, 4096, 4096)), shape_key(gemm(4096, 4096, 4096, DType::kFp8)));
+  EXPECT_NE(shape_key(gemm(4096, 4096, 4096)), shape_key(gemm(4096, 4096, 4097)));
+  EXPECT_EQ(shape_key(coll(Collective::kAllReduce, 1 << 20, 2)), shape_key(coll(Collective::kAllReduce, 1.2e6, 2)));
+  EXPECT_NE(shape_key(coll(Collective::kAllReduce, 1 << 20, 2)), shape_key(coll(Collective::kAllReduce, 2 << 20, 2)));
+  EXPECT_NE(shape_key(coll(Collective::kAllReduce, 1 << 20, 2)), shape_key(coll(Collective::kAllGather, 1 << 20, 2)));
+  EXPECT_NE(shape_key(coll(Collective::kAllReduce, 1 << 20, 2)), shape_key(coll(Collective::kAllReduce, 1 << 20, 4)));
+  EXPECT_EQ(shape_key(copy(1 << 20)), shape_key(copy(1.1 * (1 << 20))));
+  // Sorted numerically: 1000 before 192... would be the string order without padding.
+  EXPECT_LT(shape_key(gemm(192, 64, 64)), shape_key(gemm(1000, 64, 64)));
+
+  for (int k : {2, 3, 5, 7}) expect_folds_keep_shapes(synthetic_points(), k);
+  expect_folds_keep_shapes(planted_overfit_points(), 5);
+  const calib::Measurements ms = committed_measurements();
+  for (int k : {2, 5, 10}) expect_folds_keep_shapes(ms.points, k);
+}
+
+// The committed H200 measurements: 200 points of 114 shapes (10 BF16 and 10 FP8 GEMMs,
+// 12 attention cores, 7 copy sizes, 75 collectives), and the 5-fold figures of
+// docs/calibration.md.
+TEST(CalibrateCv, CommittedH200CrossValidated) {
+  const calib::Measurements ms = committed_measurements();
+  const Calibration cal = calibrate(ms.points, h200(), 5);
+  const CrossValidation& cv = cal.cv;
+  EXPECT_EQ(cv.shapes, 114);
+  const std::map<CalibClass, int> shapes{{CalibClass::kGemmBf16, 10},  {CalibClass::kGemmFp8, 10},
+                                         {CalibClass::kAttention, 12}, {CalibClass::kMemory, 7},
+                                         {CalibClass::kNvlink, 75},    {CalibClass::kNic, 0}};
+  for (const ClassCv& c : cv.classes) EXPECT_EQ(c.shapes, shapes.at(c.cls)) << to_string(c.cls);
+  EXPECT_EQ(cv.in_sample.within_10, cal.total_within_10);
+  EXPECT_GE(cv.in_sample.within_10, kCommittedWithin10);
+  EXPECT_GE(cv.held_out.within_10, kCommittedCvWithin10);
+  EXPECT_LE(cv.held_out.within_10, cv.in_sample.within_10);
+  EXPECT_EQ(report::cv_warning(cal, report::kDefaultCvMaxDropPp), "");
+}
+
+// (d) Every format of the report has the in-sample and the cross-validated figures.
+TEST(CalibrateCv, EveryReportFormatShowsBoth) {
+  const std::string prof = testing::TempDir() + "/cv_formats.yaml";
+  const std::string base =
+      "calibrate @validation/measured/h200/calibration_inputs.txt --profile h200-sxm -o '" + prof + "' --points ";
+  for (const char* f : {"table", "md", "csv"}) {
+    auto r = lcm(base + "--format " + f);
+    ASSERT_EQ(r.code, 0) << f << ": " << r.err;
+    EXPECT_THAT(r.out, HasSubstr("within 10% in-sample")) << f;
+    EXPECT_THAT(r.out, HasSubstr("within 10% CV")) << f;
+    EXPECT_THAT(r.out, HasSubstr("median CV")) << f;
+    EXPECT_THAT(r.out, HasSubstr("mean in-sample")) << f;
+    EXPECT_THAT(r.out, HasSubstr("error CV")) << f;  // --points
+  }
+  auto csv = lcm(base + "--format csv");
+  const auto ls = plantest::lines(csv.out);
+  const auto header = std::find(ls.begin(), ls.end(),
+                                "class,points,shapes,within 10% in-sample,within 10% CV,median in-sample,median CV,"
+                                "mean in-sample,mean CV");
+  ASSERT_NE(header, ls.end()) << csv.out;
+  // The per-class rows follow, then the total: "all,200,114,185/200 (92.5%),174/200 (87.0%),...".
+  const auto all = std::find_if(header, ls.end(), [](const std::string& l) { return l.rfind("all,", 0) == 0; });
+  ASSERT_NE(all, ls.end());
+  const auto cells = plantest::csv_fields(*all);
+  ASSERT_EQ(cells.size(), 9u);
+  EXPECT_EQ(cells[1], "200");
+  EXPECT_EQ(cells[2], "114");
+  EXPECT_EQ(cells[3], "185/200 (92.5%)");
+  EXPECT_EQ(cells[4], "174/200 (87.0%)");
+
+  auto md = lcm(base + "--format md");
+  EXPECT_THAT(md.out, HasSubstr("### Cross-validation: 5 folds by shape"));
+  EXPECT_THAT(md.out, HasSubstr("185 of 200 points within 10% after the fit (92.5%, in-sample; 174/200 (87.0%) "
+                                "cross-validated)"));
+
+  auto js = lcm(base + "--format json");
+  ASSERT_EQ(js.code, 0) << js.err;
+  const auto j = nlohmann::json::parse(js.out);
+  const auto& cv = j.at("cross_validation");
+  EXPECT_EQ(cv.at("folds"), 5);
+  EXPECT_EQ(cv.at("in_sample").at("within_10"), 185);
+  EXPECT_EQ(cv.at("cross_validated").at("within_10"), 174);
+  EXPECT_TRUE(cv.at("warning").is_null());
+  EXPECT_EQ(cv.at("classes").size(), 6u);
+  for (const char* k : {"within_10_share", "median_abs_error", "mean_abs_error"}) {
+    EXPECT_TRUE(cv.at("classes").at(0).at("in_sample").contains(k)) << k;
+    EXPECT_TRUE(cv.at("classes").at(0).at("cross_validated").contains(k)) << k;
+  }
+  EXPECT_TRUE(j.at("points").at(0).contains("error_cv"));
+  EXPECT_TRUE(j.at("points").at(0).contains("fold"));
+
+  // --folds 0: no cross-validation anywhere; --folds with --compare is refused.
+  auto off = lcm(base + "--folds 0 --format json");
+  ASSERT_EQ(off.code, 0) << off.err;
+  EXPECT_TRUE(nlohmann::json::parse(off.out).at("cross_validation").is_null());
+  auto off_md = lcm(base + "--folds 1 --format md");
+  EXPECT_THAT(off_md.out, Not(HasSubstr("CV")));
+  auto cmp = lcm("calibrate --compare @validation/measured/h200/calibration_inputs.txt --profile h200-sxm --folds 3");
+  EXPECT_EQ(cmp.code, 2);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Reports of a calibration (`lcm calibrate`): per class (points, parameters before ->
 // after, residuals), per point (measured, predicted before and after, error), and the
-// predicted-vs-measured table of one profile. The fit is model/calibration.hpp's.
+// predicted-vs-measured table of one profile; with cross-validation, the in-sample and
+// held-out errors per class side by side and the guard's warning. The fit is
+// model/calibration.hpp's.
 #pragma once
 
 #include <string>
@@ -13,8 +15,18 @@
 
 namespace lcm::report {
 
-std::vector<Table> calibration_tables(const Calibration& c, bool per_point);
-nlohmann::ordered_json calibration_json(const Calibration& c);
+// The guard of a cross-validated fit (docs/calibration.md): when the held-out share of
+// points within 10% is more than `max_drop_pp` percentage points below the in-sample
+// share, one line "WARNING: ..." naming both shares and the classes that lose the most
+// points under cross-validation; "" otherwise, and when c.cv was not run.
+inline constexpr double kDefaultCvMaxDropPp = 10.0;
+std::string cv_warning(const Calibration& c, double max_drop_pp);
+
+// Tables: fit per class (in-sample residuals), cross-validation (when run; the warning
+// among its notes), parameters, and with `per_point` every point.
+std::vector<Table> calibration_tables(const Calibration& c, bool per_point,
+                                      double cv_max_drop_pp = kDefaultCvMaxDropPp);
+nlohmann::ordered_json calibration_json(const Calibration& c, double cv_max_drop_pp = kDefaultCvMaxDropPp);
 // The predicted-vs-measured table of one profile (no fit), for docs and tests.
 Table comparison_table(const std::vector<PointResult>& rows, const std::string& title);
 
