@@ -18,7 +18,9 @@ T0=$(date +%s)
 section() { echo; echo "=== $* (t+$(( $(date +%s) - T0 ))s)"; }
 
 section "configure + build (executor and its tests)"
-LCM_TARGETS="lcm-exec lcm_executor_gpu_tests lcm_executor_host_tests" bash scripts/device_run_heldout.sh build
+LCM_TARGETS="lcm lcm-exec lcm_executor_gpu_tests lcm_executor_host_tests lcm_executor_train_tests \
+lcm_executor_train_gpu_tests lcm_executor_train_moe_gpu_tests lcm_train_runner_tests lcm_train_runner_gpu_tests" \
+  bash scripts/device_run_heldout.sh build
 
 FZ=$ROOT/build/fuzz-campaign; rm -rf "$FZ"; mkdir -p "$FZ"
 if [ -d .fuzzcarry/bin ]; then
@@ -64,6 +66,32 @@ EXE="build/bin/lcm-exec"
   $CS --tool racecheck $GT --gtest_filter='AttentionRefOnGpu.*:GemmOnGpu.SmallBf16*:CopyOnGpu.*'; echo "exit $?"
   echo "--- memcheck: lcm-exec bench cp-attention on one GPU (ring merge kernels)"
   $CS --tool memcheck $EXE bench cp-attention --layout cp=1 --shapes 1x2048x4x2x64 --out build/cs-cp; echo "exit $?"
+  # lcm-exec train (the training runner: embedding, RMSNorm, RoPE, cuDNN attention, SwiGLU, MoE
+  # routing / permutation / grouped GEMMs, cross-entropy, Adam, clipping, the caching
+  # allocator) on tiny models, 2 steps each.
+  ONE="--set hardware.num_gpus=1 --set parallel.tensor_model_parallel_size=1 --set parallel.sequence_parallel=false \
+--set parallel.context_parallel_size=1 --set parallel.pipeline_model_parallel_size=1 --set parallel.tp_comm_overlap=false \
+--set parallel.recompute_granularity=selective --set parallel.recompute_num_layers=null"
+  TINY="--set model.hidden_size=256 --set model.num_attention_heads=4 --set model.num_query_groups=2 \
+--set model.kv_channels=64 --set model.vocab_size=1024 --set training.seq_length=512 --set training.global_batch_size=2 \
+--layers 2 --steps 2 --warmup 0"
+  echo "--- memcheck: lcm-exec train, tiny dense GQA (llama3.1-8b shape family)"
+  $CS --tool memcheck $EXE train llama3.1-8b $ONE $TINY --set model.ffn_hidden_size=512 --out build/cs-train-dense; echo "exit $?"
+  echo "--- memcheck: lcm-exec train, tiny MoE (mixtral family: softmax top-2, 4 experts, capacity factor 1.25)"
+  $CS --tool memcheck $EXE train mixtral-8x7b $ONE $TINY --set parallel.expert_model_parallel_size=1 \
+      --set model.num_experts=4 --set model.moe_ffn_hidden_size=256 --set model.ffn_hidden_size=256 \
+      --set model.moe_expert_capacity_factor=1.25 --out build/cs-train-moe; echo "exit $?"
+  echo "--- racecheck: lcm-exec train, tiny MoE (dropless)"
+  $CS --tool racecheck $EXE train mixtral-8x7b $ONE $TINY --set parallel.expert_model_parallel_size=1 \
+      --set model.num_experts=4 --set model.moe_ffn_hidden_size=256 --set model.ffn_hidden_size=256 \
+      --out build/cs-train-moe-rc; echo "exit $?"
+  echo "--- the sigmoid group-limited bench moe run that segfaulted at exit under memcheck (session 4): plain, then memcheck"
+  $EXE bench moe --layout ep=1 --tokens 256 --hidden 256 --ffn 256 --experts 32 --topk 4 --score sigmoid \
+      --topk-groups 2 --groups 4 --capacity-factor 1.25 --check full --out build/cs-moe2-plain > build/cs-moe2-plain.txt 2>&1
+  echo "exit $? (plain)"; tail -3 build/cs-moe2-plain.txt
+  $CS --tool memcheck --show-backtrace yes $EXE bench moe --layout ep=1 --tokens 256 --hidden 256 --ffn 256 --experts 32 \
+      --topk 4 --score sigmoid --topk-groups 2 --groups 4 --capacity-factor 1.25 --check full --out build/cs-moe2b 2>&1 | tail -25
+  echo "exit ${PIPESTATUS[0]}"
 } > "$OUT/sanitizer_log.txt" 2>&1
 grep -E "^---|ERROR SUMMARY|^exit|LEAK SUMMARY" "$OUT/sanitizer_log.txt"
 
