@@ -143,6 +143,13 @@ TEST(Yaml, ASecondDocumentIsAnError) {
             "test.yaml:21:1: a second YAML document ('---' before line 21); the file must hold exactly one");
 }
 
+// yaml-cpp's LoadAll produced empty documents without end on a ',' outside a flow collection
+// (fuzz finding 8, profile_fuzz: out of memory); now a syntax error at the comma.
+TEST(Yaml, ACommaOutsideAFlowIsAnErrorNotAnEndlessLoad) {
+  EXPECT_EQ(error_of(load_text(",")), "test.yaml:1:1: malformed YAML: unexpected ','");
+  EXPECT_EQ(error_of(load_text("# a comment\n,x\n")), "test.yaml:2:1: malformed YAML: unexpected ','");
+}
+
 TEST(Yaml, DuplicateRopeScalingKeysAreErrors) {
   EXPECT_THAT(error_of(load_text(base_with("  position_embedding_type: rope",
                                            "  position_embedding_type: rope\n  rope_scaling: {type: linear, factor: "
