@@ -100,8 +100,11 @@ run_target() {  # TARGET: one libFuzzer run, its output in $out/TARGET.log
     ((keep_going)) && mode+=(-ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
   fi
   mkdir -p "$build/corpus/$t"
+  # CPU seconds (user + system, workers included) in $out/TARGET.cpu where GNU time is installed.
+  local timer=()
+  [[ -x /usr/bin/time ]] && timer=(/usr/bin/time -f '%U %S' -o "$out/$t.cpu")
   # shellcheck disable=SC2086  # LCM_FUZZ_ARGS is a list of flags
-  "$build/bin/$t" "${mode[@]}" -max_total_time="$seconds" -max_len="${max_len[$t]}" -timeout=5 -rss_limit_mb=2048 \
+  "${timer[@]}" "$build/bin/$t" "${mode[@]}" -max_total_time="$seconds" -max_len="${max_len[$t]}" -timeout=5 -rss_limit_mb=2048 \
     -dict="fuzz/dict/$t.dict" -artifact_prefix="$out/$t-" -print_final_stats=1 ${LCM_FUZZ_ARGS:-} \
     "$build/corpus/$t" "fuzz/corpus/$t" >"$out/$t.log" 2>&1
 }
@@ -123,13 +126,15 @@ else
   done
 fi
 wall=$(($(date +%s) - start))
+built_with=$(sed -n 's/^LCM_FUZZ_SANITIZERS:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
 
 # One row per target. Plain mode: libFuzzer's final "stat::number_of_executed_units"; fork
 # mode: the parent's last "#RUNS: cov: ... oom/timeout/crash: a/b/c time: Ns" line (the total of
 # its workers; the workers' own stats stay in its temporary directory).
 failed=()
 {
-  printf '%-20s %-7s %8s %14s %9s %7s  %s\n' target status workers executions exec/s cov "oom/timeout/crash"
+  printf '%-20s %-7s %8s %14s %9s %11s %7s  %s\n' target status workers executions exec/s exec/cpu-s cov \
+    "oom/timeout/crash"
   total=0
   for t in "${targets[@]}"; do
     log=$out/$t.log
@@ -145,14 +150,15 @@ failed=()
     status=ok
     if [[ ${rc[$t]} -ne 0 || $found -gt 0 ]]; then status=FAILED; failed+=("$t"); fi
     per_s=$(( ${runs:-0} / (secs > 0 ? secs : 1) ))
+    per_cpu=$(awk -v r="${runs:-0}" 'NF == 2 && $1 + $2 > 0 {printf "%d", r / ($1 + $2); exit}' "$out/$t.cpu" 2>/dev/null || true)
     total=$((total + ${runs:-0}))
     kept=""
     ((found > 0)) && kept=" ($found inputs kept)"
-    printf '%-20s %-7s %8s %14s %9s %7s  %s\n' "$t" "$status" "${workers[$t]:-1}" "${runs:-?}" "$per_s" "${cov:-?}" \
-      "${counts:--}$kept"
+    printf '%-20s %-7s %8s %14s %9s %11s %7s  %s\n' "$t" "$status" "${workers[$t]:-1}" "${runs:-?}" "$per_s" \
+      "${per_cpu:-?}" "${cov:-?}" "${counts:--}$kept"
   done
   printf '%-20s %-7s %8s %14s   (%s s per target, %s s wall, fuzzers with %s, %s cores here, %s)\n' all "" \
-    "$((cores > 0 ? cores : 1))" "$total" "$seconds" "$wall" "$sanitizers" "$(nproc)" "$(date -u +%FT%TZ)"
+    "$((cores > 0 ? cores : 1))" "$total" "$seconds" "$wall" "${built_with:-$sanitizers}" "$(nproc)" "$(date -u +%FT%TZ)"
 } | tee "$out/totals.txt"
 
 if [[ ${#failed[@]} -gt 0 ]]; then
