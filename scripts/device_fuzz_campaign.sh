@@ -8,7 +8,8 @@
 #
 # Usage (device machine, repository root; one call runs at most ~8 minutes, so SECONDS <= 420
 # leaves time for the build):
-#   bash scripts/device_fuzz_campaign.sh OUT SECONDS [CORES]      (CORES: default nproc)
+#   bash scripts/device_fuzz_campaign.sh OUT SECONDS [CORES [TARGET...]]   (CORES: default nproc;
+#   TARGET: default all seven, e.g. only the slow ones once the fast ones have their executions)
 # It builds the fuzzers there when clang++ with libFuzzer is installed (Ubuntu 24.04: clang,
 # libclang-rt-18-dev, plus the build's usual cmake, ninja-build, libyaml-cpp-dev, libfmt-dev,
 # nlohmann-json3-dev, libcli11-dev, libeigen3-dev). Without clang it runs fuzzers built on the
@@ -45,8 +46,9 @@ if [[ ${1:-} == --pack ]]; then
   exit 0
 fi
 
-[[ $# -ge 2 && $2 =~ ^[0-9]+$ ]] || { echo "usage: scripts/device_fuzz_campaign.sh OUT SECONDS [CORES] | --pack" >&2; exit 2; }
+[[ $# -ge 2 && $2 =~ ^[1-9][0-9]*$ ]] || { echo "usage: scripts/device_fuzz_campaign.sh OUT SECONDS [CORES [TARGET...]] | --pack" >&2; exit 2; }
 OUT=$1 SECONDS_=$2 CORES=${3:-$(nproc)}
+shift $(($# >= 3 ? 3 : 2))
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 exec > >(tee -a "$OUT/campaign_log.txt") 2>&1
@@ -55,7 +57,7 @@ grep -h PRETTY_NAME /etc/os-release 2>/dev/null
 
 build=build-fuzz-ubsan
 export -n LCM_FUZZ_NO_BUILD
-if can_build; then
+if [[ ${LCM_FUZZ_USE_CARRIED:-0} != 1 ]] && can_build; then  # LCM_FUZZ_USE_CARRIED=1: .fuzzcarry even with clang
   clang++ --version | head -1
   for tool in ninja; do command -v $tool >/dev/null || { echo "device_fuzz_campaign: $tool not found" >&2; exit 2; }; done
   t0=$(date +%s)
@@ -87,7 +89,7 @@ else
 fi
 
 before=$(find "$build/corpus" -type f 2>/dev/null | wc -l)
-LCM_FUZZ_BUILD=$build bash scripts/fuzz.sh --ubsan --cores "$CORES" --keep-going --out "$OUT" "$SECONDS_"
+LCM_FUZZ_BUILD=$build bash scripts/fuzz.sh --ubsan --cores "$CORES" --keep-going --out "$OUT" "$SECONDS_" "$@"
 status=$?
 after=$(find "$build/corpus" -type f 2>/dev/null | wc -l)
 tar czf "$OUT/corpus_new.tar.gz" -C "$build" corpus 2>/dev/null

@@ -54,8 +54,8 @@ declare -A max_len=([scenario_fuzz]=8192 [set_fuzz]=1024 [profile_fuzz]=16384 [m
                     [megatron_yaml_fuzz]=8192 [exec_json_fuzz]=16384 [nccl_log_fuzz]=4096)
 # Relative CPU cost of one execution (UBSan build, docs/reliability.md#throughput): --cores gives
 # each target one worker, then the rest one at a time to the target with the most cost per worker.
-declare -A cost=([scenario_fuzz]=6 [set_fuzz]=4 [profile_fuzz]=2 [megatron_argv_fuzz]=3
-                 [megatron_yaml_fuzz]=4 [exec_json_fuzz]=1 [nccl_log_fuzz]=1)
+declare -A cost=([scenario_fuzz]=15 [set_fuzz]=5 [profile_fuzz]=4 [megatron_argv_fuzz]=19
+                 [megatron_yaml_fuzz]=13 [exec_json_fuzz]=1 [nccl_log_fuzz]=2)
 for t in "${targets[@]}"; do
   [[ -n ${max_len[$t]:-} ]] || { echo "scripts/fuzz.sh: unknown target '$t' (one of: ${all[*]})" >&2; exit 2; }
 done
