@@ -141,8 +141,8 @@ failed=()
     runs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$log" | tail -1)
     fork_line=$(grep -E '^#[0-9]+: cov:' "$log" | tail -1 || true)
     [[ -n $runs ]] || runs=$(sed -nE 's/^#([0-9]+):? .*/\1/p' <<<"$fork_line")
-    [[ -n $runs ]] || runs=$(grep -E '^#[0-9]+' "$log" | tail -1 | sed -nE 's/^#([0-9]+).*/\1/p')
-    cov=$(grep -E '^#[0-9]+.* cov: ' "$log" | tail -1 | sed -nE 's/.* cov: ([0-9]+).*/\1/p')
+    [[ -n $runs ]] || runs=$(grep -E '^#[0-9]+' "$log" | tail -1 | sed -nE 's/^#([0-9]+).*/\1/p' || true)
+    cov=$(grep -E '^#[0-9]+.* cov: ' "$log" | tail -1 | sed -nE 's/.* cov: ([0-9]+).*/\1/p' || true)
     secs=$(sed -nE 's/.* time: ([0-9]+)s.*/\1/p' <<<"$fork_line")
     [[ -n $secs ]] || secs=$seconds
     counts=$(sed -nE 's/.*oom\/timeout\/crash: ([0-9]+\/[0-9]+\/[0-9]+).*/\1/p' <<<"$fork_line")
@@ -159,7 +159,8 @@ failed=()
   done
   printf '%-20s %-7s %8s %14s   (%s s per target, %s s wall, fuzzers with %s, %s cores here, %s)\n' all "" \
     "$((cores > 0 ? cores : 1))" "$total" "$seconds" "$wall" "${built_with:-$sanitizers}" "$(nproc)" "$(date -u +%FT%TZ)"
-} | tee "$out/totals.txt"
+} >"$out/totals.txt"  # not a pipe: `failed` must stay in this shell
+cat "$out/totals.txt"
 
 if [[ ${#failed[@]} -gt 0 ]]; then
   for t in "${failed[@]}"; do
