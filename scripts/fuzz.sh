@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (fuzz/, clang) and runs them for SECONDS on their committed
 # seed corpus (fuzz/corpus/<target>/) with their dictionary (fuzz/dict/), then prints one
 # table of executions per target (docs/reliability.md).
-#   scripts/fuzz.sh 15                                   CI's smoke: ASan + UBSan, one target after another
+#   scripts/fuzz.sh 10                                   CI's smoke (.ci/run): ASan + UBSan, one target after another
 #   scripts/fuzz.sh --ubsan --cores 16 --out DIR 3600    a campaign: UBSan only, every target at once
 # Usage: scripts/fuzz.sh [--ubsan] [--cores N] [--keep-going] [--build-only] [--out DIR] SECONDS [TARGET...]
 #   --ubsan       libFuzzer + UndefinedBehaviorSanitizer only (build-fuzz-ubsan/): several times the
