@@ -30,7 +30,7 @@ io::ConfigError err(const std::string& file, int line, const std::string& key, c
 
 // A field outside the range lcm accepts (a count, a rank, a dimension): thrown by the readers
 // of integers below, turned into one input error naming the key and the range by the parsers
-// (never a float-to-int cast out of range: fuzz/corpus/exec_json_fuzz/group_size_1e300.json).
+// (never a float-to-int cast out of range: fuzz/corpus/exec_json_fuzz/hand-group_size_1e300.json).
 struct BadKey {
   std::string key;
   std::string message;

@@ -395,12 +395,12 @@ TEST(CalibrateReaders, FuzzFindingsAreInputErrors) {
     EXPECT_FALSE(r.ok()) << f;
     return r.ok() ? std::string() : r.error().str();
   };
-  EXPECT_THAT(exec_error("exec_json_fuzz/point_not_an_object.json"),
+  EXPECT_THAT(exec_error("exec_json_fuzz/hand-point_not_an_object.json"),
               ::testing::HasSubstr("malformed lcm-exec summary"));
-  EXPECT_EQ(exec_error("exec_json_fuzz/rank_not_a_number.json"),
-            "exec_json_fuzz/rank_not_a_number.json: k: ranks: expected an integer in [0, 1048575], got \"a\"");
-  EXPECT_EQ(exec_error("exec_json_fuzz/group_size_1e300.json"),
-            "exec_json_fuzz/group_size_1e300.json: k: group_size: expected an integer in [0, 1048576], got 1e+300");
+  EXPECT_EQ(exec_error("exec_json_fuzz/hand-rank_not_a_number.json"),
+            "exec_json_fuzz/hand-rank_not_a_number.json: k: ranks: expected an integer in [0, 1048575], got \"a\"");
+  EXPECT_EQ(exec_error("exec_json_fuzz/hand-group_size_1e300.json"),
+            "exec_json_fuzz/hand-group_size_1e300.json: k: group_size: expected an integer in [0, 1048576], got 1e+300");
   // The other integer fields read from JSON numbers (audit of finding 6).
   const std::string head = R"({"benchmark":"x","points":[{"key":"k","correct":true,"time_us":{"median":1},)";
   const std::pair<std::string, std::string> cases[] = {
@@ -431,7 +431,7 @@ TEST(CalibrateReaders, FuzzFindingsAreInputErrors) {
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.error().str(), "f.json: devices: Rank: expected a rank in [0, 1048575], got 2000000");
 
-  auto r = lcm::calib::parse_nccl_tests_log(slurp(dir + "nccl_log_fuzz/rank_beyond_int.txt"), "log", 8);
+  auto r = lcm::calib::parse_nccl_tests_log(slurp(dir + "nccl_log_fuzz/hand-rank_beyond_int.txt"), "log", 8);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().str(), "log:2: Rank: expected a rank in [0, 1048575], got 99999999999");
 }
