@@ -1,73 +1,173 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (fuzz/, clang, ASan + UBSan) and runs each for SECONDS on its
-# committed seed corpus (fuzz/corpus/<target>/) with its dictionary (fuzz/dict/). CI's smoke:
-#   scripts/fuzz.sh 15
-# Usage: scripts/fuzz.sh SECONDS [TARGET...]   (default: every target)
-# Environment: LCM_FUZZ_BUILD (build directory, default build-fuzz), LCM_FUZZ_ARGS (extra
-# libFuzzer flags, e.g. "-runs=10000000" for a long run). Inputs the fuzzer finds go to
-# $LCM_FUZZ_BUILD/corpus/<target>/ (the committed corpus is only read); a crash, sanitizer
-# report, leak or broken property leaves $LCM_FUZZ_BUILD/artifacts/<target>-crash-* and
-# makes the script exit non-zero after the other targets ran. Reproduce one with
-#   build-fuzz/bin/<target> build-fuzz/artifacts/<target>-crash-...
+# Builds the libFuzzer targets (fuzz/, clang) and runs them for SECONDS on their committed
+# seed corpus (fuzz/corpus/<target>/) with their dictionary (fuzz/dict/), then prints one
+# table of executions per target (docs/reliability.md).
+#   scripts/fuzz.sh 10                                   CI's smoke (.ci/run): ASan + UBSan, one target after another
+#   scripts/fuzz.sh --ubsan --cores 16 --out DIR 3600    a campaign: UBSan only, every target at once
+# Usage: scripts/fuzz.sh [--ubsan] [--cores N] [--keep-going] [--build-only] [--out DIR] SECONDS [TARGET...]
+#   --ubsan       libFuzzer + UndefinedBehaviorSanitizer only (build-fuzz-ubsan/): several times the
+#                 executions per second of the ASan build; still stops on a crash, an abort, an
+#                 escaping exception, a broken property or undefined behaviour (not on a heap
+#                 overflow or a leak that does not crash: the CI smoke keeps ASan for those)
+#   --cores N     every target at once in fork mode, N worker processes in all, the slow targets
+#                 getting more (without it: one target at a time, one process, as CI runs it)
+#   --keep-going  (with --cores) count crashes, timeouts and OOMs and go on (-ignore_crashes ...)
+#                 instead of stopping the target at the first one
+#   --build-only  configure and build, run nothing (SECONDS is still required)
+#   --out DIR     logs, crash inputs (<target>-crash-...) and totals.txt go there
+#                 (default: the build directory's artifacts/)
+# Environment: LCM_FUZZ_BUILD (build directory), LCM_FUZZ_ARGS (extra libFuzzer flags),
+# LCM_FUZZ_NO_BUILD=1 (run $LCM_FUZZ_BUILD/bin/* as they are: scripts/device_fuzz_campaign.sh). New
+# inputs go to $LCM_FUZZ_BUILD/corpus/<target>/ (the committed corpus is only read). Any crash,
+# sanitizer report, leak, timeout (> 5 s) or broken property leaves <target>-crash-* (or leak-,
+# timeout-, oom-) in the output directory and makes the script exit 1 after every target ran.
+# Reproduce with build-fuzz/bin/<target> FILE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [[ $# -lt 1 || ! $1 =~ ^[0-9]+$ ]]; then
-  echo "usage: scripts/fuzz.sh SECONDS [TARGET...]" >&2
+usage() {
+  echo "usage: scripts/fuzz.sh [--ubsan] [--cores N] [--keep-going] [--build-only] [--out DIR] SECONDS [TARGET...]" >&2
   exit 2
-fi
+}
+sanitizers="address,undefined" cores=0 keep_going=0 out="" build_only=0
+while [[ $# -gt 0 && $1 == --* ]]; do
+  case $1 in
+    --ubsan) sanitizers=undefined; shift ;;
+    --cores) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || usage; cores=$2; shift 2 ;;
+    --keep-going) keep_going=1; shift ;;
+    --build-only) build_only=1; shift ;;
+    --out) [[ -n ${2:-} ]] || usage; out=$2; shift 2 ;;
+    *) usage ;;
+  esac
+done
+[[ $# -ge 1 && $1 =~ ^[1-9][0-9]*$ ]] || usage  # libFuzzer reads -max_total_time=0 as "no limit"
 seconds=$1
 shift
+all=(scenario_fuzz set_fuzz profile_fuzz megatron_argv_fuzz megatron_yaml_fuzz exec_json_fuzz nccl_log_fuzz)
 targets=("$@")
-if [[ ${#targets[@]} -eq 0 ]]; then
-  targets=(scenario_fuzz set_fuzz profile_fuzz megatron_argv_fuzz megatron_yaml_fuzz exec_json_fuzz nccl_log_fuzz)
-fi
-build=${LCM_FUZZ_BUILD:-build-fuzz}
+[[ ${#targets[@]} -gt 0 ]] || targets=("${all[@]}")
+if [[ $sanitizers == undefined ]]; then build=${LCM_FUZZ_BUILD:-build-fuzz-ubsan}; else build=${LCM_FUZZ_BUILD:-build-fuzz}; fi
+out=${out:-$build/artifacts}
 
 # Longest input per target: a little above its largest seed.
 declare -A max_len=([scenario_fuzz]=8192 [set_fuzz]=1024 [profile_fuzz]=16384 [megatron_argv_fuzz]=8192
                     [megatron_yaml_fuzz]=8192 [exec_json_fuzz]=16384 [nccl_log_fuzz]=4096)
+# Relative CPU cost of one execution (UBSan build, docs/reliability.md#throughput): --cores gives
+# each target one worker, then the rest one at a time to the target with the most cost per worker.
+declare -A cost=([scenario_fuzz]=15 [set_fuzz]=5 [profile_fuzz]=4 [megatron_argv_fuzz]=19
+                 [megatron_yaml_fuzz]=13 [exec_json_fuzz]=1 [nccl_log_fuzz]=2)
+for t in "${targets[@]}"; do
+  [[ -n ${max_len[$t]:-} ]] || { echo "scripts/fuzz.sh: unknown target '$t' (one of: ${all[*]})" >&2; exit 2; }
+done
 
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-if [[ ! -f $build/CMakeCache.txt ]]; then
-  CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
-    -DLCM_BUILD_FUZZERS=ON -DLCM_BUILD_TESTS=OFF -DLCM_BUILD_BENCHMARKS=OFF -DLCM_BUILD_EXECUTOR=OFF \
-    -DLCM_BUILD_GUI=OFF >/dev/null
+if [[ ${LCM_FUZZ_NO_BUILD:-0} != 1 ]]; then  # 1: $LCM_FUZZ_BUILD/bin holds fuzzers built elsewhere
+  command -v clang++ >/dev/null || { echo "scripts/fuzz.sh: clang++ not found (Debian 12: apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
+  launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  if [[ ! -f $build/CMakeCache.txt ]]; then
+    CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
+      -DLCM_BUILD_FUZZERS=ON -DLCM_FUZZ_SANITIZERS="$sanitizers" -DLCM_BUILD_TESTS=OFF -DLCM_BUILD_BENCHMARKS=OFF \
+      -DLCM_BUILD_EXECUTOR=OFF -DLCM_BUILD_GUI=OFF >/dev/null
+  fi
+  cmake --build "$build" -j"$(nproc)" --target lcm_fuzzers
 fi
-cmake --build "$build" -j"$(nproc)" --target lcm_fuzzers
+((build_only)) && exit 0
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-mkdir -p "$build/artifacts"
-failed=()
-for t in "${targets[@]}"; do
-  [[ -n ${max_len[$t]:-} ]] || { echo "scripts/fuzz.sh: unknown target '$t'" >&2; exit 2; }
-  mkdir -p "$build/corpus/$t"
-  log="$build/artifacts/$t.log"
-  # shellcheck disable=SC2086  # LCM_FUZZ_ARGS is a list of flags
-  if "$build/bin/$t" -max_total_time="$seconds" -max_len="${max_len[$t]}" -timeout=5 -rss_limit_mb=2048 \
-       -dict="fuzz/dict/$t.dict" -artifact_prefix="$build/artifacts/$t-" -print_final_stats=1 \
-       ${LCM_FUZZ_ARGS:-} "$build/corpus/$t" "fuzz/corpus/$t" >"$log" 2>&1; then
-    status=ok
-  else
-    status=FAILED
-    failed+=("$t")
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+# Workers per target (--cores).
+declare -A workers=()
+if ((cores > 0)); then
+  left=$cores
+  for t in "${targets[@]}"; do workers[$t]=1; left=$((left - 1)); done
+  while ((left > 0)); do
+    best=${targets[0]}
+    for t in "${targets[@]}"; do
+      ((cost[$t] * workers[$best] > cost[$best] * workers[$t])) && best=$t
+    done
+    workers[$best]=$((workers[$best] + 1))
+    left=$((left - 1))
+  done
+fi
+
+run_target() {  # TARGET: one libFuzzer run, its output in $out/TARGET.log
+  local t=$1 mode=()
+  if ((cores > 0)); then
+    mode=(-fork="${workers[$t]}")
+    ((keep_going)) && mode+=(-ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
   fi
-  # "#RUNS ... cov: N ... exec/s: N" (plain mode: the last status line; -fork=N mode: the job lines).
-  last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
-  runs=$(sed -nE 's/^#([0-9]+).*/\1/p' <<<"$last")
-  per_s=$(sed -nE 's/.*exec\/s:? ([0-9]+).*/\1/p' <<<"$last")
-  secs=$(sed -nE 's/.* time: ([0-9]+)s.*/\1/p' <<<"$last")  # -fork: average over the whole run
-  [[ -n $secs && $secs -gt 0 && -n $runs ]] && per_s=$((runs / secs))
-  cov=$(sed -nE 's/.*cov: ([0-9]+).*/\1/p' <<<"$last")
-  printf '%-20s %-6s runs %-10s exec/s %-7s cov %s\n' "$t" "$status" "${runs:-?}" "${per_s:-?}" "${cov:-?}"
-done
+  mkdir -p "$build/corpus/$t"
+  # CPU seconds (user + system, workers included) in $out/TARGET.cpu where GNU time is installed.
+  local timer=()
+  [[ -x /usr/bin/time ]] && timer=(/usr/bin/time -f '%U %S' -o "$out/$t.cpu")
+  # shellcheck disable=SC2086  # LCM_FUZZ_ARGS is a list of flags
+  "${timer[@]}" "$build/bin/$t" "${mode[@]}" -max_total_time="$seconds" -max_len="${max_len[$t]}" -timeout=5 -rss_limit_mb=2048 \
+    -dict="fuzz/dict/$t.dict" -artifact_prefix="$out/$t-" -print_final_stats=1 ${LCM_FUZZ_ARGS:-} \
+    "$build/corpus/$t" "fuzz/corpus/$t" >"$out/$t.log" 2>&1
+}
+
+start=$(date +%s)
+declare -A rc=()
+if ((cores > 0)); then
+  declare -A pid=()
+  for t in "${targets[@]}"; do
+    run_target "$t" &
+    pid[$t]=$!
+  done
+  for t in "${targets[@]}"; do
+    if wait "${pid[$t]}"; then rc[$t]=0; else rc[$t]=$?; fi
+  done
+else
+  for t in "${targets[@]}"; do
+    if run_target "$t"; then rc[$t]=0; else rc[$t]=$?; fi
+  done
+fi
+wall=$(($(date +%s) - start))
+built_with=$(sed -n 's/^LCM_FUZZ_SANITIZERS:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+
+# One row per target. Plain mode: libFuzzer's final "stat::number_of_executed_units"; fork
+# mode: the parent's last "#RUNS: cov: ... oom/timeout/crash: a/b/c time: Ns" line (the total of
+# its workers; the workers' own stats stay in its temporary directory).
+failed=()
+{
+  printf '%-20s %-7s %8s %14s %9s %11s %7s  %s\n' target status workers executions exec/s exec/cpu-s cov \
+    "oom/timeout/crash"
+  total=0
+  for t in "${targets[@]}"; do
+    log=$out/$t.log
+    runs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$log" | tail -1)
+    fork_line=$(grep -E '^#[0-9]+: cov:' "$log" | tail -1 || true)
+    [[ -n $runs ]] || runs=$(sed -nE 's/^#([0-9]+):? .*/\1/p' <<<"$fork_line")
+    [[ -n $runs ]] || runs=$(grep -E '^#[0-9]+' "$log" | tail -1 | sed -nE 's/^#([0-9]+).*/\1/p' || true)
+    cov=$(grep -E '^#[0-9]+.* cov: ' "$log" | tail -1 | sed -nE 's/.* cov: ([0-9]+).*/\1/p' || true)
+    secs=$(sed -nE 's/.* time: ([0-9]+)s.*/\1/p' <<<"$fork_line")
+    [[ -n $secs ]] || secs=$seconds
+    counts=$(sed -nE 's/.*oom\/timeout\/crash: ([0-9]+\/[0-9]+\/[0-9]+).*/\1/p' <<<"$fork_line")
+    found=$(find "$out" -maxdepth 1 -name "$t-*" ! -name "$t.log" | wc -l)
+    status=ok
+    if [[ ${rc[$t]} -ne 0 || $found -gt 0 ]]; then status=FAILED; failed+=("$t"); fi
+    per_s=$(( ${runs:-0} / (secs > 0 ? secs : 1) ))
+    per_cpu=$(awk -v r="${runs:-0}" 'NF == 2 && $1 + $2 > 0 {printf "%d", r / ($1 + $2); exit}' "$out/$t.cpu" 2>/dev/null || true)
+    total=$((total + ${runs:-0}))
+    kept=""
+    ((found > 0)) && kept=" ($found inputs kept)"
+    printf '%-20s %-7s %8s %14s %9s %11s %7s  %s\n' "$t" "$status" "${workers[$t]:-1}" "${runs:-?}" "$per_s" \
+      "${per_cpu:-?}" "${cov:-?}" "${counts:--}$kept"
+  done
+  printf '%-20s %-7s %8s %14s   (%s s per target, %s s wall, fuzzers with %s, %s cores here, %s)\n' all "" \
+    "$((cores > 0 ? cores : 1))" "$total" "$seconds" "$wall" "${built_with:-$sanitizers}" "$(nproc)" "$(date -u +%FT%TZ)"
+} >"$out/totals.txt"  # not a pipe: `failed` must stay in this shell
+cat "$out/totals.txt"
+
 if [[ ${#failed[@]} -gt 0 ]]; then
   for t in "${failed[@]}"; do
-    echo "--- $t ($build/artifacts/$t.log):" >&2
+    echo "--- $t ($out/$t.log):" >&2
     grep -E -m1 -A25 'ERROR: |runtime error|PROPERTY FAILED|deadly signal|uncaught exception|terminate called' \
-      "$build/artifacts/$t.log" >&2 || tail -30 "$build/artifacts/$t.log" >&2
+      "$out/$t.log" >&2 || tail -30 "$out/$t.log" >&2
+    find "$out" -maxdepth 1 -name "$t-*" ! -name "$t.log" -printf '  input: %p\n' >&2
   done
   exit 1
 fi

@@ -28,7 +28,7 @@ status=0
 skip=()
 if [[ $# -gt 0 ]]; then
   skip=(-E "_NOT_BUILT")
-  for t in lcm_gui_tests lcm_plot_tests; do [[ -x $build/bin/$t ]] || skip[1]+="|^$t\$"; done
+  for t in lcm_gui_tests lcm_gui_timeline_tests lcm_gui_layout_tests lcm_plot_tests; do [[ -x $build/bin/$t ]] || skip[1]+="|^$t\$"; done
 fi
 ctest --test-dir "$build" -j"$(nproc)" --output-on-failure "${skip[@]}" || status=$?
 end=$(date +%s)

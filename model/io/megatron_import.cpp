@@ -140,8 +140,11 @@ void MegatronImporter::from(const std::string& dotted, std::string_view flag) {
 }
 
 void MegatronImporter::classify() {
-  std::vector<std::string> all;
-  for (const MegatronFlagName& n : megatron_flag_names()) all.emplace_back(n.name);
+  static const std::vector<std::string> all = [] {  // did-you-mean candidates, built once
+    std::vector<std::string> v;
+    for (const MegatronFlagName& n : megatron_flag_names()) v.emplace_back(n.name);
+    return v;
+  }();
   std::set<std::string> seen;
   for (const auto& [name, f] : by_name_) {
     if (is_mapped(name)) continue;

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <sstream>
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 
 namespace lcm::io {
 
@@ -23,17 +25,56 @@ ConfigError error_at(const Loc& loc, std::string key, std::string message) {
   return ConfigError{loc.file, loc.line, loc.column, std::move(key), std::move(message)};
 }
 
+namespace {
+
+// Where each document the parser reports starts, and where its first node is (no nodes are built).
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> marks, first_node;
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t) override { node(m); }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { node(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { node(m); }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(m);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    node(m);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void node(const YAML::Mark& m) {
+    if (first_node.size() < marks.size()) first_node.push_back(m);
+  }
+};
+
+}  // namespace
+
 Result<YAML::Node> parse_yaml(const std::string& text, const std::string& file) {
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    if (docs.empty()) return YAML::Node();
-    if (docs.size() > 1) {
-      // The loader would read the first and drop the rest without a word.
-      const Loc at = loc_of(docs[1].Mark(), file);
+    // The documents are counted first, at most two: yaml-cpp 0.7's LoadAll never returns on a
+    // ',' outside a flow collection (the parser yields an empty document at that same place
+    // again and again without consuming it; fuzz finding 8: 2 GB of documents from 5 KB of a
+    // profile), and YAML::Load alone would read the first document and drop the rest.
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts starts;
+    while (starts.marks.size() < 2 && parser.HandleNextDocument(starts)) {}
+    if (starts.marks.size() == 2) {
+      const YAML::Mark& second = starts.marks[1];
+      if (second.pos == starts.marks[0].pos) {
+        const char c = second.pos >= 0 && static_cast<size_t>(second.pos) < text.size() ? text[second.pos] : '?';
+        return error_at(loc_of(second, file), "", fmt::format("malformed YAML: unexpected '{}'", c));
+      }
+      const Loc at = loc_of(starts.first_node.size() == 2 ? starts.first_node[1] : second, file);
       return error_at(at, "", fmt::format("a second YAML document ('---' before line {}); the file must hold exactly one",
                                           at.line > 0 ? at.line : 1));
     }
-    return docs.front();
+    if (starts.marks.empty()) return YAML::Node();
+    return YAML::Load(text);
   } catch (const YAML::DeepRecursion& e) {
     return error_at(loc_of(e.mark, file), "", fmt::format("YAML nesting too deep (more than {} levels)", e.depth()));
   } catch (const YAML::ParserException& e) {
@@ -296,36 +337,56 @@ std::string list_pattern_string(const std::vector<uint8_t>& pattern) {
 // ---- suggestions ----------------------------------------------------------------------
 namespace {
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  const size_t n = a.size(), m = b.size();
-  std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1));
-  for (size_t i = 0; i <= n; ++i) d[i][0] = i;
-  for (size_t j = 0; j <= m; ++j) d[0][j] = j;
+// Optimal string alignment distance (an adjacent transposition counts one edit), or cutoff + 1
+// as soon as the distance is certain to exceed `cutoff`: once two consecutive rows are above it
+// everywhere, so is every later entry (each derives from one of those rows, or from column 0,
+// which is larger still). `rows` is scratch kept across calls: three rows, no allocation per
+// candidate.
+size_t edit_distance(std::string_view a, std::string_view b, size_t cutoff, std::vector<size_t>& rows) {
+  const size_t n = a.size(), m = b.size(), w = m + 1;
+  rows.assign(3 * w, 0);
+  size_t* before = rows.data();  // row i - 2
+  size_t* prev = before + w;  // row i - 1
+  size_t* cur = prev + w;  // row i
+  for (size_t j = 0; j <= m; ++j) prev[j] = j;
+  size_t prev_min = 0;
   for (size_t i = 1; i <= n; ++i) {
+    cur[0] = i;
+    size_t row_min = i;
     for (size_t j = 1; j <= m; ++j) {
-      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      size_t d = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d = std::min(d, before[j - 2] + 1);
+      cur[j] = d;
+      row_min = std::min(row_min, d);
     }
+    if (row_min > cutoff && prev_min > cutoff) return cutoff + 1;
+    prev_min = row_min;
+    std::swap(before, prev);  // rotate: before <- prev <- cur <- (old before, overwritten next)
+    std::swap(prev, cur);
   }
-  return d[n][m];
+  return prev[m];
 }
 
 }  // namespace
 
+// The first candidate at the smallest distance, if that is at most a third of the word (at
+// least 2). A candidate is examined only against the best so far: its distance must be
+// below the best one's, so the length difference alone rules most out, and the distance
+// computation stops as soon as it is out of reach (a long unknown word or flag, e.g. from
+// a garbage run.sh, stays cheap: fuzz finding 3).
 std::string closest(std::string_view word, std::span<const std::string> candidates) {
+  size_t cutoff = std::max<size_t>(2, word.size() / 3);  // largest distance still worth taking
   std::string best;
-  size_t best_d = std::numeric_limits<size_t>::max();
-  const size_t limit = std::max<size_t>(2, word.size() / 3);
+  std::vector<size_t> rows;
   for (const std::string& c : candidates) {
-    // The distance is at least the length difference: such a candidate is never close
-    // enough, and skipping it keeps a long unknown word from costing |word| x |c| per candidate.
-    if (std::max(word.size(), c.size()) - std::min(word.size(), c.size()) > limit) continue;
-    const size_t d = edit_distance(word, c);
-    if (d < best_d) best_d = d, best = c;
+    if (std::max(word.size(), c.size()) - std::min(word.size(), c.size()) > cutoff) continue;
+    const size_t d = edit_distance(word, c, cutoff, rows);
+    if (d > cutoff) continue;
+    best = c;
+    if (d == 0) break;
+    cutoff = d - 1;  // a later candidate must be strictly closer (ties keep the first)
   }
-  return best_d <= limit ? best : std::string();
+  return best;
 }
 
 std::string unknown_message(std::string_view what, std::string_view word, std::span<const std::string> candidates) {

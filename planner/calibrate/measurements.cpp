@@ -1,5 +1,6 @@
 // Measured op times as model ops: lcm-exec summaries and nccl-tests logs (measurements.hpp).
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lcm/model/io/input_file.hpp"
+#include "lcm/model/limits.hpp"
 #include "lcm/planner/calibrate/measurements.hpp"
 
 namespace lcm::calib {
@@ -24,6 +26,28 @@ namespace {
 
 io::ConfigError err(const std::string& file, int line, const std::string& key, const std::string& msg) {
   return io::ConfigError{file, line, 0, key, msg};
+}
+
+// A field outside the range lcm accepts (a count, a rank, a dimension): thrown by the readers
+// of integers below, turned into one input error naming the key and the range by the parsers
+// (never a float-to-int cast out of range: fuzz/corpus/exec_json_fuzz/hand-group_size_1e300.json).
+struct BadKey {
+  std::string key;
+  std::string message;
+  int line = 0;  // of an nccl-tests log; 0 in JSON
+};
+
+// Ranges of the integer fields: a rank, group or EP size as lcm's cap on GPUs; GEMM and
+// attention dimensions and MoE widths as implausible() below; GEMM groups, experts, top-k as
+// lcm's cap on experts.
+constexpr int64_t kMaxDim = int64_t{1} << 24;
+
+// An integer value in [0, max] (an integral JSON number; 4096.0 is 4096).
+int64_t integer_value(const json& v, const std::string& key, int64_t max) {
+  const double x = v.is_number() ? v.get<double>() : -1.0;
+  if (!(x >= 0 && x <= static_cast<double>(max)) || x != std::floor(x))
+    throw BadKey{key, fmt::format("expected an integer in [0, {}], got {}", max, v.dump())};
+  return static_cast<int64_t>(x);
 }
 
 std::optional<Collective> collective_named(std::string s) {
@@ -38,12 +62,22 @@ std::optional<Collective> collective_named(std::string s) {
 
 // Host of each rank from "#  Rank   0 Pid    1402 on           vm device  0 [...]" lines
 // (lcm-exec's "devices" and nccl-tests' header use the same form).
-std::map<int, std::string> rank_hosts(const std::vector<std::string>& lines) {
+// A rank beyond lcm's cap on GPUs is an input error (BadKey; with the 1-based line number
+// where `numbered`, an nccl-tests log).
+std::map<int, std::string> rank_hosts(const std::vector<std::string>& lines, bool numbered) {
   static const std::regex re(R"(^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+))");
   std::map<int, std::string> hosts;
   std::smatch m;
-  for (const std::string& l : lines)
-    if (std::regex_search(l, m, re)) hosts[std::stoi(m[1].str())] = m[2].str();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!std::regex_search(lines[i], m, re)) continue;
+    const std::string digits = m[1].str();
+    int64_t r = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), r);
+    if (ec != std::errc() || r >= limits::kNumGpus)
+      throw BadKey{"Rank", fmt::format("expected a rank in [0, {}], got {}", limits::kNumGpus - 1, digits),
+                   numbered ? static_cast<int>(i + 1) : 0};
+    hosts[static_cast<int>(r)] = m[2].str();
+  }
   return hosts;
 }
 
@@ -71,13 +105,17 @@ MeasuredOp collective_point(Collective kind, double bytes, const GroupTopology& 
   return m;
 }
 
-// "4096x6144x4096" -> {4096, 6144, 4096}.
+// "4096x6144x4096" -> {4096, 6144, 4096}; a dimension above 2^24 is an input error.
 std::optional<std::vector<int64_t>> dims(const std::string& shape) {
   std::vector<int64_t> out;
   std::stringstream in(shape);
   for (std::string tok; std::getline(in, tok, 'x');) {
     if (tok.empty() || tok.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-    out.push_back(std::stoll(tok));
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+    if (ec != std::errc() || v > kMaxDim)
+      throw BadKey{"shape", fmt::format("expected MxNxK with dimensions in [0, {}], got '{}'", kMaxDim, shape)};
+    out.push_back(v);
   }
   return out;
 }
@@ -121,6 +159,22 @@ double number(const json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
+// An integer field of `j`: 0 when absent or not a number (the callers' "missing"), else an
+// integer in [0, max] (integer_value).
+int64_t integer(const json& j, const char* key, int64_t max) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? integer_value(*it, key, max) : 0;
+}
+
+// A list of ranks (extra.ranks, extra.ep_ranks); anything but a list reads as none.
+std::vector<int> rank_list(const json& j, const char* key) {
+  std::vector<int> out;
+  const auto it = j.find(key);
+  if (it != j.end() && it->is_array())
+    for (const json& r : *it) out.push_back(static_cast<int>(integer_value(r, key, limits::kNumGpus - 1)));
+  return out;
+}
+
 // A model op described explicitly by the point (`model_op`), as lcm-exec writes for ops
 // without a family-specific shape (MoE phases, CP ring steps):
 //   {"kind": "gemm", "m", "n", "k", "groups", "dtype"} | {"kind": "memory", "bytes"} |
@@ -132,8 +186,8 @@ std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ra
   MeasuredOp m;
   if (kind == "gemm") {
     m.op.kind = OpKind::kGemm;
-    m.op.gemm = GemmShape{static_cast<int64_t>(number(mo, "m")), static_cast<int64_t>(number(mo, "n")),
-                          static_cast<int64_t>(number(mo, "k")), std::max(1, static_cast<int>(number(mo, "groups")))};
+    m.op.gemm = GemmShape{integer(mo, "m", kMaxDim), integer(mo, "n", kMaxDim), integer(mo, "k", kMaxDim),
+                          std::max(1, static_cast<int>(integer(mo, "groups", limits::kNumExperts)))};
     m.op.dtype = mo.value("dtype", "bf16").rfind("fp8", 0) == 0 ? DType::kFp8 : DType::kBf16;
     if (m.op.gemm.m <= 0 || m.op.gemm.n <= 0 || m.op.gemm.k <= 0) return *why = "gemm model_op without m, n, k", std::nullopt;
     return m;
@@ -146,7 +200,7 @@ std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ra
   }
   if (kind == "collective") {
     const auto c = collective_named(mo.value("collective", ""));
-    const int n = static_cast<int>(number(mo, "group_size"));
+    const int n = static_cast<int>(integer(mo, "group_size", limits::kNumGpus));
     if (!c || n < 2) return *why = "collective model_op without a known collective and group_size >= 2", std::nullopt;
     std::vector<int> rs = ranks;
     if (static_cast<int>(rs.size()) != n) {
@@ -158,13 +212,13 @@ std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ra
   if (kind == "attention") {
     m.op.kind = OpKind::kAttention;
     AttentionShape& a = m.op.attn;
-    a.batch = static_cast<int64_t>(number(mo, "b"));
-    a.seq_q = static_cast<int64_t>(number(mo, "s_q"));
-    a.seq_kv = static_cast<int64_t>(number(mo, "s_kv"));
-    a.heads_q = static_cast<int64_t>(number(mo, "hq"));
-    a.heads_kv = static_cast<int64_t>(number(mo, "hkv"));
-    a.head_dim_qk = static_cast<int64_t>(number(mo, "d"));
-    a.head_dim_v = mo.contains("d_v") ? static_cast<int64_t>(number(mo, "d_v")) : a.head_dim_qk;
+    a.batch = integer(mo, "b", kMaxDim);
+    a.seq_q = integer(mo, "s_q", kMaxDim);
+    a.seq_kv = integer(mo, "s_kv", kMaxDim);
+    a.heads_q = integer(mo, "hq", kMaxDim);
+    a.heads_kv = integer(mo, "hkv", kMaxDim);
+    a.head_dim_qk = integer(mo, "d", kMaxDim);
+    a.head_dim_v = mo.contains("d_v") ? integer(mo, "d_v", kMaxDim) : a.head_dim_qk;
     a.work_fraction = mo.contains("work_fraction") ? number(mo, "work_fraction") : 1.0;
     a.causal = a.work_fraction < 1.0;
     m.op.pass = mo.value("pass", "fwd") == "bwd" ? Pass::kBwd : Pass::kFwd;
@@ -185,10 +239,11 @@ std::optional<MeasuredOp> moe_phase_op(const json& p, const std::string& op, con
   const json ex = p.value("extra", json::object());
   const json moe = ex.value("moe", json::object());
   const json routing = ex.value("routing", json::object());
-  const auto T = static_cast<int64_t>(number(moe, "tokens")), h = static_cast<int64_t>(number(moe, "hidden")),
-             f = static_cast<int64_t>(number(moe, "ffn")), E = static_cast<int64_t>(number(moe, "experts"));
-  const int El = static_cast<int>(number(moe, "local_experts")), ep = static_cast<int>(number(moe, "ep"));
-  const auto topk = static_cast<int64_t>(number(moe, "topk"));
+  const int64_t T = integer(moe, "tokens", kMaxDim), h = integer(moe, "hidden", kMaxDim),
+                f = integer(moe, "ffn", kMaxDim), E = integer(moe, "experts", limits::kNumExperts);
+  const int El = static_cast<int>(integer(moe, "local_experts", limits::kNumExperts)),
+            ep = static_cast<int>(integer(moe, "ep", limits::kNumGpus));
+  const int64_t topk = integer(moe, "topk", limits::kNumExperts);
   if (T <= 0 || h <= 0 || f <= 0 || E <= 0 || El <= 0 || ep <= 0 || topk <= 0) {
     *why = "moe point without extra.moe {tokens, hidden, ffn, experts, topk, ep, local_experts}";
     return std::nullopt;
@@ -196,7 +251,9 @@ std::optional<MeasuredOp> moe_phase_op(const json& p, const std::string& op, con
   // Rows this rank's experts receive (rank 0's, as the times are rank 0's), and the rows it
   // sends: its token-expert assignments less the dropped ones.
   const json recv = routing.value("received_rows_per_rank", json::array());
-  const int64_t rows = recv.is_array() && !recv.empty() ? static_cast<int64_t>(recv[0].get<double>()) : T * topk;
+  const int64_t rows = recv.is_array() && !recv.empty()
+                           ? integer_value(recv[0], "received_rows_per_rank", limits::kRoutingTokens)
+                           : T * topk;
   const double dropped = number(routing, "dropped_fraction_rank0");
   const double sent_rows = static_cast<double>(T * topk) * (1.0 - dropped);
   // The phase is a schedule op by name ("L.moe.experts.fc1.bwd.wgrad"); its GEMM in that
@@ -220,8 +277,7 @@ std::optional<MeasuredOp> moe_phase_op(const json& p, const std::string& op, con
     case OpId::kMoeDispatchA2A:
     case OpId::kMoeCombineA2A: {
       if (ep <= 1) break;
-      std::vector<int> ranks;
-      for (const auto& r : ex.value("ep_ranks", json::array())) ranks.push_back(r.get<int>());
+      std::vector<int> ranks = rank_list(ex, "ep_ranks");
       if (static_cast<int>(ranks.size()) != ep) {
         ranks.clear();
         for (int r = 0; r < ep; ++r) ranks.push_back(r);
@@ -233,6 +289,77 @@ std::optional<MeasuredOp> moe_phase_op(const json& p, const std::string& op, con
     default: break;
   }
   if (!m) *why = "moe phase without a model op (memory-bound phases carry no byte count)";
+  return m;
+}
+
+// The model op of one point of an lcm-exec summary, or nullopt with why it is skipped; a field
+// out of range throws BadKey.
+std::optional<MeasuredOp> point_op(const json& p, const std::string& key, const std::string& family,
+                                   const std::map<int, std::string>& hosts, int gpus_per_node,
+                                   std::string* why_skipped) {
+  std::vector<int> ranks =
+      p.contains("extra") && p["extra"].is_object() ? rank_list(p["extra"], "ranks") : std::vector<int>{};
+  std::optional<MeasuredOp> m;
+  std::string& why = *why_skipped;
+  if (p.contains("model_op") && p["model_op"].is_object()) {
+    m = explicit_op(p["model_op"], ranks, hosts, gpus_per_node, &why);
+  } else if (family == "moe") {
+    const std::string op = p.value("op", "");
+    if (op.find(".layer.") != std::string::npos || op.find(".phases.") != std::string::npos)
+      why = "whole-layer total of the separate phases";
+    else m = moe_phase_op(p, op, hosts, gpus_per_node, &why);
+  } else if (family == "gemm") {
+    const auto d = dims(p.value("shape", ""));
+    if (d && d->size() == 3) {
+      m = MeasuredOp{};
+      m->op.kind = OpKind::kGemm;
+      m->op.gemm = GemmShape{(*d)[0], (*d)[1], (*d)[2], 1};
+      m->op.dtype = p.value("dtype", "bf16").rfind("fp8", 0) == 0 ? DType::kFp8 : DType::kBf16;
+    } else {
+      why = "gemm shape is not MxNxK";
+    }
+  } else if (family == "attention" && key.find("/fwd+bwd/") != std::string::npos) {
+    why = "forward+backward total of the separate fwd and bwd points";
+  } else if (family == "attention") {
+    const json a = p.contains("extra") ? p["extra"].value("attention", json::object()) : json::object();
+    if (number(a, "s") > 0 && number(a, "hq") > 0 && number(a, "d") > 0) {
+      m = MeasuredOp{};
+      m->op.kind = OpKind::kAttention;
+      AttentionShape& s = m->op.attn;
+      s.batch = std::max<int64_t>(1, integer(a, "b", kMaxDim));
+      s.seq_q = s.seq_kv = integer(a, "s", kMaxDim);
+      s.heads_q = integer(a, "hq", kMaxDim);
+      s.heads_kv = a.contains("hkv") ? integer(a, "hkv", kMaxDim) : s.heads_q;
+      s.head_dim_qk = integer(a, "d", kMaxDim);
+      s.head_dim_v = a.contains("d_v") ? integer(a, "d_v", kMaxDim) : s.head_dim_qk;
+      s.causal = a.value("causal", true);
+      s.work_fraction = s.causal ? 0.5 : 1.0;
+      const std::string op = p.value("op", "");
+      m->op.pass = key.find("/bwd/") != std::string::npos || op.ends_with(".bwd") ? Pass::kBwd : Pass::kFwd;
+    } else {
+      why = "attention point without extra.attention {s, hq, d}";
+    }
+  } else if (family == "collectives") {
+    const auto c = collective_named(p.value("collective", ""));
+    const int n = static_cast<int>(integer(p, "group_size", limits::kNumGpus));
+    if (c && n >= 2) {
+      if (static_cast<int>(ranks.size()) != n) {
+        ranks.clear();
+        for (int r = 0; r < n; ++r) ranks.push_back(r);
+      }
+      m = collective_point(*c, number(p, "size"), topology(ranks, hosts, gpus_per_node));
+    } else {
+      why = n < 2 ? "a group of one rank moves nothing" : "unknown collective";
+    }
+  } else if (family == "membw") {
+    // A device-to-device copy reads and writes every byte.
+    m = MeasuredOp{};
+    m->op.kind = OpKind::kMemoryBound;
+    m->op.mem.bytes = 2.0 * number(p, "size");
+    if (!(m->op.mem.bytes > 0)) m.reset(), why = "no size";
+  } else {
+    why = fmt::format("family '{}' point carries no model_op", family);
+  }
   return m;
 }
 
@@ -254,7 +381,7 @@ io::Result<std::vector<MeasuredOp>> parse_exec_summary_unguarded(const std::stri
   if (doc.contains("devices") && doc["devices"].is_array())
     for (const auto& d : doc["devices"])
       if (d.is_string()) dev_lines.push_back(d.get<std::string>());
-  const auto hosts = rank_hosts(dev_lines);
+  const auto hosts = rank_hosts(dev_lines, false);
   std::vector<MeasuredOp> out;
   auto skip = [&](const std::string& key, const std::string& why) {
     if (skipped) skipped->push_back(fmt::format("{}: {}: {}", file, key, why));
@@ -272,70 +399,12 @@ io::Result<std::vector<MeasuredOp>> parse_exec_summary_unguarded(const std::stri
       skip(key, "no median time");
       continue;
     }
-    std::vector<int> ranks;
-    if (p.contains("extra") && p["extra"].contains("ranks") && p["extra"]["ranks"].is_array())
-      for (const auto& r : p["extra"]["ranks"]) ranks.push_back(r.get<int>());
     std::optional<MeasuredOp> m;
     std::string why;
-    if (p.contains("model_op") && p["model_op"].is_object()) {
-      m = explicit_op(p["model_op"], ranks, hosts, gpus_per_node, &why);
-    } else if (family == "moe") {
-      const std::string op = p.value("op", "");
-      if (op.find(".layer.") != std::string::npos || op.find(".phases.") != std::string::npos)
-        why = "whole-layer total of the separate phases";
-      else
-        m = moe_phase_op(p, op, hosts, gpus_per_node, &why);
-    } else if (family == "gemm") {
-      const auto d = dims(p.value("shape", ""));
-      if (d && d->size() == 3) {
-        m = MeasuredOp{};
-        m->op.kind = OpKind::kGemm;
-        m->op.gemm = GemmShape{(*d)[0], (*d)[1], (*d)[2], 1};
-        m->op.dtype = p.value("dtype", "bf16").rfind("fp8", 0) == 0 ? DType::kFp8 : DType::kBf16;
-      } else {
-        why = "gemm shape is not MxNxK";
-      }
-    } else if (family == "attention" && key.find("/fwd+bwd/") != std::string::npos) {
-      why = "forward+backward total of the separate fwd and bwd points";
-    } else if (family == "attention") {
-      const json a = p.contains("extra") ? p["extra"].value("attention", json::object()) : json::object();
-      if (number(a, "s") > 0 && number(a, "hq") > 0 && number(a, "d") > 0) {
-        m = MeasuredOp{};
-        m->op.kind = OpKind::kAttention;
-        AttentionShape& s = m->op.attn;
-        s.batch = static_cast<int64_t>(std::max(1.0, number(a, "b")));
-        s.seq_q = s.seq_kv = static_cast<int64_t>(number(a, "s"));
-        s.heads_q = static_cast<int64_t>(number(a, "hq"));
-        s.heads_kv = static_cast<int64_t>(a.contains("hkv") ? number(a, "hkv") : number(a, "hq"));
-        s.head_dim_qk = static_cast<int64_t>(number(a, "d"));
-        s.head_dim_v = a.contains("d_v") ? static_cast<int64_t>(number(a, "d_v")) : s.head_dim_qk;
-        s.causal = a.value("causal", true);
-        s.work_fraction = s.causal ? 0.5 : 1.0;
-        const std::string op = p.value("op", "");
-        m->op.pass = key.find("/bwd/") != std::string::npos || op.ends_with(".bwd") ? Pass::kBwd : Pass::kFwd;
-      } else {
-        why = "attention point without extra.attention {s, hq, d}";
-      }
-    } else if (family == "collectives") {
-      const auto c = collective_named(p.value("collective", ""));
-      const int n = static_cast<int>(number(p, "group_size"));
-      if (c && n >= 2) {
-        if (static_cast<int>(ranks.size()) != n) {
-          ranks.clear();
-          for (int r = 0; r < n; ++r) ranks.push_back(r);
-        }
-        m = collective_point(*c, number(p, "size"), topology(ranks, hosts, gpus_per_node));
-      } else {
-        why = n < 2 ? "a group of one rank moves nothing" : "unknown collective";
-      }
-    } else if (family == "membw") {
-      // A device-to-device copy reads and writes every byte.
-      m = MeasuredOp{};
-      m->op.kind = OpKind::kMemoryBound;
-      m->op.mem.bytes = 2.0 * number(p, "size");
-      if (!(m->op.mem.bytes > 0)) m.reset(), why = "no size";
-    } else {
-      why = fmt::format("family '{}' point carries no model_op", family);
+    try {
+      m = point_op(p, key, family, hosts, gpus_per_node, &why);
+    } catch (const BadKey& b) {
+      return err(file, 0, key, fmt::format("{}: {}", b.key, b.message));
     }
     if (!m) {
       skip(key, why);
@@ -360,7 +429,7 @@ io::Result<std::vector<MeasuredOp>> parse_nccl_tests_log_unguarded(const std::st
     std::istringstream in(text);
     for (std::string l; std::getline(in, l);) lines.push_back(l);
   }
-  const auto hosts = rank_hosts(lines);
+  const auto hosts = rank_hosts(lines, true);
   if (hosts.empty())
     return err(file, 0, "", "no '#  Rank N ... on HOST' lines: not an nccl-tests log, or the header was cut");
   std::optional<Collective> coll;
@@ -414,11 +483,13 @@ io::Result<std::vector<MeasuredOp>> parse_nccl_tests_log_unguarded(const std::st
 }  // namespace
 
 // A value of the wrong JSON type, or a number out of range, anywhere in the input: one error
-// naming the file, never an escaping exception (fuzz/findings/exec_json_fuzz, nccl_log_fuzz).
+// naming the file, never an escaping exception (fuzz/corpus/exec_json_fuzz, nccl_log_fuzz).
 io::Result<std::vector<MeasuredOp>> parse_exec_summary(const std::string& text, const std::string& file,
                                                        int gpus_per_node, std::vector<std::string>* skipped) {
   try {
     return parse_exec_summary_unguarded(text, file, gpus_per_node, skipped);
+  } catch (const BadKey& b) {
+    return err(file, 0, "devices", fmt::format("{}: {}", b.key, b.message));
   } catch (const std::exception& e) {
     return err(file, 0, "", std::string("malformed lcm-exec summary: ") + e.what());
   }
@@ -428,6 +499,8 @@ io::Result<std::vector<MeasuredOp>> parse_nccl_tests_log(const std::string& text
                                                          int gpus_per_node) {
   try {
     return parse_nccl_tests_log_unguarded(text, file, gpus_per_node);
+  } catch (const BadKey& b) {
+    return err(file, b.line, b.key, b.message);
   } catch (const std::exception& e) {
     return err(file, 0, "", std::string("malformed nccl-tests log: ") + e.what());
   }

@@ -14,6 +14,7 @@
 #include "lcm/model/io/input_file.hpp"
 #include "lcm/model/limits.hpp"
 #include "lcm/model/mesh.hpp"
+#include "megatron_flags.hpp"
 #include "yaml_read.hpp"
 
 namespace lcm::io::test {
@@ -142,6 +143,13 @@ TEST(Yaml, ASecondDocumentIsAnError) {
             "test.yaml:21:1: a second YAML document ('---' before line 21); the file must hold exactly one");
 }
 
+// yaml-cpp's LoadAll produced empty documents without end on a ',' outside a flow collection
+// (fuzz finding 8, profile_fuzz: out of memory); now a syntax error at the comma.
+TEST(Yaml, ACommaOutsideAFlowIsAnErrorNotAnEndlessLoad) {
+  EXPECT_EQ(error_of(load_text(",")), "test.yaml:1:1: malformed YAML: unexpected ','");
+  EXPECT_EQ(error_of(load_text("# a comment\n,x\n")), "test.yaml:2:1: malformed YAML: unexpected ','");
+}
+
 TEST(Yaml, DuplicateRopeScalingKeysAreErrors) {
   EXPECT_THAT(error_of(load_text(base_with("  position_embedding_type: rope",
                                            "  position_embedding_type: rope\n  rope_scaling: {type: linear, factor: "
@@ -200,6 +208,66 @@ TEST(Yaml, NestingLimitIsTheDocumented500) {
   auto nested = [](int n) { return "name: " + std::string(n, '[') + std::string(n, ']') + "\n"; };
   EXPECT_THAT(error_of(load_text(nested(498))), HasSubstr("name: expected a string, got a list"));
   EXPECT_THAT(error_of(load_text(nested(499))), HasSubstr("YAML nesting too deep (more than 500 levels)"));
+}
+
+// The did-you-mean search stops each distance as soon as it cannot beat the best so far
+// (what makes an unknown flag cheap: most of the fuzzers' time went there). Its answers must
+// be those of the full search: every candidate's whole optimal-string-alignment table.
+TEST(Suggestions, ClosestIsTheFullSearchsAnswer) {
+  auto full_distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i)
+      for (size_t j = 1; j <= b.size(); ++j) {
+        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    return d[a.size()][b.size()];
+  };
+  auto full_closest = [&](std::string_view word, const std::vector<std::string>& names) {
+    size_t best_d = SIZE_MAX;
+    std::string best;
+    for (const std::string& c : names) {
+      // The distance is at least the length difference (only to keep this test quick).
+      if (std::max(word.size(), c.size()) - std::min(word.size(), c.size()) > best_d) continue;
+      if (const size_t d = full_distance(word, c); d < best_d) best_d = d, best = c;
+    }
+    return best_d <= std::max<size_t>(2, word.size() / 3) ? best : std::string();
+  };
+  std::vector<std::string> names;
+  for (const MegatronFlagName& n : megatron_flag_names()) names.emplace_back(n.name);
+  ASSERT_GT(names.size(), 900u);
+  // Every 17th flag with a letter dropped, two swapped, one changed, a suffix added, and the
+  // reversed name; plus words near nothing.
+  std::vector<std::string> words = {"",           "x",   "zzzzzzzzzzzz",       "num-layer", "tensor-model-paralel-size",
+                                    "nmu-layers", "bf8", std::string(300, 'q')};
+  for (size_t i = 0; i < names.size(); i += 17) {
+    const std::string& n = names[i];
+    const size_t k = n.size() / 2;
+    words.push_back(n.substr(0, k) + n.substr(k + 1));
+    std::string swapped = n;
+    std::swap(swapped[k - 1], swapped[k]);
+    words.push_back(swapped);
+    std::string changed = n;
+    changed[k] = changed[k] == 'e' ? 'a' : 'e';
+    words.push_back(changed);
+    words.push_back(n + "-size");
+    words.emplace_back(n.rbegin(), n.rend());
+  }
+  int suggested = 0;
+  for (const std::string& w : words) {
+    const std::string got = closest(w, names);
+    EXPECT_EQ(got, full_closest(w, names)) << "word '" << w << "'";
+    suggested += !got.empty();
+  }
+  EXPECT_GT(suggested, static_cast<int>(words.size()) / 2);  // the comparison is not all "no suggestion"
+  EXPECT_EQ(closest("num-layer", names), "num-layers");
+  EXPECT_EQ(closest("tensor-model-paralel-size", names), "tensor-model-parallel-size");
+  EXPECT_EQ(closest("nmu-layers", names), "num-layers");
+  EXPECT_EQ(closest("bf8", names), "bf16");  // as far from 'sft': the first in order
+  EXPECT_EQ(closest("zzzzzzzzzzzz", names), "");
 }
 
 }  // namespace

@@ -696,22 +696,60 @@ TEST(CalibrateCv, EveryReportFormatShowsBoth) {
 }  // namespace
 }  // namespace lcm
 
-// The fuzzers' reproducers (fuzz/findings/): a value of the wrong JSON type or a rank beyond
-// int made an exception escape and abort `lcm calibrate`; each is now one input error.
+// The fuzzers' findings 4-7 (docs/reliability.md; reproducers now in fuzz/corpus/): a value of
+// the wrong JSON type, a number beyond int or a float beyond every integer type made an
+// exception escape and abort `lcm calibrate`, or a float-to-int cast overflow (UBSan); each is
+// now one input error naming the key and, for a number, the accepted range.
 TEST(CalibrateReaders, FuzzFindingsAreInputErrors) {
-  const std::string dir = LCM_SOURCE_DIR "/fuzz/findings/";
+  const std::string dir = LCM_SOURCE_DIR "/fuzz/corpus/";
   auto slurp = [](const std::string& p) {
     std::ifstream in(p);
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
   };
-  for (const char* f : {"exec_json_fuzz/point_not_an_object.json", "exec_json_fuzz/rank_not_a_number.json"}) {
+  auto exec_error = [&](const std::string& f) {
     auto r = lcm::calib::parse_exec_summary(slurp(dir + f), f, 8, nullptr);
-    ASSERT_FALSE(r.ok()) << f;
-    EXPECT_THAT(r.error().str(), ::testing::HasSubstr("malformed lcm-exec summary")) << f;
+    EXPECT_FALSE(r.ok()) << f;
+    return r.ok() ? std::string() : r.error().str();
+  };
+  EXPECT_THAT(exec_error("exec_json_fuzz/hand-point_not_an_object.json"),
+              ::testing::HasSubstr("malformed lcm-exec summary"));
+  EXPECT_EQ(exec_error("exec_json_fuzz/hand-rank_not_a_number.json"),
+            "exec_json_fuzz/hand-rank_not_a_number.json: k: ranks: expected an integer in [0, 1048575], got \"a\"");
+  EXPECT_EQ(exec_error("exec_json_fuzz/hand-group_size_1e300.json"),
+            "exec_json_fuzz/hand-group_size_1e300.json: k: group_size: expected an integer in [0, 1048576], got 1e+300");
+  // The other integer fields read from JSON numbers (audit of finding 6).
+  const std::string head = R"({"benchmark":"x","points":[{"key":"k","correct":true,"time_us":{"median":1},)";
+  const std::pair<std::string, std::string> cases[] = {
+      {R"("family":"gemm","model_op":{"kind":"gemm","m":1e300,"n":1,"k":1}}]})",
+       "k: m: expected an integer in [0, 16777216], got 1e+300"},
+      {R"("family":"x","model_op":{"kind":"attention","b":1,"s_q":-1,"s_kv":1,"hq":1,"d":1}}]})",
+       "k: s_q: expected an integer in [0, 16777216], got -1"},
+      {R"("family":"x","model_op":{"kind":"collective","collective":"all_reduce","group_size":2.5}}]})",
+       "k: group_size: expected an integer in [0, 1048576], got 2.5"},
+      {R"("family":"attention","extra":{"attention":{"s":1e19,"hq":1,"d":1}}}]})",
+       "k: s: expected an integer in [0, 16777216], got 1e+19"},
+      {R"("family":"gemm","shape":"99999999999999999999x1x1"}]})",
+       "k: shape: expected MxNxK with dimensions in [0, 16777216], got '99999999999999999999x1x1'"},
+      {R"("family":"moe","op":"L.moe.dispatch.a2a.fwd","extra":{"moe":{"tokens":8,"hidden":8,"ffn":8,"experts":8,"topk":2,"ep":2,"local_experts":4},"ep_ranks":[0,1e300]}}]})",
+       "k: ep_ranks: expected an integer in [0, 1048575], got 1e+300"},
+      {R"("family":"moe","op":"L.moe.experts.fc1.fwd","extra":{"moe":{"tokens":8,"hidden":8,"ffn":8,"experts":1e10,"topk":2,"ep":2,"local_experts":4}}}]})",
+       "k: experts: expected an integer in [0, 16384], got 10000000000.0"},
+      {R"("family":"moe","op":"L.moe.experts.fc1.fwd","extra":{"moe":{"tokens":8,"hidden":8,"ffn":8,"experts":8,"topk":2,"ep":2,"local_experts":4},"routing":{"received_rows_per_rank":[1e300]}}}]})",
+       "k: received_rows_per_rank: expected an integer in [0, 1099511627776], got 1e+300"},
+  };
+  for (const auto& [point, want] : cases) {
+    auto e = lcm::calib::parse_exec_summary(head + point, "f.json", 8, nullptr);
+    ASSERT_FALSE(e.ok()) << point;
+    EXPECT_EQ(e.error().str(), "f.json: " + want) << point;
   }
-  auto r = lcm::calib::parse_nccl_tests_log(slurp(dir + "nccl_log_fuzz/rank_beyond_int.txt"), "log", 8);
+  const std::string devices = R"({"benchmark":"x","devices":["#  Rank 2000000 Pid 1 on h device 0"],"points":[]})";
+  auto d = lcm::calib::parse_exec_summary(devices, "f.json", 8, nullptr);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.error().str(), "f.json: devices: Rank: expected a rank in [0, 1048575], got 2000000");
+
+  auto r = lcm::calib::parse_nccl_tests_log(slurp(dir + "nccl_log_fuzz/hand-rank_beyond_int.txt"), "log", 8);
   ASSERT_FALSE(r.ok());
-  EXPECT_THAT(r.error().str(), ::testing::HasSubstr("malformed nccl-tests log"));
+  EXPECT_EQ(r.error().str(), "log:2: Rank: expected a rank in [0, 1048575], got 99999999999");
 }
