@@ -78,11 +78,11 @@ EXE="build/bin/lcm-exec"
   echo "--- memcheck: lcm-exec train, tiny dense GQA (llama3.1-8b shape family)"
   $CS --tool memcheck $EXE train llama3.1-8b $ONE $TINY --set model.ffn_hidden_size=512 --out build/cs-train-dense; echo "exit $?"
   echo "--- memcheck: lcm-exec train, tiny MoE (mixtral family: softmax top-2, 4 experts, capacity factor 1.25)"
-  $CS --tool memcheck $EXE train mixtral-8x7b $ONE $TINY --set parallel.expert_model_parallel_size=1 \
+  $CS --tool memcheck $EXE train mixtral-8x7b $ONE $TINY --set parallel.expert_model_parallel_size=1 --set parallel.recompute_modules=core_attn \
       --set model.num_experts=4 --set model.moe_ffn_hidden_size=256 --set model.ffn_hidden_size=256 \
       --set model.moe_expert_capacity_factor=1.25 --out build/cs-train-moe; echo "exit $?"
   echo "--- racecheck: lcm-exec train, tiny MoE (dropless)"
-  $CS --tool racecheck $EXE train mixtral-8x7b $ONE $TINY --set parallel.expert_model_parallel_size=1 \
+  $CS --tool racecheck $EXE train mixtral-8x7b $ONE $TINY --set parallel.expert_model_parallel_size=1 --set parallel.recompute_modules=core_attn \
       --set model.num_experts=4 --set model.moe_ffn_hidden_size=256 --set model.ffn_hidden_size=256 \
       --out build/cs-train-moe-rc; echo "exit $?"
   echo "--- the sigmoid group-limited bench moe run that segfaulted at exit under memcheck (session 4): plain, then memcheck"
