@@ -889,6 +889,23 @@ TEST(StepTimeRules, SyncsCutSegmentsAndIdleTheGpu) {
   EXPECT_NEAR(u.host_idle, 10.25 * kMs, kTol);
 }
 
+// A GPU-bound segment between two synchronisations adds nothing (only host > GPU idles).
+//   pre_fwd: a pipeline receive with a sync (GPU 1, host 0, idle 0.5) closes the first segment
+//   (1, 0); dense fwd (GPU 4, host 1) + MoE fwd with a sync (GPU 2, host 4) form the next:
+//   max(0, 5 - 6) = 0; two syncs x 0.5 ms = 1 ms of idle, all in the forward.
+TEST(StepTimeRules, GpuBoundSegmentBetweenSyncsDoesNotIdle) {
+  Composer c;
+  c.dense.fwd = host_pass(4, 1);
+  c.moe.fwd = host_pass(2, 4, 1, 0.5);
+  c.stages.push_back(edge_stage(0, 0));
+  c.stages[0].pre_fwd = host_pass(1, 0, 1, 0.5);
+  c.stages[0].in.dense = 1;
+  c.stages[0].in.moe = 1;
+  const StageTime t = c.microbatch(0);
+  EXPECT_NEAR(t.host_idle, 1 * kMs, kTol);
+  EXPECT_NEAR(t.fwd, 8 * kMs, kTol);
+}
+
 // The step: m micro-batches of the bottleneck's idle, plus the step's closing sync (sync +
 // launch latency); the host term is one of the step terms and they still sum to the step.
 //   one stage, m = 2, host-bound dense list: fwd GPU 10 / host 20, per micro-batch idle 10;
