@@ -147,6 +147,18 @@ std::vector<Key> allowance_keys() {
   };
 }
 
+// The host side of a step (HostSpec; docs/time-model.md, "Host-bound regime"). An optional
+// block: a profile without it has no host cost; with it, every key is required.
+std::vector<Key> host_keys() {
+  return {
+      real_key("kernel_launch_us", kMicro, 0, false, 1000, [](HardwareSpec& h) -> double& { return h.host.kernel_launch; }),
+      real_key("launch_latency_us", kMicro, 0, false, 1000, [](HardwareSpec& h) -> double& { return h.host.launch_latency; }),
+      real_key("sync_us", kMicro, 0, false, 10000, [](HardwareSpec& h) -> double& { return h.host.sync; }),
+      real_key("layer_overhead_us", kMicro, 0, false, 100000,
+               [](HardwareSpec& h) -> double& { return h.host.layer_overhead; }),
+  };
+}
+
 std::vector<std::string> names_of(const std::vector<Key>& keys) {
   std::vector<std::string> out;
   for (const Key& k : keys) out.emplace_back(k.name);
@@ -206,10 +218,12 @@ Result<HardwareSpec> load_profile_text(const std::string& text, const std::strin
 
   HardwareSpec h;
   std::set<std::string> seen;
-  const std::vector<Key> top_k = top_keys(), eff_k = efficiency_keys(), alw_k = allowance_keys();
-  if (auto e = parse_block(root, top_k, "", {"efficiency", "allowances"}, h, path, seen)) return *e;
-  for (const auto& [block, keys] : {std::pair{"efficiency", &eff_k}, std::pair{"allowances", &alw_k}}) {
+  const std::vector<Key> top_k = top_keys(), eff_k = efficiency_keys(), alw_k = allowance_keys(), host_k = host_keys();
+  if (auto e = parse_block(root, top_k, "", {"efficiency", "allowances", "host"}, h, path, seen)) return *e;
+  for (const auto& [block, keys] :
+       {std::pair{"efficiency", &eff_k}, std::pair{"allowances", &alw_k}, std::pair{"host", &host_k}}) {
     const YAML::Node n = root[block];
+    if (!n && keys == &host_k) continue;  // optional: no host cost
     if (!n) return error_at(top, block, fmt::format("missing required block '{}:'", block));
     Loc bl;
     for (const auto& kv : root)

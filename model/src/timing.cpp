@@ -179,6 +179,10 @@ double collective_time(const CollectiveShape& c, const GroupTopology& topo, cons
       const double t_nvl = S * on_node / nvl;
       const double t_nic = off_node > 0 ? S * off_node / nic : 0.0;
       const double latency = e.collective_base + (intra ? ic.nvlink_latency : ic.nic_latency);
+      if (c.dedup.dest_ranks > 0 && !intra) {  // issue 12: DeepEP / HybridEP node de-duplication (comm.cpp)
+        const DedupTraffic d = dedup_traffic(c, topo.nodes, std::min(topo.per_node, n));
+        return latency + std::max(d.nvlink_bytes / nvl, d.nic_bytes / nic);
+      }
       return latency + std::max(t_nvl, t_nic);
     }
     case Collective::kSendRecv: {

@@ -26,6 +26,7 @@
 //   io/ (loader, enums, Megatron import) sits on top and may include any of them.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -392,12 +393,23 @@ struct MemoryShape {
 // the expert TPxEP group (allgather and flex dispatchers; the EP group when etp = 1).
 enum class CommGroup : uint8_t { kDim, kExpertTp, kExpertTpEp };
 
+// DeepEP / HybridEP (the flex dispatcher): a token crosses the NIC once per destination node
+// and is forwarded over NVLink inside it (docs/communication-model.md, "Node
+// de-duplication"). dest_ranks == 0: a plain all-to-all.
+struct NodeDedup {
+  double dest_ranks = 0;  // expected destination ranks of the group per token (S = tokens x this x bytes)
+  int experts = 0, topk = 0;
+  int groups = 0, group_topk = 0;  // group-limited routing (moe_router_num_groups / _group_topk); 0: none
+  bool operator==(const NodeDedup&) const = default;
+};
+
 struct CollectiveShape {
   Collective kind = Collective::kAllReduce;
   CommDim dim = CommDim::kTp;
   int group_size = 1;
   double message_bytes = 0;  // nccl-tests size S of one call
   CommGroup group = CommGroup::kDim;
+  NodeDedup dedup{};  // all-to-all of the flex dispatcher only
   bool operator==(const CollectiveShape&) const = default;
 };
 
@@ -427,10 +439,20 @@ struct Op {
   // (docs/communication-model.md §8). An op's backward counterpart may count in another
   // item (an SP all-gather's backward is a reduce-scatter).
   CommItemId item = CommItemId::kNone;
+  // Device-to-host synchronisations per call (docs/time-model.md, "Host-bound regime"): the
+  // token dispatcher's per-expert counts in the forward (and recompute), the pipeline receive
+  // without interleaving (batch_p2p_sync).
+  int host_syncs = 0;
   bool operator==(const Op&) const = default;
 };
 
 inline bool is_comm(const Op& o) { return o.kind == OpKind::kCollective || o.kind == OpKind::kSendRecv; }
+
+// Kernels the host enqueues for one op (all its calls): one per call, a grouped GEMM one per
+// group (Transformer Engine's GroupedLinear runs one cuBLAS GEMM per expert).
+inline int host_kernels(const Op& o) {
+  return std::max(1, o.calls) * (o.kind == OpKind::kGemm ? std::max(1, o.gemm.groups) : 1);
+}
 
 // Name prefixes: per-layer ops of transformer layers ("L.attn.qkv.fwd") and of MTP depths
 // ("MTP.mtp.eh_proj.fwd"); stage-edge and step ops have none.

@@ -27,6 +27,8 @@ enum class Precision { kBf16, kFp8 };
 enum class DType { kFp32, kBf16, kFp8 };
 enum class RouterScore { kSoftmax, kSigmoid };
 enum class Dispatcher { kAllGather, kAllToAll, kFlex };
+// The flex dispatcher's fused all-to-all (Megatron --moe-flex-dispatcher-backend).
+enum class FlexBackend { kDeepEp, kHybridEp };
 enum class CpCommType { kP2P, kAllGather, kA2A, kA2AP2P };
 // Megatron's data_parallel_sharding_strategy: no_shard = DDP, optim = ZeRO-1
 // (== use_distributed_optimizer), optim_grads = ZeRO-2, optim_grads_params = ZeRO-3 / FSDP.
@@ -91,6 +93,7 @@ struct ModelSpec {
   double moe_expert_capacity_factor = 0.0; // <= 0: dropless
   bool moe_pad_expert_input_to_capacity = false;
   Dispatcher moe_token_dispatcher_type = Dispatcher::kAllToAll;
+  FlexBackend moe_flex_dispatcher_backend = FlexBackend::kDeepEp;  // flex only (Megatron's default)
   RouterScore moe_router_score_function = RouterScore::kSoftmax;
   int moe_router_num_groups = 0;
   int moe_router_group_topk = 0;
@@ -254,12 +257,25 @@ struct MemoryAllowances {
   bool operator==(const MemoryAllowances&) const = default;
 };
 
+// Host side of a step (PyTorch eager + Megatron-Core): the CPU enqueues every kernel, and
+// the GPU cannot run ahead of it; a device-to-host synchronisation empties the host's lead
+// (docs/time-model.md, "Host-bound regime"). Seconds; 0 = none (the GPU is never waiting).
+struct HostSpec {
+  double kernel_launch = 0;   // host time per kernel enqueued (framework dispatch + cudaLaunchKernel)
+  double launch_latency = 0;  // from enqueue to start of a kernel on an idle GPU
+  double sync = 0;            // one device-to-host synchronisation round trip (.item(), .cpu(), event sync)
+  double layer_overhead = 0;  // Python per transformer layer per pass (module calls, hooks, autocast)
+
+  bool operator==(const HostSpec&) const = default;
+};
+
 struct HardwareSpec {
   std::string name;
   GpuSpec gpu;
   InterconnectSpec interconnect;
   EfficiencySpec efficiency;
   MemoryAllowances allowances;
+  HostSpec host;
 
   bool operator==(const HardwareSpec&) const = default;
 };
