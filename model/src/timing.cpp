@@ -176,13 +176,16 @@ double attention_time(const AttentionShape& a, double flops, bool backward, cons
   const double rows = static_cast<double>(a.batch * a.heads_q * a.seq_q);  // query rows of all heads
   const double wf = std::clamp(a.work_fraction, 1e-9, 1.0);
   // CTA tail: a CTA computes kAttentionBlockQ query rows of one head; the longest attends
-  // min(1, 2 wf) of the keys (causal: the last block sees them all). Its time on one SM, at
-  // num_sms times less than the whole GPU's rate, is t x num_sms x its share of the work;
-  // the step ends at least when it does, and `attention_cta_tail` of it shows after the
-  // even share.
+  // min(1, 2 wf) of the keys (causal: the last block sees them all), so its share of the
+  // work is that over s_q x wf of one of b x heads (at most the whole head). Its time on one
+  // SM, at num_sms times less than the whole GPU's rate, is t x num_sms x its share; the
+  // kernel ends at least when it does, and `attention_cta_tail` of it shows after the even
+  // share.
   if (e.attention_cta_tail > 0 && hw.gpu.num_sms > 0 && rows > 0) {
     const double block = std::min<double>(kAttentionBlockQ, static_cast<double>(a.seq_q));
-    const double longest = t * hw.gpu.num_sms * block * std::min(1.0, 2.0 * wf) / (rows * wf);
+    const double share = std::min(1.0, block * std::min(1.0, 2.0 * wf) / (static_cast<double>(a.seq_q) * wf)) /
+                         static_cast<double>(a.batch * a.heads_q);
+    const double longest = t * hw.gpu.num_sms * share;
     t = std::max(t + e.attention_cta_tail * longest, longest);
   }
   // Forward K/V streaming: every CTA reads the K and V rows it attends. Concurrent CTAs of
