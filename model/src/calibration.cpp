@@ -114,6 +114,8 @@ Param p_memory_fixed{"efficiency.memory_fixed_us", 1e-6, Transform::kPositive,
                      [](HardwareSpec& h) -> double& { return h.efficiency.memory_fixed; }, 4e-6};
 Param p_cta_tail{"efficiency.attention_cta_tail", 1, Transform::kNonNegative,
                  [](HardwareSpec& h) -> double& { return h.efficiency.attention_cta_tail; }, 0.5};
+Param p_sm_fill{"efficiency.gemm_sm_fill_exponent", 1, Transform::kNonNegative,
+                [](HardwareSpec& h) -> double& { return h.efficiency.gemm_sm_fill_exponent; }, 0.5};
 Param p_hbm{"efficiency.hbm", 1, Transform::kFraction, [](HardwareSpec& h) -> double& { return h.efficiency.hbm; }};
 Param p_nvlink{"efficiency.nvlink", 1, Transform::kFraction,
                [](HardwareSpec& h) -> double& { return h.efficiency.nvlink; }};
@@ -243,7 +245,7 @@ std::vector<Param> class_params(CalibClass c, const std::vector<const MeasuredOp
         *note = "fewer than 3 small GEMMs: gemm_roofline_exponent and kernel_fixed_us kept";
         return {p_gemm, p_dim_half};
       }
-      return {p_gemm, p_dim_half, p_roofline, p_kernel_fixed};
+      return {p_gemm, p_dim_half, p_roofline, p_kernel_fixed, p_sm_fill};
     }
     case CalibClass::kGemmFp8:
       *note = "shape curve (gemm_dim_half, tiles) shared with the BF16 fit";

@@ -99,8 +99,13 @@ double dims_efficiency(double m, double n, double k, DType dtype, const Hardware
     const double t = std::max(1, tile);
     return d / (std::ceil(d / t) * t);
   };
+  double fill = 1.0;
+  if (e.gemm_sm_fill_exponent > 0 && hw.gpu.num_sms > 0) {
+    const double tiles = std::ceil(m / std::max(1, e.gemm_tile_m)) * std::ceil(n / std::max(1, e.gemm_tile_n));
+    fill = std::pow(std::min(1.0, tiles / hw.gpu.num_sms), e.gemm_sm_fill_exponent);
+  }
   return peak_fraction * sat(m, e.gemm_dim_half) * sat(n, e.gemm_dim_half) * sat(k, e.gemm_dim_half * k_half_scale) *
-         edge(m, e.gemm_tile_m) * edge(n, e.gemm_tile_n);
+         edge(m, e.gemm_tile_m) * edge(n, e.gemm_tile_n) * fill;
 }
 
 // The mean split of a grouped GEMM: the groups split the tokens, which are m (forward,

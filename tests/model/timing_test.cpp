@@ -70,6 +70,18 @@ TEST(TimingGemm, MemoryRooflineIsASmoothMaximum) {
   EXPECT_NEAR(fp8, gemm_time(g, DType::kFp8, h), 1e-9);
 }
 
+// SM fill: 512 x 512 x 4096 has 4 x 2 = 8 output tiles of 128 x 256 for 132 SMs; with g = 0.5
+// its efficiency is x sqrt(8 / 132) = 0.246183, so the time is 1 / 0.246183 = 4.06202 x that
+// without the term. 8192^3 has 64 x 32 = 2048 tiles: unchanged.
+TEST(TimingGemm, FewTilesLeaveSmsIdle) {
+  HardwareSpec h = hw;
+  const GemmShape small{512, 512, 4096, 1}, big{8192, 8192, 8192, 1};
+  const double t_small = gemm_time(small, DType::kBf16, h), t_big = gemm_time(big, DType::kBf16, h);
+  h.efficiency.gemm_sm_fill_exponent = 0.5;
+  EXPECT_NEAR(gemm_time(small, DType::kBf16, h) / t_small, 4.06202, 1e-5);
+  EXPECT_DOUBLE_EQ(gemm_time(big, DType::kBf16, h), t_big);
+}
+
 // A grouped GEMM of 16 experts, m = 8192 tokens, n = 4096, k = 2048, p = 2 (hand values of one
 // expert's sqrt(t_c^2 + t_m^2), t_c as above with edge tiles of 128 rows):
 //   512 rows:    t_c 12.7873 us, t_m  8.1014 us -> 15.1376 us; x 16 = 242.201 us (balanced);

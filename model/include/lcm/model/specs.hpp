@@ -252,6 +252,9 @@ struct EfficiencySpec {
   // attends) left exposed after the even share of the work: greedy scheduling of unequal
   // causal CTAs ends with a tail when there are few CTAs per SM. 0 = off.
   double attention_cta_tail = 0;
+  // GEMM SM fill: with fewer output tiles (gemm_tile_m x gemm_tile_n) than SMs, efficiency x
+  // (tiles / num_sms)^g (split-K recovers part of the idle SMs, so g < 1). 0 = off.
+  double gemm_sm_fill_exponent = 0;
 
   bool operator==(const EfficiencySpec&) const = default;
 };
