@@ -96,6 +96,7 @@ HardwareSpec known_truth() {
   truth.efficiency.gemm_roofline_exponent = 3.0;  // small-op regime (issue 12)
   truth.efficiency.memory_fixed = 3.5e-6;
   truth.efficiency.attention_cta_tail = 0.3;
+  truth.efficiency.gemm_sm_fill_exponent = 0.4;
   truth.efficiency.nvlink = 0.75;
   truth.efficiency.nvlink_half_bytes = 12.0 * 1024 * 1024;
   return truth;
@@ -146,6 +147,7 @@ TEST(Calibrate, RecoversKnownParameters) {
   EXPECT_NEAR(e.gemm_roofline_exponent, 3.0, 0.05);
   EXPECT_NEAR(e.memory_fixed, 3.5e-6, 0.05e-6);
   EXPECT_NEAR(e.attention_cta_tail, 0.3, 0.01);
+  EXPECT_NEAR(e.gemm_sm_fill_exponent, 0.4, 0.01);
   EXPECT_NEAR(e.nvlink, 0.75, 0.005);
   EXPECT_NEAR(e.nvlink_half_bytes / (1024 * 1024), 12, 0.3);
   EXPECT_EQ(cal.fitted.interconnect.nvlink_latency, h200().interconnect.nvlink_latency);  // kept
