@@ -94,6 +94,21 @@ std::vector<Key> top_keys() {
   };
 }
 
+// gemm_roofline_exponent: 0 (no memory term) or a smooth-maximum exponent in [1, 64]; below 1
+// the "maximum" would exceed the sum of the two times.
+Key roofline_exponent_key() {
+  Key k = real_key("gemm_roofline_exponent", 1.0, 0, false, 64,
+                   [](HardwareSpec& h) -> double& { return h.efficiency.gemm_roofline_exponent; });
+  auto set = k.set;
+  k.set = [set](const YAML::Node& n, HardwareSpec& h) -> std::string {
+    if (std::string e = set(n, h); !e.empty()) return e;
+    const double p = h.efficiency.gemm_roofline_exponent;
+    if (p > 0 && p < 1) return fmt::format("expected 0 (off) or a number in [1, 64], got {}", n.Scalar());
+    return {};
+  };
+  return k;
+}
+
 // Achieved fractions of a peak, (0, 1], and the curve parameters of the time model.
 std::vector<Key> efficiency_keys() {
   // At least 1% of a peak: a fit below that (a calibration on impossible measurements) is refused.
@@ -130,6 +145,13 @@ std::vector<Key> efficiency_keys() {
       real_key("nvlink_ramp_exponent", 1.0, 0, true, 10,
                [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_ramp_exponent; }),
       real_key("kernel_fixed_us", kMicro, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.kernel_fixed; }),
+      // Small-op regime (issue 12): GEMM memory roofline exponent, copy fixed time, attention CTA tail.
+      roofline_exponent_key(),
+      real_key("memory_fixed_us", kMicro, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.memory_fixed; }),
+      real_key("attention_cta_tail", 1.0, 0, false, 4,
+               [](HardwareSpec& h) -> double& { return h.efficiency.attention_cta_tail; }),
+      real_key("gemm_sm_fill_exponent", 1.0, 0, false, 4,
+               [](HardwareSpec& h) -> double& { return h.efficiency.gemm_sm_fill_exponent; }),
   };
 }
 

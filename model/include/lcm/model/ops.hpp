@@ -33,6 +33,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "lcm/model/specs.hpp"
 
@@ -335,19 +336,41 @@ constexpr std::optional<CommItemId> comm_item_named(std::string_view name) {
 // ---------------------------------------------------------------------------------
 // Shapes.
 // ---------------------------------------------------------------------------------
+// How a grouped GEMM's tokens fall on its experts: the experts sorted by load (largest
+// first) and cut into kExpertLoadBuckets buckets of equal expert count (bucket b holds sorted
+// experts [b*G/B, (b+1)*G/B)); share[b] is the fraction of the group's tokens its experts
+// receive. All zero: an even split (balanced routing). Compact so that Op stays small and
+// equal shapes (cache keys) stay equal results.
+inline constexpr int kExpertLoadBuckets = 16;
+struct ExpertLoadShares {
+  std::array<float, kExpertLoadBuckets> share{};
+  bool even() const {
+    for (float s : share)
+      if (s != 0.0f) return false;
+    return true;
+  }
+  bool operator==(const ExpertLoadShares&) const = default;
+};
+// The buckets of per-expert loads (token counts, or any non-negative weights; size = the
+// GEMM's groups). A zero or empty total gives an even split.
+ExpertLoadShares expert_load_shares(const std::vector<double>& loads);
+
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
-  int groups = 1;  // grouped GEMM: `groups` GEMMs of m/groups x n x k (balanced)
+  int groups = 1;  // grouped GEMM: `groups` GEMMs splitting m (or k, split_k) by `loads`
   // The groups split k instead of m: the weight gradient of a grouped GEMM, where each
   // expert's dW = A_e^T dC_e reduces over that expert's tokens (groups GEMMs of m x n x k/groups).
   bool split_k = false;
+  ExpertLoadShares loads{};  // per-expert token shares; even by default (m / groups each)
   bool operator==(const GemmShape&) const = default;
 };
 
 // The backward GEMMs of a forward C[m x n] = A[m x k] B[k x n]: the input gradient
-// dA[m x k] = dC[m x n] B^T and the weight gradient dB[k x n] = A^T dC (same groups).
-inline GemmShape dgrad_shape(const GemmShape& g) { return GemmShape{g.m, g.k, g.n, g.groups, false}; }
-inline GemmShape wgrad_shape(const GemmShape& g) { return GemmShape{g.k, g.n, g.m, g.groups, g.groups > 1}; }
+// dA[m x k] = dC[m x n] B^T and the weight gradient dB[k x n] = A^T dC (same groups and loads).
+inline GemmShape dgrad_shape(const GemmShape& g) { return GemmShape{g.m, g.k, g.n, g.groups, false, g.loads}; }
+inline GemmShape wgrad_shape(const GemmShape& g) {
+  return GemmShape{g.k, g.n, g.m, g.groups, g.groups > 1, g.loads};
+}
 // The GEMM of a forward shape in a pass / part: forward and recompute as is, backward dgrad
 // or wgrad.
 inline GemmShape gemm_in_pass(const GemmShape& fwd, GemmPart part) {

@@ -242,6 +242,22 @@ struct EfficiencySpec {
   // plain hyperbola; g < 1 ramps more slowly (NCCL's bandwidth still grows from 64 MiB to
   // 1 GiB on H200).
   double nvlink_ramp_exponent = 1;
+  // --- Small-op regime (issue 12; timing.cpp, docs/time-model.md) ---
+  // GEMM memory roofline: A, B (at the dtype's width) and C (bf16) moved at hbm_bw x hbm,
+  // combined with the compute time as a smooth maximum (t_c^p + t_m^p)^(1/p): p = 1 adds
+  // them (no overlap of loads and math), p -> infinity is the hard roofline maximum. 0 = no
+  // memory term (compute roofline only).
+  double gemm_roofline_exponent = 0;
+  // Fixed GPU time of a memory-bound kernel (copy, norm, activation) in place of
+  // kernel_fixed: a copy has no pipeline prologue or epilogue to fill. Seconds; 0 = kernel_fixed.
+  double memory_fixed = 0;
+  // Fused attention: the share of the longest CTA's time (128 query rows over the keys it
+  // attends) left exposed after the even share of the work: greedy scheduling of unequal
+  // causal CTAs ends with a tail when there are few CTAs per SM. 0 = off.
+  double attention_cta_tail = 0;
+  // GEMM SM fill: with fewer output tiles (gemm_tile_m x gemm_tile_n) than SMs, efficiency x
+  // (tiles / num_sms)^g (split-K recovers part of the idle SMs, so g < 1). 0 = off.
+  double gemm_sm_fill_exponent = 0;
 
   bool operator==(const EfficiencySpec&) const = default;
 };
