@@ -370,7 +370,7 @@ void GuiTest::headline_chart_and_why_not_state_the_verdicts_number() {
   QVERIFY(w.estimate_view()->memory_panel()->chart()->title().contains("up to " + needs + " GiB"));
   // The planner's why-not row of this layout names the same number (HBM + miss = peak_high).
   auto r = std::make_shared<plan::PlanResult>();
-  r->out_of_memory.push_back(plan::Ranked{l, plan::metrics_of_estimate(w.session()->scenario()), {}, 0});
+  r->out_of_memory.push_back(plan::Ranked{l, plan::metrics_of_estimate(w.session()->scenario()), {}, 0, {}, false});
   QCOMPARE(r->out_of_memory[0].metrics.miss_stage, v.stage);
   gui::WhyNotModel why;
   why.set_result(r, w.session()->base());
