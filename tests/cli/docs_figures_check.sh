@@ -10,6 +10,8 @@
 #                                    PerfValidation rows' step residuals) and the memory spread
 #                                    (of the MegatronCi rows), recomputed from those outputs
 #   docs/planner.md                  the default headroom = `lcm plan --help`'s
+#   README.md                        the calibrated profile's in-sample / cross-validated shares
+#                                    = lcm calibrate's report
 #   model/src/uncertainty.cpp        the composition spread in use (lcm estimate's JSON) = the recomputed one
 # usage: docs_figures_check.sh REPO_ROOT BUILD_DIR
 set -uo pipefail
@@ -75,6 +77,14 @@ check "memory spread values" "$(get memory_p10) / $(get memory_p90) (\`memory_sp
 headroom=$(cd "$root" && "$build/bin/lcm" plan --help | tr -s ' \n' ' ' | grep -o 'default [0-9.]*%, the memory' | grep -o '[0-9.]*%')
 check "default headroom" "$headroom of HBM is what a layout must leave free" "$root/docs/planner.md"
 check "memory p90 in planner.md" "is $(get memory_p90), and" "$root/docs/planner.md"
+# README: the calibrated profile's in-sample and cross-validated shares, as lcm calibrate reports
+# them ("all classes: 185 of 200 points within 10% after the fit (92.5%, in-sample; 174/200 ...").
+(cd "$root" && "$build/bin/lcm" calibrate @validation/measured/h200/calibration_inputs.txt --profile hwprofiles/h200-sxm.yaml \
+   -o "$tmp/cal.yaml" --format md --report-out "$tmp/cal.md") 2>/dev/null
+read -r a n b < <(sed -n 's/^all classes: \([0-9]*\) of \([0-9]*\) points within 10% after the fit ([0-9.]*%, in-sample; \([0-9]*\)\/.*/\1 \2 \3/p' "$tmp/cal.md")
+if [[ -z ${a:-} ]]; then echo "no summary line in lcm calibrate's report"; fail=1; else
+  check "README calibration shares" "($a of $n ops within 10% **in-sample**, $b of $n when" "$root/README.md"
+fi
 # The composition spread lcm uses (lcm estimate's JSON band) = the one recomputed above.
 (cd "$root" && "$build/bin/lcm" estimate scenarios/default.yaml --format json) >"$tmp/est.json"
 used=$(python3 -c '
