@@ -141,7 +141,8 @@ std::string ties_note(const plan::PlanResult& r) {
            "model's error)";
   return fmt::format(
       "tie: #1-#{} have error bands overlapping the fastest layout's, so their order is within the model's error (not "
-      "a ranking to 0.1%); ties are ordered by the high end of the band (the best worst case), then step time",
+      "a ranking to 0.1%); #1 is the fastest, the other ties are ordered by the high end of their band (the best worst "
+      "case), then step time",
       r.ties);
 }
 
@@ -308,7 +309,7 @@ ordered_json plan_json(const Scenario& base, const plan::PlanResult& r) {
                            {"rule",
                             "a ranked group is a tie when the low end of its step-time band is at most the "
                             "high end of the fastest group's band"},
-                           {"secondary_key", "step_s_high (the band's high end), then step_s"},
+                           {"secondary_key", "after #1 (the fastest): step_s_high (the band's high end), then step_s"},
                            {"note", ties_note(r)}};
   if (!r.ranked.empty()) {
     const Scenario best = plan::apply_layout(base, r.ranked.front().layout);

@@ -50,7 +50,9 @@ int rank_ties(std::vector<Ranked>& ranked, const Scenario& base) {
       ++ties;
     }
   auto pessimistic = [](const Ranked& r) { return r.metrics.step_s * (1.0 + r.band.high); };
-  std::stable_sort(ranked.begin(), ranked.end(), [&](const Ranked& a, const Ranked& b) {
+  // The fastest stays #1 (it defines the ties, and a larger --top must not change it); the
+  // other ties follow it by the secondary key.
+  std::stable_sort(ranked.begin() + 1, ranked.end(), [&](const Ranked& a, const Ranked& b) {
     if (a.tie != b.tie) return a.tie;
     if (!a.tie) return false;  // the others keep their order (step time)
     if (pessimistic(a) != pessimistic(b)) return pessimistic(a) < pessimistic(b);

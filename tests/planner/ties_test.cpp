@@ -26,24 +26,29 @@ TEST(RankTies, OverlappingBandsAreTiesRankedByTheirHighEnd) {
   u.present = true;  // GEMMs exact; communication ln-band [-0.5, 0.5]
   u.nvlink = u.nic = RelativeBand{std::expm1(-0.5), std::expm1(0.5)};
   // Composition (stored): m_c = 0.1433204, s_c = 0.1768772.
-  //  A 1.00 s, all comm: s = sqrt(0.25 + s_c^2) = 0.5303638; band [-0.3209382, +0.9614501]:
-  //    1.0000 s, 0.6791 .. 1.9615 s
-  //  B 1.05 s, all GEMM: band [-0.033, +0.3774]: 1.0154 .. 1.4463 s  -> tie (1.0154 <= 1.9615)
-  //  D 1.90 s, all GEMM: 1.8373 .. 2.6171 s                          -> tie (1.8373 <= 1.9615)
-  //  C 2.10 s, all GEMM: 2.0307 .. 2.8925 s                          -> not a tie
-  std::vector<Ranked> ranked{group(1, 1.00, true), group(2, 1.05, false), group(4, 1.90, false), group(8, 2.10, false)};
-  EXPECT_EQ(rank_ties(ranked, base), 3);
-  // Ties first by the band's high end: B (1.4463), A (1.9615), D (2.6171); then C.
-  ASSERT_EQ(ranked.size(), 4u);
-  EXPECT_EQ(ranked[0].layout.tp, 2);
-  EXPECT_EQ(ranked[1].layout.tp, 1);
-  EXPECT_EQ(ranked[2].layout.tp, 4);
-  EXPECT_EQ(ranked[3].layout.tp, 8);
-  EXPECT_TRUE(ranked[0].tie && ranked[1].tie && ranked[2].tie);
-  EXPECT_FALSE(ranked[3].tie);
-  EXPECT_NEAR(ranked[1].band.low, -0.3209382, 1e-6);
-  EXPECT_NEAR(ranked[1].band.high, 0.9614501, 1e-6);
-  EXPECT_NEAR(ranked[0].band.high, 0.3774, 1e-12);
+  //  all comm: s = sqrt(0.25 + s_c^2) = 0.5303638, band [-0.3209382, +0.9614501]
+  //  all GEMM: band [-0.033, +0.3774]
+  //  A 1.00 s, comm: 0.6791 .. 1.9615 s   (the fastest: ties are against its high end 1.9615)
+  //  E 1.02 s, comm: 0.6927 .. 2.0007 s   tie
+  //  B 1.05 s, GEMM: 1.0154 .. 1.4463 s   tie
+  //  D 1.90 s, GEMM: 1.8373 .. 2.6171 s   tie (1.8373 <= 1.9615)
+  //  C 2.10 s, GEMM: 2.0307 .. 2.8925 s   not a tie
+  std::vector<Ranked> ranked{group(1, 1.00, true), group(16, 1.02, true), group(2, 1.05, false), group(4, 1.90, false),
+                             group(8, 2.10, false)};
+  EXPECT_EQ(rank_ties(ranked, base), 4);
+  // A stays #1; the other ties by the band's high end: B (1.4463) before E (2.0007), though
+  // E is faster, then D (2.6171); then C.
+  ASSERT_EQ(ranked.size(), 5u);
+  EXPECT_EQ(ranked[0].layout.tp, 1);
+  EXPECT_EQ(ranked[1].layout.tp, 2);
+  EXPECT_EQ(ranked[2].layout.tp, 16);
+  EXPECT_EQ(ranked[3].layout.tp, 4);
+  EXPECT_EQ(ranked[4].layout.tp, 8);
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(ranked[static_cast<size_t>(i)].tie) << i;
+  EXPECT_FALSE(ranked[4].tie);
+  EXPECT_NEAR(ranked[0].band.low, -0.3209382, 1e-6);
+  EXPECT_NEAR(ranked[0].band.high, 0.9614501, 1e-6);
+  EXPECT_NEAR(ranked[1].band.high, 0.3774, 1e-12);
 }
 
 TEST(RankTies, ABandThatStartsAboveTheFastestsIsNoTie) {

@@ -247,12 +247,13 @@ PlanResult search(const Scenario& base, const PlanOptions& opts = {});
 // The divisors of n, ascending (the values a parallel degree of n ranks can take).
 std::vector<int> divisors(int n);
 
-// Error-band ties (docs/planner.md, "Ties"): sets each group's band; the groups whose band
-// overlaps the fastest group's (low end at most the fastest's high end: the measured
-// times could be in either order) are ties. They are put first, ordered by the secondary
-// key, the high end of the band (step_s x (1 + high): the best worst case), then step
-// time, then canonical layout order; the other groups follow by step time. `ranked`
-// must be sorted by step time. Returns the number of ties (the fastest included).
+// Error-band ties (docs/planner.md, "Ranking and explanations"): sets each group's band;
+// the groups whose band overlaps the fastest group's (low end at most the fastest's high
+// end: the measured times could be in either order) are ties. The fastest stays #1; the
+// other ties follow it, ordered by the secondary key, the high end of the band
+// (step_s x (1 + high): the best worst case), then step time, then canonical layout order;
+// the other groups follow by step time. `ranked` must be sorted by step time. Returns the
+// number of ties (the fastest included).
 int rank_ties(std::vector<Ranked>& ranked, const Scenario& base);
 
 // The groups of `ranked` (best first) within `threshold` (relative) of the best step
