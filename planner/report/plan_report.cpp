@@ -362,7 +362,11 @@ std::vector<Table> plan_tables(const Scenario& base, const plan::PlanResult& r) 
     if (!n.empty()) d.notes.push_back(n);
   }
   constexpr size_t kTieNotes = 5;
-  for (size_t i = 0; i < r.near_ties.size() && i < kTieNotes; ++i) d.notes.push_back(near_tie_note(r.near_ties[i]));
+  for (size_t i = 0; i < r.near_ties.size() && i < kTieNotes; ++i) {
+    const plan::NearTie& t = r.near_ties[i];
+    const bool tie = r.ties > 1 && t.rank >= 1 && r.ranked[static_cast<size_t>(t.rank - 1)].tie;
+    d.notes.push_back(near_tie_note(t) + (tie ? " (within the error band: a tie, not a ranking)" : ""));
+  }
   if (r.near_ties.size() > kTieNotes)
     d.notes.push_back(fmt::format("... {} more near-ties (the JSON output lists them all)", r.near_ties.size() - kTieNotes));
   if (const std::string t = ties_note(r); !t.empty()) d.notes.push_back(t);
