@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# One call on the nvidia-h200 device machine: build lcm-exec and measure the held-out set that
-# validation/measured/h200/heldout/DECLARATION.md declares (never a calibration input).
+# One call on the nvidia-h200 device machine: build lcm-exec and measure a held-out set that
+# validation/measured/h200/heldout/DECLARATION.md (SET heldout, the default) or
+# validation/measured/h200/heldout2/DECLARATION.md (SET heldout2) declares (never a calibration input).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -31,7 +32,36 @@ section "configure + build"
 cmake "${CMAKE_ARGS[@]}" > "$RES/configure.log" 2>&1 || tail -30 "$RES/configure.log"
 ninja -C build -j 16 ${LCM_TARGETS:-lcm-exec} 2>&1 | tail -3
 
-[ "${1:-all}" = build ] && exit 0
+[ "${1:-heldout}" = build ] && exit 0
+if [ "${1:-heldout}" = heldout2 ]; then
+section "GEMM bf16 (skinny, router, small, mid-size)"
+timeout 200 $MPI "$EXE" bench gemm --dtype bf16 --out "$RES/gemm_bf16" --shapes \
+32x8192x8192,96x5120x5120,192x7168x2048,384x4096x11008,128x28672x8192,\
+8192x16x4096,12288x64x5120,32768x8x4096,8192x160x5120,4096x32x2048,\
+768x768x768,1536x1536x1536,3072x3072x3072,\
+8192x3072x3072,4096x11008x4096,16384x1024x4096,2048x28672x8192,6144x2560x2560
+cp "$RES/gemm_bf16/summary.json" "$OUT/gemm_bf16.json"
+section "GEMM fp8"
+timeout 120 $MPI "$EXE" bench gemm --dtype fp8 --out "$RES/gemm_fp8" --shapes \
+192x4096x4096,512x8192x8192,1536x1536x1536,3072x3072x3072,16384x2048x7168,8192x3072x3072
+cp "$RES/gemm_fp8/summary.json" "$OUT/gemm_fp8.json"
+section "membw 96K..12M"
+timeout 120 $MPI "$EXE" bench membw -b 96K -e 12M -f 2 --out "$RES/membw"
+cp "$RES/membw/summary.json" "$OUT/membw_small.json"
+section "attention"
+timeout 240 $MPI "$EXE" bench attention --point-ms 500 --out "$RES/attn" --shapes \
+1x160Kx32x8x128,1x224Kx16x8x128,1x96Kx40x8x128,1x8Kx16x4x128,4x2Kx32x8x128,1x48Kx32x8x64
+cp "$RES/attn/summary.json" "$OUT/attention.json"
+section "MoE, one GPU: DeepSeek-V2-Lite-like (balanced, Zipf 0.8, 1.5), Mixtral-8x22B-like (balanced, Zipf 1.5)"
+timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 8192 --hidden 2048 --ffn 1408 --experts 64 --topk 6 \
+  --capacity-factor none --skew balanced,zipf:0.8,zipf:1.5 --out "$RES/moe_dsv2lite"
+cp "$RES/moe_dsv2lite/summary.json" "$OUT/moe_dsv2lite_ep1.json"
+timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 4096 --hidden 6144 --ffn 16384 --experts 8 --topk 2 \
+  --capacity-factor none --skew balanced,zipf:1.5 --out "$RES/moe_mixtral22b"
+cp "$RES/moe_mixtral22b/summary.json" "$OUT/moe_mixtral22b_ep1.json"
+section done
+exit 0
+fi
 section "GEMM bf16 (skinny, router, small, mid-size)"
 timeout 200 $MPI "$EXE" bench gemm --dtype bf16 --out "$RES/gemm_bf16" --shapes \
 64x4096x4096,128x4096x4096,256x4096x4096,128x14336x4096,256x8192x8192,256x4096x14336,\

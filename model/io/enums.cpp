@@ -42,6 +42,10 @@ constexpr Spelling<Dispatcher> kDispatcher[] = {
     {"alltoall", Dispatcher::kAllToAll},
     {"flex", Dispatcher::kFlex},
 };
+constexpr Spelling<FlexBackend> kFlexBackend[] = {
+    {"deepep", FlexBackend::kDeepEp},
+    {"hybridep", FlexBackend::kHybridEp},
+};
 // Megatron-Core spells it "all_gather" (TransformerConfig.cp_comm_type); the Megatron-LM
 // --cp-comm-type help text says "allgather".
 constexpr Spelling<CpCommType> kCpCommType[] = {
@@ -108,6 +112,7 @@ LCM_ENUM_TABLE(Precision, kPrecision)
 LCM_ENUM_TABLE(DType, kDType)
 LCM_ENUM_TABLE(RouterScore, kRouterScore)
 LCM_ENUM_TABLE(Dispatcher, kDispatcher)
+LCM_ENUM_TABLE(FlexBackend, kFlexBackend)
 LCM_ENUM_TABLE(CpCommType, kCpCommType)
 LCM_ENUM_TABLE(DpSharding, kDpSharding)
 LCM_ENUM_TABLE(RecomputeGranularity, kRecomputeGranularity)
@@ -131,6 +136,7 @@ std::string_view to_string(Precision v) { return name_of(io::kPrecision, v); }
 std::string_view to_string(DType v) { return name_of(io::kDType, v); }
 std::string_view to_string(RouterScore v) { return name_of(io::kRouterScore, v); }
 std::string_view to_string(Dispatcher v) { return name_of(io::kDispatcher, v); }
+std::string_view to_string(FlexBackend v) { return name_of(io::kFlexBackend, v); }
 std::string_view to_string(CpCommType v) { return name_of(io::kCpCommType, v); }
 std::string_view to_string(DpSharding v) { return name_of(io::kDpSharding, v); }
 std::string_view to_string(RecomputeGranularity v) { return name_of(io::kRecomputeGranularity, v); }
@@ -150,6 +156,7 @@ std::optional<Precision> parse_precision(std::string_view s) { return parse_enum
 std::optional<DType> parse_dtype(std::string_view s) { return parse_enum<DType>(s); }
 std::optional<RouterScore> parse_router_score(std::string_view s) { return parse_enum<RouterScore>(s); }
 std::optional<Dispatcher> parse_dispatcher(std::string_view s) { return parse_enum<Dispatcher>(s); }
+std::optional<FlexBackend> parse_flex_backend(std::string_view s) { return parse_enum<FlexBackend>(s); }
 std::optional<CpCommType> parse_cp_comm_type(std::string_view s) { return parse_enum<CpCommType>(s); }
 std::optional<DpSharding> parse_dp_sharding(std::string_view s) { return parse_enum<DpSharding>(s); }
 std::optional<RecomputeGranularity> parse_recompute_granularity(std::string_view s) {

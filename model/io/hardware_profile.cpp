@@ -94,6 +94,21 @@ std::vector<Key> top_keys() {
   };
 }
 
+// gemm_roofline_exponent: 0 (no memory term) or a smooth-maximum exponent in [1, 64]; below 1
+// the "maximum" would exceed the sum of the two times.
+Key roofline_exponent_key() {
+  Key k = real_key("gemm_roofline_exponent", 1.0, 0, false, 64,
+                   [](HardwareSpec& h) -> double& { return h.efficiency.gemm_roofline_exponent; });
+  auto set = k.set;
+  k.set = [set](const YAML::Node& n, HardwareSpec& h) -> std::string {
+    if (std::string e = set(n, h); !e.empty()) return e;
+    const double p = h.efficiency.gemm_roofline_exponent;
+    if (p > 0 && p < 1) return fmt::format("expected 0 (off) or a number in [1, 64], got {}", n.Scalar());
+    return {};
+  };
+  return k;
+}
+
 // Achieved fractions of a peak, (0, 1], and the curve parameters of the time model.
 std::vector<Key> efficiency_keys() {
   // At least 1% of a peak: a fit below that (a calibration on impossible measurements) is refused.
@@ -130,6 +145,13 @@ std::vector<Key> efficiency_keys() {
       real_key("nvlink_ramp_exponent", 1.0, 0, true, 10,
                [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_ramp_exponent; }),
       real_key("kernel_fixed_us", kMicro, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.kernel_fixed; }),
+      // Small-op regime (issue 12): GEMM memory roofline exponent, copy fixed time, attention CTA tail.
+      roofline_exponent_key(),
+      real_key("memory_fixed_us", kMicro, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.memory_fixed; }),
+      real_key("attention_cta_tail", 1.0, 0, false, 4,
+               [](HardwareSpec& h) -> double& { return h.efficiency.attention_cta_tail; }),
+      real_key("gemm_sm_fill_exponent", 1.0, 0, false, 4,
+               [](HardwareSpec& h) -> double& { return h.efficiency.gemm_sm_fill_exponent; }),
   };
 }
 
@@ -176,6 +198,18 @@ std::vector<Key> uncertainty_keys() {
       band("nvlink_p90", [](H& h) -> double& { return h.uncertainty.nvlink.high; }),
       band("nic_p10", [](H& h) -> double& { return h.uncertainty.nic.low; }),
       band("nic_p90", [](H& h) -> double& { return h.uncertainty.nic.high; }),
+  };
+}
+
+// The host side of a step (HostSpec; docs/time-model.md, "Host-bound regime"). An optional
+// block: a profile without it has no host cost; with it, every key is required.
+std::vector<Key> host_keys() {
+  return {
+      real_key("kernel_launch_us", kMicro, 0, false, 1000, [](HardwareSpec& h) -> double& { return h.host.kernel_launch; }),
+      real_key("launch_latency_us", kMicro, 0, false, 1000, [](HardwareSpec& h) -> double& { return h.host.launch_latency; }),
+      real_key("sync_us", kMicro, 0, false, 10000, [](HardwareSpec& h) -> double& { return h.host.sync; }),
+      real_key("layer_overhead_us", kMicro, 0, false, 100000,
+               [](HardwareSpec& h) -> double& { return h.host.layer_overhead; }),
   };
 }
 
@@ -238,10 +272,12 @@ Result<HardwareSpec> load_profile_text(const std::string& text, const std::strin
 
   HardwareSpec h;
   std::set<std::string> seen;
-  const std::vector<Key> top_k = top_keys(), eff_k = efficiency_keys(), alw_k = allowance_keys();
-  if (auto e = parse_block(root, top_k, "", {"efficiency", "allowances", "uncertainty"}, h, path, seen)) return *e;
-  for (const auto& [block, keys] : {std::pair{"efficiency", &eff_k}, std::pair{"allowances", &alw_k}}) {
+  const std::vector<Key> top_k = top_keys(), eff_k = efficiency_keys(), alw_k = allowance_keys(), host_k = host_keys();
+  if (auto e = parse_block(root, top_k, "", {"efficiency", "allowances", "uncertainty", "host"}, h, path, seen)) return *e;
+  for (const auto& [block, keys] :
+       {std::pair{"efficiency", &eff_k}, std::pair{"allowances", &alw_k}, std::pair{"host", &host_k}}) {
     const YAML::Node n = root[block];
+    if (!n && keys == &host_k) continue;  // optional: no host cost
     if (!n) return error_at(top, block, fmt::format("missing required block '{}:'", block));
     Loc bl;
     for (const auto& kv : root)

@@ -26,6 +26,7 @@ constexpr std::string_view kMapped[] = {
     "add-qkv-bias", "qk-layernorm", "normalization", "untie-embeddings-and-output-weights", "num-experts",
     "moe-router-topk", "moe-ffn-hidden-size", "moe-shared-expert-intermediate-size", "moe-layer-freq",
     "moe-expert-capacity-factor", "moe-pad-expert-input-to-capacity", "moe-token-dispatcher-type",
+    "moe-flex-dispatcher-backend", "moe-enable-deepep",
     "moe-router-score-function", "moe-router-num-groups", "moe-router-group-topk", "moe-router-enable-expert-bias",
     "moe-dispatch-fwd-dtype", "multi-latent-attention", "q-lora-rank", "kv-lora-rank", "qk-head-dim",
     "qk-pos-emb-head-dim", "v-head-dim", "mtp-num-layers", "hidden-dropout", "attention-dropout",
@@ -374,6 +375,19 @@ void MegatronImporter::map_moe() {
   const auto d = parse_dispatcher(disp);
   if (!d) fail("moe-token-dispatcher-type", fmt::format("expected allgather, alltoall or flex, got '{}'", disp));
   m.moe_token_dispatcher_type = *d;
+  // The flex dispatcher's backend (TransformerConfig: "deepep" by default; the deprecated
+  // --moe-enable-deepep forces deepep and needs flex).
+  const std::string backend = text("moe-flex-dispatcher-backend").value_or("deepep");
+  const auto fb = parse_flex_backend(backend);
+  if (!fb) fail("moe-flex-dispatcher-backend", fmt::format("expected deepep or hybridep, got '{}'", backend));
+  m.moe_flex_dispatcher_backend = *fb;
+  if (on("moe-enable-deepep")) {
+    if (m.moe_token_dispatcher_type != Dispatcher::kFlex)
+      fail("moe-enable-deepep", "DeepEP needs --moe-token-dispatcher-type flex");
+    if (m.moe_flex_dispatcher_backend != FlexBackend::kDeepEp)
+      fail("moe-enable-deepep", "only one backend: --moe-flex-dispatcher-backend is hybridep");
+    m.moe_flex_dispatcher_backend = FlexBackend::kDeepEp;
+  }
   const std::string score = text("moe-router-score-function").value_or("softmax");
   const auto sc = parse_router_score(score);
   if (!sc) fail("moe-router-score-function", fmt::format("expected softmax or sigmoid, got '{}'", score));

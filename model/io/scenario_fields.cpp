@@ -334,6 +334,8 @@ std::vector<FieldSpec> build() {
                       [](S& s) -> auto& { return s.model.moe_pad_expert_input_to_capacity; }));
   f.push_back(enumeration(M, "moe_token_dispatcher_type",
                           [](S& s) -> auto& { return s.model.moe_token_dispatcher_type; }));
+  f.push_back(enumeration(M, "moe_flex_dispatcher_backend",
+                          [](S& s) -> auto& { return s.model.moe_flex_dispatcher_backend; }));
   f.push_back(enumeration(M, "moe_router_score_function",
                           [](S& s) -> auto& { return s.model.moe_router_score_function; }));
   f.push_back(integer(M, "moe_router_num_groups", [](S& s) -> auto& { return s.model.moe_router_num_groups; }, 0, L::kNumExperts));

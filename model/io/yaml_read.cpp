@@ -167,7 +167,15 @@ Read<bool> read_bool(const YAML::Node& n) {
 
 Read<std::string> read_string(const YAML::Node& n) {
   if (!n.IsScalar()) return Bad{fmt::format("expected a string, got {}", describe(n))};
-  return n.Scalar();
+  // One line of text: a control character (a carriage return or NUL from `--set`, say) would not
+  // survive the scenario writer's round trip (found by set_fuzz, docs/reliability.md finding 9).
+  const std::string& s = n.Scalar();
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f)
+      return Bad{fmt::format("expected one line of text, got a control character (byte 0x{:02x}) at position {}", c, i + 1)};
+  }
+  return s;
 }
 
 Read<int64_t> parse_size_with_suffix(std::string_view text, int64_t min, int64_t cap) {

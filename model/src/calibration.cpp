@@ -108,6 +108,14 @@ Param p_wide_dim{"efficiency.attention_bwd_wide_dim_exponent", 1, Transform::kNo
                  [](HardwareSpec& h) -> double& { return h.efficiency.attention_bwd_wide_dim_exponent; }, 1.0};
 Param p_kernel_fixed{"efficiency.kernel_fixed_us", 1e-6, Transform::kPositive,
                      [](HardwareSpec& h) -> double& { return h.efficiency.kernel_fixed; }, 2e-6};
+Param p_roofline{"efficiency.gemm_roofline_exponent", 1, Transform::kPositive,
+                 [](HardwareSpec& h) -> double& { return h.efficiency.gemm_roofline_exponent; }, 2.0};
+Param p_memory_fixed{"efficiency.memory_fixed_us", 1e-6, Transform::kPositive,
+                     [](HardwareSpec& h) -> double& { return h.efficiency.memory_fixed; }, 4e-6};
+Param p_cta_tail{"efficiency.attention_cta_tail", 1, Transform::kNonNegative,
+                 [](HardwareSpec& h) -> double& { return h.efficiency.attention_cta_tail; }, 0.5};
+Param p_sm_fill{"efficiency.gemm_sm_fill_exponent", 1, Transform::kNonNegative,
+                [](HardwareSpec& h) -> double& { return h.efficiency.gemm_sm_fill_exponent; }, 0.5};
 Param p_hbm{"efficiency.hbm", 1, Transform::kFraction, [](HardwareSpec& h) -> double& { return h.efficiency.hbm; }};
 Param p_nvlink{"efficiency.nvlink", 1, Transform::kFraction,
                [](HardwareSpec& h) -> double& { return h.efficiency.nvlink; }};
@@ -222,12 +230,23 @@ Residuals residuals(const std::vector<const MeasuredOp*>& pts, const HardwareSpe
 std::vector<Param> class_params(CalibClass c, const std::vector<const MeasuredOp*>& pts, std::string* note) {
   auto count = [&](auto pred) { return std::count_if(pts.begin(), pts.end(), pred); };
   switch (c) {
-    case CalibClass::kGemmBf16:
+    case CalibClass::kGemmBf16: {
       if (pts.size() < 4) {
         *note = "fewer than 4 points: only the peak fraction fitted";
         return {p_gemm};
       }
-      return {p_gemm, p_dim_half};
+      // Small and skinny GEMMs (a dimension of 256 or less, or a grouped GEMM) set the
+      // memory roofline and the fixed time per compute kernel; without them both are kept.
+      const auto small = count([](const MeasuredOp* m) {
+        const GemmShape& g = m->op.gemm;
+        return g.groups > 1 || std::min({g.m, g.n, g.k}) <= 256;
+      });
+      if (small < 3) {
+        *note = "fewer than 3 small GEMMs: gemm_roofline_exponent and kernel_fixed_us kept";
+        return {p_gemm, p_dim_half};
+      }
+      return {p_gemm, p_dim_half, p_roofline, p_kernel_fixed, p_sm_fill};
+    }
     case CalibClass::kGemmFp8:
       *note = "shape curve (gemm_dim_half, tiles) shared with the BF16 fit";
       return {p_gemm_fp8};
@@ -247,15 +266,23 @@ std::vector<Param> class_params(CalibClass c, const std::vector<const MeasuredOp
             return m->op.pass == Pass::kBwd && m->op.attn.head_dim_qk + m->op.attn.head_dim_v > 256;
           }))
         ps.push_back(p_wide_dim);
+      // The CTA tail shows where a shape has at most a few CTAs per SM (b x heads x blocks of
+      // 128 queries below 4 x 132).
+      if (std::any_of(pts.begin(), pts.end(), [](const MeasuredOp* m) {
+            const AttentionShape& a = m->op.attn;
+            return a.batch * a.heads_q * ((a.seq_q + kAttentionBlockQ - 1) / kAttentionBlockQ) <= 4 * 132;
+          }))
+        ps.push_back(p_cta_tail);
       return ps;
     }
     case CalibClass::kMemory: {
-      // The fixed time per kernel shows in small kernels: fitted here, where copies span
-      // sizes from launch-bound to bandwidth-bound, and shared by every compute class.
+      // A memory-bound kernel's fixed time shows in small copies: fitted here, where copies
+      // span sizes from launch-bound to bandwidth-bound (its own key, memory_fixed_us; the
+      // compute kernels' kernel_fixed_us comes from the small GEMMs).
       double lo = std::numeric_limits<double>::infinity(), hi = 0;
       for (const MeasuredOp* m : pts) lo = std::min(lo, m->op.mem.bytes), hi = std::max(hi, m->op.mem.bytes);
-      if (pts.size() >= 3 && hi >= 64 * lo) return {p_hbm, p_kernel_fixed};
-      *note = "sizes span less than 64x: kernel_fixed_us kept";
+      if (pts.size() >= 3 && hi >= 64 * lo) return {p_hbm, p_memory_fixed};
+      *note = "sizes span less than 64x: memory_fixed_us kept";
       return {p_hbm};
     }
     case CalibClass::kNvlink:
@@ -447,8 +474,14 @@ std::string shape_key(const MeasuredOp& m) {
   const Op& o = m.op;
   switch (o.kind) {
     case OpKind::kGemm:
-      return fmt::format("gemm/dtype{}/m{:09}/n{:09}/k{:09}/g{:05}/{}", static_cast<int>(o.dtype), o.gemm.m, o.gemm.n,
-                         o.gemm.k, o.gemm.groups, o.gemm.split_k ? "split_k" : "split_m");
+    {
+      // Uneven per-expert loads are part of the shape (the largest bucket's share tells
+      // Zipf-skewed routing from balanced).
+      std::string key = fmt::format("gemm/dtype{}/m{:09}/n{:09}/k{:09}/g{:05}/{}", static_cast<int>(o.dtype), o.gemm.m,
+                                    o.gemm.n, o.gemm.k, o.gemm.groups, o.gemm.split_k ? "split_k" : "split_m");
+      if (!o.gemm.loads.even()) key += fmt::format("/top{:.3f}", o.gemm.loads.share[0]);
+      return key;
+    }
     case OpKind::kAttention: {
       const AttentionShape& a = o.attn;
       return fmt::format("attention/b{:06}/sq{:09}/skv{:09}/hq{:05}/hkv{:05}/dqk{:05}/dv{:05}/{}/w{:.6f}", a.batch,

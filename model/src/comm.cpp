@@ -9,6 +9,7 @@
 // Megatron-LM / TransformerEngine code it follows.
 #include "lcm/model/comm.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <vector>
 
@@ -37,6 +38,56 @@ double bus_factor(Collective kind, int n) {
 double sent_bytes_per_call(Collective kind, int n, double message_bytes) {
   if (n <= 1) return 0.0;  // a group of one talks to nobody
   return bus_factor(kind, n) * message_bytes;
+}
+
+double hit_probability(double experts, double held, int k) {
+  if (held <= 0.0) return 0.0;
+  double miss = 1.0;
+  for (int i = 0; i < k; ++i) {
+    const double num = experts - held - i;
+    if (num <= 0.0) return 1.0;
+    miss *= num / (experts - i);
+  }
+  return 1.0 - miss;
+}
+
+namespace {
+double choose(int n, int r) {
+  if (r < 0 || r > n) return 0.0;
+  double c = 1.0;
+  for (int i = 1; i <= r; ++i) c = c * (n - r + i) / i;
+  return c;
+}
+}  // namespace
+
+double node_hit_probability(const NodeDedup& d, int nodes) {
+  const double E = d.experts;
+  const int N = std::max(1, nodes), G = d.groups, gt = d.group_topk;
+  if (N == 1) return 1.0;
+  if (G <= 0 || gt <= 0 || gt >= G || (G % N != 0 && N % G != 0)) return hit_probability(E, E / N, d.topk);
+  const double per_group = E / G, drawn_from = gt * per_group;  // the k experts come from gt groups
+  if (N % G == 0)  // a group spans N/G nodes: the node's group is chosen with probability gt/G
+    return static_cast<double>(gt) / G * hit_probability(drawn_from, E / N, d.topk);
+  // g = G/N groups per node: j of them among the gt chosen (hypergeometric), then the k draws.
+  const int g = G / N;
+  double p = 0.0;
+  for (int j = 1; j <= std::min(g, gt); ++j)
+    p += choose(g, j) * choose(G - g, gt - j) / choose(G, gt) * hit_probability(drawn_from, j * per_group, d.topk);
+  return p;
+}
+
+double expected_destination_nodes(const NodeDedup& d, int nodes) {
+  return std::max(1, nodes) * node_hit_probability(d, nodes);
+}
+
+DedupTraffic dedup_traffic(const CollectiveShape& c, int nodes, int per_node) {
+  assert(c.dedup.dest_ranks > 0 && per_node >= 1);
+  const double token_bytes = c.message_bytes / c.dedup.dest_ranks;  // one copy of every token sent
+  // Destinations spread evenly over the nodes: of dest_ranks copies, the sender's own and each
+  // remote node's RDMA receiver (1 in per_node of them) do not cross NVLink.
+  const double r = per_node;
+  return {.nvlink_bytes = c.message_bytes * (r - 1.0) / r,
+          .nic_bytes = token_bytes * (nodes - 1) * node_hit_probability(c.dedup, nodes)};
 }
 
 namespace {

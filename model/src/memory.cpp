@@ -7,6 +7,9 @@
 //   Ts = T/t with SP, else T   tokens of the sequence-split (LayerNorm / dropout / residual) region
 //   t  tensor-parallel size (dense layers); etp, ep for routed experts.
 // Activations are bf16 (2 B), dropout masks 1 B, router / softmax statistics fp32 (4 B).
+// Under FP8 (Hopper, per-tensor current scaling or blockwise) every Transformer Engine linear
+// saves its input as its own FP8 copy (1 B, `lb` below) instead of the bf16 tensor; bf16
+// tensors other ops save (attention Q/K/V/O, activation inputs, norm inputs) stay 2 B.
 #include "lcm/model/memory.hpp"
 
 #include <algorithm>
@@ -40,6 +43,14 @@ struct Shape {
   double r_q = 0, r_kv = 0, d_n = 0, d_r = 0, d_v = 0;
   double V = 0;  // padded vocab on this TP rank
   bool mtp_moe = false;  // MTP layers are MoE layers
+  // Bytes per element of the input a TE linear saves for its weight gradient: 2 (bf16), or 1
+  // under FP8. TE 2.x quantizes the input and keeps only the FP8 copy for backward
+  // (transformer_engine/pytorch/module/linear.py `_Linear.forward`, "Discard unneeded data in
+  // input tensor": column-wise FP8 data, or row-wise FP8 of the local shard where the
+  // backward re-gathers it with SP; layernorm_linear.py saves `ln_out` the same way;
+  // grouped_linear.py each expert's input). The bf16 tensor is then freed unless another op
+  // saves it.
+  double lb = 2;
 };
 
 Shape make_shape(const Scenario& sc, const Mesh& m) {
@@ -79,6 +90,7 @@ Shape make_shape(const Scenario& sc, const Mesh& m) {
   x.d_v = r.v_head_dim;
   x.V = r.vocab_rank;
   x.mtp_moe = r.mtp_moe;
+  x.lb = sc.training.precision == Precision::kFp8 ? 1.0 : 2.0;
   return x;
 }
 
@@ -116,8 +128,11 @@ LayerModel model_layer(const Shape& x, bool moe, uint32_t modules) {
       // Input norm is a separate module in Megatron's MLA spec: its output feeds the down
       // projections (duplicated over TP, sequence-split with SP).
       drop_ln += 2.0 * Ts * h;
-      if (x.r_q > 0) keep += 2.0 * Ts * x.r_q * 2.0;     // q_compressed (norm input) + q-norm output
-      keep += 2.0 * Ts * (x.r_kv + x.d_r) + 2.0 * Ts * x.r_kv;  // kv_compressed + k_pe, kv-norm output
+      // Under FP8 the two down projections each save an FP8 copy of it: 2 x 1 B, the same bytes.
+      // q_compressed (q-norm input, bf16) + q-norm output (the q_up linear's saved input).
+      if (x.r_q > 0) keep += Ts * x.r_q * (2.0 + x.lb);
+      // kv_compressed + k_pe (bf16), kv-norm output (the kv_up linear's saved input).
+      keep += 2.0 * Ts * (x.r_kv + x.d_r) + x.lb * Ts * x.r_kv;
       // Up-projection outputs: query and key are new (concatenated with the rotary part);
       // value is a view of the kv_up output, which therefore stays alive whole.
       const double qk = x.a * (x.d_n + x.d_r);
@@ -125,15 +140,21 @@ LayerModel model_layer(const Shape& x, bool moe, uint32_t modules) {
       q_width = qk;
       o_width = x.a * x.d_v;
     } else {
-      // QKV input: the fused-norm output saved by the QKV projection (sequence-split with SP).
-      keep += 2.0 * Ts * h;
+      // QKV input: the fused-norm output saved by the QKV projection (sequence-split with SP;
+      // FP8: layernorm_linear.py saves `ln_out` as FP8).
+      keep += x.lb * Ts * h;
       const double q = x.a * x.dh, kv = x.g * x.dh;
       keep += 2.0 * T * (q + 2.0 * kv) / t;              // Q, K, V
       if (x.qk_norm) keep += 2.0 * T * (q + kv) / t;     // q/k norm inputs
       q_width = q;
       o_width = q;
     }
-    keep += 2.0 * T * o_width / t;  // attention output = output-projection input
+    // Attention output = output-projection input, bf16: the fused kernel saves it as `out`.
+    // Under FP8 the projection saves the same bf16 tensor, not an FP8 copy: Megatron sets
+    // `save_original_input` on linear_proj for every recipe but delayed scaling
+    // (megatron/core/transformer/attention.py, set_save_original_input(self.linear_proj);
+    // delayed scaling would add a 1 B copy, not modelled: lcm has no recipe key).
+    keep += 2.0 * T * o_width / t;
     const double ss = heads * x.b * x.s * x.s_kv;  // score elements on this rank
     if (x.unfused) {
       // Megatron's fused scale-mask-softmax kernel (sk <= 4096) saves bf16 probabilities;
@@ -157,13 +178,18 @@ LayerModel model_layer(const Shape& x, bool moe, uint32_t modules) {
   // ---- MLP block.
   if (!moe) {
     const double gate = x.swiglu ? 2.0 : 1.0;
-    const double in = 2.0 * Ts * h;                  // fc1 input (fused-norm output)
-    const double fc1 = 2.0 * T * x.f * gate / t;     // fc1 output = activation input
-    const double act = 2.0 * T * x.f / t;            // activation output = fc2 input
+    const double in = x.lb * Ts * h;               // fc1 input (fused-norm output; FP8 copy under FP8)
+    const double fc1 = 2.0 * T * x.f * gate / t;  // fc1 output = activation input (bf16, saved by bias_swiglu/gelu)
+    const double act = x.lb * T * x.f / t;        // activation output = fc2 input (FP8 copy under FP8)
     const double mask = x.hidden_drop ? Ts * h : 0.0;
     full_mlp = in + fc1 + act + mask;
-    mlp = in + (rc_mlp ? 0 : fc1 + act) + mask;
-    out.transient = std::max(out.transient, fc1 + act);  // their gradients in backward
+    // `mlp` checkpoints the whole MLP on its input (transformer_layer.py, recompute_mlp:
+    // te_checkpoint / tensor_parallel.checkpoint(self.mlp, ..., pre_mlp_layernorm_output)).
+    // With the TE spec the pre-MLP norm is fused into fc1 (IdentityOp), so that input is the
+    // residual stream, already counted as the norm input in `norms`: nothing else is kept
+    // but the dropout mask of the bias-dropout-add outside the checkpoint.
+    mlp = (rc_mlp ? 0 : in + fc1 + act) + mask;
+    out.transient = std::max(out.transient, fc1 + 2.0 * T * x.f / t);  // their (bf16) gradients in backward
   } else {
     const double gate = x.swiglu ? 2.0 : 1.0;
     const double in = 2.0 * Ts * h;  // pre-MLP norm output: router, dispatcher and shared-expert input
@@ -172,27 +198,36 @@ LayerModel model_layer(const Shape& x, bool moe, uint32_t modules) {
     // over the expert-TP group, padded to capacity when asked (balanced routing).
     const double N = Ts * x.k * x.etp * x.capacity;
     const double fe = x.fe / x.etp;
-    const double e_in = 2.0 * N * h;           // permuted tokens = expert fc1 input
-    const double e_fc1 = 2.0 * N * fe * gate;  // expert fc1 output
-    // Activation output (fc2 input); a non-gated activation keeps its own output as well,
-    // because the probability scaling multiplies it separately.
-    const double e_act = 2.0 * N * fe * (x.swiglu ? 1.0 : 2.0);
+    // Permuted tokens = expert fc1 input: GroupedLinear saves them (FP8 copies under FP8); the
+    // fused permute keeps only its row-id map.
+    const double e_in = x.lb * N * h;
+    const double e_fc1 = 2.0 * N * fe * gate;  // expert fc1 output (bf16: the activation's saved input)
+    // Activation output = fc2 input (fc2's saved input: FP8 under FP8). A non-gated activation
+    // keeps its own bf16 output as well: the probability multiply in experts.py bias_act_func
+    // saves it (the fused weighted SwiGLU saves only its input and the probabilities).
+    const double e_act = N * fe * (x.lb + (x.swiglu ? 0.0 : 2.0));
     const double e_probs = 4.0 * N;
+    // Shared experts: fc1 reads the pre-MLP norm output that the router saves; under FP8
+    // Megatron sets `save_original_input` on it (shared_experts.py), so no extra copy.
     const double sh_fc1 = x.fs > 0 ? 2.0 * T * x.fs * gate / t : 0.0;
-    const double sh_act = x.fs > 0 ? 2.0 * T * x.fs / t : 0.0;
+    const double sh_act = x.fs > 0 ? x.lb * T * x.fs / t : 0.0;
     const double mask = x.hidden_drop ? Ts * h : 0.0;
     full_mlp = in + router + e_in + e_fc1 + e_act + e_probs + sh_fc1 + sh_act + mask;
     if (rc_moe) {
       mlp = in + mask;
     } else {
       // `layernorm` recomputes the separate pre-MLP norm's output; its input is in `norms`.
+      // `moe_act` runs the activation under CheckpointWithoutOutput and discards its output
+      // after fc2 (experts.py); under FP8 fc2 is set to save that original bf16 output
+      // (set_save_original_input(self.linear_fc2)), so no FP8 copy survives either.
       mlp = (rc_ln ? 0 : in) + router + e_in + e_fc1 + (rc_moe_act ? 0 : e_act) + e_probs +
             (rc_shared ? 0 : sh_fc1 + sh_act) + mask;
     }
     // Working set: dispatch keeps permuted, received and sorted token copies at once in
     // forward; backward holds the gradients of the expert intermediates.
-    const double dispatch_ws = 3.0 * 2.0 * Ts * x.k * h * x.capacity + e_in;
-    out.transient = std::max(out.transient, std::max(dispatch_ws, e_fc1 + e_act));
+    // Gradients and dispatched copies are bf16 whatever the precision.
+    const double dispatch_ws = 3.0 * 2.0 * Ts * x.k * h * x.capacity + 2.0 * N * h;
+    out.transient = std::max(out.transient, std::max(dispatch_ws, e_fc1 + 2.0 * N * fe * (x.swiglu ? 1.0 : 2.0)));
   }
 
   out.saved.attention = attn;
@@ -252,7 +287,8 @@ MemoryBaseKey memory_base_key(const StructureKey& structure, const Scenario& s, 
           .num_micro_batches = m.num_micro_batches,
           .micro_batch_size = s.training.micro_batch_size,
           .cp_comm_type = static_cast<int32_t>(p.cp_comm_type),
-          .overlap_moe_expert_parallel_comm = p.overlap_moe_expert_parallel_comm};
+          .overlap_moe_expert_parallel_comm = p.overlap_moe_expert_parallel_comm,
+          .precision = static_cast<int32_t>(s.training.precision)};
 }
 
 MemoryKey memory_key(const Scenario& s, const Mesh& m) { return memory_key(memory_base_key(s, m), s); }
@@ -387,8 +423,9 @@ void memory_without_state(const Scenario& s, const Mesh& m, const std::vector<St
       transient = std::max(n_dense > 0 ? dense.transient : 0.0, n_moe > 0 ? moe.transient : 0.0);
     }
     if (L.num_mtp_layers > 0) {
-      // MTP: embedding-norm and hidden-norm inputs plus the concatenated eh_proj input.
-      per_mb += L.num_mtp_layers * (2.0 * 2.0 * x.Ts * x.h + 2.0 * x.Ts * 2.0 * x.h);
+      // MTP: embedding-norm and hidden-norm inputs plus the concatenated eh_proj input (a TE
+      // linear: its FP8 copy under FP8).
+      per_mb += L.num_mtp_layers * (2.0 * 2.0 * x.Ts * x.h + x.lb * x.Ts * 2.0 * x.h);
     }
     if (L.has_embedding && x.hidden_drop) per_mb += x.Ts * x.h;  // embedding dropout mask
     if (L.has_output) per_mb += 2.0 * 2.0 * x.Ts * x.h;          // final norm input + output-layer input

@@ -1,6 +1,9 @@
 // Full op names from the name table (ops.hpp), and back.
 #include "lcm/model/ops.hpp"
 
+#include <algorithm>
+#include <functional>
+
 #include "lcm/model/mem_category.hpp"
 
 namespace lcm {
@@ -78,6 +81,25 @@ const char* to_string(MemCategory c) {
     case MemCategory::kOther: return "other";
   }
   return "?";
+}
+
+ExpertLoadShares expert_load_shares(const std::vector<double>& loads) {
+  ExpertLoadShares out;
+  std::vector<double> sorted;
+  double total = 0;
+  for (double l : loads) {
+    sorted.push_back(std::max(0.0, l));
+    total += sorted.back();
+  }
+  if (!(total > 0)) return out;
+  std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  const size_t g = sorted.size();
+  for (size_t b = 0; b < static_cast<size_t>(kExpertLoadBuckets); ++b) {
+    double sum = 0;
+    for (size_t e = b * g / kExpertLoadBuckets; e < (b + 1) * g / kExpertLoadBuckets; ++e) sum += sorted[e];
+    out.share[b] = static_cast<float>(sum / total);
+  }
+  return out;
 }
 
 }  // namespace lcm

@@ -242,6 +242,7 @@ void bwd_ops(const Elem& e, F&& f) {
   if (is_comm(e.op) && !e.has_bwd) return;
   Op o = e.op;
   o.pass = Pass::kBwd;
+  o.host_syncs = 0;  // the backward reuses the forward's host-side counts
   switch (o.kind) {
     case OpKind::kGemm: break;  // above
     case OpKind::kAttention:
@@ -496,16 +497,21 @@ void dense_mlp_block(Sink& out, const Ctx& x) {
 // shard: T_e per rank. Balanced routing.
 // ---------------------------------------------------------------------------------
 
-// P(a given EP rank holds >= 1 of a token's k experts) under uniform top-k routing:
-// 1 - C(E - E/ep, k) / C(E, k).
-inline double rank_hit_probability(double experts, double per_rank, int k) {
-  double miss = 1.0;
-  for (int i = 0; i < k; ++i) {
-    const double num = experts - per_rank - i;
-    if (num <= 0.0) return 1.0;
-    miss *= num / (experts - i);
+// Whether the dispatcher copies its per-expert token counts to the host in the forward
+// (a device-to-host synchronisation per MoE layer per forward and recompute; Megatron-LM
+// megatron/core/transformer/moe/token_dispatcher.py, fused_a2a.py): the allgather
+// dispatcher always (tokens_per_expert .cpu()); alltoall unless the counts are static
+// (moe_pad_expert_input_to_capacity: drop_and_pad); flex with DeepEP always (its normal
+// kernels hand the received counts to the CPU as a list); flex with HybridEP unless padded
+// to capacity (num_permuted_tokens known: non_blocking). The backward reuses the splits.
+inline bool dispatcher_syncs(const ModelSpec& md) {
+  switch (md.moe_token_dispatcher_type) {
+    case Dispatcher::kAllGather: return true;
+    case Dispatcher::kAllToAll: return !md.moe_pad_expert_input_to_capacity;
+    case Dispatcher::kFlex:
+      return md.moe_flex_dispatcher_backend == FlexBackend::kDeepEp || !md.moe_pad_expert_input_to_capacity;
   }
-  return 1.0 - miss;
+  return true;
 }
 
 template <class Sink>
@@ -537,9 +543,17 @@ void moe_block(Sink& out, const Ctx& x) {
   const CommGroup tpep = m.etp > 1 ? CommGroup::kExpertTpEp : CommGroup::kDim;
   const double gathered = n_tpep * Te * h * kAct;  // allgather dispatcher: S of its AG / RS
   // flex: a token goes to each destination rank once
-  const double flex_tok =
-      type == Dispatcher::kFlex && n_tpep > 1 ? Te * n_tpep * rank_hit_probability(E, E / m.ep, k) * h : 0.0;
-  out(compute_el(memory_op(OpId::kMoePermute, 2.0 * kAct * slots * h), kMoe));
+  const double dest_ranks = n_tpep * hit_probability(E, E / m.ep, k);  // flex: per token
+  const double flex_tok = type == Dispatcher::kFlex && n_tpep > 1 ? Te * dest_ranks * h : 0.0;
+  // DeepEP / HybridEP send a token once per destination node (comm.hpp, NodeDedup).
+  const NodeDedup dedup{dest_ranks, md.num_experts, k, md.moe_router_num_groups, md.moe_router_group_topk};
+  const auto flex = [&dedup](Op o) {
+    o.coll.dedup = dedup;
+    return o;
+  };
+  Op permute = memory_op(OpId::kMoePermute, 2.0 * kAct * slots * h);
+  permute.host_syncs = dispatcher_syncs(md) ? 1 : 0;
+  out(compute_el(permute, kMoe));
   // Dispatch. Every collective of the dispatcher is charged to dim ep.
   switch (type) {
     case Dispatcher::kAllToAll:
@@ -568,9 +582,9 @@ void moe_block(Sink& out, const Ctx& x) {
       // DeepEP sends a token once per destination rank (is_token_in_rank): to each ETP rank
       // of every EP rank holding one of its experts.
       if (n_tpep > 1)
-        out(coll_el(in_group(coll_op(OpId::kMoeDispatchA2A, Collective::kAllToAll, CommDim::kEp, n_tpep,
-                                     flex_tok * dispatch_bytes, CommItemId::kEpA2ADispatch),
-                             tpep),
+        out(coll_el(flex(in_group(coll_op(OpId::kMoeDispatchA2A, Collective::kAllToAll, CommDim::kEp, n_tpep,
+                                          flex_tok * dispatch_bytes, CommItemId::kEpA2ADispatch),
+                                  tpep)),
                     Collective::kAllToAll, CommItemId::kEpA2ABwd, flex_tok * kAct, 1, kMoe));
       break;
   }
@@ -607,9 +621,9 @@ void moe_block(Sink& out, const Ctx& x) {
       break;
     case Dispatcher::kFlex:
       if (n_tpep > 1)
-        out(coll_el(in_group(coll_op(OpId::kMoeCombineA2A, Collective::kAllToAll, CommDim::kEp, n_tpep, flex_tok * kAct,
-                                     CommItemId::kEpA2ACombine),
-                             tpep),
+        out(coll_el(flex(in_group(coll_op(OpId::kMoeCombineA2A, Collective::kAllToAll, CommDim::kEp, n_tpep,
+                                          flex_tok * kAct, CommItemId::kEpA2ACombine),
+                                  tpep)),
                     Collective::kAllToAll, CommItemId::kEpA2ABwd, flex_tok * kAct, 1, kMoe));
       break;
   }
@@ -758,9 +772,13 @@ void emit_pp(const Ctx& x, bool first, bool last, F&& f) {
   const double bytes = x.r.tokens * x.r.hidden / (m.sp ? m.tp : 1) * kAct;
   const int from_prev = m.vp - (first ? 1 : 0);  // chunks with a previous stage
   const int to_next = m.vp - (last ? 1 : 0);     // chunks with a next stage
+  // Without interleaving Megatron batches the p2p ops and synchronises the device after each
+  // (batch_p2p_sync, p2p_communication.py): in the 1F1B steady state a send and the next
+  // receive are one call, so each receive is one synchronisation (none with --overlap-p2p-comm).
   auto op = [&](OpId base, Pass pass, CommItemId item, int calls) {
     Op o = coll_op(base, Collective::kSendRecv, CommDim::kPp, 2, bytes, item, calls);
     o.pass = pass;
+    if (m.vp == 1 && (base == OpId::kPpRecv || base == OpId::kPpRecvGrad)) o.host_syncs = 1;
     return o;
   };
   if (from_prev > 0) f(StageList::kPreFwd, op(OpId::kPpRecv, Pass::kFwd, CommItemId::kNone, from_prev));

@@ -41,6 +41,49 @@ void accumulate(PassTime& into, const PassTime& p, double times) {
   }
 }
 
+// The host-bound regime (docs/time-model.md, "Host-bound regime"). The host enqueues every
+// kernel and the GPU cannot run ahead of it; between two synchronisations (a segment) the
+// GPU's work takes max(GPU time, host time), and each synchronisation empties the host's
+// lead and idles the GPU for its round trip and the next first launch (PassTime::sync_idle).
+// The op lists of one micro-batch are added in execution order; every micro-batch is the
+// same, so the open segment at its end continues into the next one's first segment (the
+// 1F1B steady state): they are joined. Without any synchronisation in a micro-batch the
+// segment is the whole step, which per micro-batch is max(0, host - GPU) of the micro-batch.
+class HostClock {
+ public:
+  void add(const PassTime& p, double times) {
+    if (times <= 0) return;
+    if (p.syncs == 0) {
+      gpu_ += times * p.total;
+      host_ += times * p.host;
+      return;
+    }
+    // The first instance closes the open segment; each further one is a segment of its own.
+    close(gpu_ + p.total, host_ + p.host);
+    idle_ += (times - 1) * std::max(0.0, p.host - p.total) + times * p.sync_idle;
+    gpu_ = host_ = 0;
+  }
+  // GPU idle so far (the open segment not included).
+  double idle() const { return idle_; }
+  // GPU idle of the micro-batch: the open segment joined with the first one.
+  double finish() const { return idle_ + std::max(0.0, (host_ + first_host_) - (gpu_ + first_gpu_)); }
+
+ private:
+  void close(double gpu, double host) {
+    if (!closed_) {
+      first_gpu_ = gpu;
+      first_host_ = host;
+      closed_ = true;
+    } else {
+      idle_ += std::max(0.0, host - gpu);
+    }
+  }
+  double gpu_ = 0, host_ = 0;  // the open segment
+  double first_gpu_ = 0, first_host_ = 0;
+  bool closed_ = false;
+  double idle_ = 0;
+};
+
 // One pipeline rank's micro-batch times and its share of the step collectives.
 struct StageResult {
   StageTime t;
@@ -55,19 +98,29 @@ struct StageResult {
 
 StageTime stage_microbatch_time(const StageInputs& st, const StepInputs& in) {
   PassTime f, b;
-  accumulate(f, *st.pre_fwd, 1);
-  accumulate(f, in.dense->fwd, st.dense);
-  accumulate(f, in.moe->fwd, st.moe);
-  accumulate(f, in.mtp->fwd, st.mtp);
-  accumulate(f, *st.post_fwd, 1);
-  accumulate(b, *st.post_bwd, 1);
-  accumulate(b, in.mtp->recompute, st.mtp_recomputed);
-  accumulate(b, in.mtp->bwd, st.mtp);
-  accumulate(b, in.moe->recompute, st.moe_recomputed);
-  accumulate(b, in.moe->bwd, st.moe);
-  accumulate(b, in.dense->recompute, st.dense_recomputed);
-  accumulate(b, in.dense->bwd, st.dense);
-  accumulate(b, *st.pre_bwd, 1);
+  HostClock clock;
+  const auto add = [&clock](PassTime& into, const PassTime& p, double times) {
+    accumulate(into, p, times);
+    clock.add(p, times);
+  };
+  add(f, *st.pre_fwd, 1);
+  add(f, in.dense->fwd, st.dense);
+  add(f, in.moe->fwd, st.moe);
+  add(f, in.mtp->fwd, st.mtp);
+  add(f, *st.post_fwd, 1);
+  const double idle_fwd = clock.idle();
+  add(b, *st.post_bwd, 1);
+  add(b, in.mtp->recompute, st.mtp_recomputed);
+  add(b, in.mtp->bwd, st.mtp);
+  add(b, in.moe->recompute, st.moe_recomputed);
+  add(b, in.moe->bwd, st.moe);
+  add(b, in.dense->recompute, st.dense_recomputed);
+  add(b, in.dense->bwd, st.dense);
+  add(b, *st.pre_bwd, 1);
+  // Idle closed within the forward counts there; the rest (and the joined segment) in the backward.
+  const double idle_bwd = clock.finish() - idle_fwd;
+  f.total += idle_fwd;
+  b.total += idle_bwd;
   // With interleaving Megatron overlaps pipeline p2p with compute (--overlap-p2p-comm).
   if (in.vp > 1) {
     for (PassTime* p : {&f, &b}) {
@@ -89,6 +142,7 @@ StageTime stage_microbatch_time(const StageInputs& st, const StepInputs& in) {
   StageTime t;
   t.fwd = f.total;
   t.bwd = b.total;
+  t.host_idle = idle_fwd + idle_bwd;
   for (size_t i = 0; i < kNumOpClasses; ++i) t.compute[i] = f.compute[i] + b.compute[i];
   for (size_t i = 0; i < kNumCommDims; ++i) {
     t.exposed_comm[i] = f.exposed[i] + b.exposed[i];
@@ -191,6 +245,8 @@ PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const Me
   double tp_last_chunks = 0;  // TP reduce-scatters / all-reduces: their last pipelined chunk
   for (const Op& op : ops) {
     const double t = op_time(op, topo, hw) * op.calls;
+    out.host += host_kernels(op) * hw.host.kernel_launch;
+    out.syncs += op.host_syncs * op.calls;
     if (is_comm(op)) {
       if (op.coll.dim == CommDim::kCp && op.overlappable) cp_overlappable += t;
       else comm[idx(op.coll.dim)] += t;
@@ -229,6 +285,7 @@ PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const Me
   total_compute += contention;
   double total = total_compute;
   for (double e : exposed) total += e;
+  out.sync_idle = out.syncs * (hw.host.sync + hw.host.launch_latency);
   out.total = total;
   out.compute = compute;
   out.exposed = exposed;
@@ -241,6 +298,9 @@ LayerTimes layer_times(const LayerOps& l, const ParallelSpec& par, const MeshTop
   t.fwd = pass_time(l.fwd, par, topo, hw);
   t.recompute = pass_time(l.recompute, par, topo, hw);
   t.bwd = pass_time(l.bwd, par, topo, hw);
+  // A layer's Python (module calls, hooks, autocast) on top of its kernels, per pass it runs.
+  for (PassTime* p : {&t.fwd, &t.recompute, &t.bwd})
+    if (p->total > 0 || p->host > 0) p->host += hw.host.layer_overhead;
   return t;
 }
 
@@ -323,7 +383,11 @@ StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops&
   const double fill = (sum_fb - fb_max) / std::max(1, in.vp);
   out.pipeline = mb * fb_max + fill;
   out.bubble = fill;
-  out.step_s = out.pipeline + out.dp_exposed + out.optimizer;
+  // The step closes with a synchronisation (the gradient norm's .item() before the optimizer
+  // update); the next step's first kernel waits for its launch.
+  const double step_sync = hw.host.sync + hw.host.launch_latency;
+  out.host_idle = mb * bn.host_idle + step_sync;
+  out.step_s = out.pipeline + out.dp_exposed + out.optimizer + step_sync;
   for (size_t i = 0; i < kNumOpClasses; ++i) out.compute[i] = mb * bn.compute[i];
   for (size_t i = 0; i < kNumCommDims; ++i) out.exposed_comm[i] = mb * bn.exposed_comm[i];
   out.exposed_comm[idx(CommDim::kDp)] += out.dp_exposed;
@@ -378,7 +442,7 @@ StepTime step_time(const Scenario& s, const Mesh& m, const Schedule& sched, cons
 
 std::array<StepTerm, kNumStepTerms> step_terms(const std::array<double, kNumOpClasses>& compute,
                                                const std::array<double, kNumCommDims>& exposed_comm, double bubble,
-                                               double optimizer) {
+                                               double host_idle, double optimizer) {
   using G = StepTermGroup;
   static_assert(kNumOpClasses == 3 && kNumCommDims == 7, "one entry per op class and dimension below");
   const auto c = [&](OpClass k) { return compute[static_cast<size_t>(k)]; };
@@ -396,6 +460,7 @@ std::array<StepTerm, kNumStepTerms> step_terms(const std::array<double, kNumOpCl
       {G::kExposedComm, to_string(D::kEdp), "EDP comm", "exposed EDP communication", x(D::kEdp)},
       {G::kExposedComm, to_string(D::kEmb), "embedding comm", "exposed embedding communication", x(D::kEmb)},
       {G::kBubble, "bubble", "pipeline bubble", "pipeline bubble", bubble},
+      {G::kBubble, "host", "host-bound", "GPU idle waiting on the host", host_idle},
       {G::kOptimizer, "optimizer", "optimizer", "optimizer step", optimizer},
   }};
 }

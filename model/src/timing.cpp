@@ -76,7 +76,8 @@ MeshTopology mesh_topology(const Scenario& s, const Mesh& m) {
 
 namespace {
 
-// Efficiency of one (grouped) GEMM relative to the dense peak of its dtype.
+// Efficiency of one GEMM of m x n x k (one expert of a group) relative to the dense peak of
+// its dtype.
 //  - Saturation in every dimension: d / (d + gemm_dim_half). Small m or n leave SMs or
 //    operand reuse idle; a short k loop amortizes less of each output tile's fixed
 //    prologue/epilogue. `k_half_scale` stretches the k half-point: an FP8 k loop runs at
@@ -87,25 +88,56 @@ namespace {
 //  - No wave quantization: cuBLAS on Hopper schedules tiles persistently (stream-K /
 //    split-K for few tiles), and the measured H200 shapes show no wave pattern
 //    (validation/measured/h200/kernels_probe.json and comparison.md; docs/hardware-profiles.md).
-double shape_efficiency(const GemmShape& g, DType dtype, const HardwareSpec& hw) {
+double dims_efficiency(double m, double n, double k, DType dtype, const HardwareSpec& hw) {
   const EfficiencySpec& e = hw.efficiency;
   const bool fp8 = dtype == DType::kFp8;
   const double peak_fraction = fp8 ? e.gemm_fp8 : e.gemm;
   const double k_half_scale = fp8 ? 2.0 : 1.0;
-  const int groups = std::max(1, g.groups);
-  // Per GEMM of the group: the groups split the tokens, which are m (forward, dgrad) or k
-  // (weight gradient: GemmShape::split_k).
-  const double m = g.split_k ? static_cast<double>(g.m) : static_cast<double>(g.m) / groups;
-  const double k = g.split_k ? static_cast<double>(g.k) / groups : static_cast<double>(g.k);
-  if (m <= 0 || g.n <= 0 || k <= 0) return peak_fraction;
-  const double n = static_cast<double>(g.n);
+  if (m <= 0 || n <= 0 || k <= 0) return peak_fraction;
   auto sat = [](double d, double half) { return d / (d + half); };
   auto edge = [](double d, int tile) {
     const double t = std::max(1, tile);
     return d / (std::ceil(d / t) * t);
   };
+  double fill = 1.0;
+  if (e.gemm_sm_fill_exponent > 0 && hw.gpu.num_sms > 0) {
+    const double tiles = std::ceil(m / std::max(1, e.gemm_tile_m)) * std::ceil(n / std::max(1, e.gemm_tile_n));
+    fill = std::pow(std::min(1.0, tiles / hw.gpu.num_sms), e.gemm_sm_fill_exponent);
+  }
   return peak_fraction * sat(m, e.gemm_dim_half) * sat(n, e.gemm_dim_half) * sat(k, e.gemm_dim_half * k_half_scale) *
-         edge(m, e.gemm_tile_m) * edge(n, e.gemm_tile_n);
+         edge(m, e.gemm_tile_m) * edge(n, e.gemm_tile_n) * fill;
+}
+
+// The mean split of a grouped GEMM: the groups split the tokens, which are m (forward,
+// dgrad) or k (weight gradient: GemmShape::split_k).
+double shape_efficiency(const GemmShape& g, DType dtype, const HardwareSpec& hw) {
+  const int groups = std::max(1, g.groups);
+  const double m = g.split_k ? static_cast<double>(g.m) : static_cast<double>(g.m) / groups;
+  const double k = g.split_k ? static_cast<double>(g.k) / groups : static_cast<double>(g.k);
+  return dims_efficiency(m, static_cast<double>(g.n), k, dtype, hw);
+}
+
+// Smooth maximum (a^p + b^p)^(1/p) of two non-negative times, scaled by the larger so that
+// large p does not overflow; p = 1 is the sum, p -> infinity the maximum.
+double smooth_max(double a, double b, double p) {
+  const double hi = std::max(a, b), lo = std::min(a, b);
+  if (!(hi > 0)) return 0;
+  return hi * std::pow(1.0 + std::pow(lo / hi, p), 1.0 / p);
+}
+
+// One GEMM of m x n x k without the fixed time per kernel: the compute roofline at the
+// shape's efficiency and, with gemm_roofline_exponent p > 0, the memory roofline of its
+// operands (A m x k and B k x n at the dtype's width, C m x n written in BF16) at
+// hbm_bw x hbm, combined as a smooth maximum.
+double one_gemm_time(double m, double n, double k, DType dtype, const HardwareSpec& hw) {
+  if (m <= 0 || n <= 0 || k <= 0) return 0;
+  const double t_compute = 2.0 * m * n * k / (peak_flops(dtype, hw) * dims_efficiency(m, n, k, dtype, hw));
+  const double p = hw.efficiency.gemm_roofline_exponent;
+  const double bw = hw.gpu.hbm_bw * hw.efficiency.hbm;
+  if (!(p > 0) || !(bw > 0)) return t_compute;
+  const double width = dtype == DType::kFp8 ? 1.0 : dtype == DType::kFp32 ? 4.0 : 2.0;
+  const double t_memory = ((m * k + k * n) * width + m * n * 2.0) / bw;
+  return smooth_max(t_compute, t_memory, p);
 }
 
 }  // namespace
@@ -113,12 +145,23 @@ double shape_efficiency(const GemmShape& g, DType dtype, const HardwareSpec& hw)
 double gemm_efficiency(const GemmShape& g, const HardwareSpec& hw) { return shape_efficiency(g, DType::kBf16, hw); }
 
 double gemm_time(const GemmShape& g, DType dtype, const HardwareSpec& hw) {
-  const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
-  if (flops <= 0) return 0;
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0) return 0;
+  const int groups = std::max(1, g.groups);
   // A grouped GEMM runs one GEMM per group (Transformer Engine's GroupedLinear launches a
   // cuBLAS GEMM per expert), each paying the fixed time per kernel.
-  return flops / (peak_flops(dtype, hw) * shape_efficiency(g, dtype, hw)) +
-         hw.efficiency.kernel_fixed * static_cast<double>(std::max(1, g.groups));
+  const double fixed = hw.efficiency.kernel_fixed * static_cast<double>(groups);
+  const double n = static_cast<double>(g.n);
+  const double tokens = static_cast<double>(g.split_k ? g.k : g.m);
+  const double other = static_cast<double>(g.split_k ? g.m : g.k);
+  auto expert = [&](double t) { return g.split_k ? one_gemm_time(other, n, t, dtype, hw) : one_gemm_time(t, n, other, dtype, hw); };
+  if (groups == 1 || g.loads.even()) return static_cast<double>(groups) * expert(tokens / groups) + fixed;
+  // Uneven routing: each bucket's experts at their own token count (ops.hpp ExpertLoadShares).
+  double t = 0;
+  for (int b = 0; b < kExpertLoadBuckets; ++b) {
+    const int count = (b + 1) * groups / kExpertLoadBuckets - b * groups / kExpertLoadBuckets;
+    if (count > 0) t += count * expert(static_cast<double>(g.loads.share[static_cast<size_t>(b)]) * tokens / count);
+  }
+  return t + fixed;
 }
 
 double attention_time(const AttentionShape& a, double flops, bool backward, const HardwareSpec& hw) {
@@ -134,12 +177,44 @@ double attention_time(const AttentionShape& a, double flops, bool backward, cons
     const double d = 0.5 * static_cast<double>(a.head_dim_qk + a.head_dim_v);
     if (d > 128) eff *= std::pow(128.0 / d, e.attention_bwd_wide_dim_exponent);
   }
-  return flops / (hw.gpu.peak_bf16_flops * eff) + e.kernel_fixed;
+  double t = flops / (hw.gpu.peak_bf16_flops * eff);
+  const double rows = static_cast<double>(a.batch * a.heads_q * a.seq_q);  // query rows of all heads
+  const double wf = std::clamp(a.work_fraction, 1e-9, 1.0);
+  // CTA tail: a CTA computes kAttentionBlockQ query rows of one head; the longest attends
+  // min(1, 2 wf) of the keys (causal: the last block sees them all), so its share of the
+  // work is that over s_q x wf of one of b x heads (at most the whole head). Its time on one
+  // SM, at num_sms times less than the whole GPU's rate, is t x num_sms x its share; the
+  // kernel ends at least when it does, and `attention_cta_tail` of it shows after the even
+  // share.
+  if (e.attention_cta_tail > 0 && hw.gpu.num_sms > 0 && rows > 0) {
+    const double block = std::min<double>(kAttentionBlockQ, static_cast<double>(a.seq_q));
+    const double share = std::min(1.0, block * std::min(1.0, 2.0 * wf) / (static_cast<double>(a.seq_q) * wf)) /
+                         static_cast<double>(a.batch * a.heads_q);
+    const double longest = t * hw.gpu.num_sms * share;
+    t = std::max(t + e.attention_cta_tail * longest, longest);
+  }
+  // Forward K/V streaming: every CTA reads the K and V rows it attends. Concurrent CTAs of
+  // one KV head sweep them in the same order, so L2 serves them while one head's K and V
+  // fit; a cyclic sweep larger than an LRU cache misses throughout, so the miss share
+  // rises from 0 at l2_bytes to 1 at twice that. The kernel then runs at the larger of its
+  // compute and its HBM time (TMA loads overlap the math: a hard maximum). The backward
+  // does 2.5x the FLOPs per byte and stays compute-bound.
+  const double kv_head_bytes = 2.0 * static_cast<double>(a.seq_kv * (a.head_dim_qk + a.head_dim_v));
+  if (!backward && hw.gpu.l2_bytes > 0 && kv_head_bytes > hw.gpu.l2_bytes && hw.gpu.hbm_bw > 0) {
+    const double miss = std::min(1.0, (kv_head_bytes - hw.gpu.l2_bytes) / hw.gpu.l2_bytes);
+    const double ctas = static_cast<double>(a.batch * a.heads_q) *
+                        std::ceil(static_cast<double>(a.seq_q) / static_cast<double>(kAttentionBlockQ));
+    const double bytes = miss * ctas * static_cast<double>(a.seq_kv) * wf * 2.0 *
+                         static_cast<double>(a.head_dim_qk + a.head_dim_v);
+    t = std::max(t, bytes / (hw.gpu.hbm_bw * e.hbm));
+  }
+  return t + e.kernel_fixed;
 }
 
 double memory_time(double bytes, const HardwareSpec& hw) {
   if (bytes <= 0) return 0;
-  return bytes / (hw.gpu.hbm_bw * hw.efficiency.hbm) + hw.efficiency.kernel_fixed;
+  const EfficiencySpec& e = hw.efficiency;
+  return bytes / (hw.gpu.hbm_bw * e.hbm) + (e.memory_fixed > 0 ? e.memory_fixed : e.kernel_fixed);
 }
 
 double collective_time(const CollectiveShape& c, const GroupTopology& topo, const HardwareSpec& hw) {
@@ -179,6 +254,10 @@ double collective_time(const CollectiveShape& c, const GroupTopology& topo, cons
       const double t_nvl = S * on_node / nvl;
       const double t_nic = off_node > 0 ? S * off_node / nic : 0.0;
       const double latency = e.collective_base + (intra ? ic.nvlink_latency : ic.nic_latency);
+      if (c.dedup.dest_ranks > 0 && !intra) {  // issue 12: DeepEP / HybridEP node de-duplication (comm.cpp)
+        const DedupTraffic d = dedup_traffic(c, topo.nodes, std::min(topo.per_node, n));
+        return latency + std::max(d.nvlink_bytes / nvl, d.nic_bytes / nic);
+      }
       return latency + std::max(t_nvl, t_nic);
     }
     case Collective::kSendRecv: {

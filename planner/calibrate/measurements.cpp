@@ -268,12 +268,26 @@ std::optional<MeasuredOp> moe_phase_op(const json& p, const std::string& op, con
     if (name->pass != Pass::kFwd && name->part == GemmPart::kNone) return std::nullopt;
     return m;
   };
+  // Per-expert loads (extra.routing.loads_all_ranks: tokens each expert received, summed over
+  // the ranks): rank 0 holds experts 0 .. local_experts-1, so its grouped GEMMs split their
+  // rows by those loads (ops.hpp ExpertLoadShares); without them the split is even.
+  const json loads_json = routing.value("loads_all_ranks", json::array());
+  auto with_loads = [&](GemmShape g) {
+    if (!loads_json.is_array() || static_cast<int>(loads_json.size()) < El) return g;
+    std::vector<double> loads;
+    for (int e = 0; e < El; ++e) {
+      const json& v = loads_json[static_cast<size_t>(e)];
+      loads.push_back(v.is_number() ? std::max(0.0, v.get<double>()) : 0.0);
+    }
+    g.loads = expert_load_shares(loads);
+    return g;
+  };
   std::optional<MeasuredOp> m;
   const bool gated = moe.value("activation", "swiglu") == "swiglu";  // SwiGLU: gate, up
   switch (name && std::string_view(name->prefix) == kLayerPrefix ? name->id : OpId::kNone) {
     case OpId::kMoeRouter: m = gemm(moe_router_shape(T, h, E)); break;
-    case OpId::kMoeExpertsFc1: m = gemm(moe_fc1_shape(rows, h, f, gated, El)); break;
-    case OpId::kMoeExpertsFc2: m = gemm(moe_fc2_shape(rows, h, f, El)); break;
+    case OpId::kMoeExpertsFc1: m = gemm(with_loads(moe_fc1_shape(rows, h, f, gated, El))); break;
+    case OpId::kMoeExpertsFc2: m = gemm(with_loads(moe_fc2_shape(rows, h, f, El))); break;
     case OpId::kMoeDispatchA2A:
     case OpId::kMoeCombineA2A: {
       if (ep <= 1) break;

@@ -242,13 +242,13 @@ void register_calibrate(CLI::App& app, int& exit_code) {
   cmd->add_option("--folds", a->folds,
                   "Cross-validate the fit over K folds of distinct op shapes (each fold refitted on the others and "
                   "scored on its own points); 0 or 1: no cross-validation")
-      ->check(CLI::Range(0, 1000))
+      ->check(in_range(0, 1000))
       ->capture_default_str()
       ->excludes(compare);
   cmd->add_option("--cv-max-drop", a->cv_max_drop_pp,
                   "Warn when the cross-validated share of points within 10% is more than PP percentage points below "
                   "the in-sample share")
-      ->check(CLI::Range(0.0, 100.0))
+      ->check(in_range(0.0, 100.0))
       ->capture_default_str()
       ->excludes(compare);
   cmd->add_flag("--strict-cv", a->strict_cv,

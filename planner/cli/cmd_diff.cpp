@@ -77,7 +77,7 @@ void register_diff(CLI::App& app, int& exit_code) {
                   "Layout of side A in the planner's notation (\"tp2 cp4(p2p) pp2 ...\"; knobs not named keep A's)");
   cmd->add_option("--layout-b", d->layout_b, "Layout of side B, of the same scenario A");
   cmd->add_option("--set", d->sets, "Override a key on both sides: --set seq_length=64K (repeatable)");
-  cmd->add_option("--gpus", d->gpus, "GPU count on both sides")->check(CLI::Range(int64_t{1}, limits::kNumGpus));
+  cmd->add_option("--gpus", d->gpus, "GPU count on both sides")->check(in_range(int64_t{1}, limits::kNumGpus));
   cmd->add_option("--hw", d->hw, "Hardware profile name or path on both sides");
   add_output_options(*cmd, d->out, {"table", "md", "json", "csv"});
   cmd->callback([d, &exit_code] { exit_code = run_diff(*d); });

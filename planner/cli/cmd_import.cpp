@@ -67,7 +67,7 @@ void add_job_import(CLI::App& imp, bool titan, int& exit_code) {
       ->required();
   cmd->add_option("--gpus", o->gpus, "Number of GPUs of the job")
       ->required()
-      ->check(CLI::Range(int64_t{1}, limits::kNumGpus));
+      ->check(in_range(int64_t{1}, limits::kNumGpus));
   cmd->add_option("--hw", o->hw, "Hardware profile name or path (e.g. h200-sxm)")->required();
   if (titan)
     cmd->add_option("--model", *model,
@@ -131,7 +131,7 @@ void register_import(CLI::App& app, int& exit_code) {
                   "themselves after '--'");
   cmd->add_option("--gpus", o->gpus, "Number of GPUs of the job")
       ->required()
-      ->check(CLI::Range(int64_t{1}, limits::kNumGpus));
+      ->check(in_range(int64_t{1}, limits::kNumGpus));
   cmd->add_option("--hw", o->hw, "Hardware profile name or path (e.g. h200-sxm)")->required();
   cmd->add_option("--name", o->name, "Scenario name (default: the input file name)");
   cmd->add_option("-o,--output", o->output, "Write the scenario to FILE (atomically) instead of stdout")

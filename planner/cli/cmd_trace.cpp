@@ -33,7 +33,7 @@ void register_trace(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"op", "layer"}))
       ->capture_default_str();
   cmd->add_option("--micro-batches", *max_mb, "Show only the first N micro-batches of the step (0: all)")
-      ->check(CLI::Range(0, 1 << 30));
+      ->check(in_range(0, 1 << 30));
   cmd->callback([so, out, detail, max_mb, &exit_code] {
     auto s = load_or_report(*so);
     if (!s) {

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -31,7 +32,7 @@ void add_scenario_options(CLI::App& cmd, ScenarioOptions& o) {
   cmd.add_option("--set", o.sets,
                  "Override a key, Megatron-Core name: --set tensor_model_parallel_size=4 (repeatable)");
   cmd.add_option("--gpus", o.gpus, "GPU count (replaces the scenario's hardware.num_gpus)")
-      ->check(CLI::Range(int64_t{1}, limits::kNumGpus));
+      ->check(in_range(int64_t{1}, limits::kNumGpus));
   cmd.add_option("--hw", o.hw, "Hardware profile name or path (replaces the scenario's hardware.profile)");
   cmd.add_option("--layout", o.layout,
                  "A layout in the planner's notation, as `lcm plan` prints it: \"tp2 cp4(p2p) pp2 vp2 ep8 etp1 dp4 mbs1 "
@@ -91,6 +92,21 @@ std::optional<Scenario> load_or_report(const ScenarioOptions& o) {
   }
   for (const std::string& n : notes) std::cerr << "lcm: note: " << n << "\n";
   return std::move(r).value();
+}
+
+CLI::Validator in_range(double lo, double hi) {
+  auto show = [](double v) {
+    return v == std::floor(v) && std::fabs(v) < 1e15 ? std::to_string(static_cast<int64_t>(v)) : fmt::format("{}", v);
+  };
+  const std::string bounds = "[" + show(lo) + ", " + show(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, bounds](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v)) return "Value " + text + " is not a number";
+        if (!(v >= lo && v <= hi)) return "Value " + text + " not in range " + bounds;
+        return {};
+      },
+      "in " + bounds);
 }
 
 CLI::Validator output_path_validator() {

@@ -406,6 +406,8 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
               m.moe_expert_capacity_factor > 0 ? "drop policy: the recipe's (default probs)" : "dropless");
     model.add("moe_pad_expert_input_to_capacity", yes(m.moe_pad_expert_input_to_capacity));
     model.add("moe_token_dispatcher_type", std::string(to_string(m.moe_token_dispatcher_type)));
+    if (m.moe_token_dispatcher_type == Dispatcher::kFlex)  // issue 12: DeepEP / HybridEP
+      model.add("moe_flex_dispatcher_backend", std::string(to_string(m.moe_flex_dispatcher_backend)));
     model.add("moe_grouped_gemm", "true");
     model.comment("moe_router_load_balancing_type / moe_aux_loss_coeff: the recipe's (no effect on lcm's estimate)");
   }

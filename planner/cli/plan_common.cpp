@@ -47,12 +47,12 @@ const std::vector<io::Override>& trivial_layout() {
 
 void add_plan_options(CLI::App& cmd, PlanArgs& a, bool with_top) {
   if (with_top) {
-    cmd.add_option("--top", a.top, "Layouts in the decision table")->check(CLI::Range(1, 1000))->capture_default_str();
+    cmd.add_option("--top", a.top, "Layouts in the decision table")->check(in_range(1, 1000))->capture_default_str();
     cmd.add_option("--why-not", a.why_not, "Out-of-memory layouts in the why-not table")
-        ->check(CLI::Range(0, 100))
+        ->check(in_range(0, 100))
         ->capture_default_str();
   }
-  cmd.add_option("--threads", a.threads, "Search threads (0: every core)")->check(CLI::Range(0, 1024))->capture_default_str();
+  cmd.add_option("--threads", a.threads, "Search threads (0: every core)")->check(in_range(0, 1024))->capture_default_str();
   cmd.add_flag("-q,--quiet", a.quiet, "No progress bar on stderr");
 }
 

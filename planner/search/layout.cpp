@@ -365,6 +365,8 @@ std::vector<std::string> megatron_flags(const Scenario& s) {
     add("--expert-tensor-parallel-size",
         num(p.expert_tensor_parallel_size > 0 ? p.expert_tensor_parallel_size : p.tensor_model_parallel_size));
     add("--moe-token-dispatcher-type", std::string(to_string(s.model.moe_token_dispatcher_type)));
+    if (s.model.moe_token_dispatcher_type == Dispatcher::kFlex)  // issue 12: DeepEP / HybridEP
+      add("--moe-flex-dispatcher-backend", std::string(to_string(s.model.moe_flex_dispatcher_backend)));
   }
   add("--micro-batch-size", num(s.training.micro_batch_size));
   switch (p.data_parallel_sharding_strategy) {

@@ -24,6 +24,7 @@ void time_metrics(const StepTime& t, Metrics& m) {
   m.pipeline = t.pipeline;
   m.dp_exposed = t.dp_exposed;
   m.optimizer = t.optimizer;
+  m.host_idle = t.host_idle;  // issue 12, host-bound regime
   m.exposed_comm = t.exposed_comm;
   m.compute = t.compute;
   m.bottleneck_stage = t.bottleneck_stage;

@@ -234,11 +234,11 @@ std::vector<Case> catalog() {
   c.push_back({"UnknownCommand", "frobnicate", 2, "unknown command 'frobnicate'; commands: estimate"});
   c.push_back({"MisspelledCommand", "estimat x", 2, "did you mean 'estimate'?"});
   c.push_back({"NoCommand", "", 2, "give a command: estimate"});
-  c.push_back({"GpusZero", "plan $S/default.yaml --gpus 0", 2, "--gpus: Value 0 not in range 1 to 1048576"});
-  c.push_back({"GpusNegative", "import megatron --gpus -3 --hw h200-sxm x", 2, "not in range 1 to 1048576"});
+  c.push_back({"GpusZero", "plan $S/default.yaml --gpus 0", 2, "--gpus: Value 0 not in range [1, 1048576]"});
+  c.push_back({"GpusNegative", "import megatron --gpus -3 --hw h200-sxm x", 2, "not in range [1, 1048576]"});
   c.push_back({"GpusNotANumber", "plan $S/default.yaml --gpus many", 2, "--gpus"});
-  c.push_back({"TopZero", "plan $S/default.yaml --top 0", 2, "Value 0 not in range 1 to 1000"});
-  c.push_back({"ThreadsTooMany", "plan $S/default.yaml --threads 5000", 2, "not in range 0 to 1024"});
+  c.push_back({"TopZero", "plan $S/default.yaml --top 0", 2, "Value 0 not in range [1, 1000]"});
+  c.push_back({"ThreadsTooMany", "plan $S/default.yaml --threads 5000", 2, "not in range [0, 1024]"});
   c.push_back({"MicroBatchesNegative", "trace $S/default.yaml -o t.json --micro-batches -1", 2, "--micro-batches"});
   c.push_back({"UnknownFormat", def + " --format xml", 2, "--format: xml not in"});
   c.push_back({"UnknownOption", def + " --frobnicate", 2, "--frobnicate"});

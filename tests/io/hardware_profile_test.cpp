@@ -98,7 +98,9 @@ TEST_F(ProfileFile, MissingKeyAndBlock) {
   for (const char* key : {"gemm_fp8", "gemm_dim_half", "gemm_tile_m", "gemm_tile_n", "attention_seq_half_tokens",
                           "nvlink_half_MiB", "nic_half_MiB", "attention_head_dim_half", "attention_bwd_wide_dim_exponent",
                           "kernel_fixed_us", "collective_base_us", "nvlink_allgather_scale",
-                          "nvlink_alltoall_scale", "nvlink_sendrecv_scale", "nvlink_ramp_exponent"}) {
+                          "nvlink_alltoall_scale", "nvlink_sendrecv_scale", "nvlink_ramp_exponent",
+                          // small-op regime (issue 12)
+                          "gemm_roofline_exponent", "memory_fixed_us", "attention_cta_tail", "gemm_sm_fill_exponent"}) {
     std::ifstream in(profile_dir() + "/h100-sxm.yaml");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const size_t at = text.find(std::string("  ") + key + ":");
@@ -107,6 +109,19 @@ TEST_F(ProfileFile, MissingKeyAndBlock) {
     auto m = load_hardware_profile(edited(text.substr(at, eol - at + 1), ""));
     ASSERT_FALSE(m.ok()) << key;
     EXPECT_THAT(m.error().str(), HasSubstr(std::string("efficiency.") + key + ": missing required key"));
+  }
+}
+
+// gemm_roofline_exponent is 0 (off) or a smooth-maximum exponent in [1, 64].
+TEST_F(ProfileFile, RooflineExponentIsOffOrAtLeastOne) {
+  for (const char* bad : {"0.5", "65", "-1"}) {
+    auto r = load_hardware_profile(edited("gemm_roofline_exponent: 0\n", std::string("gemm_roofline_exponent: ") + bad + "\n"));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_THAT(r.error().str(), HasSubstr("gemm_roofline_exponent")) << bad;
+  }
+  for (const char* good : {"0", "1", "3.5", "64"}) {
+    auto r = load_hardware_profile(edited("gemm_roofline_exponent: 0\n", std::string("gemm_roofline_exponent: ") + good + "\n"));
+    EXPECT_TRUE(r.ok()) << good << ": " << (r.ok() ? "" : r.error().str());
   }
 }
 

@@ -260,6 +260,26 @@ TEST(Loader, ProfileFoundNextToTheScenarioFile) {
   EXPECT_EQ(by_path.value(), profile_dir() + "/h200-sxm.yaml");
 }
 
+// Fuzz finding 9 (set_fuzz, docs/reliability.md): `--set model.name=` with a carriage return
+// loaded, and the written scenario lost it on reading back. Text keys are one line.
+TEST(Loader, ControlCharacterInTextIsAnError) {
+  for (const std::string& bad : {std::string("model.name=mo\\e\rx"), std::string("model.name=a\x01" "b")}) {
+    auto r = load_text(kBaseScenario, {bad});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_THAT(r.error().str(), testing::HasSubstr("expected one line of text, got a control character")) << r.error().str();
+  }
+  auto cr = load_text(kBaseScenario, {"model.name=mo\\e\rx"});
+  ASSERT_FALSE(cr.ok());
+  EXPECT_THAT(cr.error().str(), testing::HasSubstr("(byte 0x0d) at position 5"));
+  // A YAML file's double-quoted escape reaches the same check.
+  const std::string base = kBaseScenario;
+  ASSERT_EQ(base.rfind("name: base\n", 0), 0u);
+  auto yaml = load_text("name: \"a\\tb\"\n" + base.substr(11));
+  ASSERT_FALSE(yaml.ok());
+  EXPECT_THAT(yaml.error().str(), testing::HasSubstr("(byte 0x09) at position 2"));
+  EXPECT_TRUE(load_text(kBaseScenario, {"model.name=mo\\e"}).ok());  // a backslash is text
+}
+
 TEST(Loader, MegatronModelConfigThroughLoadScenario) {
   const std::string path = data_dir() + "/megatron/gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed.yaml";
   LoadOptions o = opts_with({"global_batch_size=64"});

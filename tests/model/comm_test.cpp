@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <bit>
 #include <cstring>
 #include <vector>
 
 #include "lcm/model/comm.hpp"
 #include "lcm/model/mesh.hpp"
 #include "lcm/model/params.hpp"
+#include "lcm/model/timing.hpp"
+#include "schedule_gen.hpp"  // model/src: dispatcher_syncs, bwd_ops
 
 namespace lcm {
 namespace {
@@ -858,6 +861,129 @@ TEST(CommScenario, DeepSeekLikeLayoutHasEveryFamily) {
                     CommDim::kEdp, CommDim::kEmb}) {
     EXPECT_GT(dim(c, d), 0.0) << static_cast<int>(d);
   }
+}
+
+// ---------------------------------------------------------------------------------
+// Node de-duplication of the flex dispatcher (DeepEP / HybridEP): expected destination nodes
+// against hand-computed values and a brute-force enumeration of uniform routing.
+// ---------------------------------------------------------------------------------
+
+// Brute force: every equally likely routing of one token, the mean number of distinct nodes.
+// Experts e live on node e / (experts / nodes); groups are experts / groups consecutive experts.
+double enumerate_nodes(int experts, int k, int nodes, int groups = 0, int group_topk = 0) {
+  const int per_node = experts / nodes;
+  double sum = 0, count = 0;
+  // Every k-subset of `allowed` experts (bit masks), then its distinct nodes.
+  auto subsets = [&](uint32_t allowed) {
+    for (uint32_t mask = 0; mask < (1u << experts); ++mask) {
+      if ((mask & ~allowed) != 0 || std::popcount(mask) != k) continue;
+      uint32_t hit = 0;
+      for (int e = 0; e < experts; ++e)
+        if (mask & (1u << e)) hit |= 1u << (e / per_node);
+      sum += std::popcount(hit);
+      count += 1;
+    }
+  };
+  if (groups == 0) {
+    subsets((1u << experts) - 1);
+    return sum / count;
+  }
+  // Group-limited: every group_topk-subset of groups equally likely, then k experts among them
+  // (each group choice has the same number of expert subsets, so a flat mean is exact).
+  const int per_group = experts / groups;
+  for (uint32_t gmask = 0; gmask < (1u << groups); ++gmask) {
+    if (std::popcount(gmask) != group_topk) continue;
+    uint32_t allowed = 0;
+    for (int g = 0; g < groups; ++g)
+      if (gmask & (1u << g)) allowed |= ((1u << per_group) - 1) << (g * per_group);
+    subsets(allowed);
+  }
+  return sum / count;
+}
+
+NodeDedup routing(int experts, int k, int groups = 0, int group_topk = 0) {
+  return NodeDedup{.dest_ranks = 1, .experts = experts, .topk = k, .groups = groups, .group_topk = group_topk};
+}
+
+// 8 experts, top-2, 4 nodes of 2 experts: P(node hit) = 1 - C(6,2)/C(8,2) = 1 - 15/28 = 13/28;
+// expected nodes 4 x 13/28 = 13/7.
+TEST(NodeDedup, ExpectedDistinctNodesUniformRouting) {
+  EXPECT_NEAR(expected_destination_nodes(routing(8, 2), 4), 13.0 / 7.0, 1e-12);
+  EXPECT_NEAR(enumerate_nodes(8, 2, 4), 13.0 / 7.0, 1e-12);
+  for (int nodes : {1, 2, 4, 8})
+    for (int k : {1, 2, 3, 5})
+      EXPECT_NEAR(expected_destination_nodes(routing(8, k), nodes), enumerate_nodes(8, k, nodes), 1e-12)
+          << nodes << " nodes, top-" << k;
+}
+
+// Group-limited routing caps the nodes. 8 experts in 4 groups of 2, top-2 inside 2 groups:
+// on 2 nodes (2 groups each) j chosen groups on a node: P(j=1) = 2x2/6, P(j=2) = 1/6;
+// P(hit | j=1) = 1 - C(2,2)/C(4,2) = 5/6, P(hit | j=2) = 1: P(node hit) = 4/6 x 5/6 + 1/6 = 13/18,
+// expected nodes 2 x 13/18 = 13/9. On 8 nodes (a group spans 2 nodes): (2/4) x (1 - C(3,2)/C(4,2))
+// = 1/2 x 1/2 per node, 8 x 1/4 = 2 nodes.
+TEST(NodeDedup, GroupLimitedRoutingCapsTheNodes) {
+  EXPECT_NEAR(expected_destination_nodes(routing(8, 2, 4, 2), 2), 13.0 / 9.0, 1e-12);
+  EXPECT_NEAR(enumerate_nodes(8, 2, 2, 4, 2), 13.0 / 9.0, 1e-12);
+  EXPECT_NEAR(expected_destination_nodes(routing(8, 2, 4, 2), 8), 2.0, 1e-12);
+  EXPECT_NEAR(enumerate_nodes(8, 2, 8, 4, 2), 2.0, 1e-12);
+  for (int nodes : {2, 4, 8})
+    for (auto [groups, gtop, k] : {std::array{4, 2, 2}, std::array{4, 1, 2}, std::array{8, 3, 4}, std::array{2, 1, 3}})
+      EXPECT_NEAR(expected_destination_nodes(routing(16, k, groups, gtop), nodes), enumerate_nodes(16, k, nodes, groups, gtop),
+                  1e-12)
+          << nodes << " nodes, " << groups << " groups, top-" << gtop << " groups, top-" << k;
+}
+
+// The de-duplicated all-to-all: 16 ranks on 2 nodes of 8, 16 experts top-2, 4 destination
+// ranks per token, S = 4000 B (1000 B a token copy). NIC: one copy per remote node hit,
+// 1000 x (2-1) x P(node) = 1000 x (1 - C(8,2)/C(16,2)) = 1000 x 23/30 B; NVLink: S x 7/8 = 3500 B.
+// At NVLink 1e4 B/s and NIC 1e3 B/s: max(0.35, 0.7667) s. The plain all-to-all sends S x 8/16 =
+// 2000 B through the NIC: 2 s.
+TEST(NodeDedup, DedupAllToAllCrossesTheNicOncePerNode) {
+  HardwareSpec hw;
+  hw.interconnect.nvlink_bw = 1e4;
+  hw.interconnect.nic_bw = 1e3;
+  hw.interconnect.nvlink_latency = hw.interconnect.nic_latency = 0;
+  EfficiencySpec& e = hw.efficiency;
+  e.nvlink = e.nic = 1;
+  e.nvlink_half_bytes = e.nic_half_bytes = 0;
+  e.collective_base = 0;
+  CollectiveShape c{Collective::kAllToAll, CommDim::kEp, 16, 4000.0};
+  const GroupTopology two_nodes{16, 2, 8};
+  EXPECT_NEAR(collective_time(c, two_nodes, hw), 2.0, 1e-12);
+  c.dedup = NodeDedup{.dest_ranks = 4, .experts = 16, .topk = 2};
+  const DedupTraffic d = dedup_traffic(c, 2, 8);
+  EXPECT_NEAR(d.nic_bytes, 1000.0 * 23.0 / 30.0, 1e-9);
+  EXPECT_NEAR(d.nvlink_bytes, 3500.0, 1e-9);
+  EXPECT_NEAR(collective_time(c, two_nodes, hw), 23.0 / 30.0, 1e-12);
+  // Inside one node nothing crosses a NIC: the plain formula, S x 7/8 over NVLink.
+  EXPECT_NEAR(collective_time(c, GroupTopology{8, 1, 8}, hw), 0.35 / 2, 1e-12);
+}
+
+// Which dispatchers synchronise with the host in the forward (Megatron-LM token_dispatcher.py,
+// fused_a2a.py): allgather always; alltoall and HybridEP unless padded to capacity; DeepEP always.
+TEST(HostSyncs, DispatcherSyncsPerConfiguration) {
+  ModelSpec m;
+  m.moe_token_dispatcher_type = Dispatcher::kAllGather;
+  EXPECT_TRUE(sched::dispatcher_syncs(m));
+  m.moe_token_dispatcher_type = Dispatcher::kAllToAll;
+  EXPECT_TRUE(sched::dispatcher_syncs(m));
+  m.moe_pad_expert_input_to_capacity = true;
+  EXPECT_FALSE(sched::dispatcher_syncs(m));
+  m.moe_token_dispatcher_type = Dispatcher::kFlex;
+  m.moe_flex_dispatcher_backend = FlexBackend::kDeepEp;
+  EXPECT_TRUE(sched::dispatcher_syncs(m));
+  m.moe_flex_dispatcher_backend = FlexBackend::kHybridEp;
+  EXPECT_FALSE(sched::dispatcher_syncs(m));
+  m.moe_pad_expert_input_to_capacity = false;
+  EXPECT_TRUE(sched::dispatcher_syncs(m));
+  // The backward reuses the forward's counts: no sync.
+  Op permute;
+  permute.kind = OpKind::kMemoryBound;
+  permute.mem.bytes = 1;
+  permute.host_syncs = 1;
+  int backward_syncs = -1;
+  sched::bwd_ops(sched::compute_el(permute), [&](const Op& o) { backward_syncs = o.host_syncs; });
+  EXPECT_EQ(backward_syncs, 0);
 }
 
 }  // namespace

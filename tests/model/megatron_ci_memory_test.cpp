@@ -29,17 +29,22 @@
 #include "lcm/model/memory.hpp"
 #include "lcm/model/mesh.hpp"
 #include "lcm/model/params.hpp"
+#include "published_scenarios.hpp"
 
 namespace {
 
 // Recorded bounds: what the model achieves with the real importer (mean 4.0%, worst 27.8%,
-// 40 of 44 evaluated rows within 10%), rounded slightly so that regressions fail. The worst
+// 39 of 44 evaluated rows within 10%), rounded slightly so that regressions fail. The worst
 // row relies on flags the CSV does not carry (dropout 0, interleaving); docs/validation-memory.md
-// lists every row's omitted flags.
+// lists every row's omitted flags. These rows are a DEVELOPMENT set: the model's structure was
+// changed while looking at them. The within-10% count was 40 before the FP8 saved-input terms
+// (issue 12): they move the FP8 TP-overlap row from -8.7% to -10.8%, a row whose userbuffers and
+// FP8 parameters (--tp-comm-overlap, --fp8-param-gather) are not modelled; the count was lowered
+// to 39 for that reason, not tuned.
 constexpr double kMeanErrorBoundPct = 4.5;
 constexpr double kWorstErrorBoundPct = 30.0;
 constexpr int kMinEvaluatedRows = 44;
-constexpr int kMinRowsWithin10Pct = 40;
+constexpr int kMinRowsWithin10Pct = 39;
 
 const char* kCsv = LCM_SOURCE_DIR "/validation/published/megatron_functional_tests_h100.csv";
 
@@ -138,6 +143,7 @@ std::vector<lcm::io::MegatronFlag> row_flags(const Row& r, int line) {
   return flags;
 }
 
+#ifndef LCM_PUBLISHED_SCENARIOS_ONLY  // no_false_oom_test links this file for its scenarios only
 // Per-stage terms in GiB (set LCM_MEMORY_BREAKDOWN=1 to print them for every row).
 void print_breakdown(const std::string& name, const lcm::Memory& mem) {
   constexpr double g = 1024.0 * 1024.0 * 1024.0;
@@ -243,4 +249,27 @@ TEST(MegatronCiMemory, AllocatedPeakWithinRecordedBounds) {
   EXPECT_LE(worst, kWorstErrorBoundPct) << worst_name;
 }
 
+#endif  // LCM_PUBLISHED_SCENARIOS_ONLY
+
 }  // namespace
+
+// published_scenarios.hpp: every CI row with a GPU count (num_gpus_assumed) that imports, as
+// the test above imports it. Rows without one (release rows) ran on node counts the CSV does
+// not give, so their layout on 8 GPUs is not the run's.
+std::vector<lcm::test::PublishedScenario> lcm::test::published_ci_scenarios() {
+  std::vector<PublishedScenario> out;
+  auto hw = lcm::io::load_hardware_profile(LCM_SOURCE_DIR "/hwprofiles/h100-sxm.yaml");
+  if (!hw.ok()) return out;
+  int line = 1;
+  for (const Row& r : read_rows(kCsv)) {
+    ++line;
+    if (r.get("num_gpus_assumed").empty()) continue;
+    bool unsupported = false;
+    for (const Unsupported& u : kUnsupported) unsupported |= !r.get(u.flag).empty() && r.get(u.flag) != "none";
+    if (unsupported) continue;
+    auto sc = lcm::io::import_megatron(row_flags(r, line), std::stoi(r.get("num_gpus_assumed")), hw.value(),
+                                       r.get("test_case"));
+    if (sc.ok()) out.push_back({.table = "ci", .id = r.get("test_case"), .scenario = sc.value()});
+  }
+  return out;
+}

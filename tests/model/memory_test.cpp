@@ -215,6 +215,119 @@ TEST(MemoryLayer, MoeSelectiveModules) {
   expect_rel(layer_activation_bytes(s, m, true).mlp, 2.0 * Ts * 4096);
 }
 
+// ---- FP8 and selective recompute: the bytes each module saves for backward, per the code
+// (docs/memory-model.md "FP8 on Hopper"). Dense: the SwiGLU GQA model of moe_model() with its
+// MoE layers read as dense (ffn 14336), tp 2 with SP, s = 4096, b = 1, dropout 0:
+//   T = 4096 tokens, Ts = 2048, h = 4096, a = 32, g = 8, d_h = 128, f = 14336, t = 2.
+// BF16 (TE LayerNormLinear / Linear save their bf16 inputs; fused attention saves Q, K, V, O):
+//   norms          2 inputs x 2 Ts h              = 4 Ts h
+//   attention      qkv ln_out 2 Ts h + Q,K,V 2T(a+2g)d_h/t + O 2T a d_h/t + LSE 4 (a/t) s
+//   mlp            fc1 ln_out 2 Ts h + fc1 out 2T(2f)/t + fc2 in 2T f/t
+// FP8 (linear.py / layernorm_linear.py keep only the 1-byte FP8 copy of a linear's input;
+// O stays the bf16 tensor the kernel saves, linear_proj saving the original,
+// attention.py set_save_original_input):
+//   attention      qkv ln_out 1 Ts h, the rest as BF16
+//   mlp            fc1 ln_out 1 Ts h + fc1 out 2T(2f)/t (bf16, bias_swiglu's saved input) + fc2 in 1 T f/t
+// `mlp` recompute (transformer_layer.py: checkpoint(self.mlp, pre_mlp_layernorm_output); the
+// fused norm makes that the residual, already in `norms`): mlp = 0 in both precisions.
+namespace fp8 {
+constexpr double T = 4096, Ts = 2048, h = 4096, a = 32, g = 8, dh = 128, f = 14336, t = 2;
+constexpr double kAttnRest = 2.0 * T * (a + 2 * g) * dh / t + 2.0 * T * a * dh / t + 4.0 * (a / t) * T;
+}  // namespace fp8
+
+TEST(MemoryFp8, DenseLayerSavedBytesBf16AndFp8) {
+  using namespace fp8;
+  Scenario s = moe_model();
+  const Mesh m = derive_mesh(s);
+  const LayerActivation bf16 = layer_activation_bytes(s, m, false);
+  expect_rel(bf16.norms, 4.0 * Ts * h);
+  expect_rel(bf16.attention, 2.0 * Ts * h + kAttnRest);
+  expect_rel(bf16.mlp, 2.0 * Ts * h + 2.0 * T * 2 * f / t + 2.0 * T * f / t);
+  s.training.precision = Precision::kFp8;
+  const LayerActivation f8 = layer_activation_bytes(s, m, false);
+  expect_rel(f8.norms, 4.0 * Ts * h);
+  expect_rel(f8.attention, 1.0 * Ts * h + kAttnRest);
+  expect_rel(f8.mlp, 1.0 * Ts * h + 2.0 * T * 2 * f / t + 1.0 * T * f / t);
+  // The FP8 layer saves Ts h (qkv ln_out) + Ts h (fc1 ln_out) + T f / t (fc2 input) bytes less.
+  expect_rel(bf16.total() - f8.total(), 2.0 * Ts * h + T * f / t);
+}
+
+TEST(MemoryFp8, MlpRecomputeKeepsOnlyTheCheckpointInput) {
+  using namespace fp8;
+  for (const Precision p : {Precision::kBf16, Precision::kFp8}) {
+    Scenario s = moe_model();
+    s.training.precision = p;
+    const Mesh m = derive_mesh(s);
+    const LayerActivation none = layer_activation_bytes(s, m, false);
+    s.parallel.recompute_granularity = RecomputeGranularity::kSelective;
+    s.parallel.recompute_modules = kRecomputeMlp;
+    const LayerActivation rc = layer_activation_bytes(s, m, false);
+    EXPECT_EQ(rc.mlp, 0.0);
+    expect_rel(rc.norms, none.norms);
+    expect_rel(rc.attention, none.attention);
+    // The saving: BF16 2Ts h + 6T f/t = 16.78 MB + 176.2 MB; FP8 Ts h + 5T f/t = 8.39 MB + 146.8 MB.
+    const double lb = p == Precision::kFp8 ? 1.0 : 2.0;
+    expect_rel(none.mlp - rc.mlp, lb * Ts * h + 4.0 * T * f / t + lb * T * f / t);
+  }
+  // FP8 MLP recompute saves 5/6 of what the BF16 one saves on the fc1/fc2 terms (and half the
+  // ln_out): 155.2 MB against 193.0 MB per layer here.
+}
+
+// MoE (moe_model(): E = 8, k = 2, f_e = 14336 SwiGLU, ep 4, etp 1, tp 2 SP): N = Ts k = 4096
+// token copies on the rank. BF16 block: pre-MLP norm output 2 Ts h + router 11 Ts E + expert
+// input 2 N h + fc1 out 2 N 2f_e + act out 2 N f_e + probs 4 N.
+// FP8: the GroupedLinear inputs are FP8 copies (grouped_linear.py): expert input 1 N h, fc2
+// input 1 N f_e; fc1 out stays bf16 (weighted_bias_swiglu saves its input). `moe_act` drops the
+// fc2 input in both: BF16 the discarded checkpoint output (experts.py CheckpointWithoutOutput),
+// FP8 the original input fc2 is set to save (set_save_original_input(self.linear_fc2)).
+TEST(MemoryFp8, MoeBlockSavedBytesWithAndWithoutMoeAct) {
+  const double Ts = 2048, h = 4096, E = 8, fe = 14336, N = 2048.0 * 2;
+  const double common = 2.0 * Ts * h + 11.0 * Ts * E + 2.0 * N * 2 * fe + 4.0 * N;
+  Scenario s = moe_model();
+  const Mesh m = derive_mesh(s);
+  expect_rel(layer_activation_bytes(s, m, true).mlp, common + 2.0 * N * h + 2.0 * N * fe);
+  s.training.precision = Precision::kFp8;
+  expect_rel(layer_activation_bytes(s, m, true).mlp, common + 1.0 * N * h + 1.0 * N * fe);
+  s.parallel.recompute_granularity = RecomputeGranularity::kSelective;
+  s.parallel.recompute_modules = kRecomputeMoeAct;
+  expect_rel(layer_activation_bytes(s, m, true).mlp, common + 1.0 * N * h);
+  s.training.precision = Precision::kBf16;
+  expect_rel(layer_activation_bytes(s, m, true).mlp, common + 2.0 * N * h);
+}
+
+// A non-gated expert activation keeps its bf16 output for the probability multiply
+// (experts.py bias_act_func: activation_func(x) * permuted_probs) besides fc2's input: BF16
+// 2 + 2 B, FP8 2 + 1 B per element of N f_e; the fc1 output is N f_e wide.
+TEST(MemoryFp8, NonGatedExpertKeepsActivationOutputForProbs) {
+  const double Ts = 2048, h = 4096, E = 8, fe = 14336, N = 4096;
+  Scenario s = moe_model();
+  s.model.swiglu = false;
+  const Mesh m = derive_mesh(s);
+  const double common = 2.0 * Ts * h + 11.0 * Ts * E + 2.0 * N * fe + 4.0 * N;
+  expect_rel(layer_activation_bytes(s, m, true).mlp, common + 2.0 * N * h + 4.0 * N * fe);
+  s.training.precision = Precision::kFp8;
+  expect_rel(layer_activation_bytes(s, m, true).mlp, common + 1.0 * N * h + 3.0 * N * fe);
+}
+
+// The whole stage: FP8 changes the per-micro-batch activations by exactly the per-layer
+// differences above (8 dense-or-MoE layers, no embedding dropout, the output layer's input
+// bf16), and the memory key tells the two precisions apart.
+TEST(MemoryFp8, StageActivationsAndKey) {
+  Scenario s = moe_model();
+  s.model.num_experts = 0;
+  s.model.moe_ffn_hidden_size = 0;
+  s.parallel.expert_model_parallel_size = 1;
+  const Mesh m = derive_mesh(s);
+  const auto layers = stage_layers(s, m);
+  const auto params = gpu_params(s, m, layers);
+  const double bf16 = estimate_memory(s, m, layers, params).stages[0].activations_per_microbatch;
+  const MemoryBaseKey kb = memory_base_key(s, m);
+  s.training.precision = Precision::kFp8;
+  const double f8 = estimate_memory(s, m, layers, params).stages[0].activations_per_microbatch;
+  expect_rel(bf16 - f8, 8.0 * (2.0 * fp8::Ts * fp8::h + fp8::T * fp8::f / fp8::t));
+  EXPECT_FALSE(memory_base_key(s, m) == kb);
+}
+
 TEST(MemoryLayer, CapacityPaddingScalesExpertTokens) {
   Scenario s = moe_model();
   const Mesh m = derive_mesh(s);

@@ -95,6 +95,7 @@ TEST(Capacity, MatchesMegatronGetCapacity) {
 
 TEST(Capacity, RoutingGroupIsTheLocalSequenceShard) {
   Scenario s;
+  s.model = testing::mixtral_8x7b();  // a complete model: resolve() asserts one (found by the ASan + asserts suite)
   s.training.micro_batch_size = 2;
   s.training.seq_length = 8192;
   Mesh m;

@@ -782,5 +782,149 @@ TEST(StepTimeRules, StepTimeComposesASyntheticSchedule) {
   EXPECT_NEAR(v.step_s, 45.25 * kMs, kTol);
 }
 
+// ---------------------------------------------------------------------------------
+// Host-bound regime (docs/time-model.md, "Host-bound regime"): the host enqueues every
+// kernel, the GPU cannot run ahead of it, synchronisations empty the host's lead.
+// ---------------------------------------------------------------------------------
+HardwareSpec host_hw(double launch_ms, double sync_ms = 0, double latency_ms = 0, double layer_ms = 0) {
+  HardwareSpec hw = unit_hw();
+  hw.host.kernel_launch = launch_ms * kMs;
+  hw.host.sync = sync_ms * kMs;
+  hw.host.launch_latency = latency_ms * kMs;
+  hw.host.layer_overhead = layer_ms * kMs;
+  return hw;
+}
+
+// Host time of a list: kernels x kernel_launch (a grouped GEMM one kernel per group, every
+// call counted), syncs x (sync + launch latency) of GPU idle; layer_times adds the per-layer
+// Python overhead to each non-empty pass.
+//   ops: GEMM 2 ms (1 kernel), grouped GEMM 4 groups x 2 calls (8 kernels), memory 1 ms with
+//   one sync: 10 kernels x 0.5 ms = 5 ms of host; 1 sync x (2 + 1) ms = 3 ms idle.
+TEST(StepTimeRules, HostTimeCountsKernelsAndSyncs) {
+  Op grouped = gemm(1, 2);
+  grouped.gemm.groups = 4;
+  Op synced = mem(1);
+  synced.host_syncs = 1;
+  EXPECT_EQ(host_kernels(grouped), 8);
+  const std::vector<Op> ops{gemm(2), grouped, synced};
+  const HardwareSpec hw = host_hw(0.5, 2, 1, 7);
+  const PassTime p = pass_time(ops, ParallelSpec{}, one_node(), hw);
+  EXPECT_NEAR(p.host, 5 * kMs, kTol);
+  EXPECT_EQ(p.syncs, 1);
+  EXPECT_NEAR(p.sync_idle, 3 * kMs, kTol);
+  // The GPU time is unchanged by the host terms.
+  EXPECT_NEAR(p.total, pass_time(ops, ParallelSpec{}, one_node(), unit_hw()).total, kTol);
+  LayerOps l;
+  l.fwd = ops;
+  const LayerTimes t = layer_times(l, ParallelSpec{}, one_node(), hw);
+  EXPECT_NEAR(t.fwd.host, 12 * kMs, kTol);  // 5 + 7 ms of Python
+  EXPECT_NEAR(t.bwd.host, 0, kTol);         // an empty pass runs no module
+}
+
+// A pass with syncs: the pass timed as (GPU total, host, syncs, sync idle).
+PassTime host_pass(double gpu_ms, double host_ms, int syncs = 0, double sync_idle_ms = 0) {
+  PassTime p = timed(gpu_ms);
+  p.host = host_ms * kMs;
+  p.syncs = syncs;
+  p.sync_idle = sync_idle_ms * kMs;
+  return p;
+}
+
+// Host time dominates, no synchronisation: the micro-batch is one segment with the rest of
+// the step; per micro-batch the GPU waits host - GPU.
+//   dense fwd: GPU 10, host 20; bwd: GPU 20, host 16 (the host gets 4 ms ahead again).
+//   segment = max(30, 36) = 36: idle 6 ms, counted in the backward (the segment's end).
+TEST(StepTimeRules, HostBoundSegmentTakesHostTime) {
+  Composer c;
+  c.dense.fwd = host_pass(10, 20);
+  c.dense.bwd = host_pass(20, 16);
+  c.stages.push_back(edge_stage(0, 0));
+  c.stages[0].in.dense = 1;
+  const StageTime t = c.microbatch(0);
+  EXPECT_NEAR(t.host_idle, 6 * kMs, kTol);
+  EXPECT_NEAR(t.fwd, 10 * kMs, kTol);
+  EXPECT_NEAR(t.bwd, 26 * kMs, kTol);
+}
+
+// GPU time dominates: the host's lead hides its enqueue time entirely.
+//   fwd: GPU 10, host 6; bwd: GPU 20, host 12: max(30, 18) = 30, no idle.
+TEST(StepTimeRules, GpuBoundSegmentHidesTheHost) {
+  Composer c;
+  c.dense.fwd = host_pass(10, 6);
+  c.dense.bwd = host_pass(20, 12);
+  c.stages.push_back(edge_stage(0, 0));
+  c.stages[0].in.dense = 1;
+  const StageTime t = c.microbatch(0);
+  EXPECT_NEAR(t.host_idle, 0, kTol);
+  EXPECT_NEAR(t.fwd + t.bwd, 30 * kMs, kTol);
+}
+
+// Synchronisations cut segments and idle the GPU for their round trip.
+//   dense fwd (GPU 4, host 2, no sync) then 3 MoE fwd layers (GPU 2, host 4, 1 sync each,
+//   sync idle 0.75 ms); backward lists GPU 3 / host 1 per layer, no sync.
+//   forward: the first MoE layer closes the open segment (dense + MoE: GPU 6, host 6) - it is
+//   the micro-batch's first segment, kept open to join the last; the two other MoE layers are
+//   segments of their own: 2 x max(0, 4 - 2) = 4 ms; syncs 3 x 0.75 = 2.25 ms: forward idle 6.25.
+//   backward: dense + 3 MoE bwd = GPU 12, host 4 open; joined with the first segment:
+//   max(0, (4 + 6) - (12 + 6)) = 0. Micro-batch idle 6.25 ms; F = 4 + 6 + 6.25 = 16.25 ms.
+TEST(StepTimeRules, SyncsCutSegmentsAndIdleTheGpu) {
+  Composer c;
+  c.dense.fwd = host_pass(4, 2);
+  c.moe.fwd = host_pass(2, 4, 1, 0.75);
+  c.dense.bwd = host_pass(3, 1);
+  c.moe.bwd = host_pass(3, 1);
+  c.stages.push_back(edge_stage(0, 0));
+  c.stages[0].in.dense = 1;
+  c.stages[0].in.moe = 3;
+  const StageTime t = c.microbatch(0);
+  EXPECT_NEAR(t.host_idle, 6.25 * kMs, kTol);
+  EXPECT_NEAR(t.fwd, 16.25 * kMs, kTol);
+  EXPECT_NEAR(t.bwd, 12 * kMs, kTol);
+  // The joined segment: a host-heavy backward (host 16 over GPU 12) plus the first segment
+  // (6, 6): max(0, 22 - 18) = 4 ms more, in the backward.
+  c.dense.bwd = host_pass(3, 4);
+  c.moe.bwd = host_pass(3, 4);
+  const StageTime u = c.microbatch(0);
+  EXPECT_NEAR(u.bwd, 16 * kMs, kTol);
+  EXPECT_NEAR(u.host_idle, 10.25 * kMs, kTol);
+}
+
+// A GPU-bound segment between two synchronisations adds nothing (only host > GPU idles).
+//   pre_fwd: a pipeline receive with a sync (GPU 1, host 0, idle 0.5) closes the first segment
+//   (1, 0); dense fwd (GPU 4, host 1) + MoE fwd with a sync (GPU 2, host 4) form the next:
+//   max(0, 5 - 6) = 0; two syncs x 0.5 ms = 1 ms of idle, all in the forward.
+TEST(StepTimeRules, GpuBoundSegmentBetweenSyncsDoesNotIdle) {
+  Composer c;
+  c.dense.fwd = host_pass(4, 1);
+  c.moe.fwd = host_pass(2, 4, 1, 0.5);
+  c.stages.push_back(edge_stage(0, 0));
+  c.stages[0].pre_fwd = host_pass(1, 0, 1, 0.5);
+  c.stages[0].in.dense = 1;
+  c.stages[0].in.moe = 1;
+  const StageTime t = c.microbatch(0);
+  EXPECT_NEAR(t.host_idle, 1 * kMs, kTol);
+  EXPECT_NEAR(t.fwd, 8 * kMs, kTol);
+}
+
+// The step: m micro-batches of the bottleneck's idle, plus the step's closing sync (sync +
+// launch latency); the host term is one of the step terms and they still sum to the step.
+//   one stage, m = 2, host-bound dense list: fwd GPU 10 / host 20, per micro-batch idle 10;
+//   step sync 2 + 1 = 3 ms: host term 2 x 10 + 3 = 23 ms; step = 2 x 20 + 3 = 43 ms.
+TEST(StepTimeRules, StepHostTermAndClosingSync) {
+  Composer c;
+  c.m = 2;
+  c.dense.fwd = host_pass(10, 20);
+  c.stages.push_back(edge_stage(0, 0));
+  c.stages[0].in.dense = 1;
+  Scenario s = Composer::scenario();
+  s.hardware = host_hw(0, 2, 1);
+  const StepTime t = c.compose(s);
+  EXPECT_NEAR(t.host_idle, 23 * kMs, kTol);
+  EXPECT_NEAR(t.step_s, 43 * kMs, kTol);
+  double sum = 0;
+  for (const StepTerm& term : step_terms(t)) sum += term.seconds;
+  EXPECT_NEAR(sum, t.step_s, kTol);
+}
+
 }  // namespace
 }  // namespace lcm

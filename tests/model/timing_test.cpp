@@ -42,6 +42,130 @@ TEST(TimingGemm, SkinnyGemmIsSlowerPerFlop) {
   EXPECT_NEAR(per_flop_skinny / per_flop_big, (8192.0 / 8256.0) / (128.0 / 192.0), 1e-9);
 }
 
+// ---- Small-op regime (issue 12) ----------------------------------------------------------
+// test_h100: 989.4 TFLOP/s BF16, HBM 3.35 TB/s x 0.85 = 2.8475e12 B/s, gemm_dim_half 64,
+// tiles 128 x 256, kernel_fixed 0.
+
+// 64 x 4096 x 4096 BF16. Compute: eff = 0.8 x (64/128) x (4096/4160)^2 x edge(64 of 128 =
+// 0.5) = 0.19389; t_c = 2 x 64 x 4096^2 / (989.4e12 x 0.19389) = 11.1942 us. Memory: A 64 x
+// 4096, B 4096 x 4096, C 64 x 4096, 2 bytes each = 34 603 008 B / 2.8475e12 = 12.1521 us.
+// p = 2: sqrt(11.1942^2 + 12.1521^2) = 16.5222 us; p = 1: the sum 23.3463 us; p = 64: the
+// larger, 12.1521 us (x 2^(1/64) at most); p = 0: the compute time alone.
+TEST(TimingGemm, MemoryRooflineIsASmoothMaximum) {
+  HardwareSpec h = hw;
+  const GemmShape g{64, 4096, 4096, 1};
+  EXPECT_NEAR(gemm_time(g, DType::kBf16, h), 11.1942e-6, 1e-10);
+  h.efficiency.gemm_roofline_exponent = 2;
+  EXPECT_NEAR(gemm_time(g, DType::kBf16, h), 16.5222e-6, 1e-10);
+  h.efficiency.gemm_roofline_exponent = 1;
+  EXPECT_NEAR(gemm_time(g, DType::kBf16, h), 23.3463e-6, 1e-10);
+  h.efficiency.gemm_roofline_exponent = 64;
+  EXPECT_GT(gemm_time(g, DType::kBf16, h), 12.1521e-6);
+  EXPECT_LT(gemm_time(g, DType::kBf16, h), 12.1521e-6 * 1.0002);
+  // FP8 moves A and B at 1 byte: (64 x 4096 + 4096^2) + 2 x 64 x 4096 = 17 301 504 + 524 288
+  // = 17 563 648 B -> 6.1681 us, below its compute time.
+  h.efficiency.gemm_roofline_exponent = 64;
+  const double fp8 = gemm_time(g, DType::kFp8, h);
+  h.efficiency.gemm_roofline_exponent = 0;
+  EXPECT_NEAR(fp8, gemm_time(g, DType::kFp8, h), 1e-9);
+}
+
+// SM fill: 512 x 512 x 4096 has 4 x 2 = 8 output tiles of 128 x 256 for 132 SMs; with g = 0.5
+// its efficiency is x sqrt(8 / 132) = 0.246183, so the time is 1 / 0.246183 = 4.06202 x that
+// without the term. 8192^3 has 64 x 32 = 2048 tiles: unchanged.
+TEST(TimingGemm, FewTilesLeaveSmsIdle) {
+  HardwareSpec h = hw;
+  const GemmShape small{512, 512, 4096, 1}, big{8192, 8192, 8192, 1};
+  const double t_small = gemm_time(small, DType::kBf16, h), t_big = gemm_time(big, DType::kBf16, h);
+  h.efficiency.gemm_sm_fill_exponent = 0.5;
+  EXPECT_NEAR(gemm_time(small, DType::kBf16, h) / t_small, 4.06202, 1e-5);
+  EXPECT_DOUBLE_EQ(gemm_time(big, DType::kBf16, h), t_big);
+}
+
+// A grouped GEMM of 16 experts, m = 8192 tokens, n = 4096, k = 2048, p = 2 (hand values of one
+// expert's sqrt(t_c^2 + t_m^2), t_c as above with edge tiles of 128 rows):
+//   512 rows:    t_c 12.7873 us, t_m  8.1014 us -> 15.1376 us; x 16 = 242.201 us (balanced);
+//   1433.6 rows: t_c 35.6217 us (edge 1433.6 / 1536), t_m 12.0784 us -> 37.6137 us;
+//   204.8 rows:  t_c  7.4592 us (edge 204.8 / 256),   t_m  6.7757 us -> 10.0772 us.
+// Loads 7:1 (4 experts x 7, 12 x 1 of 40 shares): 4 x 37.6137 + 12 x 10.0772 = 271.382 us, 12%
+// above the even split, which equal loads reproduce to float rounding.
+TEST(TimingGemm, GroupedGemmPricesEachExpertsLoad) {
+  HardwareSpec h = hw;
+  h.efficiency.gemm_roofline_exponent = 2;
+  GemmShape g{8192, 4096, 2048, 16};
+  EXPECT_NEAR(gemm_time(g, DType::kBf16, h), 242.201e-6, 1e-9);
+  g.loads = expert_load_shares(std::vector<double>(16, 3.0));
+  EXPECT_FALSE(g.loads.even());
+  EXPECT_NEAR(gemm_time(g, DType::kBf16, h), 242.201e-6, 1e-9);
+  std::vector<double> loads(16, 1.0);
+  for (int e : {2, 5, 9, 14}) loads[static_cast<size_t>(e)] = 7.0;  // order does not matter
+  g.loads = expert_load_shares(loads);
+  EXPECT_FLOAT_EQ(g.loads.share[0], 7.0f / 40);
+  EXPECT_FLOAT_EQ(g.loads.share[15], 1.0f / 40);
+  EXPECT_NEAR(gemm_time(g, DType::kBf16, h), 271.382e-6, 1e-9);
+  // The weight gradient splits k by the same loads: dW of the experts = 4 GEMMs of
+  // 2048 x 4096 x 1433.6 and 12 of 2048 x 4096 x 204.8.
+  const GemmShape w = wgrad_shape(g);
+  EXPECT_TRUE(w.split_k);
+  EXPECT_EQ(w.loads, g.loads);
+  // Fixed time per kernel: one per expert either way.
+  h.efficiency.kernel_fixed = 5e-6;
+  EXPECT_NEAR(gemm_time(g, DType::kBf16, h), 271.382e-6 + 16 * 5e-6, 1e-9);
+}
+
+// A copy of 1 MiB: 1 048 576 B / 2.8475e12 = 0.368244 us plus memory_fixed (4 us), or
+// kernel_fixed (5 us) where memory_fixed is 0.
+TEST(TimingMemory, CopyHasItsOwnFixedTime) {
+  HardwareSpec h = hw;
+  h.efficiency.kernel_fixed = 5e-6;
+  EXPECT_NEAR(memory_time(1048576.0, h), 5.368244e-6, 1e-11);
+  h.efficiency.memory_fixed = 4e-6;
+  EXPECT_NEAR(memory_time(1048576.0, h), 4.368244e-6, 1e-11);
+  EXPECT_NEAR(gemm_time(GemmShape{8192, 8192, 8192, 1}, DType::kBf16, h) - 5e-6,
+              gemm_time(GemmShape{8192, 8192, 8192, 1}, DType::kBf16, hw), 1e-12);
+}
+
+// Causal attention forward, b 1, s 4096, 8 heads, d 128: 4 x 8 x 4096^2 x 128 x 0.5 = 34.36
+// GFLOP at 0.65 x 2048 / (2048 + 512) = 0.52 of 989.4 TFLOP/s: t = 66.7843 us. 8 x 32 = 256
+// CTAs of 128 query rows; the longest attends all 4096 keys: 128 x 4096 of the 8 x 4096 x
+// 2048 scores, on one of 132 SMs: 66.7843 x 132 x 128 / 16384 = 68.8713 us. Tail 0.5:
+// 66.7843 + 34.4357 = 101.2200 us. One head of 128 tokens is one CTA doing all the work on
+// one SM, at 1/132 of the GPU-wide rate: the makespan is that CTA, 132x the even time.
+TEST(TimingAttention, FewCtasLeaveATail) {
+  HardwareSpec h = hw;
+  const AttentionShape a{1, 4096, 4096, 8, 8, 128, 128, true, 0.5};
+  const double flops = 4.0 * 8 * 4096.0 * 4096.0 * 128 * 0.5;
+  EXPECT_NEAR(attention_time(a, flops, false, h), 66.7843e-6, 1e-10);
+  h.efficiency.attention_cta_tail = 0.5;
+  EXPECT_NEAR(attention_time(a, flops, false, h), 101.2200e-6, 1e-10);
+  const AttentionShape one{1, 128, 128, 1, 1, 128, 128, true, 0.5};
+  const double f1 = 4.0 * 128 * 128 * 128 * 0.5;
+  h.efficiency.attention_cta_tail = 0;
+  const double even = attention_time(one, f1, false, h);
+  h.efficiency.attention_cta_tail = 0.5;
+  EXPECT_NEAR(attention_time(one, f1, false, h), 132 * even, 1e-15);
+}
+
+// Forward K/V streaming past L2 (50 MiB). s = 262144, 32 query heads, d 128, causal: one KV
+// head's K and V are 2 x 262144 x 256 B = 128 MiB > 2 x L2, so every CTA reads its keys from
+// HBM: 32 x 2048 CTAs x 131072 keys x 512 B = 4.398e12 B / 2.8475e12 = 1.54453 s, above the
+// compute time 5.630e14 FLOP / (989.4e12 x 0.65 x 131072 / 131584) = 0.87877 s. At s = 163840
+// (80 MiB of K/V) the miss share is (80 - 50) / 50 = 0.6: 0.361999 s against 0.34407 s of
+// compute. At s = 65536 (32 MiB) K/V stay in L2: compute alone. The backward never streams.
+TEST(TimingAttention, ForwardStreamsKvPastL2) {
+  auto fwd = [](int64_t s, bool bwd) {
+    const AttentionShape a{1, s, s, 32, 8, 128, 128, true, 0.5};
+    const double flops = 4.0 * 32 * static_cast<double>(s) * static_cast<double>(s) * 128 * 0.5;
+    return attention_time(a, bwd ? 2.5 * flops : flops, bwd, hw);
+  };
+  EXPECT_NEAR(fwd(262144, false), 1.544529, 1e-6);
+  EXPECT_NEAR(fwd(163840, false), 0.361999, 1e-6);
+  const double s65 = 65536.0, compute65 = 4.0 * 32 * s65 * s65 * 128 * 0.5 / (989.4e12 * 0.65 * 32768 / 33280);
+  EXPECT_NEAR(fwd(65536, false), compute65, 1e-12);
+  const double bwd = 2.5 * 4.0 * 32 * 262144.0 * 262144.0 * 128 * 0.5 / (989.4e12 * 0.5 * 131072 / 131584);
+  EXPECT_NEAR(fwd(262144, true), bwd, 1e-9);
+}
+
 // Ring all-reduce of 1 GiB over 8 GPUs: inside one node (NVLink) vs one GPU on each of 8
 // nodes (NIC-bound). t = 2(n-1)·alpha + 2(n-1)/n · S / busbw.
 TEST(TimingCollective, RingAllReduceNodeVsNodes) {

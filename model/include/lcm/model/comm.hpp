@@ -21,6 +21,27 @@ double bus_factor(Collective kind, int n);
 // Bytes one rank sends for one call of `kind` on a message of S bytes over n ranks (ring).
 double sent_bytes_per_call(Collective kind, int n, double message_bytes);
 
+// ---------------------------------------------------------------------------------
+// Node de-duplication of the flex dispatcher (DeepEP / HybridEP; docs/communication-model.md,
+// "Node de-duplication"). Routing is uniform top-k, experts spread evenly over the group.
+// ---------------------------------------------------------------------------------
+// P(a holder of `held` of `experts` experts gets >= 1 of a token's k experts):
+// 1 - C(experts - held, k) / C(experts, k).
+double hit_probability(double experts, double held, int k);
+// P(a given node of `nodes` holds >= 1 of a token's experts), with group-limited routing when
+// NodeDedup::groups > 0 (the k experts drawn from group_topk of `groups` equal groups).
+double node_hit_probability(const NodeDedup& d, int nodes);
+// Expected distinct nodes a token goes to (its own included): nodes x node_hit_probability.
+double expected_destination_nodes(const NodeDedup& d, int nodes);
+// What one rank moves for one call of a de-duplicated all-to-all on a group spanning `nodes`
+// nodes with `per_node` ranks each: a copy per destination node through its NIC (S / dest_ranks
+// bytes a token), and every copy but its own and the RDMA receiver's over NVLink (forwarding).
+struct DedupTraffic {
+  double nvlink_bytes = 0;
+  double nic_bytes = 0;
+};
+DedupTraffic dedup_traffic(const CollectiveShape& c, int nodes, int per_node);
+
 struct CommItem {
   CommDim dim = CommDim::kTp;
   Collective kind = Collective::kAllReduce;

@@ -97,6 +97,7 @@ struct MemoryBaseKey {
   StructureKey structure;
   int32_t dp = 0, edp = 0, num_micro_batches = 0, micro_batch_size = 0;
   int32_t cp_comm_type = 0, overlap_moe_expert_parallel_comm = 0;
+  int32_t precision = 0;  // FP8: the bytes TE linears save for backward
   bool operator==(const MemoryBaseKey&) const = default;
 };
 MemoryBaseKey memory_base_key(const Scenario& s, const Mesh& m);

@@ -27,12 +27,14 @@
 //   io/ (loader, enums, Megatron import) sits on top and may include any of them.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "lcm/model/specs.hpp"
 
@@ -335,19 +337,41 @@ constexpr std::optional<CommItemId> comm_item_named(std::string_view name) {
 // ---------------------------------------------------------------------------------
 // Shapes.
 // ---------------------------------------------------------------------------------
+// How a grouped GEMM's tokens fall on its experts: the experts sorted by load (largest
+// first) and cut into kExpertLoadBuckets buckets of equal expert count (bucket b holds sorted
+// experts [b*G/B, (b+1)*G/B)); share[b] is the fraction of the group's tokens its experts
+// receive. All zero: an even split (balanced routing). Compact so that Op stays small and
+// equal shapes (cache keys) stay equal results.
+inline constexpr int kExpertLoadBuckets = 16;
+struct ExpertLoadShares {
+  std::array<float, kExpertLoadBuckets> share{};
+  bool even() const {
+    for (float s : share)
+      if (s != 0.0f) return false;
+    return true;
+  }
+  bool operator==(const ExpertLoadShares&) const = default;
+};
+// The buckets of per-expert loads (token counts, or any non-negative weights; size = the
+// GEMM's groups). A zero or empty total gives an even split.
+ExpertLoadShares expert_load_shares(const std::vector<double>& loads);
+
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
-  int groups = 1;  // grouped GEMM: `groups` GEMMs of m/groups x n x k (balanced)
+  int groups = 1;  // grouped GEMM: `groups` GEMMs splitting m (or k, split_k) by `loads`
   // The groups split k instead of m: the weight gradient of a grouped GEMM, where each
   // expert's dW = A_e^T dC_e reduces over that expert's tokens (groups GEMMs of m x n x k/groups).
   bool split_k = false;
+  ExpertLoadShares loads{};  // per-expert token shares; even by default (m / groups each)
   bool operator==(const GemmShape&) const = default;
 };
 
 // The backward GEMMs of a forward C[m x n] = A[m x k] B[k x n]: the input gradient
-// dA[m x k] = dC[m x n] B^T and the weight gradient dB[k x n] = A^T dC (same groups).
-inline GemmShape dgrad_shape(const GemmShape& g) { return GemmShape{g.m, g.k, g.n, g.groups, false}; }
-inline GemmShape wgrad_shape(const GemmShape& g) { return GemmShape{g.k, g.n, g.m, g.groups, g.groups > 1}; }
+// dA[m x k] = dC[m x n] B^T and the weight gradient dB[k x n] = A^T dC (same groups and loads).
+inline GemmShape dgrad_shape(const GemmShape& g) { return GemmShape{g.m, g.k, g.n, g.groups, false, g.loads}; }
+inline GemmShape wgrad_shape(const GemmShape& g) {
+  return GemmShape{g.k, g.n, g.m, g.groups, g.groups > 1, g.loads};
+}
 // The GEMM of a forward shape in a pass / part: forward and recompute as is, backward dgrad
 // or wgrad.
 inline GemmShape gemm_in_pass(const GemmShape& fwd, GemmPart part) {
@@ -393,12 +417,23 @@ struct MemoryShape {
 // the expert TPxEP group (allgather and flex dispatchers; the EP group when etp = 1).
 enum class CommGroup : uint8_t { kDim, kExpertTp, kExpertTpEp };
 
+// DeepEP / HybridEP (the flex dispatcher): a token crosses the NIC once per destination node
+// and is forwarded over NVLink inside it (docs/communication-model.md, "Node
+// de-duplication"). dest_ranks == 0: a plain all-to-all.
+struct NodeDedup {
+  double dest_ranks = 0;  // expected destination ranks of the group per token (S = tokens x this x bytes)
+  int experts = 0, topk = 0;
+  int groups = 0, group_topk = 0;  // group-limited routing (moe_router_num_groups / _group_topk); 0: none
+  bool operator==(const NodeDedup&) const = default;
+};
+
 struct CollectiveShape {
   Collective kind = Collective::kAllReduce;
   CommDim dim = CommDim::kTp;
   int group_size = 1;
   double message_bytes = 0;  // nccl-tests size S of one call
   CommGroup group = CommGroup::kDim;
+  NodeDedup dedup{};  // all-to-all of the flex dispatcher only
   bool operator==(const CollectiveShape&) const = default;
 };
 
@@ -428,10 +463,20 @@ struct Op {
   // (docs/communication-model.md §8). An op's backward counterpart may count in another
   // item (an SP all-gather's backward is a reduce-scatter).
   CommItemId item = CommItemId::kNone;
+  // Device-to-host synchronisations per call (docs/time-model.md, "Host-bound regime"): the
+  // token dispatcher's per-expert counts in the forward (and recompute), the pipeline receive
+  // without interleaving (batch_p2p_sync).
+  int host_syncs = 0;
   bool operator==(const Op&) const = default;
 };
 
 inline bool is_comm(const Op& o) { return o.kind == OpKind::kCollective || o.kind == OpKind::kSendRecv; }
+
+// Kernels the host enqueues for one op (all its calls): one per call, a grouped GEMM one per
+// group (Transformer Engine's GroupedLinear runs one cuBLAS GEMM per expert).
+inline int host_kernels(const Op& o) {
+  return std::max(1, o.calls) * (o.kind == OpKind::kGemm ? std::max(1, o.gemm.groups) : 1);
+}
 
 // Name prefixes: per-layer ops of transformer layers ("L.attn.qkv.fwd") and of MTP depths
 // ("MTP.mtp.eh_proj.fwd"); stage-edge and step ops have none.

@@ -27,6 +27,8 @@ enum class Precision { kBf16, kFp8 };
 enum class DType { kFp32, kBf16, kFp8 };
 enum class RouterScore { kSoftmax, kSigmoid };
 enum class Dispatcher { kAllGather, kAllToAll, kFlex };
+// The flex dispatcher's fused all-to-all (Megatron --moe-flex-dispatcher-backend).
+enum class FlexBackend { kDeepEp, kHybridEp };
 enum class CpCommType { kP2P, kAllGather, kA2A, kA2AP2P };
 // Megatron's data_parallel_sharding_strategy: no_shard = DDP, optim = ZeRO-1
 // (== use_distributed_optimizer), optim_grads = ZeRO-2, optim_grads_params = ZeRO-3 / FSDP.
@@ -91,6 +93,7 @@ struct ModelSpec {
   double moe_expert_capacity_factor = 0.0; // <= 0: dropless
   bool moe_pad_expert_input_to_capacity = false;
   Dispatcher moe_token_dispatcher_type = Dispatcher::kAllToAll;
+  FlexBackend moe_flex_dispatcher_backend = FlexBackend::kDeepEp;  // flex only (Megatron's default)
   RouterScore moe_router_score_function = RouterScore::kSoftmax;
   int moe_router_num_groups = 0;
   int moe_router_group_topk = 0;
@@ -239,6 +242,22 @@ struct EfficiencySpec {
   // plain hyperbola; g < 1 ramps more slowly (NCCL's bandwidth still grows from 64 MiB to
   // 1 GiB on H200).
   double nvlink_ramp_exponent = 1;
+  // --- Small-op regime (issue 12; timing.cpp, docs/time-model.md) ---
+  // GEMM memory roofline: A, B (at the dtype's width) and C (bf16) moved at hbm_bw x hbm,
+  // combined with the compute time as a smooth maximum (t_c^p + t_m^p)^(1/p): p = 1 adds
+  // them (no overlap of loads and math), p -> infinity is the hard roofline maximum. 0 = no
+  // memory term (compute roofline only).
+  double gemm_roofline_exponent = 0;
+  // Fixed GPU time of a memory-bound kernel (copy, norm, activation) in place of
+  // kernel_fixed: a copy has no pipeline prologue or epilogue to fill. Seconds; 0 = kernel_fixed.
+  double memory_fixed = 0;
+  // Fused attention: the share of the longest CTA's time (128 query rows over the keys it
+  // attends) left exposed after the even share of the work: greedy scheduling of unequal
+  // causal CTAs ends with a tail when there are few CTAs per SM. 0 = off.
+  double attention_cta_tail = 0;
+  // GEMM SM fill: with fewer output tiles (gemm_tile_m x gemm_tile_n) than SMs, efficiency x
+  // (tiles / num_sms)^g (split-K recovers part of the idle SMs, so g < 1). 0 = off.
+  double gemm_sm_fill_exponent = 0;
 
   bool operator==(const EfficiencySpec&) const = default;
 };
@@ -272,6 +291,16 @@ struct OpUncertainty {
   int points = 0;      // residuals the bands come from
   std::string source;  // where they come from (command, inputs, held-out or in-sample)
   bool operator==(const OpUncertainty&) const = default;
+// Host side of a step (PyTorch eager + Megatron-Core): the CPU enqueues every kernel, and
+// the GPU cannot run ahead of it; a device-to-host synchronisation empties the host's lead
+// (docs/time-model.md, "Host-bound regime"). Seconds; 0 = none (the GPU is never waiting).
+struct HostSpec {
+  double kernel_launch = 0;   // host time per kernel enqueued (framework dispatch + cudaLaunchKernel)
+  double launch_latency = 0;  // from enqueue to start of a kernel on an idle GPU
+  double sync = 0;            // one device-to-host synchronisation round trip (.item(), .cpu(), event sync)
+  double layer_overhead = 0;  // Python per transformer layer per pass (module calls, hooks, autocast)
+
+  bool operator==(const HostSpec&) const = default;
 };
 
 struct HardwareSpec {
@@ -281,6 +310,7 @@ struct HardwareSpec {
   EfficiencySpec efficiency;
   MemoryAllowances allowances;
   OpUncertainty uncertainty;
+  HostSpec host;
 
   bool operator==(const HardwareSpec&) const = default;
 };

@@ -30,6 +30,7 @@ struct StageTime {
   std::array<double, kNumOpClasses> compute{};     // per micro-batch (fwd + bwd + recompute)
   std::array<double, kNumCommDims> exposed_comm{};  // per micro-batch
   std::array<double, kNumCommDims> hidden_comm{};   // per micro-batch
+  double host_idle = 0;  // per micro-batch, in fwd / bwd: the GPU waiting on the host (host-bound regime)
   // This rank's once-per-step ops (StageSchedule::step), per step: collectives not hidden
   // (StepTime::dp_exposed of the bottleneck rank), hidden, and the optimizer update.
   double step_exposed = 0, step_hidden = 0, optimizer = 0;
@@ -44,6 +45,9 @@ struct StepTime {
   double dp_exposed = 0; // data-parallel collectives not hidden (incl. the last bucket)
   double dp_hidden = 0;
   double optimizer = 0;
+  // Per step: the GPU waiting on the host (kernel enqueue, synchronisations) on the bottleneck
+  // stage, micro-batches multiplied out, plus the step's closing synchronisation.
+  double host_idle = 0;
   double step_s = 0;
   // Per-step totals on the bottleneck stage (micro-batches multiplied out).
   std::array<double, kNumOpClasses> compute{};
@@ -66,23 +70,25 @@ StepTime step_time(const Scenario& s, const Mesh& m, const Schedule& sched, cons
 // chart and explanation of a step time names its terms from.
 // ---------------------------------------------------------------------------------
 enum class StepTermGroup : uint8_t { kCompute, kExposedComm, kBubble, kOptimizer };
+// The host-bound term ("host": the GPU idle while the host enqueues or synchronises) is in
+// group kBubble: like the pipeline bubble it is idle GPU time.
 
 struct StepTerm {
   StepTermGroup group = StepTermGroup::kCompute;
   const char* key = "";     // stable and unique: "gemm", "attention", "memory_bound", the
-                            // CommDim names ("tp" ... "emb"), "bubble", "optimizer"
+                            // CommDim names ("tp" ... "emb"), "bubble", "host", "optimizer"
   const char* label = "";   // short, for charts: "GEMM", "TP comm", "pipeline bubble"
   const char* phrase = "";  // in a sentence: "GEMM compute", "exposed TP communication"
   double seconds = 0;       // per step
 };
-inline constexpr int kNumStepTerms = kNumOpClasses + kNumCommDims + 2;
+inline constexpr int kNumStepTerms = kNumOpClasses + kNumCommDims + 3;
 
-// The terms in report order: OpClass order, CommDim order, bubble, optimizer.
+// The terms in report order: OpClass order, CommDim order, bubble, host, optimizer.
 std::array<StepTerm, kNumStepTerms> step_terms(const std::array<double, kNumOpClasses>& compute,
                                                const std::array<double, kNumCommDims>& exposed_comm, double bubble,
-                                               double optimizer);
+                                               double host_idle, double optimizer);
 inline std::array<StepTerm, kNumStepTerms> step_terms(const StepTime& t) {
-  return step_terms(t.compute, t.exposed_comm, t.bubble, t.optimizer);
+  return step_terms(t.compute, t.exposed_comm, t.bubble, t.host_idle, t.optimizer);
 }
 
 // ---------------------------------------------------------------------------------
@@ -98,6 +104,12 @@ struct PassTime {
   std::array<double, kNumOpClasses> compute{};
   std::array<double, kNumCommDims> exposed{};
   std::array<double, kNumCommDims> hidden{};
+  // Host side (docs/time-model.md, "Host-bound regime"): time the host takes to enqueue the
+  // list's kernels (plus the per-layer Python overhead of a layer list), its device-to-host
+  // synchronisations and the GPU time they leave idle (round trip + first launch latency).
+  double host = 0;
+  int syncs = 0;
+  double sync_idle = 0;
   bool operator==(const PassTime&) const = default;
 };
 PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const MeshTopology& topo,

@@ -3,8 +3,11 @@
 // follows from the rank order.
 //
 // Compute: roofline with efficiency curves. GEMM efficiency falls for small or skinny
-// shapes and with wave quantization over the SMs; attention efficiency grows with the
-// sequence (per head dim); memory-bound ops run at a fraction of HBM bandwidth.
+// shapes; a GEMM is also bounded by the HBM time of its operands (smooth maximum), and a
+// grouped GEMM is priced expert by expert from its per-expert loads; attention efficiency
+// grows with the sequence (per head dim), few CTAs leave a tail, and a forward whose K/V
+// outgrow L2 streams them from HBM; memory-bound ops run at a fraction of HBM bandwidth
+// plus their own fixed time.
 // Collectives: alpha-beta per algorithm (ring for all-reduce / all-gather / reduce-scatter,
 // pairwise for all-to-all), NVLink inside a node, the NIC across nodes, nccl-tests
 // bus-bandwidth conventions, size-dependent efficiency. All times in seconds.
@@ -47,6 +50,10 @@ struct TopologyKey {
 TopologyKey topology_key(const Scenario& s, const Mesh& m);
 // Topology of a group from the node of each of its ranks (any ids, one per rank).
 GroupTopology group_topology(const std::vector<int>& node_of_rank);
+
+// Query rows one fused-attention CTA computes (FlashAttention-3 / cuDNN forward tiles on
+// Hopper): the unit of attention_time's CTA tail and K/V streaming terms.
+inline constexpr int64_t kAttentionBlockQ = 128;
 
 // Time of one op (one call; Op::calls repetitions are the caller's to multiply).
 double gemm_time(const GemmShape& g, DType dtype, const HardwareSpec& hw);

@@ -54,6 +54,10 @@ bool write_output(const std::string& path, const std::string& text);
 // writing can find (permissions, a full disk).
 CLI::Validator output_path_validator();
 
+// A number option's range check with lcm's own message, the same whatever CLI11's version:
+// "Value 0 not in range [1, 1048576]" (CLI11 2.3 and 2.4 word their CLI::Range differently).
+CLI::Validator in_range(double lo, double hi);
+
 // Measured per-expert loads (capacity --loads, plot capacity --loads): the file read with
 // io::read_input_file, parsed by report::parse_expert_loads, each load at most
 // limits::kExpertLoad; error text on bad input.

@@ -91,6 +91,7 @@ struct Metrics {
   double pipeline = 0;
   double dp_exposed = 0;
   double optimizer = 0;
+  double host_idle = 0;  // StepTime::host_idle (issue 12, host-bound regime)
   std::array<double, kNumCommDims> exposed_comm{};  // StepTime::exposed_comm
   std::array<double, kNumOpClasses> compute{};      // StepTime::compute
   int bottleneck_stage = 0;
@@ -134,7 +135,7 @@ Metrics metrics_of_estimate(const Scenario& s);
 
 // The named step-time terms of a layout's metrics (model/step_time.hpp).
 inline std::array<StepTerm, kNumStepTerms> step_terms(const Metrics& m) {
-  return lcm::step_terms(m.compute, m.exposed_comm, m.bubble, m.optimizer);
+  return lcm::step_terms(m.compute, m.exposed_comm, m.bubble, m.host_idle, m.optimizer);
 }
 
 // The error band of a layout's step time (model/uncertainty.hpp), from its metrics'
