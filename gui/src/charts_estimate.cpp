@@ -110,8 +110,13 @@ QChart* step_time_chart(const Scenario& s, const Estimate& e) {
   (void)s;
   const StepTime& t = e.time;
   const detail::TimeUnit u = detail::time_unit(t.step_s);
-  QChart* c = detail::new_chart(QString("Step time %1, MFU %2% (stage %3)")
+  // The step time with its 80% error band (model/uncertainty.hpp); the summary above the
+  // chart gives the MFU's band.
+  const Range st = time_range(t.step_s, e.band);
+  QChart* c = detail::new_chart(QString("Step time %1 (%2–%3), MFU %4% (stage %5)")
                                     .arg(detail::step_time_text(t.step_s))
+                                    .arg(detail::step_time_text(st.low))
+                                    .arg(detail::step_time_text(st.high))
                                     .arg(t.mfu * 100, 0, 'f', 1)
                                     .arg(t.bottleneck_stage));
   // Horizontal bars list their first category at the bottom: reverse to read top-down.

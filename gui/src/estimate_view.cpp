@@ -67,12 +67,23 @@ void EstimateView::refresh() {
   summary_->setText(
       QString("<b>step time</b> %1 &nbsp; <b>throughput</b> %2 tokens/s per GPU (%3 tokens/s total) &nbsp; "
               "<b>MFU</b> %4% &nbsp; <b>HFU</b> %5% &nbsp; <b>%6</b> TFLOP/s per GPU<br>"
+              "<small>ranges: the model's 80% error band (docs/time-model.md, \"Error bands\"; its composition part is "
+              "a development-set figure)</small><br>"
               "<b>memory</b> needs up to %7 GiB of %8 GiB HBM on stage %9 (peak %10 GiB, range %11–%7 GiB) — "
               "<b style='color:%12'>%13</b>")
-          .arg(detail::step_time_text(t.step_s))
-          .arg(loc.toString(t.tokens_per_s_per_gpu, 'f', 0))
+          .arg(QString("%1 (%2–%3)")
+                   .arg(detail::step_time_text(t.step_s))
+                   .arg(detail::step_time_text(time_range(t.step_s, e.band).low))
+                   .arg(detail::step_time_text(time_range(t.step_s, e.band).high)))
+          .arg(QString("%1 (%2–%3)")
+                   .arg(loc.toString(t.tokens_per_s_per_gpu, 'f', 0))
+                   .arg(loc.toString(rate_range(t.tokens_per_s_per_gpu, e.band).low, 'f', 0))
+                   .arg(loc.toString(rate_range(t.tokens_per_s_per_gpu, e.band).high, 'f', 0)))
           .arg(loc.toString(t.tokens_per_s, 'f', 0))
-          .arg(t.mfu * 100, 0, 'f', 1)
+          .arg(QString("%1 (%2–%3)")
+                   .arg(t.mfu * 100, 0, 'f', 1)
+                   .arg(rate_range(t.mfu, e.band).low * 100, 0, 'f', 1)
+                   .arg(rate_range(t.mfu, e.band).high * 100, 0, 'f', 1))
           .arg(t.hfu * 100, 0, 'f', 1)
           .arg(t.model_tflops_per_gpu, 0, 'f', 0)
           .arg(v.peak_high / kGiB, 0, 'f', 2)

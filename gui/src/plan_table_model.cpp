@@ -61,11 +61,21 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
   switch (index.column()) {
     case kRank: return index.row() + 1;
     case kLayout: return layout_text_[static_cast<size_t>(index.row())];
-    case kStep:
+    case kStep: {  // with the error band (plan::rank_ties set it) and the tie marker
+      const Range st = time_range(m.step_s, r->band);
+      return QString("%1 (%2-%3)%4")
+          .arg(raw, 0, 'f', 3)
+          .arg(st.low, 0, 'f', 3)
+          .arg(st.high, 0, 'f', 3)
+          .arg(r->tie && result_->ties > 1 ? " tie" : "");
+    }
+    case kMfu: {
+      const Range mfu = rate_range(m.mfu, r->band);
+      return QString("%1 (%2-%3)").arg(raw, 0, 'f', 1).arg(mfu.low * 100, 0, 'f', 1).arg(mfu.high * 100, 0, 'f', 1);
+    }
     case kBubble:
     case kExposedComm: return QString::number(raw, 'f', 3);
     case kTokens: return QString::number(raw, 'f', 0);
-    case kMfu:
     case kPeak: return QString::number(raw, 'f', 1);
     default: return {};
   }
@@ -73,8 +83,9 @@ QVariant PlanTableModel::data(const QModelIndex& index, int role) const {
 
 QVariant PlanTableModel::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
-  static const char* const kHeaders[kNumColumns] = {"rank", "layout", "step (s)", "tokens/s/GPU", "MFU (%)",
-                                                    "peak (GiB)", "bubble (s)", "exposed comm (s)"};
+  static const char* const kHeaders[kNumColumns] = {"rank",         "layout",          "step (s, 80% band)",
+                                                    "tokens/s/GPU", "MFU (%, band)",   "peak (GiB)",
+                                                    "bubble (s)",   "exposed comm (s)"};
   return section >= 0 && section < kNumColumns ? QVariant(kHeaders[section]) : QVariant();
 }
 

@@ -129,6 +129,9 @@ void PlannerTab::start() {
     o.stop = stop.get();
     o.top_k = 50;
     o.why_not = 10;
+    // The memory model's spread decides "fits", as in `lcm plan` (model/uncertainty.hpp).
+    o.constraints.headroom = default_headroom();
+    o.constraints.headroom_source = "default: the memory model's spread";
     o.progress = [self, gen](uint64_t done, uint64_t total) {
       const int v = total > 0 ? static_cast<int>(1000.0 * static_cast<double>(done) / static_cast<double>(total)) : 0;
       QMetaObject::invokeMethod(
@@ -176,14 +179,17 @@ void PlannerTab::finished(uint64_t generation, std::shared_ptr<const plan::PlanR
   progress_->setValue(1000);
   show_result(r, base);
   const plan::PlanCounts& c = r->counts;
-  status_->setText(QString("%1 layouts enumerated, %2 valid, %3 fit HBM; %4 ranked groups shown; %5 s on %6 threads. "
-                           "Click a row to load its layout.")
+  status_->setText(QString("%1 layouts enumerated, %2 valid, %3 fit HBM less the %7% headroom (the memory model's "
+                           "spread); %4 ranked groups shown (%8 within the error band of #1: their order is within the "
+                           "model's error); %5 s on %6 threads. Click a row to load its layout.")
                        .arg(c.enumerated)
                        .arg(c.valid)
                        .arg(c.fit)
                        .arg(r->ranked.size())
                        .arg(r->seconds, 0, 'f', 2)
-                       .arg(r->threads));
+                       .arg(r->threads)
+                       .arg(100.0 * r->constraints.headroom, 0, 'f', 2)
+                       .arg(r->ties));
   emit searchFinished(true);
 }
 

@@ -317,7 +317,10 @@ void ValidationTab::reload() {
     panel_->set_chart(nullptr, v.error);
     return;
   }
-  status_->setText(QString("%1: %2 points from %3 files on profile %4 (%5 skipped); %6 within ±10%.")
+  // Against a profile calibrated on these points the share is IN-SAMPLE (lcm calibrate
+  // reports the held-out one); say so rather than let it read as a validation figure.
+  status_->setText(QString("%1: %2 points from %3 files on profile %4 (%5 skipped); %6 within ±10% (in-sample when "
+                           "the profile was calibrated on these points: `lcm calibrate` reports the held-out share).")
                        .arg(QDir::toNativeSeparators(path_).toHtmlEscaped())
                        .arg(v.rows.size())
                        .arg(v.files)

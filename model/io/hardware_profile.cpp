@@ -169,6 +169,38 @@ std::vector<Key> allowance_keys() {
   };
 }
 
+// The optional `uncertainty:` block: per calibration class the 10th and 90th percentiles
+// of measured / predicted - 1 (fractions), how many residuals, and their source.
+std::vector<Key> uncertainty_keys() {
+  auto band = [](std::string_view name, std::function<double&(HardwareSpec&)> acc) {
+    return real_key(name, 1.0, -0.99, false, 10.0, std::move(acc));
+  };
+  using H = HardwareSpec;
+  return {
+      {"source",
+       [](const YAML::Node& n, H& h) -> std::string {
+         auto r = read_string(n);
+         if (failed(r)) return why(r);
+         h.uncertainty.source = std::get<0>(r);
+         return {};
+       },
+       [](const H& h) { return h.uncertainty.source; }},
+      int_key("points", [](H& h) -> int& { return h.uncertainty.points; }),
+      band("gemm_bf16_p10", [](H& h) -> double& { return h.uncertainty.gemm_bf16.low; }),
+      band("gemm_bf16_p90", [](H& h) -> double& { return h.uncertainty.gemm_bf16.high; }),
+      band("gemm_fp8_p10", [](H& h) -> double& { return h.uncertainty.gemm_fp8.low; }),
+      band("gemm_fp8_p90", [](H& h) -> double& { return h.uncertainty.gemm_fp8.high; }),
+      band("attention_p10", [](H& h) -> double& { return h.uncertainty.attention.low; }),
+      band("attention_p90", [](H& h) -> double& { return h.uncertainty.attention.high; }),
+      band("memory_p10", [](H& h) -> double& { return h.uncertainty.memory.low; }),
+      band("memory_p90", [](H& h) -> double& { return h.uncertainty.memory.high; }),
+      band("nvlink_p10", [](H& h) -> double& { return h.uncertainty.nvlink.low; }),
+      band("nvlink_p90", [](H& h) -> double& { return h.uncertainty.nvlink.high; }),
+      band("nic_p10", [](H& h) -> double& { return h.uncertainty.nic.low; }),
+      band("nic_p90", [](H& h) -> double& { return h.uncertainty.nic.high; }),
+  };
+}
+
 // The host side of a step (HostSpec; docs/time-model.md, "Host-bound regime"). An optional
 // block: a profile without it has no host cost; with it, every key is required.
 std::vector<Key> host_keys() {
@@ -241,7 +273,7 @@ Result<HardwareSpec> load_profile_text(const std::string& text, const std::strin
   HardwareSpec h;
   std::set<std::string> seen;
   const std::vector<Key> top_k = top_keys(), eff_k = efficiency_keys(), alw_k = allowance_keys(), host_k = host_keys();
-  if (auto e = parse_block(root, top_k, "", {"efficiency", "allowances", "host"}, h, path, seen)) return *e;
+  if (auto e = parse_block(root, top_k, "", {"efficiency", "allowances", "uncertainty", "host"}, h, path, seen)) return *e;
   for (const auto& [block, keys] :
        {std::pair{"efficiency", &eff_k}, std::pair{"allowances", &alw_k}, std::pair{"host", &host_k}}) {
     const YAML::Node n = root[block];
@@ -255,6 +287,25 @@ Result<HardwareSpec> load_profile_text(const std::string& text, const std::strin
     for (const Key& k : *keys)
       if (!seen.count(std::string(block) + "." + std::string(k.name)))
         return error_at(bl, std::string(block) + "." + std::string(k.name), fmt::format("missing required key '{}'", k.name));
+  }
+  if (const YAML::Node n = root["uncertainty"]) {  // optional; every key required when given
+    Loc bl;
+    for (const auto& kv : root)
+      if (kv.first.Scalar() == "uncertainty") bl = loc_of(kv.first.Mark(), path);
+    if (!n.IsMap()) return error_at(bl, "uncertainty", "expected a mapping, got " + describe(n));
+    const std::vector<Key> unc_k = uncertainty_keys();
+    if (auto e = parse_block(n, unc_k, "uncertainty", {}, h, path, seen)) return *e;
+    for (const Key& k : unc_k)
+      if (!seen.count("uncertainty." + std::string(k.name)))
+        return error_at(bl, "uncertainty." + std::string(k.name), fmt::format("missing required key '{}'", k.name));
+    const OpUncertainty& u = h.uncertainty;
+    for (const auto& [name, b] :
+         {std::pair{"gemm_bf16", u.gemm_bf16}, std::pair{"gemm_fp8", u.gemm_fp8}, std::pair{"attention", u.attention},
+          std::pair{"memory", u.memory}, std::pair{"nvlink", u.nvlink}, std::pair{"nic", u.nic}})
+      if (b.low > b.high)
+        return error_at(bl, fmt::format("uncertainty.{}_p10", name),
+                        fmt::format("the 10th percentile ({:g}) is above the 90th ({:g})", b.low, b.high));
+    h.uncertainty.present = true;
   }
   int capacity = 0;
   for (const char* k : {"hbm_capacity_GiB", "hbm_capacity_GB", "hbm_capacity_MiB"}) capacity += seen.count(k);
@@ -377,6 +428,51 @@ Result<std::string> edit_hardware_profile(const std::string& text, const std::st
       if (it->text(check.value()) != it->text(values))
         return ConfigError{file, 0, 0, e.key, "edited value did not survive a reload (internal error)"};
     }
+    return out;
+  } catch (const std::exception& e) {
+    return ConfigError{file, 0, 0, "", std::string("cannot edit hardware profile: ") + e.what()};
+  }
+}
+
+Result<std::string> set_profile_uncertainty(const std::string& text, const std::string& file, const OpUncertainty& u) {
+  try {
+    // Drop an `uncertainty:` block (its line, its indented lines and the comment lines just
+    // above it that name it), then append the new one.
+    std::vector<std::string> lines;
+    {
+      std::istringstream in(text);
+      for (std::string l; std::getline(in, l);) lines.push_back(l);
+    }
+    std::vector<std::string> kept;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (lines[i].rfind("uncertainty:", 0) != 0) {
+        kept.push_back(lines[i]);
+        continue;
+      }
+      while (!kept.empty() && kept.back().rfind("# uncertainty", 0) == 0) kept.pop_back();
+      while (i + 1 < lines.size() && (lines[i + 1].empty() || lines[i + 1][0] == ' ')) ++i;
+    }
+    while (!kept.empty() && kept.back().empty()) kept.pop_back();
+    HardwareSpec h;
+    h.uncertainty = u;
+    std::string out;
+    for (const std::string& l : kept) out += l + "\n";
+    out +=
+        "\n# uncertainty: the time model's op-level error per calibration class, the 10th and 90th percentiles\n"
+        "# of measured / predicted - 1 (docs/time-model.md, \"Error bands\"; written by lcm calibrate).\n"
+        "uncertainty:\n";
+    for (const Key& k : uncertainty_keys()) {
+      std::string v = k.text(h);
+      if (k.name == "source") {
+        std::replace(v.begin(), v.end(), '"', '\'');
+        v = "\"" + v + "\"";
+      }
+      out += fmt::format("  {}: {}\n", k.name, v);
+    }
+    auto check = load_profile_text(out, file);
+    if (!check) return check.error();
+    if (!check.value().uncertainty.present)
+      return ConfigError{file, 0, 0, "uncertainty", "not written (internal error)"};
     return out;
   } catch (const std::exception& e) {
     return ConfigError{file, 0, 0, "", std::string("cannot edit hardware profile: ") + e.what()};

@@ -17,6 +17,7 @@ Estimate estimate(const Scenario& s, const EstimateOptions& opts) {
   if (opts.with_time) {
     const Schedule sched = build_schedule(s, e.mesh, e.stage_layers, e.gpu_params);
     e.time = step_time(s, e.mesh, sched, e.flops);
+    e.band = step_band(e.time, s);
     e.has_time = true;
   }
   return e;

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "lcm/model/calibration.hpp"
+#include "lcm/model/uncertainty.hpp"
 #include "lcm/model/io/input_file.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
 #include "lcm/planner/calibrate/measurements.hpp"
@@ -168,6 +169,23 @@ int run_calibrate(const CalibrateArgs& a) {
     // efficiency below 1% from impossible measurements) is refused, not written.
     std::cerr << "lcm: " << a.output << ": calibrated profile not written: " << edited.error().str() << "\n";
     return kExitBadInput;
+  }
+  // The op-level error bands (model/uncertainty.hpp) from the residuals: held out when
+  // cross-validated, else in-sample (the source says which).
+  {
+    std::vector<std::string> sources;
+    for (const std::string& in : a.inputs) sources.push_back(std::filesystem::path(in).filename().string());
+    const std::string source =
+        cal.cv.folds >= 2
+            ? fmt::format("lcm calibrate: held-out residuals ({}-fold cross-validation by shape) of {} points ({})",
+                          cal.cv.folds, ms.points.size(), fmt::join(sources, ", "))
+            : fmt::format("lcm calibrate: IN-SAMPLE residuals of the fit (no cross-validation) of {} points ({})",
+                          ms.points.size(), fmt::join(sources, ", "));
+    edited = io::set_profile_uncertainty(edited.value(), profile_path, op_uncertainty_of(cal, source));
+    if (!edited) {
+      std::cerr << "lcm: " << a.output << ": calibrated profile not written: " << edited.error().str() << "\n";
+      return kExitBadInput;
+    }
   }
   if (!refused && !write_output(a.output, edited.value())) return kExitFailure;
 

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <iostream>
 
+#include <fmt/format.h>
+
+#include "lcm/model/uncertainty.hpp"
 #include "progress.hpp"
 
 namespace lcm::cli {
@@ -62,7 +65,9 @@ void add_constraint_options(CLI::App& cmd, PlanArgs& a) {
                  "cp_comm= or dispatcher=, tp=1 (repeatable)");
   cmd.add_option("--max", a.maxes, "Cap a size knob: pp=8 (tp, cp, pp, ep, etp, mbs; repeatable)");
   cmd.add_option("--headroom", a.headroom,
-                 "A layout fits only if it needs at most HBM x (1 - P/100): --headroom 10%");
+                 fmt::format("A layout fits only if it needs at most HBM x (1 - P/100): --headroom 10% (default "
+                             "{:.2f}%, the memory model's spread: docs/planner.md)",
+                             100.0 * default_headroom()));
   cmd.add_option("--tie", a.tie, "Near-tie tolerance on step time (default 2%): --tie 5%");
 }
 
@@ -79,6 +84,12 @@ bool parse_constraints(PlanArgs& a) {
   for (const std::string& e : a.excludes)
     if (!a.constraints.add_exclude(e, error)) return bad("--exclude", e);
   if (!a.headroom.empty() && !a.constraints.set_headroom(a.headroom, error)) return bad("--headroom", a.headroom);
+  if (a.headroom.empty()) {  // the memory model's own spread decides fits (model/uncertainty.hpp)
+    a.constraints.headroom = default_headroom();
+    a.constraints.headroom_source =
+        fmt::format("default {:.2f}%: the memory model's 90th-percentile under-prediction ({})",
+                    100.0 * default_headroom(), memory_spread().source);
+  }
   if (!a.tie.empty()) {
     if (!plan::parse_percent(a.tie, a.near_tie, error)) return bad("--tie", a.tie);
     a.constraints.given.push_back("tie " + a.tie);

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "lcm/planner/report/band.hpp"
 #include "lcm/planner/report/estimate_report.hpp"
 
 namespace lcm::report {
@@ -63,6 +64,17 @@ std::string mesh_text(const Mesh& m) {
   return fmt::format("tp{} cp{} pp{} vp{} dp{} ep{} etp{}", m.tp, m.cp, m.pp, m.vp, m.dp, m.ep, m.etp);
 }
 
+// Whether the two step-time bands overlap, and the sentence that says what that means.
+bool bands_overlap(const Estimate& a, const Estimate& b) {
+  const Range ra = time_range(a.time.step_s, a.band), rb = time_range(b.time.step_s, b.band);
+  return ra.low <= rb.high && rb.low <= ra.high;
+}
+std::string bands_note(const Estimate& a, const Estimate& b) {
+  return bands_overlap(a, b)
+             ? "step-time error bands of A and B overlap: the difference is within the model's error (a tie)"
+             : "step-time error bands of A and B do not overlap: the difference is larger than the model's error";
+}
+
 }  // namespace
 
 double DiffRow::rel() const {
@@ -77,6 +89,13 @@ std::vector<DiffRow> diff_rows(const Estimate& a, const Estimate& b) {
   rows.push_back(
       {"headline", "tokens_per_s_per_gpu", "tokens/s", a.time.tokens_per_s_per_gpu, b.time.tokens_per_s_per_gpu});
   rows.push_back({"headline", "mfu", "fraction", a.time.mfu, b.time.mfu});
+  // The ends of the error bands (model/uncertainty.hpp).
+  const Range sa_r = time_range(a.time.step_s, a.band), sb_r = time_range(b.time.step_s, b.band);
+  const Range ma_r = rate_range(a.time.mfu, a.band), mb_r = rate_range(b.time.mfu, b.band);
+  rows.push_back({"headline", "step_s_low", "s", sa_r.low, sb_r.low});
+  rows.push_back({"headline", "step_s_high", "s", sa_r.high, sb_r.high});
+  rows.push_back({"headline", "mfu_low", "fraction", ma_r.low, mb_r.low});
+  rows.push_back({"headline", "mfu_high", "fraction", ma_r.high, mb_r.high});
   rows.push_back({"headline", "needs_bytes", "bytes", a.memory.peak_high_bytes, b.memory.peak_high_bytes});
   rows.push_back({"headline", "hbm_bytes", "bytes", a.memory.hbm_bytes, b.memory.hbm_bytes});
   rows.push_back({"headline", "fits", "bool", a.memory.fits ? 1.0 : 0.0, b.memory.fits ? 1.0 : 0.0});
@@ -117,6 +136,7 @@ nlohmann::ordered_json diff_json(const DiffSide& a, const DiffSide& b) {
   j["headline"] = sections["headline"];
   j["memory"] = sections["memory"];
   j["step"] = sections["step"];
+  j["bands_overlap"] = bands_overlap(*a.estimate, *b.estimate);
   return j;
 }
 
@@ -142,6 +162,8 @@ std::vector<Table> diff_tables(const DiffSide& a, const DiffSide& b) {
     Table& t = r.section == "headline" ? head : (r.section == "memory" ? mem : step);
     t.rows.push_back(std::move(cells));
   }
+  head.notes.push_back(bands_note(*a.estimate, *b.estimate));
+  head.notes.push_back(band_note(a.scenario->hardware.uncertainty));
   head.notes.push_back(kNeedsNote);
   return {head, mem, step};
 }

@@ -1,5 +1,6 @@
 // Rendering of an Estimate as JSON, tables and long-format CSV.
 #include "lcm/planner/report/estimate_report.hpp"
+#include "lcm/planner/report/band.hpp"
 
 #include <fmt/format.h>
 
@@ -193,7 +194,11 @@ nlohmann::ordered_json estimate_json(const Scenario& s, const Estimate& e) {
   for (int d = 0; d < kNumCommDims; ++d) {
     by_dim[to_string(static_cast<CommDim>(d))] = e.comm.sent_bytes_by_dim[static_cast<size_t>(d)];
   }
-  if (e.has_time) j["time"] = time_json(e.time);
+  if (e.has_time) {
+    j["time"] = time_json(e.time);
+    const StepTime& t = e.time;
+    j["time"]["band"] = band_json(e.band, t.step_s, t.tokens_per_s_per_gpu, t.mfu, t.hfu, s.hardware.uncertainty);
+  }
   j["comm"] = ordered_json{{"stage", e.comm.stage},
                            {"total_sent_bytes", e.comm.total_sent_bytes},
                            {"sent_bytes_by_dim", by_dim},
@@ -242,14 +247,19 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
   };
   if (e.has_time) {
     const StepTime& t = e.time;
-    sum.rows.push_back({"step time (s)", fmt::format("{:.3f}{} (bubble {:.3f}, DP exposed {:.3f}, optimizer {:.3f})",
-                                                     t.step_s,
-                                                     t.step_s >= 60.0 ? " = " + fmt_duration(t.step_s) : std::string(),
-                                                     t.bubble, t.dp_exposed, t.optimizer)});
-    sum.rows.push_back({"tokens/s/GPU", fmt::format("{:.0f}", t.tokens_per_s_per_gpu)});
+    const StepBand& b = e.band;
+    const Range st = time_range(t.step_s, b);
+    sum.rows.push_back(
+        {"step time (s)", fmt::format("{:.3f}{} (band {:.3f}-{:.3f}; bubble {:.3f}, DP exposed {:.3f}, optimizer {:.3f})",
+                                      t.step_s, t.step_s >= 60.0 ? " = " + fmt_duration(t.step_s) : std::string(),
+                                      st.low, st.high, t.bubble, t.dp_exposed, t.optimizer)});
+    sum.rows.push_back(
+        {"tokens/s/GPU", fmt_with_range(t.tokens_per_s_per_gpu, rate_range(t.tokens_per_s_per_gpu, b), 0)});
     sum.rows.push_back({"model TFLOP/s/GPU, MFU, HFU",
-                        fmt::format("{:.1f}, {:.1f}%, {:.1f}% (of dense BF16 peak)", t.model_tflops_per_gpu,
-                                    100 * t.mfu, 100 * t.hfu)});
+                        fmt::format("{}, {}, {:.1f}% (of dense BF16 peak)",
+                                    fmt_with_range(t.model_tflops_per_gpu, rate_range(t.model_tflops_per_gpu, b), 1),
+                                    fmt_pct_with_range(t.mfu, rate_range(t.mfu, b)), 100 * t.hfu)});
+    sum.notes.push_back(band_note(s.hardware.uncertainty));
   }
   out.push_back(sum);
 
@@ -384,6 +394,15 @@ Table estimate_long_table(const Scenario& s, const Estimate& e) {
     row("comm", std::to_string(e.comm.stage), to_string(it.id), it.sent_bytes, "bytes");
   }
   row("comm", std::to_string(e.comm.stage), "total", e.comm.total_sent_bytes, "bytes");
+  if (e.has_time) {  // the step time and MFU with the ends of their error band
+    const Range st = time_range(e.time.step_s, e.band), mfu = rate_range(e.time.mfu, e.band);
+    row("time", "", "step_s", e.time.step_s, "s");
+    row("time", "", "step_s_low", st.low, "s");
+    row("time", "", "step_s_high", st.high, "s");
+    row("time", "", "mfu", e.time.mfu, "fraction");
+    row("time", "", "mfu_low", mfu.low, "fraction");
+    row("time", "", "mfu_high", mfu.high, "fraction");
+  }
   return t;
 }
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "lcm/model/io/enums.hpp"
+#include "lcm/planner/report/band.hpp"
 #include "plan_format.hpp"
 
 namespace lcm::report {
@@ -132,6 +133,27 @@ std::string near_tie_note(const plan::NearTie& t) {
                      why.empty() ? "no cost term differs" : why, t.memory_delta_bytes / kGiB);
 }
 
+// The line under a ranking that says which groups are error-band ties and what that means.
+std::string ties_note(const plan::PlanResult& r) {
+  if (r.ranked.size() < 2) return "";
+  if (r.ties <= 1)
+    return "no ties: every other layout's error band starts above the fastest's (its step time is slower beyond the "
+           "model's error)";
+  return fmt::format(
+      "tie: #1-#{} have error bands overlapping the fastest layout's, so their order is within the model's error (not "
+      "a ranking to 0.1%); #1 is the fastest, the other ties are ordered by the high end of their band (the best worst "
+      "case), then step time",
+      r.ties);
+}
+
+// Which HBM budget and headroom decided "fits" (out-of-memory explanations).
+std::string headroom_note(const plan::PlanResult& r) {
+  if (r.constraints.headroom <= 0) return "fits: needs GiB <= HBM (no headroom)";
+  return fmt::format("fits: needs GiB <= HBM x (1 - {:.1f}%) = {} GiB; headroom {}", 100.0 * r.constraints.headroom,
+                     fmt_bytes_gib(r.hbm_budget_bytes),
+                     r.constraints.headroom_source.empty() ? std::string("given") : r.constraints.headroom_source);
+}
+
 std::string scenario_title(const Scenario& base) {
   return fmt::format("{} on {} x {}, seq {}, global batch {}", base.model.name.empty() ? base.name : base.model.name,
                      base.num_gpus, base.hardware.name, base.training.seq_length, base.training.global_batch_size);
@@ -167,10 +189,15 @@ std::string plan_failure(const Scenario& base, const plan::PlanResult& r) {
   }
   if (r.has_closest_miss) {
     const Metrics& m = r.closest_miss_metrics;
+    const std::string budget =
+        r.constraints.headroom > 0
+            ? fmt::format("{:.2f} GiB per GPU (HBM {:.2f} GiB less the {:.2f}% headroom)", m.hbm_bytes / kGiB,
+                          base.hardware.gpu.hbm_bytes / kGiB, 100.0 * r.constraints.headroom)
+            : fmt::format("{:.2f} GiB of HBM per GPU", m.hbm_bytes / kGiB);
     return fmt::format(
-        "nothing fits in {:.2f} GiB of HBM per GPU on {} GPUs: of {} valid layouts the closest, {}, needs {:.2f} GiB on "
+        "nothing fits in {} on {} GPUs: of {} valid layouts the closest, {}, needs {:.2f} GiB on "
         "pipeline stage {} (misses by {:.2f} GiB)",
-        m.hbm_bytes / kGiB, base.num_gpus, r.counts.valid, plan::layout_string(r.closest_miss, base),
+        budget, base.num_gpus, r.counts.valid, plan::layout_string(r.closest_miss, base),
         m.peak_high_bytes / kGiB, m.miss_stage, m.miss_bytes / kGiB);
   }
   return fmt::format("no layout fits on {} GPUs", base.num_gpus);
@@ -223,6 +250,7 @@ ordered_json plan_json(const Scenario& base, const plan::PlanResult& r) {
     for (const std::string& g : c.given) given.push_back(g);
     j["constraints"] = ordered_json{{"given", given},
                                     {"headroom", c.headroom},
+                                    {"headroom_source", c.headroom_source},
                                     {"hbm_budget_bytes", r.hbm_budget_bytes},
                                     {"near_tie", r.near_tie}};
   }
@@ -234,6 +262,9 @@ ordered_json plan_json(const Scenario& base, const plan::PlanResult& r) {
     e["layout_string"] = plan::layout_string(g.layout, base);
     e["layout"] = layout_json(base, g.layout);
     e["metrics"] = metrics_json(g.metrics, true);
+    e["band"] = band_json(g.band, g.metrics.step_s, g.metrics.tokens_per_s_per_gpu, g.metrics.mfu, g.metrics.hfu,
+                          base.hardware.uncertainty);
+    e["tie"] = g.tie;
     ordered_json eq = ordered_json::array();
     for (const Layout& l : g.equivalent) eq.push_back(plan::layout_string(l, base));
     e["equivalent"] = eq;
@@ -274,6 +305,12 @@ ordered_json plan_json(const Scenario& base, const plan::PlanResult& r) {
                                 {"gain_delta_s", t.gain_delta_s},
                                 {"memory_delta_bytes", t.memory_delta_bytes}});
   j["near_ties"] = ties;
+  j["ties"] = ordered_json{{"count", r.ties},
+                           {"rule",
+                            "a ranked group is a tie when the low end of its step-time band is at most the "
+                            "high end of the fastest group's band"},
+                           {"secondary_key", "after #1 (the fastest): step_s_high (the band's high end), then step_s"},
+                           {"note", ties_note(r)}};
   if (!r.ranked.empty()) {
     const Scenario best = plan::apply_layout(base, r.ranked.front().layout);
     j["megatron_flags"] = plan::megatron_flags(best);
@@ -295,18 +332,27 @@ std::vector<Table> plan_tables(const Scenario& base, const plan::PlanResult& r) 
   if (!r.constraints.empty()) {
     std::string given;
     for (const std::string& g : r.constraints.given) given += (given.empty() ? "" : ", ") + g;
-    d.title += fmt::format(" [constraints: {}{}]", given,
-                           r.constraints.headroom > 0 ? fmt::format("; HBM budget {} GiB", fmt_bytes_gib(r.hbm_budget_bytes))
-                                                      : "");
+    d.title += fmt::format(" [constraints: {}]", given);
   }
-  d.header = {"#", "layout", "step s", "tok/s/GPU", "MFU %", kNeedsHeader};
+  if (r.constraints.headroom > 0)
+    d.title += fmt::format(" [HBM budget {} GiB: headroom {:.1f}%]", fmt_bytes_gib(r.hbm_budget_bytes),
+                           100.0 * r.constraints.headroom);
+  d.header = {"#", "tie", "layout", "step s", "step band s", "tok/s/GPU", "MFU %", "MFU band %", kNeedsHeader};
   for (const auto& [name, dim] : kShownDims) d.header.push_back(fmt::format("exp {} s", name));
   d.header.push_back("bubble s");
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const plan::Ranked& g = r.ranked[i];
     const Metrics& m = g.metrics;
-    std::vector<std::string> row{fmt::format("{}", i + 1), plan::layout_string(g.layout, base), sec(m.step_s),
-                                 fmt::format("{:.0f}", m.tokens_per_s_per_gpu), pct(m.mfu), fmt_bytes_gib(m.peak_high_bytes)};
+    const Range st = time_range(m.step_s, g.band), mfu = rate_range(m.mfu, g.band);
+    std::vector<std::string> row{fmt::format("{}", i + 1),
+                                 g.tie && r.ties > 1 ? "tie" : "",
+                                 plan::layout_string(g.layout, base),
+                                 sec(m.step_s),
+                                 fmt::format("{}-{}", sec(st.low), sec(st.high)),
+                                 fmt::format("{:.0f}", m.tokens_per_s_per_gpu),
+                                 pct(m.mfu),
+                                 fmt::format("{}-{}", pct(mfu.low), pct(mfu.high)),
+                                 fmt_bytes_gib(m.peak_high_bytes)};
     for (const auto& [name, dim] : kShownDims) row.push_back(sec(m.exposed_comm[static_cast<size_t>(dim)]));
     row.push_back(sec(m.bubble));
     d.rows.push_back(std::move(row));
@@ -316,10 +362,17 @@ std::vector<Table> plan_tables(const Scenario& base, const plan::PlanResult& r) 
     if (!n.empty()) d.notes.push_back(n);
   }
   constexpr size_t kTieNotes = 5;
-  for (size_t i = 0; i < r.near_ties.size() && i < kTieNotes; ++i) d.notes.push_back(near_tie_note(r.near_ties[i]));
+  for (size_t i = 0; i < r.near_ties.size() && i < kTieNotes; ++i) {
+    const plan::NearTie& t = r.near_ties[i];
+    const bool tie = r.ties > 1 && t.rank >= 1 && r.ranked[static_cast<size_t>(t.rank - 1)].tie;
+    d.notes.push_back(near_tie_note(t) + (tie ? " (within the error band: a tie, not a ranking)" : ""));
+  }
   if (r.near_ties.size() > kTieNotes)
     d.notes.push_back(fmt::format("... {} more near-ties (the JSON output lists them all)", r.near_ties.size() - kTieNotes));
+  if (const std::string t = ties_note(r); !t.empty()) d.notes.push_back(t);
+  d.notes.push_back(band_note(base.hardware.uncertainty));
   d.notes.push_back(kNeedsNote);
+  d.notes.push_back(headroom_note(r));
   d.notes.push_back(
       "exp X s: communication of dimension X not hidden under compute, per step, on the bottleneck stage (dp includes "
       "EDP and embedding sync)");
@@ -344,6 +397,7 @@ std::vector<Table> plan_tables(const Scenario& base, const plan::PlanResult& r) 
       "out-of-memory layouts are timed when they miss HBM by at most {:.0f}% (the near misses); invalid ones name the "
       "Megatron rule they break, with one example",
       100.0 * r.time_miss_fraction));
+  w.notes.push_back(headroom_note(r));
   out.push_back(std::move(w));
 
   if (!r.ranked.empty()) {
@@ -365,6 +419,7 @@ Table plan_csv_table(const Scenario& base, const plan::PlanResult& r) {
   for (const auto& [name, dim] : kShownDims) t.header.push_back(fmt::format("exposed_{}_s", name));
   t.header.push_back("bubble_s");
   t.header.push_back("num_equivalent");
+  for (const char* h : {"step_s_low", "step_s_high", "mfu_low", "mfu_high", "tie"}) t.header.push_back(h);
   for (size_t i = 0; i < r.ranked.size(); ++i) {
     const plan::Ranked& g = r.ranked[i];
     const Layout& l = g.layout;
@@ -401,6 +456,9 @@ Table plan_csv_table(const Scenario& base, const plan::PlanResult& r) {
     for (const auto& [name, dim] : kShownDims) row.push_back(fmt::format("{:.6g}", x.exposed_comm[static_cast<size_t>(dim)]));
     row.push_back(fmt::format("{:.6g}", x.bubble));
     row.push_back(fmt::format("{}", g.num_equivalent));
+    const Range st = time_range(x.step_s, g.band), mfu = rate_range(x.mfu, g.band);
+    for (double v : {st.low, st.high, mfu.low, mfu.high}) row.push_back(fmt::format("{:.6g}", v));
+    row.push_back(g.tie && r.ties > 1 ? "1" : "0");
     t.rows.push_back(std::move(row));
   }
   return t;

@@ -1,6 +1,7 @@
 // Rendering of sweeps of plans (lcm sweep): one row per point of the grid.
 #include <fmt/format.h>
 
+#include "lcm/planner/report/band.hpp"
 #include "lcm/planner/report/plan_report.hpp"
 #include "plan_format.hpp"
 
@@ -97,9 +98,13 @@ std::vector<Table> sweep_tables(const std::vector<SweepPoint>& points, TokensPer
     } else {
       const plan::Ranked& g = p.result.ranked.front();
       row.push_back(plan::layout_string(g.layout, p.scenario));
-      row.push_back(sec(g.metrics.step_s));
+      const Range st = time_range(g.metrics.step_s, g.band), mfu = rate_range(g.metrics.mfu, g.band);
+      row.push_back(fmt::format("{} ({}-{})", sec(g.metrics.step_s), sec(st.low), sec(st.high)));
       row.push_back(fmt::format("{:.0f}", g.metrics.tokens_per_s_per_gpu));
-      row.push_back(pct(g.metrics.mfu));
+      row.push_back(fmt::format("{} ({}-{})", pct(g.metrics.mfu), pct(mfu.low), pct(mfu.high)));
+      if (p.result.ties > 1)
+        t.notes.push_back(fmt::format("{}: #1-#{} of the plan are error-band ties (`lcm plan` lists them)",
+                                      point_label(p), p.result.ties));
       row.push_back(fmt_bytes_gib(g.metrics.peak_high_bytes));
       row.push_back(fmt::format("{} / {}", p.result.counts.fit, p.result.counts.valid));
       std::string changes = "-";
@@ -113,6 +118,7 @@ std::vector<Table> sweep_tables(const std::vector<SweepPoint>& points, TokensPer
     }
     t.rows.push_back(std::move(row));
   }
+  if (!points.empty()) t.notes.push_back(band_note(points.front().scenario.hardware.uncertainty));
   t.notes.push_back(kNeedsNote);
   return {t};
 }
@@ -121,9 +127,26 @@ Table sweep_csv_table(const std::vector<SweepPoint>& points, TokensPerStep mode)
   Table t;
   if (!points.empty())
     for (const auto& [k, v] : points.front().values) t.header.push_back(k);
-  for (const char* h :
-       {"num_gpus", "tokens_per_step_mode", "global_batch_size", "tokens_per_step", "status", "layout", "step_s",
-        "tokens_per_s_per_gpu", "mfu", "peak_gib", "needs_gib", "fit", "valid", "enumerated", "message"})
+  for (const char* h : {"num_gpus",
+                        "tokens_per_step_mode",
+                        "global_batch_size",
+                        "tokens_per_step",
+                        "status",
+                        "layout",
+                        "step_s",
+                        "tokens_per_s_per_gpu",
+                        "mfu",
+                        "peak_gib",
+                        "needs_gib",
+                        "fit",
+                        "valid",
+                        "enumerated",
+                        "step_s_low",
+                        "step_s_high",
+                        "mfu_low",
+                        "mfu_high",
+                        "ties",
+                        "message"})
     t.header.push_back(h);
   for (const SweepPoint& p : points) {
     std::vector<std::string> row;
@@ -131,7 +154,8 @@ Table sweep_csv_table(const std::vector<SweepPoint>& points, TokensPerStep mode)
     row.push_back(fmt::format("{}", p.scenario.num_gpus));
     row.push_back(to_string(mode));
     if (!p.infeasible.empty()) {
-      row.insert(row.end(), {"", "", "infeasible", "", "", "", "", "", "", "", "", "", p.infeasible});
+      row.insert(row.end(),
+                 {"", "", "infeasible", "", "", "", "", "", "", "", "", "", "", "", "", "", "", p.infeasible});
       t.rows.push_back(std::move(row));
       continue;
     }
@@ -149,6 +173,14 @@ Table sweep_csv_table(const std::vector<SweepPoint>& points, TokensPerStep mode)
     row.push_back(fmt::format("{}", r.counts.fit));
     row.push_back(fmt::format("{}", r.counts.valid));
     row.push_back(fmt::format("{}", r.counts.enumerated));
+    if (r.ranked.empty()) {
+      row.insert(row.end(), {"", "", "", "", ""});
+    } else {
+      const plan::Ranked& g = r.ranked.front();
+      const Range st = time_range(g.metrics.step_s, g.band), mfu = rate_range(g.metrics.mfu, g.band);
+      for (double v : {st.low, st.high, mfu.low, mfu.high}) row.push_back(fmt::format("{:.6g}", v));
+      row.push_back(fmt::format("{}", r.ties));
+    }
     row.push_back(plan_failure(p.scenario, r));
     t.rows.push_back(std::move(row));
   }

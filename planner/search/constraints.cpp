@@ -225,6 +225,7 @@ bool parse_percent(const std::string& text, double& fraction, std::string& error
 
 bool SearchConstraints::set_headroom(const std::string& text, std::string& error) {
   if (!parse_percent(text, headroom, error)) return false;
+  headroom_source = "--headroom " + text;
   given.push_back("headroom " + text);
   return true;
 }

@@ -10,7 +10,7 @@ std::vector<NearTie> near_ties(const std::vector<Ranked>& ranked, double thresho
   for (size_t i = 1; i < ranked.size(); ++i) {
     const Metrics& m = ranked[i].metrics;
     const double rel = m.step_s / b.step_s - 1.0;
-    if (rel > threshold) break;
+    if (rel > threshold) continue;  // ties (rank_ties) may put a slower group before a faster one
     NearTie nt;
     nt.rank = static_cast<int>(i) + 1;
     nt.relative = rel;
@@ -33,6 +33,33 @@ std::vector<NearTie> near_ties(const std::vector<Ranked>& ranked, double thresho
     out.push_back(std::move(nt));
   }
   return out;
+}
+
+int rank_ties(std::vector<Ranked>& ranked, const Scenario& base) {
+  if (ranked.empty()) return 0;
+  for (Ranked& r : ranked) {
+    r.band = step_band(r.metrics, base);
+    r.tie = false;
+  }
+  const Ranked& fastest = ranked.front();
+  const double fastest_high = fastest.metrics.step_s * (1.0 + fastest.band.high);
+  int ties = 0;
+  for (Ranked& r : ranked)
+    if (r.metrics.step_s * (1.0 + r.band.low) <= fastest_high) {
+      r.tie = true;
+      ++ties;
+    }
+  auto pessimistic = [](const Ranked& r) { return r.metrics.step_s * (1.0 + r.band.high); };
+  // The fastest stays #1 (it defines the ties, and a larger --top must not change it); the
+  // other ties follow it by the secondary key.
+  std::stable_sort(ranked.begin() + 1, ranked.end(), [&](const Ranked& a, const Ranked& b) {
+    if (a.tie != b.tie) return a.tie;
+    if (!a.tie) return false;  // the others keep their order (step time)
+    if (pessimistic(a) != pessimistic(b)) return pessimistic(a) < pessimistic(b);
+    if (a.metrics.step_s != b.metrics.step_s) return a.metrics.step_s < b.metrics.step_s;
+    return layout_less(a.layout, b.layout);
+  });
+  return ties;
 }
 
 const Rejection* tightest_constraint(const PlanResult& r) {

@@ -253,7 +253,10 @@ std::vector<Ranked> group(std::vector<Entry> entries, size_t max_groups) {
       continue;
     }
     if (out.size() == max_groups) break;
-    out.push_back(Ranked{e.layout, e.metrics, {}, 0});
+    Ranked g;
+    g.layout = e.layout;
+    g.metrics = e.metrics;
+    out.push_back(std::move(g));
   }
   return out;
 }
@@ -344,6 +347,7 @@ void merge(const Scenario& base, const PlanOptions& opts, const std::vector<std:
     if (a.count != b.count) return a.count > b.count;
     return a.key < b.key;
   });
+  result.ties = rank_ties(result.ranked, base);
   result.near_ties = near_ties(result.ranked, opts.near_tie, base);
 }
 

@@ -37,8 +37,10 @@ void expect_all_zero(const json& j) {
 TEST(DiffCli, ScenarioAgainstItselfIsAllZeros) {
   const json j = lcm_json("diff scenarios/default.yaml scenarios/default.yaml");
   expect_all_zero(j);
-  // 6 headline quantities, 2 + 15 + 4 memory terms, every step term (3 op classes, the comm dims, bubble, optimizer).
-  EXPECT_EQ(j["headline"].size(), 6u);
+  // 10 headline quantities (6 and the ends of the step-time and MFU bands), 2 + 15 + 4 memory
+  // terms, every step term (3 op classes, the comm dims, bubble, optimizer).
+  EXPECT_EQ(j["headline"].size(), 10u);
+  EXPECT_TRUE(j["bands_overlap"].get<bool>());
   EXPECT_EQ(j["memory"].size(), 21u);
   EXPECT_GT(j["step"]["gemm"]["a"].get<double>(), 0.0);
   // A bundled name and the same layout given as --layout on both sides: zeros too.

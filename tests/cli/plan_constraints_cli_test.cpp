@@ -104,7 +104,10 @@ TEST(PlanConstraints, TieAndHeaderLine) {
   for (const json& t : p["near_ties"]) EXPECT_LE(t["relative"].get<double>(), 0.05);
   const lcm::test::LcmRun r = lcm(kPlan + "--fix tp=8 --max pp=2 --headroom 10%");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("[constraints: fix tp=8, max pp=2, headroom 10%; HBM budget"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[constraints: fix tp=8, max pp=2, headroom 10%] [HBM budget"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GiB: headroom 10.0%]"), std::string::npos) << r.out;
+  // The fits rule names the headroom that decided it.
+  EXPECT_NE(r.out.find("headroom --headroom 10%"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -9,3 +9,8 @@ if(TARGET lcm-gui)
            COMMAND env -u DISPLAY -u WAYLAND_DISPLAY -u QT_QPA_PLATFORM $<TARGET_FILE:lcm-gui> --help)
   set_tests_properties(lcm_gui_help_without_display PROPERTIES PASS_REGULAR_EXPRESSION "Usage: .*lcm-gui" TIMEOUT 30)
 endif()
+
+# --- wt-bands (issue 12): figures quoted in docs/ come from the current outputs -------------
+add_test(NAME docs_figures COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/docs_figures_check.sh ${PROJECT_SOURCE_DIR}
+                                        ${CMAKE_BINARY_DIR})
+set_tests_properties(docs_figures PROPERTIES TIMEOUT 300)

@@ -19,8 +19,10 @@ TEST(PlanCli, RanksAndPrintsTheWinnersFlags) {
   EXPECT_NE(r.out.find("Best layouts: Mixtral-8x7B on 64 x h200-sxm"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Why not"), std::string::npos);
   EXPECT_NE(r.out.find("--tensor-model-parallel-size"), std::string::npos);
-  EXPECT_NE(r.out.find("  5  tp"), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("  6  tp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  5  tie  tp"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("  6  tie  tp"), std::string::npos) << r.out;
+  // Near-ties are not a ranking to 0.1%: the tie line says so.
+  EXPECT_NE(r.out.find("tie: #1-#5 have error bands overlapping the fastest layout's"), std::string::npos) << r.out;
 }
 
 TEST(PlanCli, JsonIsSortedAndEveryRankedLayoutFits) {
@@ -30,10 +32,17 @@ TEST(PlanCli, JsonIsSortedAndEveryRankedLayoutFits) {
   EXPECT_EQ(j.at("num_gpus"), 128);
   ASSERT_EQ(j.at("ranked").size(), 8u);
   double prev = 0;
+  const double fastest = j.at("ranked").at(0).at("metrics").at("step_s");
   for (const json& x : j.at("ranked")) {
     EXPECT_TRUE(x.at("metrics").at("fits").get<bool>());
-    EXPECT_GE(x.at("metrics").at("step_s").get<double>(), prev);
-    prev = x.at("metrics").at("step_s").get<double>();
+    // The fastest first, then its ties (all 8 here: the bands are tens of percent wide) by
+    // the high end of their band.
+    ASSERT_TRUE(x.at("tie").get<bool>());
+    EXPECT_GE(x.at("metrics").at("step_s").get<double>(), fastest);
+    if (x.at("rank").get<int>() > 1) {
+      EXPECT_GE(x.at("band").at("step_s").at(1).get<double>(), prev);
+      prev = x.at("band").at("step_s").at(1).get<double>();
+    }
     EXPECT_EQ(x.at("layout").at("data_parallel_size").get<int>() * x.at("layout").at("tensor_model_parallel_size").get<int>() *
                   x.at("layout").at("context_parallel_size").get<int>() *
                   x.at("layout").at("pipeline_model_parallel_size").get<int>(),
@@ -77,7 +86,10 @@ TEST(PlanCli, NothingFitsSaysByHowMuch) {
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.out, "");
   ASSERT_EQ(lines(r.err).size(), 1u) << r.err;
-  EXPECT_NE(r.err.find("nothing fits in 140.40 GiB of HBM per GPU on 8 GPUs"), std::string::npos) << r.err;
+  // The default headroom (6.05%, the memory model's spread) makes the budget 140.40 x 0.9395 GiB.
+  EXPECT_NE(r.err.find("nothing fits in 131.91 GiB per GPU (HBM 140.40 GiB less the 6.05% headroom) on 8 GPUs"),
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("misses by"), std::string::npos) << r.err;
 }
 
@@ -112,8 +124,10 @@ TEST(SweepCli, OneWinnerPerPoint) {
   const auto t = lcm("sweep scenarios/mixtral-8x7b.yaml --vary seq_length=8K,32K");
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_NE(t.out.find("changes vs previous point"), std::string::npos);
-  EXPECT_EQ(lines(t.out).size(), 7u)
-      << t.out;  // title, header, rule, two points, the tokens-per-step and "needs GiB" notes
+  // title, header, rule, two points, the tokens-per-step note, one ties note per point, the
+  // band note and the "needs GiB" note
+  EXPECT_EQ(lines(t.out).size(), 10u) << t.out;
+  EXPECT_NE(t.out.find("seq_length=8K: #1-#10 of the plan are error-band ties"), std::string::npos) << t.out;
 }
 
 TEST(SweepCli, PointsWhereTheScenariosOwnLayoutBreaksStillPlan) {

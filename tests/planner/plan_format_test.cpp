@@ -53,8 +53,18 @@ TEST(PlanFormats, JsonHasTheDocumentedKeys) {
       EXPECT_TRUE(m.at(k).is_number()) << k;
     for (const char* d : {"tp", "cp", "ep", "pp", "dp"}) EXPECT_TRUE(m.at("exposed_comm_s").at(d).is_number()) << d;
     EXPECT_TRUE(m.at("fits").get<bool>());
-    EXPECT_GE(m.at("step_s").get<double>(), prev);
-    prev = m.at("step_s").get<double>();
+    // The error band (docs/planner.md): [low, high] around the step time; ties first, by
+    // the band's high end.
+    const json& b = r.at("band");
+    EXPECT_LE(b.at("step_s").at(0).get<double>(), m.at("step_s").get<double>());
+    EXPECT_GE(b.at("step_s").at(1).get<double>(), m.at("step_s").get<double>());
+    EXPECT_TRUE(b.at("composition").at("development_set").get<bool>());
+    EXPECT_TRUE(r.at("tie").is_boolean());
+    const double key = r.at("tie").get<bool>() ? b.at("step_s").at(1).get<double>() : m.at("step_s").get<double>();
+    // #1 is the fastest; then its ties; the first group after them starts the step-time order.
+    if (r.at("rank").get<int>() <= 2 || r.at("rank").get<int>() == j.at("ties").at("count").get<int>() + 1) prev = 0;
+    EXPECT_GE(key, prev);
+    prev = key;
   }
   EXPECT_TRUE(j.at("why_not").is_array());
   for (const json& w : j.at("why_not")) {

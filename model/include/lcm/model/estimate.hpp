@@ -10,6 +10,7 @@
 #include "lcm/model/params.hpp"
 #include "lcm/model/specs.hpp"
 #include "lcm/model/step_time.hpp"
+#include "lcm/model/uncertainty.hpp"
 
 namespace lcm {
 
@@ -23,6 +24,7 @@ struct Estimate {
   Comm comm;
   bool has_time = false;
   StepTime time;  // step time, throughput, MFU and breakdown (when has_time)
+  StepBand band;  // the step time's error band (when has_time; model/uncertainty.hpp)
 };
 
 struct EstimateOptions {

@@ -22,6 +22,7 @@
 //   6  step_time.hpp calibration.hpp  step time from the schedule; fitting a profile
 //   6  cache_key.hpp                  the cache keys of the incremental estimator's functions
 //   7  estimate.hpp  incremental.hpp every breakdown of one layout; the planner's cached evaluation
+//   7  uncertainty.hpp                error bands of a step time and the memory spread
 //   8  routing.hpp  scaling.hpp       routing statistics and capacity sweeps; scaling table
 //   io/ (loader, enums, Megatron import) sits on top and may include any of them.
 #pragma once

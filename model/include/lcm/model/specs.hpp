@@ -273,6 +273,24 @@ struct MemoryAllowances {
   bool operator==(const MemoryAllowances&) const = default;
 };
 
+// A relative error interval: the measured value lies in predicted x [1 + low, 1 + high]
+// for the central 80 % of a residual set (its 10th and 90th percentiles of
+// measured / predicted - 1). model/uncertainty.hpp combines them (docs/time-model.md,
+// "Error bands").
+struct RelativeBand {
+  double low = 0, high = 0;
+  bool operator==(const RelativeBand&) const = default;
+};
+
+// The time model's op-level residual spreads on this hardware, per calibration class
+// (hwprofiles `uncertainty:`, written by `lcm calibrate` from its cross-validated
+// residuals). present == false: the profile has none (the band is the composition term only).
+struct OpUncertainty {
+  bool present = false;
+  RelativeBand gemm_bf16, gemm_fp8, attention, memory, nvlink, nic;
+  int points = 0;      // residuals the bands come from
+  std::string source;  // where they come from (command, inputs, held-out or in-sample)
+  bool operator==(const OpUncertainty&) const = default;
 // Host side of a step (PyTorch eager + Megatron-Core): the CPU enqueues every kernel, and
 // the GPU cannot run ahead of it; a device-to-host synchronisation empties the host's lead
 // (docs/time-model.md, "Host-bound regime"). Seconds; 0 = none (the GPU is never waiting).
@@ -291,6 +309,7 @@ struct HardwareSpec {
   InterconnectSpec interconnect;
   EfficiencySpec efficiency;
   MemoryAllowances allowances;
+  OpUncertainty uncertainty;
   HostSpec host;
 
   bool operator==(const HardwareSpec&) const = default;

@@ -67,6 +67,9 @@ struct ProfileEdit {
 };
 Result<std::string> edit_hardware_profile(const std::string& text, const std::string& file, const HardwareSpec& values,
                                           const std::vector<ProfileEdit>& edits);
+// The profile text with its `uncertainty:` block replaced by (or, without one, appended as)
+// `u`'s; the result is checked by loading it.
+Result<std::string> set_profile_uncertainty(const std::string& text, const std::string& file, const OpUncertainty& u);
 // Resolve "h200-sxm" or "path/to/h200-sxm.yaml" against the profile directories.
 Result<std::string> find_hardware_profile(const std::string& name_or_path,
                                           const std::vector<std::string>& dirs);

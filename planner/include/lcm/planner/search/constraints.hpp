@@ -28,6 +28,9 @@ struct SearchConstraints {
   std::vector<CpCommType> excluded_cp_comms;
   std::vector<Dispatcher> excluded_dispatchers;
   double headroom = 0;  // fraction of HBM a layout must leave free: fits iff needs <= HBM x (1 - headroom)
+  // Where the headroom comes from: "--headroom 10%" as given, or (the CLI's default,
+  // plan_common.cpp) the memory model's spread (model/uncertainty.hpp, default_headroom()).
+  std::string headroom_source;
   std::vector<std::string> given;  // the constraints as given ("fix tp=8", "headroom 10%"), in order
 
   bool allows(SizeKnob k, int v) const;

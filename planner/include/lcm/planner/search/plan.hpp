@@ -23,6 +23,7 @@
 #include "lcm/model/mesh.hpp"
 #include "lcm/model/specs.hpp"
 #include "lcm/model/step_time.hpp"
+#include "lcm/model/uncertainty.hpp"
 #include "lcm/planner/search/constraints.hpp"
 
 namespace lcm::plan {
@@ -137,6 +138,13 @@ inline std::array<StepTerm, kNumStepTerms> step_terms(const Metrics& m) {
   return lcm::step_terms(m.compute, m.exposed_comm, m.bubble, m.host_idle, m.optimizer);
 }
 
+// The error band of a layout's step time (model/uncertainty.hpp), from its metrics'
+// step terms and the base scenario's precision and hardware profile.
+inline StepBand step_band(const Metrics& m, const Scenario& base) {
+  return lcm::step_band(m.compute, m.exposed_comm, m.bubble, m.optimizer, base.training.precision == Precision::kFp8,
+                        base.hardware.uncertainty);
+}
+
 // ---------------------------------------------------------------------------------
 // Search.
 // ---------------------------------------------------------------------------------
@@ -172,6 +180,8 @@ struct Ranked {
   // does not tell apart), in canonical order, at most 16.
   std::vector<Layout> equivalent;
   uint64_t num_equivalent = 0;
+  StepBand band;  // the step time's error band (step_band)
+  bool tie = false;  // its band overlaps the fastest group's: the order among ties is within the model's error
 };
 
 struct Rejection {
@@ -221,6 +231,7 @@ struct PlanResult {
   std::vector<Ranked> out_of_memory;    // fastest layouts that do not fit, best first
   std::vector<Rejection> rejections;    // by count, most first
   std::vector<NearTie> near_ties;
+  int ties = 0;  // ranked groups flagged Ranked::tie (the fastest included; 1: no tie)
   bool has_closest_miss = false;        // nothing fits: the layout missing HBM by the least
   Layout closest_miss;
   Metrics closest_miss_metrics;
@@ -236,6 +247,15 @@ PlanResult search(const Scenario& base, const PlanOptions& opts = {});
 
 // The divisors of n, ascending (the values a parallel degree of n ranks can take).
 std::vector<int> divisors(int n);
+
+// Error-band ties (docs/planner.md, "Ranking and explanations"): sets each group's band;
+// the groups whose band overlaps the fastest group's (low end at most the fastest's high
+// end: the measured times could be in either order) are ties. The fastest stays #1; the
+// other ties follow it, ordered by the secondary key, the high end of the band
+// (step_s x (1 + high): the best worst case), then step time, then canonical layout order;
+// the other groups follow by step time. `ranked` must be sorted by step time. Returns the
+// number of ties (the fastest included).
+int rank_ties(std::vector<Ranked>& ranked, const Scenario& base);
 
 // The groups of `ranked` (best first) within `threshold` (relative) of the best step
 // time, with what separates each from the best.
