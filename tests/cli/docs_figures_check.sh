@@ -65,7 +65,7 @@ get() { sed -n "s/^$1 //p" "$tmp/figures.txt"; }
 # "evaluated 44 of 51 rows; mean |error| 4.0%, worst 27.8% (...)" -> "**44 of 51 rows evaluated: mean |error| 4.0 %, worst 27.8 %**"
 read -r n m mean worst < <(sed -n 's/^evaluated \([0-9]*\) of \([0-9]*\) rows; mean |error| \([0-9.]*\)%, worst \([0-9.]*\)%.*/\1 \2 \3 \4/p' "$tmp/mem.txt")
 if [[ -z ${n:-} ]]; then echo "no summary line in MegatronCiMemory's output"; fail=1; else
-  check "memory summary" "**$n of $m rows evaluated: mean |error| $mean %, worst $worst %**" "$root/docs/validation-memory.md"
+  check "memory summary" "**$n of $m rows evaluated (development set): mean |error| $mean %, worst $worst %**" "$root/docs/validation-memory.md"
 fi
 # The spreads as docs/time-model.md quotes them ("10th percentile -3.30%, 90th +37.74%").
 p10=$(get composition_p10); p90=$(get composition_p90)

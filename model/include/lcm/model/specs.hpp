@@ -291,6 +291,8 @@ struct OpUncertainty {
   int points = 0;      // residuals the bands come from
   std::string source;  // where they come from (command, inputs, held-out or in-sample)
   bool operator==(const OpUncertainty&) const = default;
+};
+
 // Host side of a step (PyTorch eager + Megatron-Core): the CPU enqueues every kernel, and
 // the GPU cannot run ahead of it; a device-to-host synchronisation empties the host's lead
 // (docs/time-model.md, "Host-bound regime"). Seconds; 0 = none (the GPU is never waiting).
