@@ -84,12 +84,7 @@ bool parse_constraints(PlanArgs& a) {
   for (const std::string& e : a.excludes)
     if (!a.constraints.add_exclude(e, error)) return bad("--exclude", e);
   if (!a.headroom.empty() && !a.constraints.set_headroom(a.headroom, error)) return bad("--headroom", a.headroom);
-  if (a.headroom.empty()) {  // the memory model's own spread decides fits (model/uncertainty.hpp)
-    a.constraints.headroom = default_headroom();
-    a.constraints.headroom_source =
-        fmt::format("default {:.2f}%: the memory model's 90th-percentile under-prediction ({})",
-                    100.0 * default_headroom(), memory_spread().source);
-  }
+  if (a.headroom.empty()) a.constraints.use_default_headroom();
   if (!a.tie.empty()) {
     if (!plan::parse_percent(a.tie, a.near_tie, error)) return bad("--tie", a.tie);
     a.constraints.given.push_back("tie " + a.tie);

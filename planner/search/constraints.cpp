@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "lcm/model/io/enums.hpp"
+#include "lcm/model/uncertainty.hpp"
 
 namespace lcm::plan {
 
@@ -221,6 +222,12 @@ bool parse_percent(const std::string& text, double& fraction, std::string& error
   }
   fraction = v / 100.0;
   return true;
+}
+
+void SearchConstraints::use_default_headroom() {
+  headroom = default_headroom();
+  headroom_source = fmt::format("default {:.2f}%: the memory model's 90th-percentile under-prediction ({})",
+                                100.0 * default_headroom(), memory_spread().source);
 }
 
 bool SearchConstraints::set_headroom(const std::string& text, std::string& error) {

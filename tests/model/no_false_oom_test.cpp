@@ -5,7 +5,7 @@
 // tests/model/perf_validation_test.cpp builds them, and the Megatron-LM CI rows with a GPU
 // count as tests/model/megatron_ci_memory_test.cpp imports them (published_scenarios.hpp).
 // The verdict is the planner's own: lcm::plan::search over the run's scenario with every
-// knob fixed to the run's layout (default PlanOptions, so the default --headroom applies),
+// knob fixed to the run's layout (the default --headroom of `lcm plan`: SearchConstraints::use_default_headroom),
 // and the outcome of exactly that layout. docs/validation-memory.md lists the rows and any
 // row still flagged with the reason.
 #include <gtest/gtest.h>
@@ -40,6 +40,14 @@ struct KnownFlagged {
 const KnownFlagged kKnownFlagged[] = {
     {"LLAMA3.1_405B Pre-Training 1024GPU",
      "peak 78.8 GiB fits 79.6; the top of its activation band (peak_high 80.2) does not"},
+    // Flagged only by the default headroom (6.05% of HBM, SearchConstraints::use_default_headroom):
+    // their peak fits HBM and even the activation band's top (79.1 / 77.1 GiB < 79.6) does, but
+    // not HBM less the headroom (74.8 GiB). Found when this test started using the planner's
+    // real default instead of PlanOptions{}'s zero headroom (session 7 review).
+    {"LLAMA3_70B Pre-Training 64GPU",
+     "peak 77.1 GiB, peak_high 79.1 GiB fit HBM (79.6) but not HBM less the default 6.05% headroom (74.8)"},
+    {"LLAMA3-70B pretrain 64GPU",
+     "NeMo 24.07: peak 76.1 GiB, peak_high 77.1 GiB fit HBM (79.6) but not HBM less the default headroom (74.8)"},
     {"LLAMA3_70B SFT 32GPU", "peak 80.0 GiB: packed-sequence SFT modelled as pre-training; fused CE not modelled"},
     {"25.11 Qwen3_30B_a3B Pre-Training 16GPU",
      "pp2 vp12 mbs2 rows (25.09/25.11): 7.0 GiB unfused-CE logits on the last stage (fused CE not modelled) and "
@@ -96,6 +104,7 @@ Verdict planner_verdict(const lcm::Scenario& s) {
   using lcm::to_string;
   const Layout l = lcm::plan::layout_of(s);
   lcm::plan::PlanOptions opts;
+  opts.constraints.use_default_headroom();  // as `lcm plan` without --headroom
   opts.threads = 1;
   opts.sample_every = 1;
   opts.why_not = 0;

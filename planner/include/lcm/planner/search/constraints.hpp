@@ -46,6 +46,9 @@ struct SearchConstraints {
   bool add_max(const std::string& text, std::string& error);  // "pp=8" (size knobs only)
   bool add_exclude(const std::string& text, std::string& error);  // "zero3", "a2a", "full", "cp_comm=allgather", "tp=1"
   bool set_headroom(const std::string& text, std::string& error);  // "10%" or "10", in [0, 100)
+  // The default when no --headroom is given (`lcm plan`, the GUI, the no-false-OOM test): the
+  // memory model's own spread decides fits (model/uncertainty.hpp, default_headroom()).
+  void use_default_headroom();
   // After every add: an error when a knob has no value left ("--exclude ... excludes every sharding").
   bool check(std::string& error) const;
 };
