@@ -4,7 +4,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -27,27 +29,39 @@ inline std::string bundled_text(std::string_view rel) {
   return ss.str();
 }
 
-// Load options of every target: profiles from the source tree's hwprofiles/, and a GPU
-// count and profile for Megatron model_config.yaml inputs (as `lcm estimate --gpus 64 --hw h200-sxm`).
+// Every bundled profile (hwprofiles/*.yaml), loaded once at start-up, by name: a scenario that
+// names one takes it from here instead of reading and parsing the same file again for every
+// input (most of a valid input's time; profile_fuzz fuzzes the profile reader itself).
+inline const std::map<std::string, HardwareSpec, std::less<>>& bundled_profiles() {
+  static const std::map<std::string, HardwareSpec, std::less<>> profiles = [] {
+    std::map<std::string, HardwareSpec, std::less<>> m;
+    for (const auto& e : std::filesystem::directory_iterator(source_path("hwprofiles"))) {
+      if (e.path().extension() != ".yaml") continue;
+      auto r = io::load_hardware_profile(e.path().string());
+      if (!r) {
+        std::fprintf(stderr, "fuzz: %s\n", r.error().str().c_str());
+        std::abort();
+      }
+      m.emplace(e.path().stem().string(), r.value());
+    }
+    return m;
+  }();
+  return profiles;
+}
+
+// Load options of every target: profiles from the source tree's hwprofiles/ (the bundled ones
+// loaded once), and a GPU count and profile for Megatron model_config.yaml inputs (as
+// `lcm estimate --gpus 64 --hw h200-sxm`).
 inline io::LoadOptions load_options() {
   io::LoadOptions o;
   o.profile_dirs = {source_path("hwprofiles")};
+  o.loaded_profiles = &bundled_profiles();
   o.num_gpus = 64;
   o.hardware = "h200-sxm";
   return o;
 }
 
-inline const HardwareSpec& h200() {
-  static const HardwareSpec hw = [] {
-    auto r = io::load_hardware_profile(source_path("hwprofiles/h200-sxm.yaml"));
-    if (!r) {
-      std::fprintf(stderr, "fuzz: %s\n", r.error().str().c_str());
-      std::abort();
-    }
-    return r.value();
-  }();
-  return hw;
-}
+inline const HardwareSpec& h200() { return bundled_profiles().at("h200-sxm"); }
 
 // A property that must hold for every input: print what broke and abort (a finding).
 [[noreturn]] inline void property_failed(const std::string& what, const std::string& detail) {

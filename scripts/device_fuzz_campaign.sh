@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The long fuzz campaign, on the device machine's CPU cores (docs/reliability.md#campaigns): the
-# seven fuzz targets at once for SECONDS, libFuzzer + UBSan (scripts/fuzz.sh --ubsan --cores N
-# --keep-going), crashes counted and kept rather than ending a target. Leaves in OUT:
+# seven fuzz targets at once for SECONDS, libFuzzer + UBSan (scripts/fuzz.sh --ubsan --cores N)
+#), crashes counted and kept rather than ending a target. Leaves in OUT:
 # totals.txt (executions per target), <target>.log, any crash/timeout/oom input
 # (<target>-crash-...), campaign_log.txt and corpus_new.tar.gz (the inputs the campaign added,
 # to carry into the next call's fuzz/corpus or build directory).
@@ -89,7 +89,7 @@ else
 fi
 
 before=$(find "$build/corpus" -type f 2>/dev/null | wc -l)
-LCM_FUZZ_BUILD=$build bash scripts/fuzz.sh --ubsan --cores "$CORES" --keep-going --out "$OUT" "$SECONDS_" "$@"
+LCM_FUZZ_BUILD=$build bash scripts/fuzz.sh --ubsan --cores "$CORES" --out "$OUT" "$SECONDS_" "$@"
 status=$?
 after=$(find "$build/corpus" -type f 2>/dev/null | wc -l)
 tar czf "$OUT/corpus_new.tar.gz" -C "$build" corpus 2>/dev/null

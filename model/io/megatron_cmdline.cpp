@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <optional>
-#include <regex>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -119,6 +119,31 @@ Result<std::vector<MegatronFlag>> parse_megatron_model_config(const std::string&
 
 namespace {
 
+// The NAME of every `${NAME[@]}` in `text`, in order (NAME: a shell identifier).
+std::vector<std::string> array_references(std::string_view text) {
+  auto ident = [](char c, bool first) {
+    return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || (!first && std::isdigit(static_cast<unsigned char>(c)));
+  };
+  std::vector<std::string> names;
+  for (size_t at = text.find("${"); at != std::string_view::npos; at = text.find("${", at + 2)) {
+    size_t i = at + 2;
+    while (i < text.size() && ident(text[i], i == at + 2)) ++i;
+    if (i > at + 2 && text.substr(i).starts_with("[@]}")) names.emplace_back(text.substr(at + 2, i - at - 2));
+  }
+  return names;
+}
+
+// Just after the first `NAME=(` that begins a line (after blanks), or npos.
+size_t array_definition(const std::string& s, const std::string& name) {
+  const std::string def = name + "=(";
+  for (size_t at = s.find(def); at != std::string::npos; at = s.find(def, at + 1)) {
+    size_t b = at;
+    while (b > 0 && (s[b - 1] == ' ' || s[b - 1] == '\t')) --b;
+    if (b == 0 || s[b - 1] == '\n') return at + def.size();
+  }
+  return std::string::npos;
+}
+
 // A launch script whose training-script arguments are bash arrays, as Megatron-LM's
 // examples and `lcm export megatron` write them:
 //   MODEL_ARGS=( --num-layers 32 ... )
@@ -127,25 +152,20 @@ namespace {
 // in that order, from their first `NAME=(` definition; everything else in the script (shell
 // logic, variables, the launcher) is skipped. nullopt: not such a script.
 std::optional<Result<std::vector<Token>>> script_array_tokens(const std::string& s, const std::string& file) {
-  static const std::regex kRef(R"(\$\{([A-Za-z_][A-Za-z0-9_]*)\[@\]\})");
   for (size_t py = s.find(".py"); py != std::string::npos; py = s.find(".py", py + 3)) {
     size_t end = py;  // end of the logical line: a newline not escaped by a backslash
     while (end < s.size() && !(s[end] == '\n' && (end == 0 || s[end - 1] != '\\'))) ++end;
     const std::string rest = s.substr(py, end - py);
-    std::vector<std::string> names;
-    for (auto it = std::sregex_iterator(rest.begin(), rest.end(), kRef); it != std::sregex_iterator(); ++it)
-      names.push_back((*it)[1].str());
+    const std::vector<std::string> names = array_references(rest);
     if (names.empty()) continue;
     std::vector<Token> out;
     for (const std::string& name : names) {
-      const std::regex def("(^|\n)[ \t]*" + name + "=\\(");
-      std::smatch m;
-      if (!std::regex_search(s, m, def)) {
+      const size_t open = array_definition(s, name);
+      if (open == std::string::npos) {
         const int line = 1 + static_cast<int>(std::count(s.begin(), s.begin() + static_cast<long>(py), '\n'));
         return Result<std::vector<Token>>(ConfigError{
             file, line, 0, "", fmt::format("array {} is passed to the training script but not defined as {}=( ... )", name, name)});
       }
-      const size_t open = static_cast<size_t>(m.position(0) + m.length(0));
       // The body ends at the first ')' outside quotes and comments.
       size_t close = open;
       char quote = 0;

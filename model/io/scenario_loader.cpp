@@ -93,6 +93,8 @@ std::optional<ConfigError> parse_map(const YAML::Node& map, Section section, Sce
 
 Result<HardwareSpec> resolve_hardware(const std::string& ref, const LoadOptions& opts, const fs::path& base_dir,
                                       const KeyLocations& where) {
+  if (opts.loaded_profiles)
+    if (const auto it = opts.loaded_profiles->find(ref); it != opts.loaded_profiles->end()) return it->second;
   std::vector<std::string> dirs = opts.profile_dirs;
   std::string name = ref;
   const bool is_path = ref.find('/') != std::string::npos || ref.ends_with(".yaml") || ref.ends_with(".yml");

@@ -2,6 +2,7 @@
 #include "yaml_read.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <exception>
@@ -346,48 +347,61 @@ std::string list_pattern_string(const std::vector<uint8_t>& pattern) {
 namespace {
 
 // Optimal string alignment distance (an adjacent transposition counts one edit), or cutoff + 1
-// as soon as the distance is certain to exceed `cutoff`: once two consecutive rows are above it
-// everywhere, so is every later entry (each derives from one of those rows, or from column 0,
-// which is larger still). `rows` is scratch kept across calls: three rows, no allocation per
-// candidate.
+// when it is above `cutoff`. Only the diagonal band |i - j| <= cutoff is computed (Ukkonen): an
+// alignment of cost <= cutoff never leaves it, and every cell outside it counts as cutoff + 1.
+// The computation also stops once two consecutive rows are above the cutoff everywhere (every
+// later entry derives from one of them). `rows` is scratch kept across calls: three rows, no
+// allocation per candidate.
 size_t edit_distance(std::string_view a, std::string_view b, size_t cutoff, std::vector<size_t>& rows) {
-  const size_t n = a.size(), m = b.size(), w = m + 1;
-  rows.assign(3 * w, 0);
+  const size_t n = a.size(), m = b.size(), w = m + 1, out = cutoff + 1;
+  if ((n > m ? n - m : m - n) > cutoff) return out;
+  rows.assign(3 * w, out);
   size_t* before = rows.data();  // row i - 2
   size_t* prev = before + w;  // row i - 1
   size_t* cur = prev + w;  // row i
-  for (size_t j = 0; j <= m; ++j) prev[j] = j;
+  for (size_t j = 0; j <= std::min(m, cutoff); ++j) prev[j] = j;
   size_t prev_min = 0;
   for (size_t i = 1; i <= n; ++i) {
-    cur[0] = i;
-    size_t row_min = i;
-    for (size_t j = 1; j <= m; ++j) {
-      size_t d = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    const size_t lo = i > cutoff ? i - cutoff : 1, hi = std::min(m, i + cutoff);
+    cur[lo - 1] = lo == 1 ? i : out;  // column 0, or the cell left of the band
+    if (hi < m) cur[hi + 1] = out;  // the next row reads one cell past this band
+    size_t row_min = cur[lo - 1];
+    for (size_t j = lo; j <= hi; ++j) {
+      size_t d = std::min(std::min(prev[j], cur[j - 1]) + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1));
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d = std::min(d, before[j - 2] + 1);
-      cur[j] = d;
-      row_min = std::min(row_min, d);
+      cur[j] = std::min(d, out);
+      row_min = std::min(row_min, cur[j]);
     }
-    if (row_min > cutoff && prev_min > cutoff) return cutoff + 1;
+    if (row_min > cutoff && prev_min > cutoff) return out;
     prev_min = row_min;
     std::swap(before, prev);  // rotate: before <- prev <- cur <- (old before, overwritten next)
     std::swap(prev, cur);
   }
-  return prev[m];
+  return std::min(prev[m], out);
 }
 
 }  // namespace
 
 // The first candidate at the smallest distance, if that is at most a third of the word (at
 // least 2). A candidate is examined only against the best so far: its distance must be
-// below the best one's, so the length difference alone rules most out, and the distance
-// computation stops as soon as it is out of reach (a long unknown word or flag, e.g. from
-// a garbage run.sh, stays cheap: fuzz finding 3).
+// below the best one's, so the length difference or the letter counts alone rule most out,
+// and the distance computation keeps to the band that can still beat it (a long unknown word
+// or flag, e.g. from a garbage run.sh, stays cheap: fuzz finding 3).
 std::string closest(std::string_view word, std::span<const std::string> candidates) {
   size_t cutoff = std::max<size_t>(2, word.size() / 3);  // largest distance still worth taking
   std::string best;
   std::vector<size_t> rows;
+  // The word's letter counts. A candidate's letters not matched by the word's, and the word's
+  // not matched by the candidate's, are each at most the distance (an edit adds at most one to
+  // either; a transposition none): the larger of the two rules a candidate out without the table.
+  std::array<int, 256> count{};
+  for (const char ch : word) ++count[static_cast<unsigned char>(ch)];
   for (const std::string& c : candidates) {
     if (std::max(word.size(), c.size()) - std::min(word.size(), c.size()) > cutoff) continue;
+    size_t shared = 0;
+    for (const char ch : c) shared += count[static_cast<unsigned char>(ch)]-- > 0;
+    for (const char ch : c) ++count[static_cast<unsigned char>(ch)];
+    if (std::max(c.size(), word.size()) - shared > cutoff) continue;
     const size_t d = edit_distance(word, c, cutoff, rows);
     if (d > cutoff) continue;
     best = c;

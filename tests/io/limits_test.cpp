@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -255,6 +256,25 @@ TEST(Suggestions, ClosestIsTheFullSearchsAnswer) {
     words.push_back(changed);
     words.push_back(n + "-size");
     words.emplace_back(n.rbegin(), n.rend());
+  }
+  // And 1 to 6 random edits (insert, delete, replace, swap) of every 7th flag, seeded: distances
+  // on both sides of the cutoff, where the band of the search (|i - j| <= cutoff) has its edges.
+  std::mt19937 rng(12345);
+  const std::string letters = "abcdefghijklmnopqrstuvwxyz-";
+  for (size_t i = 0; i < names.size(); i += 7) {
+    std::string w = names[i];
+    const int edits = 1 + static_cast<int>(rng() % 6);
+    for (int e = 0; e < edits && !w.empty(); ++e) {
+      const size_t at = rng() % w.size();
+      const char c = letters[rng() % letters.size()];
+      switch (rng() % 4) {
+        case 0: w.insert(w.begin() + static_cast<std::ptrdiff_t>(at), c); break;
+        case 1: w.erase(at, 1); break;
+        case 2: w[at] = c; break;
+        default: if (at + 1 < w.size()) std::swap(w[at], w[at + 1]); break;
+      }
+    }
+    words.push_back(w);
   }
   int suggested = 0;
   for (const std::string& w : words) {

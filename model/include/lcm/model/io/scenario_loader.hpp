@@ -9,6 +9,7 @@
 // given the GPU count and hardware profile.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,11 @@ struct LoadOptions {
   // Where hardware profiles named without a path are looked up (default: the
   // hwprofiles/ directory found next to the executable or in the source tree).
   std::vector<std::string> profile_dirs;
+  // Profiles loaded before, by the name a scenario gives (`hardware: {profile: h200-sxm}`),
+  // taken before any search of the directories; null: none. For callers that load many
+  // scenarios against the same few profiles (the fuzz targets, fuzz/fuzz_common.hpp), which
+  // would otherwise read and parse the same 13 KB profile for every scenario.
+  const std::map<std::string, HardwareSpec, std::less<>>* loaded_profiles = nullptr;
   // For Megatron model_config.yaml inputs (a scenario file carries its own, which these
   // replace when replace_scenario_job is set: the CLI's --gpus / --hw; errors in them then
   // blame "--gpus N" / "--hw NAME").
