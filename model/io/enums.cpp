@@ -79,6 +79,10 @@ constexpr Spelling<AttentionBackend> kAttentionBackend[] = {
     {"unfused", AttentionBackend::kUnfused},
     {"local", AttentionBackend::kUnfused},
 };
+constexpr Spelling<CrossEntropyFusionImpl> kCrossEntropyFusionImpl[] = {
+    {"native", CrossEntropyFusionImpl::kNative},
+    {"te", CrossEntropyFusionImpl::kTe},
+};
 constexpr Spelling<Dim> kDim[] = {
     {"tp", Dim::kTp}, {"cp", Dim::kCp}, {"ep", Dim::kEp}, {"dp", Dim::kDp}, {"pp", Dim::kPp},
 };
@@ -118,6 +122,7 @@ LCM_ENUM_TABLE(DpSharding, kDpSharding)
 LCM_ENUM_TABLE(RecomputeGranularity, kRecomputeGranularity)
 LCM_ENUM_TABLE(RecomputeMethod, kRecomputeMethod)
 LCM_ENUM_TABLE(AttentionBackend, kAttentionBackend)
+LCM_ENUM_TABLE(CrossEntropyFusionImpl, kCrossEntropyFusionImpl)
 LCM_ENUM_TABLE(Dim, kDim)
 LCM_ENUM_TABLE(RecomputeModule, kRecomputeModule)
 #undef LCM_ENUM_TABLE
@@ -142,6 +147,7 @@ std::string_view to_string(DpSharding v) { return name_of(io::kDpSharding, v); }
 std::string_view to_string(RecomputeGranularity v) { return name_of(io::kRecomputeGranularity, v); }
 std::string_view to_string(RecomputeMethod v) { return name_of(io::kRecomputeMethod, v); }
 std::string_view to_string(AttentionBackend v) { return name_of(io::kAttentionBackend, v); }
+std::string_view to_string(CrossEntropyFusionImpl v) { return name_of(io::kCrossEntropyFusionImpl, v); }
 std::string_view to_string(Dim v) { return name_of(io::kDim, v); }
 std::string_view to_string(RecomputeModule m) { return name_of(io::kRecomputeModule, m); }
 
@@ -167,6 +173,9 @@ std::optional<RecomputeMethod> parse_recompute_method(std::string_view s) {
 }
 std::optional<AttentionBackend> parse_attention_backend(std::string_view s) {
   return parse_enum<AttentionBackend>(s);
+}
+std::optional<CrossEntropyFusionImpl> parse_cross_entropy_fusion_impl(std::string_view s) {
+  return parse_enum<CrossEntropyFusionImpl>(s);
 }
 std::optional<Dim> parse_dim(std::string_view s) { return parse_enum<Dim>(s); }
 std::optional<RecomputeModule> parse_recompute_module(std::string_view s) {

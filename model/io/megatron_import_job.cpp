@@ -78,6 +78,16 @@ void MegatronImporter::map_training() {
   }
   (void)on("use-flash-attn");  // fused attention: the default
 
+  // Cross-entropy (language_module.py compute_language_model_loss): the implementation is read
+  // only with the fusion on (validate_args rejects none; TransformerConfig defaults native).
+  t.cross_entropy_loss_fusion = on("cross-entropy-loss-fusion");
+  from("training.cross_entropy_loss_fusion", "cross-entropy-loss-fusion");
+  const std::string ce_impl = text("cross-entropy-fusion-impl").value_or("native");
+  const auto ce = parse_cross_entropy_fusion_impl(ce_impl);
+  if (!ce) fail("cross-entropy-fusion-impl", fmt::format("expected native or te, got '{}'", ce_impl));
+  t.cross_entropy_fusion_impl = *ce;
+  from("training.cross_entropy_fusion_impl", "cross-entropy-fusion-impl");
+
   // Gradient buffer dtype (validate_args): bf16 accumulates and reduces in fp32 unless
   // --grad-reduce-in-bf16 or a non-fp32 --main-grads-dtype; fp16 only with the fp32 flag.
   const std::string main_grads = text("main-grads-dtype").value_or("fp32");

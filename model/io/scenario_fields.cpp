@@ -364,6 +364,9 @@ std::vector<FieldSpec> build() {
   f.push_back(integer(T, "global_batch_size", [](S& s) -> auto& { return s.training.global_batch_size; }, 1, L::kGlobalBatchSize, true));
   f.push_back(enumeration(T, "precision", [](S& s) -> auto& { return s.training.precision; }));
   f.push_back(enumeration(T, "attention_backend", [](S& s) -> auto& { return s.training.attention_backend; }));
+  f.push_back(boolean(T, "cross_entropy_loss_fusion", [](S& s) -> auto& { return s.training.cross_entropy_loss_fusion; }));
+  f.push_back(enumeration(T, "cross_entropy_fusion_impl",
+                          [](S& s) -> auto& { return s.training.cross_entropy_fusion_impl; }));
   f.push_back(boolean(T, "grad_reduce_in_fp32", [](S& s) -> auto& { return s.training.grad_reduce_in_fp32; }));
   f.push_back(enumeration(T, "main_params_dtype", [](S& s) -> auto& { return s.training.main_params_dtype; }));
   f.push_back(enumeration(T, "exp_avg_dtype", [](S& s) -> auto& { return s.training.exp_avg_dtype; }));

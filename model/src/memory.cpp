@@ -329,6 +329,24 @@ StateBytes state_bytes(const Scenario& s) {
 
 bool shards_parameters(const Scenario& s) { return state_bytes(s).shard_params; }
 
+LossBytesPerLogit loss_bytes_per_logit(const TrainingSpec& t) {
+  // Unfused (tensor_parallel/cross_entropy.py) and native fused (fusions/fused_cross_entropy.py)
+  // run the same tensor program: `.float()` copies the bf16 logits to fp32 while the bf16 logits
+  // are still referenced by the caller (2 + 4 B); max-subtraction, exp and the division by the sum
+  // are in place, and the fp32 softmax is saved for backward (4 B). Backward turns the softmax into
+  // the gradient in place, and the bf16 gradient of the logits is made from it while it is alive
+  // (4 + 2 B): the native path casts inside calculate_gradients, the unfused path returns fp32 and
+  // autograd casts to the input's dtype. Fusing saves kernels and an all-reduce, not bytes.
+  if (!t.cross_entropy_loss_fusion || t.cross_entropy_fusion_impl == CrossEntropyFusionImpl::kNative)
+    return {.peak = 6.0, .kept_for_backward = 4.0};
+  // Transformer Engine 2.2-2.17 (transformer_engine/pytorch/triton/cross_entropy.py): an online
+  // softmax over the bf16 logits, and the gradient written in place into them (saved for
+  // backward and scaled in place there); per-token statistics only besides (12 B x TP per token).
+  // TE >= 2.18 (#3193) writes an fp32 gradient buffer instead: 6 / 4 B as above.
+  return {.peak = 2.0, .kept_for_backward = 2.0};
+}
+
+
 ShardKey zero3_unit_key(const Mesh& m) { return shard_key(m); }
 
 double zero3_unit_params(const Scenario& s, const Mesh& m) {
@@ -359,12 +377,12 @@ void memory_without_state(const Scenario& s, const Mesh& m, const std::vector<St
   const bool full_rc = par.recompute_granularity == RecomputeGranularity::kFull;
   const int rc_layers = std::max(1, par.recompute_num_layers);
   const double layer_input = 2.0 * x.Ts * x.h;  // checkpoint of a fully recomputed layer
-  // ---- Loss side (last stage): the bf16 logits and their fp32 copy coexist in the
-  // cross-entropy forward; the fp32 softmax is kept for backward, where the fp32 gradient
-  // and its bf16 cast coexist again. Each MTP depth runs its own loss first and keeps its
-  // fp32 softmax while the main loss runs.
+  // ---- Loss side (last stage): loss_bytes_per_logit (the CE implementation) times one
+  // logits tensor on this rank; each MTP depth runs its own loss first and keeps what its
+  // backward needs while the main loss runs.
   const double logits_unit = x.s * x.b * x.V;  // one logits tensor on this rank, elements
-  const double loss_bytes = (6.0 + 4.0 * md.mtp_num_layers) * logits_unit;
+  const LossBytesPerLogit lb = loss_bytes_per_logit(s.training);
+  const double loss_bytes = (lb.peak + lb.kept_for_backward * md.mtp_num_layers) * logits_unit;
 
   // ---- Communicators this rank joins (size > 1 only).
   int comms = 0;

@@ -204,6 +204,10 @@ ArgBlock megatron_training_args(const Scenario& s) {
   b.add("--attention-backend", t.attention_backend == AttentionBackend::kUnfused ? "unfused" : "auto",
         t.attention_backend == AttentionBackend::kUnfused ? "materialises the s x s scores, as estimated"
                                                           : "flash / cuDNN fused attention");
+  if (t.cross_entropy_loss_fusion) {
+    b.add("--cross-entropy-loss-fusion");
+    b.add("--cross-entropy-fusion-impl", std::string(to_string(t.cross_entropy_fusion_impl)));
+  }
   if (!t.grad_reduce_in_fp32) b.add("--grad-reduce-in-bf16");
   if (t.main_params_dtype != DType::kFp32 || t.exp_avg_dtype != DType::kFp32 || t.exp_avg_sq_dtype != DType::kFp32) {
     b.add("--use-precision-aware-optimizer");
@@ -455,6 +459,9 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
   model.add("tp_comm_overlap", yes(p.tp_comm_overlap));
   model.add("overlap_moe_expert_parallel_comm", yes(p.overlap_moe_expert_parallel_comm));
   model.add("attention_backend", t.attention_backend == AttentionBackend::kUnfused ? "unfused" : "auto");
+  // Megatron-Bridge's GPTModelProvider defaults the fusion on: always written.
+  model.add("cross_entropy_loss_fusion", yes(t.cross_entropy_loss_fusion));
+  model.add("cross_entropy_fusion_impl", std::string(to_string(t.cross_entropy_fusion_impl)));
 
   YamlSection train{"train", {}};
   train.add("micro_batch_size", num(t.micro_batch_size));
@@ -530,6 +537,9 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
     cannot("low-precision optimizer state: TorchTitan keeps float32 master weights and Adam moments");
   if (t.attention_backend == AttentionBackend::kUnfused)
     cannot("unfused attention: TorchTitan runs SDPA / flex attention (fused)");
+  if (t.cross_entropy_loss_fusion && t.cross_entropy_fusion_impl == CrossEntropyFusionImpl::kTe)
+    cannot("cross_entropy_fusion_impl te: TorchTitan has no Transformer Engine cross-entropy (its loss keeps the "
+           "fp32 logits the estimate leaves out)");
   if (cp > 1 && p.cp_comm_type != CpCommType::kP2P && p.cp_comm_type != CpCommType::kAllGather)
     cannot(
         fmt::format("cp_comm_type {}: TorchTitan's context parallelism is ring attention (p2p rotation or "

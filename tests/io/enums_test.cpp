@@ -25,6 +25,8 @@ TEST(Enums, CanonicalSpellingsRoundTrip) {
     EXPECT_EQ(parse_recompute_granularity(to_string(v)), v);
   for (auto v : {RecomputeMethod::kUniform, RecomputeMethod::kBlock}) EXPECT_EQ(parse_recompute_method(to_string(v)), v);
   for (auto v : {AttentionBackend::kFused, AttentionBackend::kUnfused}) EXPECT_EQ(parse_attention_backend(to_string(v)), v);
+  for (auto v : {CrossEntropyFusionImpl::kNative, CrossEntropyFusionImpl::kTe})
+    EXPECT_EQ(parse_cross_entropy_fusion_impl(to_string(v)), v);
 }
 
 TEST(Enums, MegatronSpellingsAndAliases) {

@@ -83,6 +83,8 @@ training:
   global_batch_size: 8
   precision: fp8
   attention_backend: unfused
+  cross_entropy_loss_fusion: true
+  cross_entropy_fusion_impl: te
   grad_reduce_in_fp32: false
   main_params_dtype: bf16
   exp_avg_dtype: bf16
@@ -142,6 +144,8 @@ flop_convention:
   EXPECT_EQ(s.training.seq_length, 4096);
   EXPECT_EQ(s.training.precision, Precision::kFp8);
   EXPECT_EQ(s.training.attention_backend, AttentionBackend::kUnfused);
+  EXPECT_TRUE(s.training.cross_entropy_loss_fusion);
+  EXPECT_EQ(s.training.cross_entropy_fusion_impl, CrossEntropyFusionImpl::kTe);
   EXPECT_FALSE(s.training.grad_reduce_in_fp32);
   EXPECT_EQ(s.training.main_params_dtype, DType::kBf16);
   EXPECT_EQ(s.training.exp_avg_sq_dtype, DType::kFp8);

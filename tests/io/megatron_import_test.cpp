@@ -247,6 +247,19 @@ TEST(MegatronImport, PrecisionAndAttentionBackend) {
   EXPECT_THAT(fp16.value().notes, testing::Contains(HasSubstr("--fp16 modelled as bf16")));
 }
 
+TEST(MegatronImport, CrossEntropyFusion) {
+  const Scenario off = imported(kMinimal);
+  EXPECT_FALSE(off.training.cross_entropy_loss_fusion);  // Megatron's default
+  EXPECT_EQ(off.training.cross_entropy_fusion_impl, CrossEntropyFusionImpl::kNative);
+  const Scenario native = imported(kMinimal + "--cross-entropy-loss-fusion");
+  EXPECT_TRUE(native.training.cross_entropy_loss_fusion);
+  EXPECT_EQ(native.training.cross_entropy_fusion_impl, CrossEntropyFusionImpl::kNative);
+  const Scenario te = imported(kMinimal + "--cross-entropy-loss-fusion --cross-entropy-fusion-impl te");
+  EXPECT_EQ(te.training.cross_entropy_fusion_impl, CrossEntropyFusionImpl::kTe);
+  EXPECT_THAT(import_error(kMinimal + "--cross-entropy-fusion-impl triton"),
+              HasSubstr("--cross-entropy-fusion-impl: expected native or te, got 'triton'"));
+}
+
 TEST(MegatronImport, ParallelLayoutAndSharding) {
   const Scenario s = imported(kMinimal +
                                   "--tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 2 "

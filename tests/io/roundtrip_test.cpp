@@ -59,6 +59,8 @@ void expect_same(const Scenario& a, const Scenario& b) {
   EXPECT_EQ(t.global_batch_size, u.global_batch_size);
   EXPECT_EQ(t.precision, u.precision);
   EXPECT_EQ(t.attention_backend, u.attention_backend);
+  EXPECT_EQ(t.cross_entropy_loss_fusion, u.cross_entropy_loss_fusion);
+  EXPECT_EQ(t.cross_entropy_fusion_impl, u.cross_entropy_fusion_impl);
   EXPECT_EQ(t.grad_reduce_in_fp32, u.grad_reduce_in_fp32);
   EXPECT_EQ(t.main_params_dtype, u.main_params_dtype);
   EXPECT_EQ(t.exp_avg_dtype, u.exp_avg_dtype);
@@ -140,6 +142,8 @@ TEST(RoundTrip, EveryFieldAwayFromItsDefault) {
   s.training.global_batch_size = 64;
   s.training.precision = Precision::kFp8;
   s.training.attention_backend = AttentionBackend::kUnfused;
+  s.training.cross_entropy_loss_fusion = true;
+  s.training.cross_entropy_fusion_impl = CrossEntropyFusionImpl::kTe;
   s.training.grad_reduce_in_fp32 = false;
   s.training.main_params_dtype = DType::kBf16;
   s.training.exp_avg_dtype = DType::kFp8;

@@ -538,6 +538,40 @@ TEST(MemoryLoss, MtpKeepsAnotherSoftmaxPerDepth) {
   expect_rel(mem.stages[0].logits_and_loss, 10.0 * 2048.0 * m.padded_vocab);
 }
 
+// Fused cross-entropy (--cross-entropy-loss-fusion), hand-derived for s = 2048, b = 1,
+// V = 51200 (already a multiple of 128 t): one logits tensor is 2048 x 51200 elements per
+// rank at t = 1, i.e. 200 MiB in bf16.
+TEST(MemoryLoss, FusedCrossEntropyBytes) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  auto loss = [](Scenario s) {
+    const Mesh m = derive_mesh(s);
+    EXPECT_EQ(m.padded_vocab, 51200);
+    return estimate_memory(s, m, stage_layers(s, m), {GpuParams{1e9, 0}}).stages[0].logits_and_loss;
+  };
+  Scenario s = gpt_paper(1, false);
+  // Unfused: bf16 logits + their fp32 copy, 2 + 4 B per logit = 600 MiB.
+  EXPECT_DOUBLE_EQ(loss(s), 600.0 * kMiB);
+  // Native fusion runs the same in-place program (fp32 copy, softmax saved, bf16 gradient made
+  // from it): the same 600 MiB.
+  s.training.cross_entropy_loss_fusion = true;
+  s.training.cross_entropy_fusion_impl = CrossEntropyFusionImpl::kNative;
+  EXPECT_DOUBLE_EQ(loss(s), 600.0 * kMiB);
+  // TE: the gradient is written in place into the bf16 logits, nothing V-wide besides: 200 MiB.
+  s.training.cross_entropy_fusion_impl = CrossEntropyFusionImpl::kTe;
+  EXPECT_DOUBLE_EQ(loss(s), 200.0 * kMiB);
+  // One MTP depth keeps its own in-place bf16 gradient while the main loss runs: 400 MiB
+  // (unfused: its fp32 softmax, 600 + 400 = 1000 MiB).
+  s.model.mtp_num_layers = 1;
+  EXPECT_DOUBLE_EQ(loss(s), 400.0 * kMiB);
+  s.training.cross_entropy_loss_fusion = false;  // the impl is read only with the fusion on
+  EXPECT_DOUBLE_EQ(loss(s), 1000.0 * kMiB);
+  // Vocab-parallel over t = 2: V/t = 25600 columns per rank, half of each.
+  Scenario t2 = gpt_paper(2, true);
+  t2.training.cross_entropy_loss_fusion = true;
+  t2.training.cross_entropy_fusion_impl = CrossEntropyFusionImpl::kTe;
+  EXPECT_DOUBLE_EQ(loss(t2), 100.0 * kMiB);
+}
+
 // ---- Recompute transient, CP buffers, allowances and totals.
 TEST(MemoryTotals, FullRecomputeTransientIsOneLayer) {
   Scenario s = gpt_paper(1, false);

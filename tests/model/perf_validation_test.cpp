@@ -272,14 +272,31 @@ struct Recipe {
   Dispatcher dispatcher = Dispatcher::kAllToAll;
   int first_stage_layers = 0, last_stage_layers = 0;  // uneven pipeline split (pp_layout)
   bool grad_reduce_in_fp32 = true;
+  bool cross_entropy_loss_fusion = false;  // memory only (the loss buffers)
+  CrossEntropyFusionImpl cross_entropy_fusion_impl = CrossEntropyFusionImpl::kNative;
   std::string note;
 };
 
 // Sources: NVIDIA-NeMo/Megatron-Bridge scripts/performance/configs/*/ *_workload_base_configs.py
 // and *_llm_pretrain.py (H100 presets), read 2026-08.
+//
+// Cross-entropy: every Megatron-Bridge row runs the fused loss with Transformer Engine's
+// kernel: GPTModelProvider.cross_entropy_loss_fusion = True (src/megatron/bridge/models/
+// gpt_provider.py, every tag from v0.1.0a0), and the performance scripts set
+// cross_entropy_fusion_impl = "te" (v0.1.0rc3/rc4: scripts/performance/configs/{llama3,llama31,
+// qwen3,deepseek}/*_llm_pretrain.yaml, the 25.09 models; v0.2.0 on: scripts/performance/utils/
+// helpers.py / overrides.py set_common_perf_overrides, every model). The H100 rows are 25.09-26.06
+// containers, i.e. Transformer Engine 2.2-2.17 (the in-place gradient; docs/memory-model.md).
+// NeMo 24.07 (NVIDIA/NeMo-Framework-Launcher tag 24.07, launcher_scripts/conf/training/llama/
+// llama3_8b.yaml: cross_entropy_loss_fusion: true; Megatron-Core 0.8 had only the native kernel);
+// the other 24.07 configs (gpt3/20b, gpt3/175b, llama/llama2_7b, llama/llama2_70b) leave it unset
+// (off).
 Recipe recipe_for(const std::string& table, const ModelSpec& m) {
   Recipe r;
+  if (table == "nemo" && m.name == "Llama3-8B") r.cross_entropy_loss_fusion = true;  // native
   if (table != "bridge") return r;
+  r.cross_entropy_loss_fusion = true;
+  r.cross_entropy_fusion_impl = CrossEntropyFusionImpl::kTe;
   const std::string& n = m.name;
   if (n.rfind("Llama", 0) == 0) r.grad_reduce_in_fp32 = false;  // set_llama3_common_configs
   if (n == "DeepSeek-V3") {
@@ -320,6 +337,8 @@ Built build(const std::string& id, const ModelSpec& model, const Layout& l, cons
   s.training.global_batch_size = l.gbs;
   s.training.precision = l.precision;
   s.training.grad_reduce_in_fp32 = rc.grad_reduce_in_fp32;
+  s.training.cross_entropy_loss_fusion = rc.cross_entropy_loss_fusion;
+  s.training.cross_entropy_fusion_impl = rc.cross_entropy_fusion_impl;
   ParallelSpec& p = s.parallel;
   p.tensor_model_parallel_size = l.tp;
   p.sequence_parallel = l.tp > 1;
@@ -529,7 +548,7 @@ std::vector<Result> nemo_rows(const HardwareSpec& hw, const std::map<std::string
     l.cp = static_cast<int>(num(r, "cp", 1));
     l.vp = static_cast<int>(num(r, "vp", 1));
     l.precision = Precision::kFp8;
-    Recipe rc;
+    Recipe rc = recipe_for("nemo", m);
     if (task == "SFT") rc.note = "SFT on packed sequences modelled as pre-training";
     Built b = build(res.id, m, l, rc, hw, /*tp_comm_overlap=*/true);
     b.s.flop_convention.causal_halved = false;

@@ -87,6 +87,15 @@ bool shards_parameters(const Scenario& s);
 void add_model_state(const Scenario& s, const Mesh& m, const std::vector<StageLayers>& layers,
                      const std::vector<GpuParams>& params, double zero3_unit, Memory& out);
 
+// Bytes per logit element of one TP rank's [s, b, V/t] logits that the cross-entropy loss
+// holds: `peak` while the main loss runs (forward or backward), `kept_for_backward` by each
+// MTP depth whose loss already ran (docs/memory-model.md, "logits_and_loss").
+struct LossBytesPerLogit {
+  double peak = 0;
+  double kept_for_backward = 0;
+};
+LossBytesPerLogit loss_bytes_per_logit(const TrainingSpec& t);
+
 // Cache key (cache_key.hpp) of zero3_unit_params(s, m): the shard sizes (the padded
 // vocabulary follows from tp).
 ShardKey zero3_unit_key(const Mesh& m);

@@ -36,6 +36,9 @@ enum class DpSharding { kNoShard, kOptim, kOptimGrads, kOptimGradsParams };
 enum class RecomputeGranularity { kNone, kSelective, kFull };
 enum class RecomputeMethod { kUniform, kBlock };
 enum class AttentionBackend { kFused, kUnfused };  // fused = flash / cuDNN, no s^2 term
+// Megatron --cross-entropy-fusion-impl: native (megatron/core/fusions/fused_cross_entropy.py)
+// or te (Transformer Engine's Triton parallel_cross_entropy).
+enum class CrossEntropyFusionImpl { kNative, kTe };
 
 // Megatron --recompute-modules, as a bit set.
 enum RecomputeModule : uint32_t {
@@ -128,6 +131,10 @@ struct TrainingSpec {
   int global_batch_size = 1;
   Precision precision = Precision::kBf16;
   AttentionBackend attention_backend = AttentionBackend::kFused;
+  // Megatron --cross-entropy-loss-fusion (default off) and --cross-entropy-fusion-impl
+  // (default native). Memory only: the loss buffers on the last stage (docs/memory-model.md).
+  bool cross_entropy_loss_fusion = false;
+  CrossEntropyFusionImpl cross_entropy_fusion_impl = CrossEntropyFusionImpl::kNative;
   // Optimizer state dtypes (Megatron --use-precision-aware-optimizer knobs).
   bool grad_reduce_in_fp32 = true;  // fp32 main grads (Megatron's default with bf16)
   DType main_params_dtype = DType::kFp32;

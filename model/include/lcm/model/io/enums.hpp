@@ -32,6 +32,7 @@ std::string_view to_string(DpSharding v);
 std::string_view to_string(RecomputeGranularity v);
 std::string_view to_string(RecomputeMethod v);
 std::string_view to_string(AttentionBackend v);
+std::string_view to_string(CrossEntropyFusionImpl v);
 std::string_view to_string(Dim v);
 
 std::optional<Normalization> parse_normalization(std::string_view s);
@@ -47,6 +48,7 @@ std::optional<DpSharding> parse_dp_sharding(std::string_view s);
 std::optional<RecomputeGranularity> parse_recompute_granularity(std::string_view s);
 std::optional<RecomputeMethod> parse_recompute_method(std::string_view s);
 std::optional<AttentionBackend> parse_attention_backend(std::string_view s);
+std::optional<CrossEntropyFusionImpl> parse_cross_entropy_fusion_impl(std::string_view s);
 std::optional<Dim> parse_dim(std::string_view s);
 
 // One Megatron --recompute-modules name ("core_attn", "moe_act", ...) <-> its bit.
