@@ -346,7 +346,6 @@ LossBytesPerLogit loss_bytes_per_logit(const TrainingSpec& t) {
   return {.peak = 2.0, .kept_for_backward = 2.0};
 }
 
-
 ShardKey zero3_unit_key(const Mesh& m) { return shard_key(m); }
 
 double zero3_unit_params(const Scenario& s, const Mesh& m) {
