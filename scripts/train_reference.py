@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch reference of `lcm-exec train` (dense GQA and MoE models).
+"""PyTorch reference of `lcm-exec train` (dense GQA or MLA attention, qk-layernorm, MoE models).
 
   train_reference.py DUMP            rebuild the model from `lcm-exec train --dump DUMP`, run
                                      step 1's micro-batches forward/backward in fp32 and in bf16,
@@ -8,9 +8,12 @@
                                      with the runner's; exit 1 when a target is missed.
   train_reference.py DUMP --bench    also time a plain PyTorch eager implementation of the same
                                      model (bf16, SDPA with the cuDNN backend): tokens/s.
+  train_reference.py DUMP --bench-only   only that timing (no numerics check).
 
 The model mirrors executor/src/train/model.cpp: weights [out, in] (y = x W^T), QKV rows
-[q | k | v], NeoX-style RoPE over the whole head with the runner's inverse frequencies,
+[q | k | v], qk-layernorm (RMSNorm of each head of Q and K, before RoPE) when config.json
+says "qk_norm", multi-latent attention when it has an "mla" section (mla_qkv below),
+NeoX-style RoPE over the whole head (MLA: the qk_rope channels) with the runner's inverse frequencies,
 RMSNorm (eps from the dump), SwiGLU fc1 rows [gate | up], untied or tied output layer over
 the padded vocabulary with padded columns excluded from the loss, loss = sum of token losses
 / labelled tokens of the step.
@@ -42,7 +45,7 @@ import torch
 import torch.nn.functional as F
 
 
-def load(dump: Path):
+def load(dump: Path, with_grads=True):
     cfg = json.loads((dump / "config.json").read_text())
     if any(cfg["moe_layer"]) and "moe" not in cfg:
         sys.exit("train_reference.py: the dump has MoE layers but no \"moe\" section (an older lcm-exec)")
@@ -54,7 +57,7 @@ def load(dump: Path):
             shape = next((v for k, v in shapes.items() if e["name"].endswith(k)), e["shape"])
             out[e["name"]] = torch.from_numpy(a.reshape(shape))
         return out
-    return cfg, tensors("weights.json"), tensors("grads.json")
+    return cfg, tensors("weights.json"), tensors("grads.json") if with_grads else None
 
 
 def moe_shapes(cfg):
@@ -156,23 +159,59 @@ def rmsnorm(x, w, eps):
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * w
 
 
+def mla_qkv(cfg, W, p, n, cos, sin):
+    """Multi-latent attention's Q, K, V [b, heads, s, *] (Megatron's multi_latent_attention.py
+    at tp 1): q = q_up(q_norm(q_down(n))) (or q(n) without q-LoRA); [kv latent | k_pe] =
+    kv_down(n); [k_nope | v] per head = kv_up(kv_norm(kv latent)); RoPE (NeoX) on the last
+    qk_rope channels of each query head and on the shared k_pe; K = [k_nope | k_pe]."""
+    m = cfg["mla"]
+    b, s, a = n.shape[0], n.shape[1], cfg["heads"]
+    dn, dr, dv, ql, kl = m["qk_nope"], m["qk_rope"], m["v_dim"], m["q_lora"], m["kv_lora"]
+    eps, qk = cfg["norm_eps"], cfg["qk_norm"]
+    if ql > 0:
+        lat = n @ W[p + "attn.q_down"].t()
+        if qk:
+            lat = rmsnorm(lat, W[p + "attn.q_norm"], eps)
+        q = lat @ W[p + "attn.q_up"].t()
+    else:
+        q = n @ W[p + "attn.q"].t()
+    kvl, kpe = (n @ W[p + "attn.kv_down"].t()).split([kl, dr], dim=-1)
+    if qk:
+        kvl = rmsnorm(kvl, W[p + "attn.kv_norm"], eps)
+    kv = (kvl @ W[p + "attn.kv_up"].t()).view(b, s, a, dn + dv)
+    k_nope, v = kv.split([dn, dv], dim=-1)
+    q_nope, q_pe = q.view(b, s, a, dn + dr).split([dn, dr], dim=-1)
+    q = torch.cat([q_nope, rope(q_pe, cos, sin)], dim=-1)
+    kpe = rope(kpe.view(b, s, 1, dr), cos, sin).expand(b, s, a, dr)
+    k = torch.cat([k_nope, kpe], dim=-1)
+    return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+
+
 def forward_loss(cfg, W, tokens, labels, cos, sin):
     b, s = cfg["micro_batch_size"], cfg["seq"]
     h, a, g, d, f = cfg["hidden"], cfg["heads"], cfg["groups"], cfg["head_dim"], cfg["ffn"]
+    dv = cfg["mla"]["v_dim"] if "mla" in cfg else d
     x = W["embedding"][tokens.view(b, s)]
     aux = torch.zeros((), dtype=torch.float32, device=x.device)  # MoE aux + z losses of this micro-batch
     for l in range(cfg["layers"]):
         p = f"layers.{l}."
         n = rmsnorm(x, W[p + "attn_norm"], cfg["norm_eps"])
-        qkv = n @ W[p + "attn.qkv"].t()
-        q, k, v = qkv.split([a * d, g * d, g * d], dim=-1)
-        q = rope(q.view(b, s, a, d), cos, sin).transpose(1, 2)
-        k = rope(k.view(b, s, g, d), cos, sin).transpose(1, 2)
-        v = v.reshape(b, s, g, d).transpose(1, 2)
-        k = k.repeat_interleave(a // g, dim=1)
-        v = v.repeat_interleave(a // g, dim=1)
+        if "mla" in cfg:
+            q, k, v = mla_qkv(cfg, W, p, n, cos, sin)
+        else:
+            qkv = n @ W[p + "attn.qkv"].t()
+            q, k, v = qkv.split([a * d, g * d, g * d], dim=-1)
+            q, k = q.view(b, s, a, d), k.view(b, s, g, d)
+            if cfg.get("qk_norm"):  # per-head RMSNorm of Q and K before RoPE
+                q = rmsnorm(q, W[p + "attn.q_norm"], cfg["norm_eps"])
+                k = rmsnorm(k, W[p + "attn.k_norm"], cfg["norm_eps"])
+            q = rope(q, cos, sin).transpose(1, 2)
+            k = rope(k, cos, sin).transpose(1, 2)
+            v = v.reshape(b, s, g, d).transpose(1, 2)
+            k = k.repeat_interleave(a // g, dim=1)
+            v = v.repeat_interleave(a // g, dim=1)
         o = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=cfg["softmax_scale"])
-        x = x + o.transpose(1, 2).reshape(b, s, a * d) @ W[p + "attn.proj"].t()
+        x = x + o.transpose(1, 2).reshape(b, s, a * dv) @ W[p + "attn.proj"].t()
         n = rmsnorm(x, W[p + "mlp_norm"], cfg["norm_eps"])
         if cfg["moe_layer"][l]:
             y, extra = moe_layer(cfg, W, p, n.reshape(b * s, h))
@@ -269,9 +308,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dump", type=Path)
     ap.add_argument("--bench", action="store_true")
+    ap.add_argument("--bench-only", action="store_true", help="only the eager benchmark (no numerics check)")
     ap.add_argument("--bench-steps", type=int, default=10)
     args = ap.parse_args()
-    cfg, init, grads = load(args.dump)
+    cfg, init, grads = load(args.dump, with_grads=not args.bench_only)
+    if args.bench_only:
+        bench(cfg, init, "cuda", args.bench_steps)
+        return 0
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     tokens = torch.from_numpy(np.fromfile(args.dump / "tokens.i32", dtype=np.int32).astype(np.int64))
     labels = torch.from_numpy(np.fromfile(args.dump / "labels.i32", dtype=np.int32).astype(np.int64))

@@ -448,6 +448,13 @@ void attention_block(Sink& out, const Ctx& x) {
     const double q_in = md.q_lora_rank > 0 ? static_cast<double>(md.q_lora_rank) : x.r.hidden;
     const double latents = x.r.tokens * kAct * (q_in + static_cast<double>(md.kv_lora_rank + md.qk_pos_emb_head_dim));
     tp_enter(out, OpId::kAttnSpAllGather, OpId::kAttnTpCopy, latents, kTpMla, x, kUp);
+    // qk_layernorm: RMSNorm of the q latent (with q-LoRA) and of the kv latent before the up
+    // projections (multi_latent_attention.py q_layernorm / kv_layernorm; TE fuses them into
+    // the up projections' LayerNormColumnParallelLinear). Read and write of each latent.
+    if (md.qk_layernorm) {
+      const double normed = static_cast<double>((md.q_lora_rank > 0 ? md.q_lora_rank : 0) + md.kv_lora_rank);
+      out(compute_el(memory_op(OpId::kAttnQkNorm, 2.0 * kAct * static_cast<double>(T) * normed), kUp));
+    }
     if (md.q_lora_rank > 0)
       out(compute_el(gemm_op(OpId::kAttnQUp, T, static_cast<int64_t>(a * (dn + dr) / t), md.q_lora_rank, 1, x), kUp));
     else
@@ -462,6 +469,10 @@ void attention_block(Sink& out, const Ctx& x) {
     const double dh = x.r.head_dim;
     tp_enter(out, OpId::kAttnSpAllGather, OpId::kAttnTpCopy, x.act, kTpLayer, x);
     out(compute_el(gemm_op(OpId::kAttnQkv, T, static_cast<int64_t>((a + 2 * g) * dh / t), h, 1, x)));
+    // qk_layernorm: per-head RMSNorm of Q and K after the projection (attention.py
+    // q_layernorm / k_layernorm), read and write of both.
+    if (md.qk_layernorm)
+      out(compute_el(memory_op(OpId::kAttnQkNorm, 2.0 * kAct * static_cast<double>(T) * (a + g) / t * dh)));
     if (md.position_embedding_type == PositionEmbedding::kRope)
       out(compute_el(memory_op(OpId::kAttnRope, 2.0 * kAct * static_cast<double>(T) * (a + g) / t * dh)));
     attention_core(out, x, a / t, std::max(1.0, g / t), dh, dh);
@@ -715,6 +726,23 @@ void emit_embedding(Sink& out, const Ctx& x, OpId base, OpId sp_base, OpId ar_ba
 // copy whose backward all-reduces), fused vocab-parallel cross entropy. The cross
 // entropy's forward all-reduces (max, sum-exp, target logit: T fp32 each) carry no Comm
 // item (communication-model.md §8); its backward has no collective.
+// Bytes the loss moves per logit of this rank, forward and backward, by implementation:
+// - unfused (tensor_parallel/cross_entropy.py) and native fused (fusions/fused_cross_entropy.py):
+//   fp32 logits read and a softmax-ready buffer written in the forward (12 B), twice that in the
+//   backward (read it, write the fp32 gradient, cast to bf16);
+// - Transformer Engine's Triton kernel (triton/cross_entropy.py, TE 2.2-2.17): the online
+//   softmax reads the bf16 logits (2 B), the loss kernel reads them again and writes the
+//   bf16 gradient in place (4 B); the backward scales that gradient by the incoming one in
+//   place (element_mul_kernel: 4 B; skipped only when it is exactly 1, never with a loss
+//   averaged over tokens).
+struct LossTraffic {
+  double fwd = 0, bwd = 0;
+};
+inline LossTraffic loss_traffic_per_logit(const TrainingSpec& t) {
+  if (t.cross_entropy_loss_fusion && t.cross_entropy_fusion_impl == CrossEntropyFusionImpl::kTe) return {6.0, 4.0};
+  return {12.0, 24.0};
+}
+
 template <class Sink>
 void emit_head(Sink& out, const Ctx& x, OpId norm_base, OpId ag_base, OpId copy_base, OpId logits_base,
                OpId loss_base) {
@@ -722,8 +750,10 @@ void emit_head(Sink& out, const Ctx& x, OpId norm_base, OpId ag_base, OpId copy_
   norm(out, norm_base, x);
   tp_enter(out, ag_base, copy_base, x.act, kTpOutput, x);
   out(compute_el(gemm_op(logits_base, x.r.tokens_int, static_cast<int64_t>(v_local), x.s->model.hidden_size, 1, x)));
-  // Cross entropy over fp32 logits: read logits, write softmax-ready buffer, (bwd reads it).
-  out(compute_el(memory_op(loss_base, 3.0 * 4.0 * static_cast<double>(x.r.tokens_int) * v_local)));
+  const LossTraffic lt = loss_traffic_per_logit(x.s->training);
+  Elem loss = compute_el(memory_op(loss_base, lt.fwd * static_cast<double>(x.r.tokens_int) * v_local));
+  loss.bwd_bytes = lt.bwd * static_cast<double>(x.r.tokens_int) * v_local;
+  out(loss);
   if (x.r.tp > 1)
     out(fwd_only_el(coll_op(OpId::kLossTpAllReduce, Collective::kAllReduce, CommDim::kTp, x.r.tp,
                             3.0 * 4.0 * static_cast<double>(x.r.tokens_int), CommItemId::kNone)));

@@ -282,6 +282,79 @@ TEST_F(TrainKernels, SwigluForwardBackward) {
   }
 }
 
+// The fused QKV split + RoPE against copying then rotating (the CPU reference), forward and
+// backward, vectorised (head 128) and scalar (head 24) paths, with and without rotation.
+TEST_F(TrainKernels, QkvSplitRopeAndJoin) {
+  struct Case {
+    int64_t rows, seq, hq, hkv, d;
+  };
+  for (const Case c : {Case{40, 20, 4, 2, 128}, Case{9, 3, 3, 1, 24}, Case{16, 16, 8, 8, 64}})
+    for (const bool rotate : {true, false}) {
+      RopeParams p;
+      float ms = 1;
+      const std::vector<float> inv = rope_inv_freq(p, c.d, &ms);
+      const int64_t half = c.d / 2;
+      std::vector<float> cs(static_cast<size_t>(c.seq * half)), sn(cs.size());
+      ref::rope_table(inv.data(), cs.data(), sn.data(), c.seq, half, ms);
+      Dev<float> dcos(cs.size()), dsin(sn.size());
+      put(dcos.p, cs);
+      put(dsin.p, sn);
+      const int64_t nq = c.rows * c.hq * c.d, nk = c.rows * c.hkv * c.d, nrow = nq + 2 * nk;
+      const std::vector<float> qkv = rand_bf16(static_cast<size_t>(nrow), 31), gq = rand_bf16(static_cast<size_t>(nq), 32),
+                               gk = rand_bf16(static_cast<size_t>(nk), 33), gv = rand_bf16(static_cast<size_t>(nk), 34);
+      Dev<bf16> d_qkv(qkv.size()), d_q(gq.size()), d_k(gk.size()), d_v(gv.size());
+      Dev<bf16> d_gq(gq.size()), d_gk(gk.size()), d_gv(gv.size()), d_gqkv(qkv.size());
+      put_bf16(d_qkv.p, qkv);
+      put_bf16(d_gq.p, gq);
+      put_bf16(d_gk.p, gk);
+      put_bf16(d_gv.p, gv);
+      qkv_split_rope(d_qkv.p, d_q.p, d_k.p, d_v.p, dcos.p, dsin.p, c.rows, c.seq, c.hq, c.hkv, c.d, rotate, s_);
+      qkv_join_rope(d_gq.p, d_gk.p, d_gv.p, d_gqkv.p, dcos.p, dsin.p, c.rows, c.seq, c.hq, c.hkv, c.d, rotate, s_);
+      sync();
+      std::vector<float> q(gq.size()), k(gk.size()), v(gv.size()), g(qkv.size());
+      ref::qkv_split_rope(qkv.data(), q.data(), k.data(), v.data(), cs.data(), sn.data(), c.rows, c.seq, c.hq, c.hkv,
+                          c.d, rotate);
+      ref::qkv_join_rope(gq.data(), gk.data(), gv.data(), g.data(), cs.data(), sn.data(), c.rows, c.seq, c.hq, c.hkv,
+                         c.d, rotate);
+      const double rel = rotate ? kBf16Rel : 0, floor = rotate ? 1.0 / 512 * max_abs(qkv) : 0;
+      expect_match(get_bf16(d_q.p, q.size()), q, rel, floor, "split q");
+      expect_match(get_bf16(d_k.p, k.size()), k, rel, floor, "split k");
+      expect_match(get_bf16(d_v.p, v.size()), v, 0, 0, "split v (a copy)");
+      expect_match(get_bf16(d_gqkv.p, g.size()), g, rel, rotate ? 1.0 / 512 * max_abs(gq) : 0, "join");
+    }
+}
+
+// MLA's K/V assembly is a copy (bit exact); the k_pe gradient sums the heads in fp32 and
+// rounds once (bf16 of the exact sum of bf16 inputs, up to the sum's own rounding).
+TEST_F(TrainKernels, MlaKvAssemblyAndGradient) {
+  struct Case {
+    int64_t rows, heads, dn, dr, dv;
+  };
+  for (const Case c : {Case{3, 2, 8, 4, 8}, Case{17, 16, 128, 64, 128}, Case{5, 3, 32, 16, 24}}) {
+    const int64_t dq = c.dn + c.dr, du = c.dn + c.dv;
+    const std::vector<float> kvu = rand_bf16(static_cast<size_t>(c.rows * c.heads * du), 21);
+    const std::vector<float> kpe = rand_bf16(static_cast<size_t>(c.rows * c.dr), 22);
+    const std::vector<float> dk = rand_bf16(static_cast<size_t>(c.rows * c.heads * dq), 23);
+    const std::vector<float> dv = rand_bf16(static_cast<size_t>(c.rows * c.heads * c.dv), 24);
+    Dev<bf16> d_kvu(kvu.size()), d_kpe(kpe.size()), d_k(dk.size()), d_v(dv.size());
+    Dev<bf16> d_dk(dk.size()), d_dv(dv.size()), d_dkvu(kvu.size()), d_dkpe(kpe.size());
+    put_bf16(d_kvu.p, kvu);
+    put_bf16(d_kpe.p, kpe);
+    put_bf16(d_dk.p, dk);
+    put_bf16(d_dv.p, dv);
+    mla_assemble_kv(d_kvu.p, d_kpe.p, d_k.p, d_v.p, c.rows, c.heads, c.dn, c.dr, c.dv, s_);
+    mla_split_kv_grad(d_dk.p, d_dv.p, d_dkvu.p, d_dkpe.p, c.rows, c.heads, c.dn, c.dr, c.dv, s_);
+    sync();
+    std::vector<float> k(dk.size()), v(dv.size()), dkvu(kvu.size()), dkpe(kpe.size());
+    ref::mla_assemble_kv(kvu.data(), kpe.data(), k.data(), v.data(), c.rows, c.heads, c.dn, c.dr, c.dv);
+    ref::mla_split_kv_grad(dk.data(), dv.data(), dkvu.data(), dkpe.data(), c.rows, c.heads, c.dn, c.dr, c.dv);
+    expect_match(get_bf16(d_k.p, k.size()), k, 0, 0, "mla K (bit exact)");
+    expect_match(get_bf16(d_v.p, v.size()), v, 0, 0, "mla V (bit exact)");
+    expect_match(get_bf16(d_dkvu.p, dkvu.size()), dkvu, 0, 0, "mla dkvu (bit exact)");
+    expect_match(get_bf16(d_dkpe.p, dkpe.size()), dkpe, kBf16Rel, 1e-6 * static_cast<double>(c.heads), "mla dk_pe");
+  }
+}
+
 TEST_F(TrainKernels, CrossEntropy) {
   struct Case {
     int64_t rows, vocab, ld;

@@ -162,6 +162,52 @@ TEST(TrainOnGpu, CopyTaskIsLearned) {
   EXPECT_LT(s.steps.back().loss, 0.1) << "first " << s.steps.front().loss;
 }
 
+// The copy task again with the attention variants the dense test does not cover: GQA with
+// qk-layernorm (Qwen3's per-head Q/K norms), and multi-latent attention with q-LoRA and
+// latent norms (DeepSeek's; Q/K head 48 = 32 + 16 rotary, V head 32, so cuDNN runs
+// d_qk != d_v). Learning it needs correct gradients through every new path.
+// (scripts/train_reference.py holds the same variants against PyTorch on the GPU machine.)
+class CopyTaskVariant : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CopyTaskVariant, IsLearned) {
+  LCM_REQUIRE_GPU();
+  const std::string v = GetParam();
+  const fs::path dir = fs::temp_directory_path() / ("lcm_train_copy_" + v);
+  fs::remove_all(dir);
+  const fs::path p = copy_scenario(dir);
+  std::ifstream in(p);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const std::string extra = v == "qk_norm" ? "  qk_layernorm: true\n"
+                                           : "  qk_layernorm: true\n  multi_latent_attention: true\n  q_lora_rank: 64\n"
+                                             "  kv_lora_rank: 64\n  qk_head_dim: 32\n  qk_pos_emb_head_dim: 16\n"
+                                             "  v_head_dim: 32\n";
+  const size_t at = text.find("training:");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, extra);
+  if (v == "mla") {  // MLA has a K and V per head: no query groups
+    const size_t g = text.find("  num_query_groups: 2\n");
+    ASSERT_NE(g, std::string::npos);
+    text.erase(g, std::string("  num_query_groups: 2\n").size());
+  }
+  std::ofstream(p) << text;
+  std::string log;
+  ASSERT_EQ(run(p.string() + " --data copy --steps 300 --lr 1e-3 --min-lr 1e-4 "
+                "--lr-warmup-steps 20 --weight-decay 0 --out " + dir.string(), &log), 0) << log;
+  const auto s = read_summary(dir);
+  ASSERT_EQ(s.steps.size(), 300u);
+  EXPECT_LT(s.steps.back().loss, 0.1) << "first " << s.steps.front().loss;
+  std::set<std::string> names;
+  for (const auto& o : s.ops) names.insert(o.name);
+  EXPECT_TRUE(names.count("L.attn.qk_norm.bwd"));
+  if (v == "mla") {
+    EXPECT_TRUE(names.count("L.attn.q_down.bwd.wgrad"));
+    EXPECT_TRUE(names.count("L.attn.kv_up.bwd.dgrad"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Attention, CopyTaskVariant, ::testing::Values("qk_norm", "mla"));
+
 // The runner's attention backward (CudnnAttention with deterministic = true, the frontend's
 // deterministic algorithm): dQ, dK, dV repeat bit for bit, and they are the default
 // (accumulating) graph's gradients up to bf16 rounding, so the variant computes the same thing.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -213,6 +214,11 @@ TEST(TrainPlan, RefusesWhatTheRunnerDoesNotImplement) {
   EXPECT_NE(usage_error(with(single_gpu("llama3.1-8b"), {"--set", "training.precision=fp8"})).find("bf16 only"),
             std::string::npos);
   EXPECT_NE(usage_error(with(single_gpu("llama3.1-8b"), {"--layers", "40"})).find("exceeds"), std::string::npos);
+  EXPECT_NE(usage_error(with(single_gpu("llama3.1-8b"), {"--set", "parallel.recompute_granularity=selective", "--set",
+                                                          "parallel.recompute_num_layers=null", "--set",
+                                                          "parallel.recompute_modules=[mla_up_proj]"}))
+                .find("only supported with multi_latent_attention"),
+            std::string::npos);
 }
 
 TEST(TrainPlan, ShapesComeFromResolve) {
@@ -349,6 +355,69 @@ TEST(TrainContract, MoeStepMatchesTheSchedule) {
   expect_contract(with(single_gpu("mixtral-8x7b"),
                        {"--layers", "2", "--set", "parallel.recompute_granularity=full", "--set",
                         "parallel.recompute_method=uniform", "--set", "parallel.recompute_num_layers=1"}));
+}
+
+// Qwen3-30B-A3B: qk-layernorm (per-head Q and K norms, the schedule's attn.qk_norm) in MoE layers.
+TEST(TrainContract, QkLayernormStepMatchesTheSchedule) {
+  const auto qwen = with(single_gpu("qwen3-30b-a3b"), {"--layers", "2"});
+  expect_contract(with(qwen, {"--set", "parallel.recompute_granularity=none", "--set", "parallel.recompute_num_layers=null"}));
+  expect_contract(with(qwen, {"--set", "parallel.recompute_granularity=selective", "--set", "parallel.recompute_num_layers=null",
+                              "--set", "parallel.recompute_modules=[core_attn, layernorm]"}));
+  expect_contract(with(qwen, {"--set", "parallel.recompute_granularity=full", "--set", "parallel.recompute_method=uniform",
+                              "--set", "parallel.recompute_num_layers=1"}));
+  const TrainPlan p = plan_training(
+      parse(with(qwen, {"--set", "parallel.recompute_granularity=none", "--set", "parallel.recompute_num_layers=null"})), 1);
+  EXPECT_TRUE(p.qk_norm);
+  std::vector<std::string> names;
+  for (const OpTag& t : dry_run_tags(p, 1)) names.push_back(name_of(t));
+  // qk_norm sits between the QKV projection and RoPE, forward and backward.
+  const auto at = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) - names.begin(); };
+  EXPECT_EQ(at("L.attn.qk_norm.fwd"), at("L.attn.qkv.fwd") + 1);
+  EXPECT_EQ(at("L.attn.rope.fwd"), at("L.attn.qk_norm.fwd") + 1);
+  EXPECT_EQ(at("L.attn.qk_norm.bwd"), at("L.attn.rope.bwd") + 1);
+}
+
+// DeepSeek-V3 slices (with qk_layernorm, as Megatron's DeepSeek-V3 recipes set it): multi-latent
+// attention with q-LoRA and latent norms (a dense layer,
+// then a MoE layer with 16 experts), without q-LoRA, and under mla_up_proj recompute.
+std::vector<std::string> deepseek_slice(const std::vector<std::string>& extra) {
+  std::vector<std::string> args =
+      with(single_gpu("deepseek-v3"),
+           {"--layers", "2", "--set", "model.mtp_num_layers=0", "--set", "model.qk_layernorm=true", "--set", "model.num_experts=16", "--set",
+            "model.moe_layer_freq=([0]*1+[1]*60)", "--set", "model.moe_token_dispatcher_type=alltoall", "--set",
+            "training.exp_avg_dtype=fp32", "--set", "training.exp_avg_sq_dtype=fp32", "--set",
+            "parallel.num_layers_in_first_pipeline_stage=null", "--set", "parallel.num_layers_in_last_pipeline_stage=null"});
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+TEST(TrainContract, MlaStepMatchesTheSchedule) {
+  const std::vector<std::string> none{"--set", "parallel.recompute_granularity=none", "--set", "parallel.recompute_num_layers=null"};
+  expect_contract(deepseek_slice(none));
+  expect_contract(deepseek_slice(with(none, {"--set", "model.q_lora_rank=0"})));
+  expect_contract(deepseek_slice(with(none, {"--set", "model.qk_layernorm=false"})));
+  expect_contract(deepseek_slice({}));  // the scenario's full uniform recompute
+  expect_contract(deepseek_slice({"--set", "parallel.recompute_granularity=selective", "--set", "parallel.recompute_num_layers=null",
+                                  "--set", "parallel.recompute_modules=[mla_up_proj, core_attn, layernorm]"}));
+  const TrainPlan p = plan_training(parse(deepseek_slice(none)), 1);
+  EXPECT_TRUE(p.mla);
+  EXPECT_EQ(p.head_dim, 192);  // qk_nope 128 + qk_rope 64
+  EXPECT_EQ(p.v_dim, 128);
+  EXPECT_EQ(p.rope_dim, 64);
+  EXPECT_EQ(p.groups, p.heads);
+  EXPECT_EQ(p.q_lora, 1536);
+  EXPECT_EQ(p.kv_lora, 512);
+  EXPECT_EQ(p.moe_layer, (std::vector<char>{0, 1}));
+  // YaRN with mscale_all_dim 0 (what the spec carries): the plain 1/sqrt(192).
+  EXPECT_FLOAT_EQ(p.softmax_scale, static_cast<float>(1.0 / std::sqrt(192.0)));
+  std::vector<std::string> names;
+  for (const OpTag& t : dry_run_tags(p, 1)) names.push_back(name_of(t));
+  const auto first = std::find(names.begin(), names.end(), "L.attn.q_down.fwd");
+  ASSERT_NE(first, names.end());
+  const std::vector<std::string> fwd(first, first + 8);
+  EXPECT_EQ(fwd, (std::vector<std::string>{"L.attn.q_down.fwd", "L.attn.kv_down.fwd", "L.attn.qk_norm.fwd",
+                                           "L.attn.q_up.fwd", "L.attn.kv_up.fwd", "L.attn.rope.fwd", "L.attn.core.fwd",
+                                           "L.attn.proj.fwd"}));
 }
 
 TEST(TrainContract, PlantedDriftIsCaught) {

@@ -47,19 +47,19 @@ TEST(StepBand, HandDerived) {
   EXPECT_TRUE(b.op_present);
   EXPECT_NEAR(b.op_center, 0.028, 1e-12);
   EXPECT_NEAR(b.op_half, 0.134, 1e-12);
-  // Composition (stored spread +0.10% / +44.06%, 52de576): m_c = (ln 1.001 + ln 1.4406) / 2
-  // = 0.1830296, s_c = (ln 1.4406 - ln 1.001) / 2 = 0.1820301.
-  EXPECT_NEAR(b.comp_center, 0.1830296, 1e-6);
-  EXPECT_NEAR(b.comp_half, 0.1820301, 1e-6);
-  // m = 0.2110296, s = sqrt(0.134^2 + 0.1820301^2) = 0.2260331:
-  // low = exp(-0.0150035) - 1 = -0.0148915, high = exp(0.4370627) - 1 = 0.5481531.
-  EXPECT_NEAR(b.low, -0.0148915, 1e-6);
-  EXPECT_NEAR(b.high, 0.5481531, 1e-6);
-  // A 10 s prediction: 9.851 .. 15.482 s; an MFU of 40%: 25.84% .. 40.60%.
-  EXPECT_NEAR(time_range(10.0, b).low, 9.851085, 1e-5);
-  EXPECT_NEAR(time_range(10.0, b).high, 15.481531, 1e-5);
-  EXPECT_NEAR(rate_range(0.40, b).low, 0.2583724, 1e-7);  // 0.40 / 1.5481531
-  EXPECT_NEAR(rate_range(0.40, b).high, 0.4060466, 1e-7);  // 0.40 / 0.9851085
+  // Composition (stored spread +0.12% / +49.86%, session 9): m_c = (ln 1.0012 + ln 1.4986) / 2
+  // = 0.2028653, s_c = (ln 1.4986 - ln 1.0012) / 2 = 0.2016660.
+  EXPECT_NEAR(b.comp_center, 0.2028653, 1e-6);
+  EXPECT_NEAR(b.comp_half, 0.2016660, 1e-6);
+  // m = 0.2308653, s = sqrt(0.134^2 + 0.2016660^2) = 0.2421264:
+  // low = exp(-0.0112611) - 1 = -0.0111979, high = exp(0.4729917) - 1 = 0.6047881.
+  EXPECT_NEAR(b.low, -0.0111979, 1e-6);
+  EXPECT_NEAR(b.high, 0.6047881, 1e-6);
+  // A 10 s prediction: 9.888 .. 16.048 s; an MFU of 40%: 24.93% .. 40.45%.
+  EXPECT_NEAR(time_range(10.0, b).low, 9.888021, 1e-5);
+  EXPECT_NEAR(time_range(10.0, b).high, 16.047881, 1e-5);
+  EXPECT_NEAR(rate_range(0.40, b).low, 0.2492541, 1e-7);  // 0.40 / 1.6047881
+  EXPECT_NEAR(rate_range(0.40, b).high, 0.4045299, 1e-7);  // 0.40 / 0.9888021
 }
 
 TEST(StepBand, Fp8GemmsTakeTheFp8Band) {
@@ -67,9 +67,9 @@ TEST(StepBand, Fp8GemmsTakeTheFp8Band) {
   // Only the GEMM term changes: 0.44 x (-0.1) instead of 0: m_op = -0.016, s_op unchanged.
   EXPECT_NEAR(b.op_center, -0.016, 1e-12);
   EXPECT_NEAR(b.op_half, 0.134, 1e-12);
-  // m = 0.1670296, s = 0.2260331: low = exp(-0.0590035) - 1, high = exp(0.3930627) - 1.
-  EXPECT_NEAR(b.low, -0.0572965, 1e-6);
-  EXPECT_NEAR(b.high, 0.4815113, 1e-6);
+  // m = 0.1868653, s = 0.2421264: low = exp(-0.0552611) - 1, high = exp(0.4289917) - 1.
+  EXPECT_NEAR(b.low, -0.0537619, 1e-6);
+  EXPECT_NEAR(b.high, 0.5357083, 1e-6);
 }
 
 TEST(StepBand, WithoutOpResidualsTheBandIsTheCompositionSpread) {
@@ -77,8 +77,8 @@ TEST(StepBand, WithoutOpResidualsTheBandIsTheCompositionSpread) {
   EXPECT_FALSE(b.op_present);
   EXPECT_EQ(b.op_center, 0.0);
   EXPECT_EQ(b.op_half, 0.0);
-  EXPECT_NEAR(b.low, 0.0010, 1e-12);
-  EXPECT_NEAR(b.high, 0.4406, 1e-12);
+  EXPECT_NEAR(b.low, 0.0012, 1e-12);
+  EXPECT_NEAR(b.high, 0.4986, 1e-12);
   EXPECT_TRUE(composition_spread().development_set);
   EXPECT_EQ(composition_spread().rows, 60);
 }

@@ -25,19 +25,19 @@ TEST(RankTies, OverlappingBandsAreTiesRankedByTheirHighEnd) {
   OpUncertainty& u = base.hardware.uncertainty;
   u.present = true;  // GEMMs exact; communication ln-band [-0.5, 0.5]
   u.nvlink = u.nic = RelativeBand{std::expm1(-0.5), std::expm1(0.5)};
-  // Composition (stored, 52de576: +0.10% .. +44.06%): m_c = 0.1830296, s_c = 0.1820301.
-  //  all comm: s = sqrt(0.25 + s_c^2) = 0.5321043, band [-0.2946595, +1.0444604]
-  //  all GEMM: band [+0.001, +0.4406]
-  //  A 1.00 s, comm: 0.7053 .. 2.0445 s   (the fastest: ties are against its high end 2.0445)
-  //  E 1.02 s, comm: 0.7194 .. 2.0853 s   tie
-  //  B 1.05 s, GEMM: 1.0511 .. 1.5126 s   tie
-  //  D 1.90 s, GEMM: 1.9019 .. 2.7371 s   tie (1.9019 <= 2.0445)
-  //  C 2.10 s, GEMM: 2.1021 .. 3.0253 s   not a tie
+  // Composition (stored, session 9: +0.12% .. +49.86%): m_c = 0.2028653, s_c = 0.2016660.
+  //  all comm: s = sqrt(0.25 + s_c^2) = 0.5391374, band [-0.2855713, +1.1001374]
+  //  all GEMM: band [+0.0012, +0.4986]
+  //  A 1.00 s, comm: 0.7144 .. 2.1001 s   (the fastest: ties are against its high end 2.1001)
+  //  E 1.02 s, comm: 0.7287 .. 2.1421 s   tie
+  //  B 1.05 s, GEMM: 1.0513 .. 1.5735 s   tie
+  //  D 1.90 s, GEMM: 1.9023 .. 2.8473 s   tie (1.9023 <= 2.1001)
+  //  C 2.10 s, GEMM: 2.1025 .. 3.1471 s   not a tie
   std::vector<Ranked> ranked{group(1, 1.00, true), group(16, 1.02, true), group(2, 1.05, false), group(4, 1.90, false),
                              group(8, 2.10, false)};
   EXPECT_EQ(rank_ties(ranked, base), 4);
-  // A stays #1; the other ties by the band's high end: B (1.5126) before E (2.0853), though
-  // E is faster, then D (2.7371); then C.
+  // A stays #1; the other ties by the band's high end: B (1.5735) before E (2.1421), though
+  // E is faster, then D (2.8473); then C.
   ASSERT_EQ(ranked.size(), 5u);
   EXPECT_EQ(ranked[0].layout.tp, 1);
   EXPECT_EQ(ranked[1].layout.tp, 2);
@@ -46,16 +46,16 @@ TEST(RankTies, OverlappingBandsAreTiesRankedByTheirHighEnd) {
   EXPECT_EQ(ranked[4].layout.tp, 8);
   for (int i = 0; i < 4; ++i) EXPECT_TRUE(ranked[static_cast<size_t>(i)].tie) << i;
   EXPECT_FALSE(ranked[4].tie);
-  EXPECT_NEAR(ranked[0].band.low, -0.2946595, 1e-6);
-  EXPECT_NEAR(ranked[0].band.high, 1.0444604, 1e-6);
-  EXPECT_NEAR(ranked[1].band.high, 0.4406, 1e-12);
+  EXPECT_NEAR(ranked[0].band.low, -0.2855713, 1e-6);
+  EXPECT_NEAR(ranked[0].band.high, 1.1001374, 1e-6);
+  EXPECT_NEAR(ranked[1].band.high, 0.4986, 1e-12);
 }
 
 TEST(RankTies, ABandThatStartsAboveTheFastestsIsNoTie) {
-  Scenario base;  // no op residuals: every band is the composition spread, +0.10% .. +44.06%
-  // Fastest 1 s: high end 1.4406 s. 1.43 s starts at 1.43 x 1.001 = 1.43143 s: a tie;
-  // 1.44 s starts at 1.44144 s: not.
-  std::vector<Ranked> ranked{group(1, 1.00, false), group(2, 1.43, false), group(4, 1.44, false)};
+  Scenario base;  // no op residuals: every band is the composition spread, +0.12% .. +49.86%
+  // Fastest 1 s: high end 1.4986 s. 1.49 s starts at 1.49 x 1.0012 = 1.49179 s: a tie;
+  // 1.50 s starts at 1.5018 s: not.
+  std::vector<Ranked> ranked{group(1, 1.00, false), group(2, 1.49, false), group(4, 1.50, false)};
   EXPECT_EQ(rank_ties(ranked, base), 2);
   EXPECT_TRUE(ranked[1].tie);
   EXPECT_FALSE(ranked[2].tie);

@@ -292,8 +292,13 @@ void CudnnAttention::build_graph(Direction& dir, bool backward, const Variant& v
   const int64_t b = p_.b, s = p_.s, hq = p_.hq, hk = p_.hkv, d = p_.d, sk = p_.skv(), ss = p_.sstride();
   const auto qs = p_.q_strides();
   const auto ks = p_.kv_strides();
-  const Dims qdims{b, hq, s, d}, kvdims{b, hk, sk, d};
+  const int64_t dv = p_.vdim();  // V, O, dO, dV (MLA: differs from d)
+  const auto vs = p_.v_strides();
+  const auto os = p_.o_strides();
+  const Dims qdims{b, hq, s, d}, kvdims{b, hk, sk, d}, vdims{b, hk, sk, dv}, odims{b, hq, s, dv};
   const Dims qstr{qs[0], qs[1], qs[2], qs[3]}, kvstr{ks[0], ks[1], ks[2], ks[3]};
+  const Dims vstr{vs[0], vs[1], vs[2], vs[3]}, ostr{os[0], os[1], os[2], os[3]};
+  const Dims vtdims{b, hk, dv, sk}, vtstr{vs[0], vs[1], vs[3], vs[2]};  // V^T for dP = dO V^T
   // K^T (and V^T): [b, h_kv, d, s_kv], the same memory with the last two strides swapped.
   const Dims ktdims{b, hk, d, sk}, ktstr{ks[0], ks[1], ks[3], ks[2]};
   const Dims sdims{b, hq, s, sk}, sstr{hq * s * sk, s * sk, sk, 1};
@@ -331,8 +336,8 @@ void CudnnAttention::build_graph(Direction& dir, bool backward, const Variant& v
   };
 
   if (!backward) {
-    const Tensor V = g.tensor(kV, bf16, kvdims, kvstr, false);
-    const Tensor O = g.tensor(kO, bf16, qdims, qstr, false);
+    const Tensor V = g.tensor(kV, bf16, vdims, vstr, false);
+    const Tensor O = g.tensor(kO, bf16, odims, ostr, false);
     const Tensor stats = g.tensor(kStats, f32, rdims, statstr, false);
     const Tensor S = g.virt(f32, sdims, sstr);
     g.matmul(Q, KT, S);
@@ -353,19 +358,19 @@ void CudnnAttention::build_graph(Direction& dir, bool backward, const Variant& v
     g.pw(CUDNN_POINTWISE_DIV, e, sum, P);
     g.matmul(P, V, O);
   } else {
-    const Tensor VT = g.tensor(kV, bf16, ktdims, ktstr, false);
-    const Tensor O = g.tensor(kO, bf16, qdims, qstr, false);
-    const Tensor dO = g.tensor(kDO, bf16, qdims, qstr, false);
+    const Tensor VT = g.tensor(kV, bf16, vtdims, vtstr, false);
+    const Tensor O = g.tensor(kO, bf16, odims, ostr, false);
+    const Tensor dO = g.tensor(kDO, bf16, odims, ostr, false);
     const Tensor stats = g.tensor(kStats, f32, rdims, statstr, false);
     const Tensor dQ = g.tensor(kDQ, bf16, qdims, qstr, false);
     const Tensor dK = g.tensor(kDK, bf16, kvdims, kvstr, false);
-    const Tensor dV = g.tensor(kDV, bf16, kvdims, kvstr, false);
+    const Tensor dV = g.tensor(kDV, bf16, vdims, vstr, false);
     const Tensor one = g.scalar(kOne);
     dir.by_value_uids.push_back(kOne);
     const Tensor softmax_sum = g.tensor(kSoftmaxSum, f32, rdims, rstr, false);
 
     // softmax_sum = rowsum(dO * O) * 1 (the frontend's dropout-scale multiply, 1 without dropout)
-    const Tensor dOO = g.virt(f32, qdims, {hq * s * d, s * d, hq * d, 1});
+    const Tensor dOO = g.virt(f32, odims, {hq * s * dv, s * dv, hq * dv, 1});
     g.pw(CUDNN_POINTWISE_MUL, dO, O, dOO);
     const Tensor dOO_sum = g.virt(f32, rdims, rstr);
     g.reduction(CUDNN_REDUCE_TENSOR_ADD, dOO, dOO_sum);
@@ -385,10 +390,11 @@ void CudnnAttention::build_graph(Direction& dir, bool backward, const Variant& v
     const Tensor PT = g.virt(bf16, stdims, ststr);
     g.reshape(P, PT);
     const Dims fulldims{b, hq, sk, d}, fullstr{hq * sk * d, sk * d, d, 1};  // per-query-head dK, dV (GQA)
+    const Dims vfulldims{b, hq, sk, dv}, vfullstr{hq * sk * dv, sk * dv, dv, 1};
     if (hq == hk) {
       g.matmul(PT, dO, dV);
     } else {
-      const Tensor dV_full = g.virt(bf16, fulldims, fullstr);
+      const Tensor dV_full = g.virt(bf16, vfulldims, vfullstr);
       g.matmul(PT, dO, dV_full);
       g.reduction(CUDNN_REDUCE_TENSOR_ADD, dV_full, dV);
     }

@@ -17,7 +17,7 @@ float AttentionProblem::softmax_scale() const {
 
 std::string AttentionProblem::shape_text() const {
   return std::to_string(b) + "x" + std::to_string(s) + "x" + std::to_string(hq) + "x" + std::to_string(hkv) + "x" +
-         std::to_string(d);
+         std::to_string(d) + (dv > 0 && dv != d ? "x" + std::to_string(dv) : "");
 }
 
 void AttentionProblem::validate() const {
@@ -25,6 +25,7 @@ void AttentionProblem::validate() const {
   if (b < 1 || s < 1 || hq < 1 || hkv < 1 || d < 1) throw UsageError(what + "every dimension must be positive");
   if (hq % hkv != 0) throw UsageError(what + "h_q must be a multiple of h_kv (GQA)");
   if (d % 8 != 0 || d > 256) throw UsageError(what + "head dim must be a multiple of 8 and at most 256");
+  if (dv < 0 || vdim() % 8 != 0 || vdim() > 256) throw UsageError(what + "V head dim must be a multiple of 8 and at most 256");
   if (static_cast<double>(q_elems()) >= 9.2e18 / 4) throw UsageError(what + "too large");
   if (s_kv < 0 || stats_stride < 0 || (stats_stride > 0 && stats_stride < s)) throw UsageError(what + "bad s_kv / stats stride");
   if (causal && skv() != s) throw UsageError(what + "a causal mask needs as many keys as queries");
@@ -50,7 +51,8 @@ AttentionShape AttentionProblem::shape() const {
   a.seq_kv = skv();
   a.heads_q = hq;
   a.heads_kv = hkv;
-  a.head_dim_qk = a.head_dim_v = d;
+  a.head_dim_qk = d;
+  a.head_dim_v = vdim();
   a.causal = causal;
   a.work_fraction = causal ? 0.5 : 1.0;  // causal as half the square
   return a;
@@ -61,7 +63,8 @@ double AttentionProblem::fwd_flops() const { return attention_core_flops(shape()
 double AttentionProblem::bwd_flops() const { return kAttentionBackwardFlopFactor * fwd_flops(); }
 
 double AttentionProblem::set_bytes() const {
-  return 2.0 * (4.0 * static_cast<double>(q_elems()) + 4.0 * static_cast<double>(kv_elems())) +
+  const double vq = static_cast<double>(vdim()) / static_cast<double>(d);  // O, dO; V, dV scale with the V head dim
+  return 2.0 * ((2.0 + 2.0 * vq) * static_cast<double>(q_elems()) + (2.0 + 2.0 * vq) * static_cast<double>(kv_elems())) +
          4.0 * static_cast<double>(stat_elems());
 }
 

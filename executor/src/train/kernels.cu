@@ -308,6 +308,84 @@ __global__ void rope_kernel(bf16* x, const float* cos_tab, const float* sin_tab,
   }
 }
 
+// ---- fused QKV split (+ RoPE) ------------------------------------------------------------------------
+// Work item: (row, head slot of the fused row, chunk j of W channels in the first half of the
+// head): channels [W j, W j + W) and their rotary partners half + [W j, W j + W). Q and K slots
+// turn when `rotate` (the rope_kernel arithmetic, kInverse for the backward), V slots copy.
+template <int W, bool kJoin>
+__global__ void qkv_rope_kernel(const bf16* qkv_in, const bf16* q_in, const bf16* k_in, const bf16* v_in, bf16* qkv_out,
+                                bf16* q_out, bf16* k_out, bf16* v_out, const float* cos_tab, const float* sin_tab,
+                                int64_t rows, int64_t seq, int64_t hq, int64_t hkv, int64_t d, bool rotate) {
+  const int64_t heads = hq + 2 * hkv, half = d / 2, per = half / W;
+  const int64_t n = rows * heads * per;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t j = i % per, rh = i / per, slot = rh % heads, r = rh / heads;
+    const int64_t fused = (r * heads + slot) * d;
+    const int64_t split = slot < hq ? (r * hq + slot) * d
+                                    : (slot < hq + hkv ? (r * hkv + slot - hq) * d : (r * hkv + slot - hq - hkv) * d);
+    const bf16* src = kJoin ? (slot < hq ? q_in : slot < hq + hkv ? k_in : v_in) + split : qkv_in + fused;
+    bf16* dst = kJoin ? qkv_out + fused : (slot < hq ? q_out : slot < hq + hkv ? k_out : v_out) + split;
+    const int64_t c0 = W * j;
+    float a[W], b[W];
+    if constexpr (W == 8) {
+      load8(src + c0, a);
+      load8(src + half + c0, b);
+    } else {
+      a[0] = at(src, c0);
+      b[0] = at(src, half + c0);
+    }
+    if (rotate && slot < hq + hkv) {
+      const int64_t t = (r % seq) * half + c0;
+#pragma unroll
+      for (int k = 0; k < W; ++k) {
+        const float c = cos_tab[t + k], sn = kJoin ? -sin_tab[t + k] : sin_tab[t + k];
+        const float x = a[k], y = b[k];
+        a[k] = x * c - y * sn;
+        b[k] = y * c + x * sn;
+      }
+    }
+    if constexpr (W == 8) {
+      store8(dst + c0, a);
+      store8(dst + half + c0, b);
+    } else {
+      dst[c0] = __float2bfloat16_rn(a[0]);
+      dst[half + c0] = __float2bfloat16_rn(b[0]);
+    }
+  }
+}
+
+// ---- MLA ---------------------------------------------------------------------------------------------
+// One thread per output element of K (dq channels) and V (dv channels) of a (row, head).
+__global__ void mla_assemble_kv_kernel(const bf16* kvu, const bf16* kpe, bf16* k, bf16* v, int64_t rows, int64_t heads,
+                                       int64_t dn, int64_t dr, int64_t dv) {
+  const int64_t dq = dn + dr, du = dn + dv, per = dq + dv;
+  const int64_t n = rows * heads * per;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t rh = i / per, c = i % per, r = rh / heads;
+    if (c < dn) k[rh * dq + c] = kvu[rh * du + c];
+    else if (c < dq) k[rh * dq + c] = kpe[r * dr + (c - dn)];
+    else v[rh * dv + (c - dq)] = kvu[rh * du + dn + (c - dq)];
+  }
+}
+
+// dkvu: one thread per element; dkpe: one thread per (row, channel), summing the heads in order.
+__global__ void mla_split_kv_grad_kernel(const bf16* dk, const bf16* dvi, bf16* dkvu, bf16* dkpe, int64_t rows,
+                                         int64_t heads, int64_t dn, int64_t dr, int64_t dv) {
+  const int64_t dq = dn + dr, du = dn + dv;
+  const int64_t n_u = rows * heads * du, n = n_u + rows * dr;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    if (i < n_u) {
+      const int64_t rh = i / du, c = i % du;
+      dkvu[i] = c < dn ? dk[rh * dq + c] : dvi[rh * dv + (c - dn)];
+    } else {
+      const int64_t j = i - n_u, r = j / dr, c = j % dr;
+      float acc = 0;
+      for (int64_t h = 0; h < heads; ++h) acc += at(dk, (r * heads + h) * dq + dn + c);
+      dkpe[j] = __float2bfloat16_rn(acc);
+    }
+  }
+}
+
 // ---- SwiGLU ----------------------------------------------------------------------------------------
 __device__ __forceinline__ float sigm(float g) { return 1.0f / (1.0f + expf(-g)); }
 
@@ -650,6 +728,57 @@ void rope_fwd(bf16* x, const float* cos_tab, const float* sin_tab, int64_t rows,
   rope_kernel<false><<<blocks_for(rows * heads * (rot_dim / 2)), kThreads, 0, s>>>(x, cos_tab, sin_tab, rows, seq,
                                                                                    heads, head_dim, rot_dim / 2);
   check_launch("rope_kernel");
+}
+
+namespace {
+template <bool kJoin>
+void qkv_rope_launch(const bf16* qkv_in, const bf16* q_in, const bf16* k_in, const bf16* v_in, bf16* qkv_out,
+                     bf16* q_out, bf16* k_out, bf16* v_out, const float* cos_tab, const float* sin_tab, int64_t rows,
+                     int64_t seq, int64_t hq, int64_t hkv, int64_t d, bool rotate, cudaStream_t s) {
+  if (rows <= 0) return;
+  // 16-byte vectors when every head's halves start 16-byte aligned.
+  const bool vec = d % 16 == 0 && aligned16(qkv_in ? qkv_in : qkv_out) && aligned16(q_in ? q_in : q_out) &&
+                   aligned16(k_in ? k_in : k_out) && aligned16(v_in ? v_in : v_out);
+  const int64_t items = rows * (hq + 2 * hkv) * (d / 2);
+  if (vec)
+    qkv_rope_kernel<8, kJoin><<<blocks_for(items / 8), kThreads, 0, s>>>(qkv_in, q_in, k_in, v_in, qkv_out, q_out, k_out,
+                                                                         v_out, cos_tab, sin_tab, rows, seq, hq, hkv, d,
+                                                                         rotate);
+  else
+    qkv_rope_kernel<1, kJoin><<<blocks_for(items), kThreads, 0, s>>>(qkv_in, q_in, k_in, v_in, qkv_out, q_out, k_out,
+                                                                     v_out, cos_tab, sin_tab, rows, seq, hq, hkv, d,
+                                                                     rotate);
+  check_launch("qkv_rope_kernel");
+}
+}  // namespace
+
+void qkv_split_rope(const bf16* qkv, bf16* q, bf16* k, bf16* v, const float* cos_tab, const float* sin_tab,
+                    int64_t rows, int64_t seq, int64_t hq, int64_t hkv, int64_t head_dim, bool rotate, cudaStream_t s) {
+  qkv_rope_launch<false>(qkv, nullptr, nullptr, nullptr, nullptr, q, k, v, cos_tab, sin_tab, rows, seq, hq, hkv,
+                         head_dim, rotate, s);
+}
+
+void qkv_join_rope(const bf16* dq, const bf16* dk, const bf16* dv, bf16* dqkv, const float* cos_tab,
+                   const float* sin_tab, int64_t rows, int64_t seq, int64_t hq, int64_t hkv, int64_t head_dim,
+                   bool rotate, cudaStream_t s) {
+  qkv_rope_launch<true>(nullptr, dq, dk, dv, dqkv, nullptr, nullptr, nullptr, cos_tab, sin_tab, rows, seq, hq, hkv,
+                        head_dim, rotate, s);
+}
+
+void mla_assemble_kv(const bf16* kvu, const bf16* kpe, bf16* k, bf16* v, int64_t rows, int64_t heads, int64_t dn,
+                     int64_t dr, int64_t dv, cudaStream_t s) {
+  if (rows <= 0 || heads <= 0) return;
+  mla_assemble_kv_kernel<<<blocks_for(rows * heads * (dn + dr + dv)), kThreads, 0, s>>>(kvu, kpe, k, v, rows, heads,
+                                                                                        dn, dr, dv);
+  check_launch("mla_assemble_kv_kernel");
+}
+
+void mla_split_kv_grad(const bf16* dk, const bf16* dv_in, bf16* dkvu, bf16* dkpe, int64_t rows, int64_t heads,
+                       int64_t dn, int64_t dr, int64_t dv, cudaStream_t s) {
+  if (rows <= 0 || heads <= 0) return;
+  mla_split_kv_grad_kernel<<<blocks_for(rows * heads * (dn + dv) + rows * dr), kThreads, 0, s>>>(
+      dk, dv_in, dkvu, dkpe, rows, heads, dn, dr, dv);
+  check_launch("mla_split_kv_grad_kernel");
 }
 
 void rope_bwd(bf16* dx, const float* cos_tab, const float* sin_tab, int64_t rows, int64_t seq, int64_t heads,

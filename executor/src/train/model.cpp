@@ -61,11 +61,14 @@ bool is_gemm(OpId id) {
 
 struct Model::LayerActs {
   DeviceArray<bf16> n1, q, k, v, o, mid, n2, h1, a1;
-  DeviceArray<float> rstd1, stats, rstd2;
+  DeviceArray<bf16> qpre, kpre;              // qk_layernorm (GQA): Q and K before their norm
+  DeviceArray<bf16> qlat, qlat_n, kvlat, kvlat_n, kpe;  // MLA: latents before / after the norm, the unrotated shared key
+  DeviceArray<float> rstd1, stats, rstd2, rstd_q, rstd_k;
   bool live = false;
   void release() {
     n1.reset(), q.reset(), k.reset(), v.reset(), o.reset(), mid.reset(), n2.reset(), h1.reset(), a1.reset();
-    rstd1.reset(), stats.reset(), rstd2.reset();
+    qpre.reset(), kpre.reset(), qlat.reset(), qlat_n.reset(), kvlat.reset(), kvlat_n.reset(), kpe.reset();
+    rstd1.reset(), stats.reset(), rstd2.reset(), rstd_q.reset(), rstd_k.reset();
     live = false;
   }
 };
@@ -87,7 +90,7 @@ void Model::add_param(const std::string& name, std::vector<int64_t> shape, float
 Model::Model(const TrainPlan& p, CachingAllocator& alloc, cudaStream_t stream, bool dry, LtGemm* gemm,
              cudnnHandle_t cudnn)
     : p_(p), alloc_(alloc), stream_(stream), dry_(dry), gemm_(gemm) {
-  const int64_t h = p.hidden, d = p.head_dim, qkv_out = (p.heads + 2 * p.groups) * d;
+  const int64_t h = p.hidden, d = p.head_dim, qkv_out = (p.heads + 2 * p.groups) * d, dv = p.v_dim;
   // Megatron's init: N(0, 0.02) everywhere, the output layers of each block (attention
   // projection, fc2) N(0, 0.02 / sqrt(2 L)); norm weights 1.
   const float std = 0.02f;
@@ -105,10 +108,39 @@ Model::Model(const TrainPlan& p, CachingAllocator& alloc, cudaStream_t stream, b
     acts_[static_cast<size_t>(l)] = std::make_unique<LayerActs>();
     q.attn_norm = static_cast<int>(params_.size());
     add_param(pre + "attn_norm", {h}, 0, 1.0f, false);
-    q.qkv = static_cast<int>(params_.size());
-    add_param(pre + "attn.qkv", {qkv_out, h}, std, 0, true);
+    if (!p.mla) {
+      q.qkv = static_cast<int>(params_.size());
+      add_param(pre + "attn.qkv", {qkv_out, h}, std, 0, true);
+      if (p.qk_norm) {
+        q.q_norm = static_cast<int>(params_.size());
+        add_param(pre + "attn.q_norm", {d}, 0, 1.0f, false);
+        q.k_norm = static_cast<int>(params_.size());
+        add_param(pre + "attn.k_norm", {d}, 0, 1.0f, false);
+      }
+    } else {
+      // Megatron's MLASelfAttention: linear_q_down_proj, linear_kv_down_proj ([kv latent | k_pe] rows),
+      // q_layernorm / kv_layernorm, linear_q_up_proj (or linear_q_proj), linear_kv_up_proj ([k_nope | v] per head).
+      if (p.q_lora > 0) {
+        q.q_down = static_cast<int>(params_.size());
+        add_param(pre + "attn.q_down", {p.q_lora, h}, std, 0, true);
+      }
+      q.kv_down = static_cast<int>(params_.size());
+      add_param(pre + "attn.kv_down", {p.kv_lora + p.qk_rope, h}, std, 0, true);
+      if (p.qk_norm) {
+        if (p.q_lora > 0) {
+          q.q_norm = static_cast<int>(params_.size());
+          add_param(pre + "attn.q_norm", {p.q_lora}, 0, 1.0f, false);
+        }
+        q.k_norm = static_cast<int>(params_.size());
+        add_param(pre + "attn.kv_norm", {p.kv_lora}, 0, 1.0f, false);
+      }
+      q.q_up = static_cast<int>(params_.size());
+      add_param(pre + (p.q_lora > 0 ? "attn.q_up" : "attn.q"), {p.heads * d, p.q_lora > 0 ? p.q_lora : h}, std, 0, true);
+      q.kv_up = static_cast<int>(params_.size());
+      add_param(pre + "attn.kv_up", {p.heads * (p.qk_nope + dv), p.kv_lora}, std, 0, true);
+    }
     q.proj = static_cast<int>(params_.size());
-    add_param(pre + "attn.proj", {h, p.heads * d}, out_std, 0, true);
+    add_param(pre + "attn.proj", {h, p.heads * dv}, out_std, 0, true);
     q.mlp_norm = static_cast<int>(params_.size());
     add_param(pre + "mlp_norm", {h}, 0, 1.0f, false);
     if (!p.moe_layer[static_cast<size_t>(l)]) {
@@ -175,14 +207,14 @@ Model::Model(const TrainPlan& p, CachingAllocator& alloc, cudaStream_t stream, b
 
   aux_scratch_ = DeviceArray<float>(alloc, 1, MemCategory::kOther);
 
-  // RoPE tables for positions 0..s-1.
-  const int64_t half = d / 2;
+  // RoPE tables for positions 0..s-1 (MLA: over the qk_rope channels).
+  const int64_t half = p.rope_dim / 2;
   rope_inv_freq_ = DeviceArray<float>(alloc, static_cast<size_t>(half), MemCategory::kOther);
   rope_cos_ = DeviceArray<float>(alloc, static_cast<size_t>(p.s * half), MemCategory::kOther);
   rope_sin_ = DeviceArray<float>(alloc, static_cast<size_t>(p.s * half), MemCategory::kOther);
   if (!dry) {
     float mscale = 1.0f;
-    const std::vector<float> inv = rope_inv_freq(p.rope, d, &mscale);
+    const std::vector<float> inv = rope_inv_freq(p.rope, p.rope_dim, &mscale);
     rope_mscale_ = mscale;
     LCM_CUDA_CHECK(cudaMemcpyAsync(rope_inv_freq_.get(), inv.data(), inv.size() * sizeof(float),
                                    cudaMemcpyHostToDevice, stream));
@@ -196,6 +228,7 @@ Model::Model(const TrainPlan& p, CachingAllocator& alloc, cudaStream_t stream, b
     ap.hq = p.heads;
     ap.hkv = p.groups;
     ap.d = d;
+    ap.dv = dv == d ? 0 : dv;
     ap.causal = true;
     ap.scale = p.softmax_scale;
     attn_ = std::make_unique<CudnnAttention>(cudnn, stream, ap, 1, p.deterministic_attention);
@@ -219,8 +252,8 @@ void Model::op(OpId id, Pass pass, GemmPart part, int layer, F&& f) {
 void Model::linear_fwd(const bf16* x, const bf16* w, bf16* y, int64_t out, int64_t in) {
   gemm_->run(p_.tokens, out, in, x, false, w, true, y, false);
 }
-void Model::linear_dgrad(const bf16* dy, const bf16* w, bf16* dx, int64_t out, int64_t in) {
-  gemm_->run(p_.tokens, in, out, dy, false, w, false, dx, false);
+void Model::linear_dgrad(const bf16* dy, const bf16* w, bf16* dx, int64_t out, int64_t in, float beta) {
+  gemm_->run(p_.tokens, in, out, dy, false, w, false, dx, false, beta);
 }
 void Model::linear_wgrad(const bf16* dy, const bf16* x, float* dw, int64_t out, int64_t in) {
   gemm_->run(out, in, p_.tokens, dy, true, x, false, dw, true, 1.0f);
@@ -259,24 +292,113 @@ void Model::zero_grads() {
   LCM_CUDA_CHECK(cudaMemsetAsync(grad_.get(), 0, grad_.bytes(), stream_));
 }
 
+// The attention block between its norm and the core: projections, qk_layernorm and RoPE
+// into a.q, a.k, a.v (BSHD), tagged as the schedule's ops.
+void Model::attention_forward(int l, LayerActs& a, Pass pass, const std::function<bool(uint32_t)>& runs) {
+  const LayerParams& q = lp_[static_cast<size_t>(l)];
+  const int64_t T = p_.tokens, h = p_.hidden, d = p_.head_dim, hq = p_.heads, hkv = p_.groups;
+  auto W = [&](int idx) { return model_.get() + params_[static_cast<size_t>(idx)].offset; };
+  const auto copy_cols = [&](void* dst, int64_t dst_cols, const void* src, int64_t src_cols, int64_t col0, int64_t cols) {
+    LCM_CUDA_CHECK(cudaMemcpy2DAsync(dst, static_cast<size_t>(dst_cols) * sizeof(bf16),
+                                     static_cast<const bf16*>(src) + col0, static_cast<size_t>(src_cols) * sizeof(bf16),
+                                     static_cast<size_t>(cols) * sizeof(bf16), static_cast<size_t>(T),
+                                     cudaMemcpyDeviceToDevice, stream_));
+  };
+  if (!p_.mla) {
+    if (!runs(0)) return;
+    if (!a.q.get()) {
+      a.q = act<bf16>(T * hq * d), a.k = act<bf16>(T * hkv * d), a.v = act<bf16>(T * hkv * d);
+      if (p_.qk_norm) {
+        a.qpre = act<bf16>(T * hq * d), a.kpre = act<bf16>(T * hkv * d);
+        a.rstd_q = act<float>(T * hq), a.rstd_k = act<float>(T * hkv);
+      }
+    }
+    const int64_t row = (hq + 2 * hkv) * d;
+    auto qkv = act<bf16>(T * row);
+    op(OpId::kAttnQkv, pass, GemmPart::kNone, l, [&] { linear_fwd(a.n1.get(), W(q.qkv), qkv.get(), row, h); });
+    // Q, K and V out of the fused projection's rows into BSHD tensors, turned by RoPE in the
+    // same pass; with qk_layernorm the split comes first, each head of Q and K is normalised
+    // (the norm's inputs kept for its backward), then RoPE turns them.
+    if (p_.qk_norm) {
+      op(OpId::kAttnQkNorm, pass, GemmPart::kNone, l, [&] {
+        qkv_split_rope(qkv.get(), a.qpre.get(), a.kpre.get(), a.v.get(), nullptr, nullptr, T, p_.s, hq, hkv, d, false,
+                       stream_);
+        rmsnorm_fwd(a.qpre.get(), W(q.q_norm), a.q.get(), a.rstd_q.get(), T * hq, d, p_.norm_eps, stream_);
+        rmsnorm_fwd(a.kpre.get(), W(q.k_norm), a.k.get(), a.rstd_k.get(), T * hkv, d, p_.norm_eps, stream_);
+      });
+      op(OpId::kAttnRope, pass, GemmPart::kNone, l, [&] {
+        rope_fwd(a.q.get(), rope_cos_.get(), rope_sin_.get(), T, p_.s, hq, d, d, stream_);
+        rope_fwd(a.k.get(), rope_cos_.get(), rope_sin_.get(), T, p_.s, hkv, d, d, stream_);
+      });
+    } else {
+      op(OpId::kAttnRope, pass, GemmPart::kNone, l, [&] {
+        qkv_split_rope(qkv.get(), a.q.get(), a.k.get(), a.v.get(), rope_cos_.get(), rope_sin_.get(), T, p_.s, hq, hkv,
+                       d, true, stream_);
+      });
+    }
+    return;
+  }
+  // MLA (Megatron's multi_latent_attention.py at tp 1): down projections of the normed input,
+  // qk_layernorm of the latents, up projections, RoPE on the last qk_rope channels of each
+  // query head and on the shared key, K = [k_nope | k_pe] per head, V.
+  const int64_t dn = p_.qk_nope, dr = p_.qk_rope, dv = p_.v_dim, ql = p_.q_lora, kl = p_.kv_lora;
+  if (runs(0)) {
+    if (!a.kvlat.get()) {
+      if (ql > 0) a.qlat = act<bf16>(T * ql);
+      a.kvlat = act<bf16>(T * kl), a.kpe = act<bf16>(T * dr);
+      if (p_.qk_norm) {
+        if (ql > 0) a.qlat_n = act<bf16>(T * ql), a.rstd_q = act<float>(T);
+        a.kvlat_n = act<bf16>(T * kl), a.rstd_k = act<float>(T);
+      }
+    }
+    if (ql > 0)
+      op(OpId::kAttnQDown, pass, GemmPart::kNone, l, [&] { linear_fwd(a.n1.get(), W(q.q_down), a.qlat.get(), ql, h); });
+    auto kvd = act<bf16>(T * (kl + dr));
+    op(OpId::kAttnKvDown, pass, GemmPart::kNone, l, [&] {
+      linear_fwd(a.n1.get(), W(q.kv_down), kvd.get(), kl + dr, h);
+      copy_cols(a.kvlat.get(), kl, kvd.get(), kl + dr, 0, kl);
+      copy_cols(a.kpe.get(), dr, kvd.get(), kl + dr, kl, dr);
+    });
+  }
+  if (!runs(kRecomputeMlaUpProj)) return;
+  if (!a.q.get()) a.q = act<bf16>(T * hq * d), a.k = act<bf16>(T * hq * d), a.v = act<bf16>(T * hq * dv);
+  if (p_.qk_norm)
+    op(OpId::kAttnQkNorm, pass, GemmPart::kNone, l, [&] {
+      if (ql > 0) rmsnorm_fwd(a.qlat.get(), W(q.q_norm), a.qlat_n.get(), a.rstd_q.get(), T, ql, p_.norm_eps, stream_);
+      rmsnorm_fwd(a.kvlat.get(), W(q.k_norm), a.kvlat_n.get(), a.rstd_k.get(), T, kl, p_.norm_eps, stream_);
+    });
+  const bf16* q_in = ql > 0 ? (p_.qk_norm ? a.qlat_n.get() : a.qlat.get()) : a.n1.get();
+  const bf16* kv_in = p_.qk_norm ? a.kvlat_n.get() : a.kvlat.get();
+  op(ql > 0 ? OpId::kAttnQUp : OpId::kAttnQ, pass, GemmPart::kNone, l,
+     [&] { linear_fwd(q_in, W(q.q_up), a.q.get(), hq * d, ql > 0 ? ql : h); });
+  auto kvu = act<bf16>(T * hq * (dn + dv));
+  op(OpId::kAttnKvUp, pass, GemmPart::kNone, l, [&] { linear_fwd(kv_in, W(q.kv_up), kvu.get(), hq * (dn + dv), kl); });
+  auto kpe = act<bf16>(T * dr);
+  op(OpId::kAttnRope, pass, GemmPart::kNone, l, [&] {
+    LCM_CUDA_CHECK(cudaMemcpyAsync(kpe.get(), a.kpe.get(), a.kpe.bytes(), cudaMemcpyDeviceToDevice, stream_));
+    rope_fwd(a.q.get() + dn, rope_cos_.get(), rope_sin_.get(), T, p_.s, hq, d, dr, stream_);
+    rope_fwd(kpe.get(), rope_cos_.get(), rope_sin_.get(), T, p_.s, 1, dr, dr, stream_);
+    mla_assemble_kv(kvu.get(), kpe.get(), a.k.get(), a.v.get(), T, hq, dn, dr, dv, stream_);
+  });
+}
+
 void Model::layer_forward(int l, LayerActs& a, const bf16* x, bf16* out, Pass pass, float* aux_loss) {
   const size_t li = static_cast<size_t>(l);
   const LayerParams& q = lp_[li];
-  const int64_t T = p_.tokens, h = p_.hidden, d = p_.head_dim, hq = p_.heads, hkv = p_.groups, f = p_.ffn;
+  const int64_t T = p_.tokens, h = p_.hidden, hq = p_.heads, f = p_.ffn;
   const bool rc = pass == Pass::kRecompute;
   const bool full = p_.recompute_layer[li] != 0;
   const bool moe = p_.moe_layer[li] != 0;
   // Whether an op of these recompute modules runs in this pass (every op in the forward and
   // under full recompute; under selective recompute those of the selected modules).
-  auto runs = [&](uint32_t modules) { return !rc || full || (p_.recompute_modules & modules) != 0; };
+  const std::function<bool(uint32_t)> runs = [&](uint32_t modules) {
+    return !rc || full || (p_.recompute_modules & modules) != 0;
+  };
   auto W = [&](int idx) { return model_.get() + params_[static_cast<size_t>(idx)].offset; };
   if (!a.live) {
     a.n1 = act<bf16>(T * h);
     a.rstd1 = act<float>(T);
-    a.q = act<bf16>(T * hq * d);
-    a.k = act<bf16>(T * hkv * d);
-    a.v = act<bf16>(T * hkv * d);
-    a.o = act<bf16>(T * hq * d);
+    a.o = act<bf16>(T * hq * p_.v_dim);
     a.stats = act<float>(p_.b * hq * p_.s);
     a.mid = act<bf16>(T * h);
     a.n2 = act<bf16>(T * h);
@@ -291,22 +413,7 @@ void Model::layer_forward(int l, LayerActs& a, const bf16* x, bf16* out, Pass pa
   if (runs(kRecomputeLayernorm))
     op(OpId::kAttnNorm, pass, GemmPart::kNone, l,
        [&] { rmsnorm_fwd(x, W(q.attn_norm), a.n1.get(), a.rstd1.get(), T, h, p_.norm_eps, stream_); });
-  if (runs(0)) {
-    auto qkv = act<bf16>(T * (hq + 2 * hkv) * d);
-    op(OpId::kAttnQkv, pass, GemmPart::kNone, l, [&] { linear_fwd(a.n1.get(), W(q.qkv), qkv.get(), (hq + 2 * hkv) * d, h); });
-    // RoPE: Q, K and V out of the fused projection's rows into BSHD tensors, then rotated.
-    op(OpId::kAttnRope, pass, GemmPart::kNone, l, [&] {
-      const size_t row = static_cast<size_t>((hq + 2 * hkv) * d) * sizeof(bf16);
-      const size_t qw = static_cast<size_t>(hq * d) * sizeof(bf16), kw = static_cast<size_t>(hkv * d) * sizeof(bf16);
-      const char* src = reinterpret_cast<const char*>(qkv.get());
-      LCM_CUDA_CHECK(cudaMemcpy2DAsync(a.q.get(), qw, src, row, qw, static_cast<size_t>(T), cudaMemcpyDeviceToDevice, stream_));
-      LCM_CUDA_CHECK(cudaMemcpy2DAsync(a.k.get(), kw, src + qw, row, kw, static_cast<size_t>(T), cudaMemcpyDeviceToDevice, stream_));
-      LCM_CUDA_CHECK(
-          cudaMemcpy2DAsync(a.v.get(), kw, src + qw + kw, row, kw, static_cast<size_t>(T), cudaMemcpyDeviceToDevice, stream_));
-      rope_fwd(a.q.get(), rope_cos_.get(), rope_sin_.get(), T, p_.s, hq, d, d, stream_);
-      rope_fwd(a.k.get(), rope_cos_.get(), rope_sin_.get(), T, p_.s, hkv, d, d, stream_);
-    });
-  }
+  attention_forward(l, a, pass, runs);
   if (runs(kRecomputeCoreAttn))
     op(OpId::kAttnCore, pass, GemmPart::kNone, l, [&] {
       AttentionTensors t;
@@ -314,9 +421,13 @@ void Model::layer_forward(int l, LayerActs& a, const bf16* x, bf16* out, Pass pa
       t.dout = a.o.get(), t.dq = a.q.get(), t.dk = a.k.get(), t.dv = a.v.get();  // the backward pack is not run
       attn_->forward(attention_set(t));
     });
+  // mla_up_proj recompute: the up projections' outputs (Q, K, V) are rebuilt before the backward.
+  if (p_.mla && !rc && !full && p_.recompute == RecomputeKind::kSelective &&
+      (p_.recompute_modules & kRecomputeMlaUpProj) != 0)
+    a.q.reset(), a.k.reset(), a.v.reset();
   if (runs(0)) {
     auto y = act<bf16>(T * h);
-    op(OpId::kAttnProj, pass, GemmPart::kNone, l, [&] { linear_fwd(a.o.get(), W(q.proj), y.get(), h, hq * d); });
+    op(OpId::kAttnProj, pass, GemmPart::kNone, l, [&] { linear_fwd(a.o.get(), W(q.proj), y.get(), h, hq * p_.v_dim); });
     op(OpId::kAttnBda, pass, GemmPart::kNone, l, [&] { add(x, y.get(), a.mid.get(), T * h, stream_); });
   }
   if (runs(kRecomputeLayernorm))
@@ -347,10 +458,109 @@ void Model::layer_forward(int l, LayerActs& a, const bf16* x, bf16* out, Pass pa
   }
 }
 
+// The attention block's backward from dL/d(projection output) (dmid) down to dL/dn1.
+DeviceArray<bf16> Model::attention_backward(int l, LayerActs& a, const bf16* dmid) {
+  const LayerParams& q = lp_[static_cast<size_t>(l)];
+  const int64_t T = p_.tokens, h = p_.hidden, d = p_.head_dim, hq = p_.heads, hkv = p_.groups, dv = p_.v_dim;
+  auto W = [&](int idx) { return model_.get() + params_[static_cast<size_t>(idx)].offset; };
+  auto G = [&](int idx) { return grad_.get() + params_[static_cast<size_t>(idx)].offset; };
+  const Pass B = Pass::kBwd;
+  const auto copy_cols = [&](void* dst, int64_t dst_cols, int64_t col0, const void* src, int64_t src_cols, int64_t cols) {
+    LCM_CUDA_CHECK(cudaMemcpy2DAsync(static_cast<bf16*>(dst) + col0, static_cast<size_t>(dst_cols) * sizeof(bf16), src,
+                                     static_cast<size_t>(src_cols) * sizeof(bf16), static_cast<size_t>(cols) * sizeof(bf16),
+                                     static_cast<size_t>(T), cudaMemcpyDeviceToDevice, stream_));
+  };
+  op(OpId::kAttnBda, B, GemmPart::kNone, l, [] {});  // identity
+  auto dout = act<bf16>(T * hq * dv);
+  op(OpId::kAttnProj, B, GemmPart::kDgrad, l, [&] { linear_dgrad(dmid, W(q.proj), dout.get(), h, hq * dv); });
+  op(OpId::kAttnProj, B, GemmPart::kWgrad, l, [&] { linear_wgrad(dmid, a.o.get(), G(q.proj), h, hq * dv); });
+  auto dq = act<bf16>(T * hq * d), dk = act<bf16>(T * hkv * d), dvv = act<bf16>(T * hkv * dv);
+  op(OpId::kAttnCore, B, GemmPart::kNone, l, [&] {
+    AttentionTensors t;
+    t.q = a.q.get(), t.k = a.k.get(), t.v = a.v.get(), t.o = a.o.get(), t.stats = a.stats.get();
+    t.dout = dout.get(), t.dq = dq.get(), t.dk = dk.get(), t.dv = dvv.get();
+    attn_->backward(attention_set(t));
+  });
+  dout.reset();
+  auto dn1 = act<bf16>(T * h);
+  if (!p_.mla) {
+    const int64_t row = (hq + 2 * hkv) * d;
+    auto dqkv = act<bf16>(T * row);
+    if (!p_.qk_norm) {
+      op(OpId::kAttnRope, B, GemmPart::kNone, l, [&] {
+        qkv_join_rope(dq.get(), dk.get(), dvv.get(), dqkv.get(), rope_cos_.get(), rope_sin_.get(), T, p_.s, hq, hkv, d,
+                      true, stream_);
+      });
+    } else {
+      op(OpId::kAttnRope, B, GemmPart::kNone, l, [&] {
+        rope_bwd(dq.get(), rope_cos_.get(), rope_sin_.get(), T, p_.s, hq, d, d, stream_);
+        rope_bwd(dk.get(), rope_cos_.get(), rope_sin_.get(), T, p_.s, hkv, d, d, stream_);
+      });
+      auto dqp = act<bf16>(T * hq * d), dkp = act<bf16>(T * hkv * d);
+      op(OpId::kAttnQkNorm, B, GemmPart::kNone, l, [&] {
+        rmsnorm_bwd(a.qpre.get(), W(q.q_norm), a.rstd_q.get(), dq.get(), dqp.get(), G(q.q_norm), T * hq, d, stream_);
+        rmsnorm_bwd(a.kpre.get(), W(q.k_norm), a.rstd_k.get(), dk.get(), dkp.get(), G(q.k_norm), T * hkv, d, stream_);
+        qkv_join_rope(dqp.get(), dkp.get(), dvv.get(), dqkv.get(), nullptr, nullptr, T, p_.s, hq, hkv, d, false, stream_);
+      });
+    }
+    dq.reset(), dk.reset(), dvv.reset();
+    op(OpId::kAttnQkv, B, GemmPart::kDgrad, l, [&] { linear_dgrad(dqkv.get(), W(q.qkv), dn1.get(), row, h); });
+    op(OpId::kAttnQkv, B, GemmPart::kWgrad, l, [&] { linear_wgrad(dqkv.get(), a.n1.get(), G(q.qkv), row, h); });
+    return dn1;
+  }
+  // MLA, the forward's ops in reverse: rope, kv_up, q_up (q), qk_norm, kv_down, q_down.
+  const int64_t dn = p_.qk_nope, dr = p_.qk_rope, ql = p_.q_lora, kl = p_.kv_lora;
+  auto dkvu = act<bf16>(T * hq * (dn + dv));
+  auto dkpe = act<bf16>(T * dr);
+  op(OpId::kAttnRope, B, GemmPart::kNone, l, [&] {
+    rope_bwd(dq.get() + dn, rope_cos_.get(), rope_sin_.get(), T, p_.s, hq, d, dr, stream_);
+    mla_split_kv_grad(dk.get(), dvv.get(), dkvu.get(), dkpe.get(), T, hq, dn, dr, dv, stream_);
+    rope_bwd(dkpe.get(), rope_cos_.get(), rope_sin_.get(), T, p_.s, 1, dr, dr, stream_);
+  });
+  dk.reset(), dvv.reset();
+  const bf16* q_in = ql > 0 ? (p_.qk_norm ? a.qlat_n.get() : a.qlat.get()) : a.n1.get();
+  const bf16* kv_in = p_.qk_norm ? a.kvlat_n.get() : a.kvlat.get();
+  auto dkv_in = act<bf16>(T * kl);
+  op(OpId::kAttnKvUp, B, GemmPart::kDgrad, l, [&] { linear_dgrad(dkvu.get(), W(q.kv_up), dkv_in.get(), hq * (dn + dv), kl); });
+  op(OpId::kAttnKvUp, B, GemmPart::kWgrad, l, [&] { linear_wgrad(dkvu.get(), kv_in, G(q.kv_up), hq * (dn + dv), kl); });
+  dkvu.reset();
+  // Without q-LoRA the Q projection reads n1: its dgrad is the first writer of dn1.
+  DeviceArray<bf16> dq_in = ql > 0 ? act<bf16>(T * ql) : DeviceArray<bf16>();
+  const OpId q_op = ql > 0 ? OpId::kAttnQUp : OpId::kAttnQ;
+  op(q_op, B, GemmPart::kDgrad, l,
+     [&] { linear_dgrad(dq.get(), W(q.q_up), ql > 0 ? dq_in.get() : dn1.get(), hq * d, ql > 0 ? ql : h); });
+  op(q_op, B, GemmPart::kWgrad, l, [&] { linear_wgrad(dq.get(), q_in, G(q.q_up), hq * d, ql > 0 ? ql : h); });
+  dq.reset();
+  DeviceArray<bf16> dqlat, dkvlat;
+  if (p_.qk_norm) {
+    if (ql > 0) dqlat = act<bf16>(T * ql);
+    dkvlat = act<bf16>(T * kl);
+    op(OpId::kAttnQkNorm, B, GemmPart::kNone, l, [&] {
+      if (ql > 0)
+        rmsnorm_bwd(a.qlat.get(), W(q.q_norm), a.rstd_q.get(), dq_in.get(), dqlat.get(), G(q.q_norm), T, ql, stream_);
+      rmsnorm_bwd(a.kvlat.get(), W(q.k_norm), a.rstd_k.get(), dkv_in.get(), dkvlat.get(), G(q.k_norm), T, kl, stream_);
+    });
+  }
+  const bf16* g_qlat = p_.qk_norm ? dqlat.get() : dq_in.get();
+  const bf16* g_kvlat = p_.qk_norm ? dkvlat.get() : dkv_in.get();
+  auto dkvd = act<bf16>(T * (kl + dr));
+  op(OpId::kAttnKvDown, B, GemmPart::kDgrad, l, [&] {
+    copy_cols(dkvd.get(), kl + dr, 0, g_kvlat, kl, kl);
+    copy_cols(dkvd.get(), kl + dr, kl, dkpe.get(), dr, dr);
+    linear_dgrad(dkvd.get(), W(q.kv_down), dn1.get(), kl + dr, h, ql > 0 ? 0.0f : 1.0f);
+  });
+  op(OpId::kAttnKvDown, B, GemmPart::kWgrad, l, [&] { linear_wgrad(dkvd.get(), a.n1.get(), G(q.kv_down), kl + dr, h); });
+  if (ql > 0) {
+    op(OpId::kAttnQDown, B, GemmPart::kDgrad, l, [&] { linear_dgrad(g_qlat, W(q.q_down), dn1.get(), ql, h, 1.0f); });
+    op(OpId::kAttnQDown, B, GemmPart::kWgrad, l, [&] { linear_wgrad(g_qlat, a.n1.get(), G(q.q_down), ql, h); });
+  }
+  return dn1;
+}
+
 void Model::layer_backward(int l, LayerActs& a, const bf16* x, const bf16* dy, bf16* dx) {
   const size_t li = static_cast<size_t>(l);
   const LayerParams& q = lp_[li];
-  const int64_t T = p_.tokens, h = p_.hidden, d = p_.head_dim, hq = p_.heads, hkv = p_.groups, f = p_.ffn;
+  const int64_t T = p_.tokens, h = p_.hidden, f = p_.ffn;
   const bool moe = p_.moe_layer[li] != 0;
   auto W = [&](int idx) { return model_.get() + params_[static_cast<size_t>(idx)].offset; };
   auto G = [&](int idx) { return grad_.get() + params_[static_cast<size_t>(idx)].offset; };
@@ -392,37 +602,7 @@ void Model::layer_backward(int l, LayerActs& a, const bf16* x, const bf16* dy, b
     add(dmid.get(), dy, dmid.get(), T * h, stream_);  // + the residual's gradient
   });
   dn2.reset();
-  op(OpId::kAttnBda, B, GemmPart::kNone, l, [] {});  // identity
-  auto dout = act<bf16>(T * hq * d);
-  op(OpId::kAttnProj, B, GemmPart::kDgrad, l, [&] { linear_dgrad(dmid.get(), W(q.proj), dout.get(), h, hq * d); });
-  op(OpId::kAttnProj, B, GemmPart::kWgrad, l, [&] { linear_wgrad(dmid.get(), a.o.get(), G(q.proj), h, hq * d); });
-  auto dq = act<bf16>(T * hq * d), dk = act<bf16>(T * hkv * d), dv = act<bf16>(T * hkv * d);
-  op(OpId::kAttnCore, B, GemmPart::kNone, l, [&] {
-    AttentionTensors t;
-    t.q = a.q.get(), t.k = a.k.get(), t.v = a.v.get(), t.o = a.o.get(), t.stats = a.stats.get();
-    t.dout = dout.get(), t.dq = dq.get(), t.dk = dk.get(), t.dv = dv.get();
-    attn_->backward(attention_set(t));
-  });
-  dout.reset();
-  auto dqkv = act<bf16>(T * (hq + 2 * hkv) * d);
-  op(OpId::kAttnRope, B, GemmPart::kNone, l, [&] {
-    rope_bwd(dq.get(), rope_cos_.get(), rope_sin_.get(), T, p_.s, hq, d, d, stream_);
-    rope_bwd(dk.get(), rope_cos_.get(), rope_sin_.get(), T, p_.s, hkv, d, d, stream_);
-    const size_t row = static_cast<size_t>((hq + 2 * hkv) * d) * sizeof(bf16);
-    const size_t qw = static_cast<size_t>(hq * d) * sizeof(bf16), kw = static_cast<size_t>(hkv * d) * sizeof(bf16);
-    char* dst = reinterpret_cast<char*>(dqkv.get());
-    LCM_CUDA_CHECK(cudaMemcpy2DAsync(dst, row, dq.get(), qw, qw, static_cast<size_t>(T), cudaMemcpyDeviceToDevice, stream_));
-    LCM_CUDA_CHECK(cudaMemcpy2DAsync(dst + qw, row, dk.get(), kw, kw, static_cast<size_t>(T), cudaMemcpyDeviceToDevice, stream_));
-    LCM_CUDA_CHECK(
-        cudaMemcpy2DAsync(dst + qw + kw, row, dv.get(), kw, kw, static_cast<size_t>(T), cudaMemcpyDeviceToDevice, stream_));
-  });
-  dq.reset(), dk.reset(), dv.reset();
-  auto dn1 = act<bf16>(T * h);
-  op(OpId::kAttnQkv, B, GemmPart::kDgrad, l,
-     [&] { linear_dgrad(dqkv.get(), W(q.qkv), dn1.get(), (hq + 2 * hkv) * d, h); });
-  op(OpId::kAttnQkv, B, GemmPart::kWgrad, l,
-     [&] { linear_wgrad(dqkv.get(), a.n1.get(), G(q.qkv), (hq + 2 * hkv) * d, h); });
-  dqkv.reset();
+  auto dn1 = attention_backward(l, a, dmid.get());
   op(OpId::kAttnNorm, B, GemmPart::kNone, l, [&] {
     rmsnorm_bwd(x, W(q.attn_norm), a.rstd1.get(), dn1.get(), dx, G(q.attn_norm), T, h, stream_);
     add(dx, dmid.get(), dx, T * h, stream_);
@@ -454,11 +634,12 @@ void Model::micro_batch(const int32_t* tokens, const int32_t* labels, float grad
   });
   auto logits = act<bf16>(T * Vp);
   op(OpId::kLogits, Pass::kFwd, GemmPart::kNone, -1, [&] { linear_fwd(nf.get(), W(output_), logits.get(), Vp, h); });
-  auto dlogits = act<bf16>(T * Vp);
+  // The gradient of the logits is written over them (Transformer Engine's fused cross-entropy;
+  // plan_training's overrides describe the loss so).
   op(OpId::kLoss, Pass::kFwd, GemmPart::kNone, -1, [&] {
-    cross_entropy_fwd_bwd(logits.get(), labels, loss_rows, dlogits.get(), T, p_.vocab, Vp, grad_scale, stream_);
+    cross_entropy_fwd_bwd(logits.get(), labels, loss_rows, logits.get(), T, p_.vocab, Vp, grad_scale, stream_);
   });
-  logits.reset();
+  DeviceArray<bf16> dlogits = std::move(logits);
   op(OpId::kLoss, Pass::kBwd, GemmPart::kNone, -1, [] {});
   auto dnf = act<bf16>(T * h);
   op(OpId::kLogits, Pass::kBwd, GemmPart::kDgrad, -1, [&] { linear_dgrad(dlogits.get(), W(output_), dnf.get(), Vp, h); });

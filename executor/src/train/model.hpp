@@ -14,6 +14,7 @@
 #include <cudnn_graph.h>
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -86,7 +87,9 @@ class Model {
   template <class F>
   void op(OpId id, Pass pass, GemmPart part, int layer, F&& f);
   void linear_fwd(const bf16* x, const bf16* w, bf16* y, int64_t out, int64_t in);
-  void linear_dgrad(const bf16* dy, const bf16* w, bf16* dx, int64_t out, int64_t in);
+  void linear_dgrad(const bf16* dy, const bf16* w, bf16* dx, int64_t out, int64_t in, float beta = 0.0f);
+  void attention_forward(int l, LayerActs& a, Pass pass, const std::function<bool(uint32_t)>& runs);
+  DeviceArray<bf16> attention_backward(int l, LayerActs& a, const bf16* dmid);  // returns dL/dn1
   void linear_wgrad(const bf16* dy, const bf16* x, float* dw, int64_t out, int64_t in);
   int attention_set(const AttentionTensors& t);
   template <class T>
@@ -107,8 +110,11 @@ class Model {
   DeviceArray<bf16> model_;
   // Per layer: offsets of its parameters (dense: attn_norm, qkv, proj, mlp_norm, fc1, fc2;
   // MoE: attn_norm, qkv, proj, mlp_norm, then the block's).
+  // qk_layernorm: q_norm, k_norm (GQA, per head) or q_norm, kv_norm (MLA, the latents).
+  // MLA: q_down (q-LoRA), kv_down, q_up (or q), kv_up in place of qkv.
   struct LayerParams {
     int attn_norm = -1, qkv = -1, proj = -1, mlp_norm = -1, fc1 = -1, fc2 = -1;
+    int q_norm = -1, k_norm = -1, q_down = -1, kv_down = -1, q_up = -1, kv_up = -1;
   };
   std::vector<LayerParams> lp_;
   int embedding_ = -1, final_norm_ = -1, output_ = -1;

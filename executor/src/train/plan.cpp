@@ -40,6 +40,10 @@ TrainPlan plan_training(const TrainOptions& o, int gpus) {
   TrainPlan p;
   p.gpus = gpus;
   p.overrides = o.sets;
+  // The runner's loss is a fused cross-entropy that writes the bf16 gradient over the logits in
+  // the forward, Transformer Engine's kind: the scenario as run says so.
+  p.overrides.emplace_back("training.cross_entropy_loss_fusion", "true");
+  p.overrides.emplace_back("training.cross_entropy_fusion_impl", "te");
   auto found = io::find_scenario(o.scenario);
   if (!found) throw UsageError("train: " + found.error().str());
   p.scenario_path = found.value();
@@ -84,16 +88,12 @@ TrainPlan plan_training(const TrainOptions& o, int gpus) {
   if (p.mesh.world != gpus) refuse("the mesh spans " + std::to_string(p.mesh.world) + " GPUs, " + std::to_string(gpus) + " at hand");
 
   // Features the runner implements; anything else is refused by name.
-  if (md.multi_latent_attention)
-    refuse("multi-latent attention (MLA) is not implemented by the runner yet; --set model.multi_latent_attention=false "
-           "trains a GQA model of the same size instead");
   if (md.normalization != Normalization::kRMSNorm)
     refuse("LayerNorm is not implemented by the runner (RMSNorm only): --set model.normalization=RMSNorm");
   if (md.position_embedding_type != PositionEmbedding::kRope)
     refuse("the runner implements rotary position embeddings only: --set model.position_embedding_type=rope");
   if (md.add_bias_linear || md.add_qkv_bias)
     refuse("linear biases are not implemented by the runner: --set model.add_bias_linear=false --set model.add_qkv_bias=false");
-  if (md.qk_layernorm) refuse("qk_layernorm is not implemented by the runner: --set model.qk_layernorm=false");
   if (!md.swiglu) refuse("the runner implements SwiGLU MLPs only: --set model.swiglu=true");
   if (md.mtp_num_layers > 0) refuse("multi-token prediction is not implemented by the runner: --set model.mtp_num_layers=0");
   if (md.hidden_dropout > 0 || md.attention_dropout > 0)
@@ -119,8 +119,29 @@ TrainPlan plan_training(const TrainOptions& o, int gpus) {
   p.heads = static_cast<int64_t>(r.heads_rank);
   p.groups = static_cast<int64_t>(r.kv_heads_rank);
   p.head_dim = static_cast<int64_t>(r.head_dim);
-  if (static_cast<double>(p.head_dim) != r.head_dim || p.head_dim % 8 != 0 || p.head_dim > 256)
-    refuse("head dim " + std::to_string(r.head_dim) + ": cuDNN fused attention needs a multiple of 8 up to 256");
+  p.qk_norm = md.qk_layernorm;
+  p.mla = md.multi_latent_attention;
+  if (p.mla) {
+    p.q_lora = md.q_lora_rank;
+    p.kv_lora = md.kv_lora_rank;
+    p.qk_nope = md.qk_head_dim;
+    p.qk_rope = md.qk_pos_emb_head_dim;
+    p.v_dim = md.v_head_dim;
+    p.head_dim = p.qk_nope + p.qk_rope;
+    p.groups = p.heads;  // every head has its own K and V
+    if (p.kv_lora <= 0 || p.qk_nope <= 0 || p.qk_rope <= 0 || p.qk_rope % 2 != 0 || p.v_dim <= 0)
+      refuse("MLA needs kv_lora_rank, qk_head_dim, v_head_dim > 0 and an even qk_pos_emb_head_dim > 0");
+    if (p.v_dim % 8 != 0 || p.v_dim > 256)
+      refuse("v_head_dim " + std::to_string(p.v_dim) + ": cuDNN fused attention needs a multiple of 8 up to 256");
+    p.rope_dim = p.qk_rope;
+  } else {
+    if (static_cast<double>(p.head_dim) != r.head_dim)
+      refuse("head dim " + std::to_string(r.head_dim) + ": cuDNN fused attention needs a multiple of 8 up to 256");
+    p.v_dim = p.head_dim;
+    p.rope_dim = p.head_dim;
+  }
+  if (p.head_dim % 8 != 0 || p.head_dim > 256)
+    refuse("head dim " + std::to_string(p.head_dim) + ": cuDNN fused attention needs a multiple of 8 up to 256");
   p.ffn = static_cast<int64_t>(r.ffn);
   p.vocab = md.vocab_size;
   p.padded_vocab = p.mesh.padded_vocab;
@@ -128,6 +149,10 @@ TrainPlan plan_training(const TrainOptions& o, int gpus) {
   p.num_layers = md.num_layers;
   p.tied_embeddings = !md.untie_embeddings_and_output_weights;
   p.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.head_dim)));
+  // MLA under YaRN: Megatron's MLASelfAttention scales the softmax by mscale(factor,
+  // mscale_all_dim)^2 (the runner's cos/sin carry the ratio of the two mscales, rope.cpp).
+  if (p.mla && p.rope.type == 3)
+    p.softmax_scale *= static_cast<float>(std::pow(yarn_mscale(p.rope.factor, p.rope.mscale_all_dim), 2));
   p.expert_ffn = static_cast<int64_t>(r.expert_ffn_rank);
   p.shared_ffn = md.moe_shared_expert_intermediate_size;
   p.experts = md.num_experts;
@@ -143,10 +168,11 @@ TrainPlan plan_training(const TrainOptions& o, int gpus) {
   }
   if (p.recompute == RecomputeKind::kSelective) {
     p.recompute_modules = par.recompute_modules;
-    constexpr uint32_t kSupported = kRecomputeCoreAttn | kRecomputeLayernorm | kRecomputeMlp;
+    const uint32_t kSupported =
+        kRecomputeCoreAttn | kRecomputeLayernorm | kRecomputeMlp | (p.mla ? kRecomputeMlaUpProj : 0u);
     constexpr uint32_t kMoeWhole = kRecomputeMoe | kRecomputeMoeAct | kRecomputeSharedExperts;
     if ((p.recompute_modules & ~(kSupported | kMoeWhole)) != 0)
-      refuse("selective recompute of mla_up_proj is not implemented by the runner (no MLA)");
+      refuse("selective recompute of mla_up_proj applies to MLA models only");
     if (has_moe(md) && (p.recompute_modules & kMoeWhole) != 0)
       refuse("selective recompute of moe / moe_act / shared_experts is not implemented by the runner: "
              "--set parallel.recompute_modules=core_attn (or full recompute)");

@@ -2,6 +2,7 @@
 #include "lcm/executor/train/reference.hpp"
 
 #include <algorithm>
+#include <vector>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -102,6 +103,64 @@ void rope_fwd(float* x, const float* cos_tab, const float* sin_tab, int64_t rows
 void rope_bwd(float* dx, const float* cos_tab, const float* sin_tab, int64_t rows, int64_t seq, int64_t heads,
               int64_t head_dim, int64_t rot_dim) {
   rope_apply(dx, cos_tab, sin_tab, rows, seq, heads, head_dim, rot_dim, -1.0);
+}
+
+void qkv_split_rope(const float* qkv, float* q, float* k, float* v, const float* cos_tab, const float* sin_tab,
+                    int64_t rows, int64_t seq, int64_t hq, int64_t hkv, int64_t head_dim, bool rotate) {
+  const int64_t d = head_dim, row = (hq + 2 * hkv) * d;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::copy(qkv + r * row, qkv + r * row + hq * d, q + r * hq * d);
+    std::copy(qkv + r * row + hq * d, qkv + r * row + (hq + hkv) * d, k + r * hkv * d);
+    std::copy(qkv + r * row + (hq + hkv) * d, qkv + (r + 1) * row, v + r * hkv * d);
+  }
+  if (rotate) {
+    rope_fwd(q, cos_tab, sin_tab, rows, seq, hq, d, d);
+    rope_fwd(k, cos_tab, sin_tab, rows, seq, hkv, d, d);
+  }
+}
+
+void qkv_join_rope(const float* dq, const float* dk, const float* dv, float* dqkv, const float* cos_tab,
+                   const float* sin_tab, int64_t rows, int64_t seq, int64_t hq, int64_t hkv, int64_t head_dim,
+                   bool rotate) {
+  const int64_t d = head_dim, row = (hq + 2 * hkv) * d;
+  std::vector<float> q(dq, dq + rows * hq * d), k(dk, dk + rows * hkv * d);
+  if (rotate) {
+    rope_bwd(q.data(), cos_tab, sin_tab, rows, seq, hq, d, d);
+    rope_bwd(k.data(), cos_tab, sin_tab, rows, seq, hkv, d, d);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    std::copy(q.begin() + r * hq * d, q.begin() + (r + 1) * hq * d, dqkv + r * row);
+    std::copy(k.begin() + r * hkv * d, k.begin() + (r + 1) * hkv * d, dqkv + r * row + hq * d);
+    std::copy(dv + r * hkv * d, dv + (r + 1) * hkv * d, dqkv + r * row + (hq + hkv) * d);
+  }
+}
+
+void mla_assemble_kv(const float* kvu, const float* kpe, float* k, float* v, int64_t rows, int64_t heads, int64_t dn,
+                     int64_t dr, int64_t dv) {
+  const int64_t dq = dn + dr, du = dn + dv;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < heads; ++i) {
+      const float* u = kvu + (r * heads + i) * du;
+      float* kk = k + (r * heads + i) * dq;
+      for (int64_t c = 0; c < dn; ++c) kk[c] = u[c];
+      for (int64_t c = 0; c < dr; ++c) kk[dn + c] = kpe[r * dr + c];
+      for (int64_t c = 0; c < dv; ++c) v[(r * heads + i) * dv + c] = u[dn + c];
+    }
+}
+
+void mla_split_kv_grad(const float* dk, const float* dv_in, float* dkvu, float* dkpe, int64_t rows, int64_t heads,
+                       int64_t dn, int64_t dr, int64_t dv) {
+  const int64_t dq = dn + dr, du = dn + dv;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < dr; ++c) dkpe[r * dr + c] = 0;
+    for (int64_t i = 0; i < heads; ++i) {
+      const float* kk = dk + (r * heads + i) * dq;
+      float* u = dkvu + (r * heads + i) * du;
+      for (int64_t c = 0; c < dn; ++c) u[c] = kk[c];
+      for (int64_t c = 0; c < dv; ++c) u[dn + c] = dv_in[(r * heads + i) * dv + c];
+      for (int64_t c = 0; c < dr; ++c) dkpe[r * dr + c] += kk[dn + c];
+    }
+  }
 }
 
 void swiglu_fwd(const float* h, float* a, int64_t rows, int64_t f) {

@@ -12,8 +12,9 @@
 
 namespace lcm::exec::train {
 
+double yarn_mscale(double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; }
+
 namespace {
-double yarn_get_mscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; }
 // Rotary pair index at which a wavelength turns num_rotations times over max_pos positions.
 double yarn_correction_dim(double num_rotations, double dim, double base, double max_pos) {
   return dim * std::log(max_pos / (num_rotations * 2 * std::numbers::pi)) / (2 * std::log(base));
@@ -63,7 +64,7 @@ std::vector<float> rope_inv_freq(const RopeParams& p, int64_t rot_dim, float* ms
     }
     out[static_cast<size_t>(i)] = static_cast<float>(v);
   }
-  if (p.type == 3) ms = yarn_get_mscale(p.factor, p.mscale) / yarn_get_mscale(p.factor, p.mscale_all_dim);
+  if (p.type == 3) ms = yarn_mscale(p.factor, p.mscale) / yarn_mscale(p.factor, p.mscale_all_dim);
   if (mscale) *mscale = static_cast<float>(ms);
   return out;
 }

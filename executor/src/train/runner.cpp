@@ -257,7 +257,7 @@ int run_train(const TrainOptions& o, const TrainPlan& p) {
         write_raw(dump / "tokens.i32", h_tokens, static_cast<size_t>(M * T));
         write_raw(dump / "labels.i32", h_labels, static_cast<size_t>(M * T));
         float mscale = 1.0f;
-        const std::vector<float> inv = rope_inv_freq(p.rope, p.head_dim, &mscale);
+        const std::vector<float> inv = rope_inv_freq(p.rope, p.rope_dim, &mscale);
         nlohmann::json cfg = {{"hidden", p.hidden},        {"heads", p.heads},       {"groups", p.groups},
                               {"head_dim", p.head_dim},    {"ffn", p.ffn},           {"vocab", p.vocab},
                               {"padded_vocab", p.padded_vocab}, {"layers", p.num_layers}, {"moe_layer", p.moe_layer},
@@ -265,6 +265,10 @@ int run_train(const TrainOptions& o, const TrainPlan& p) {
                               {"tied_embeddings", p.tied_embeddings}, {"norm_eps", p.norm_eps},
                               {"softmax_scale", p.softmax_scale}, {"rope_inv_freq", inv}, {"rope_mscale", mscale},
                               {"loss", loss},              {"valid_tokens", valid}};
+        cfg["qk_norm"] = p.qk_norm;
+        if (p.mla)  // multi-latent attention's shapes (head_dim is qk_nope + qk_rope)
+          cfg["mla"] = {{"q_lora", p.q_lora}, {"kv_lora", p.kv_lora}, {"qk_nope", p.qk_nope}, {"qk_rope", p.qk_rope},
+                        {"v_dim", p.v_dim}};
         if (p.experts > 0) {  // what scripts/train_reference.py needs to rebuild the MoE layers
           const ModelSpec& md = p.scenario.model;
           const double cf = md.moe_expert_capacity_factor;

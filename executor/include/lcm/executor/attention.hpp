@@ -24,6 +24,8 @@ namespace lcm::exec {
 
 struct AttentionProblem {
   int64_t b = 1, s = 4096, hq = 32, hkv = 8, d = 128;
+  int64_t dv = 0;  // head dim of V, O, dO, dV when it differs from d (MLA: 128 with d 192); 0: d
+  int64_t vdim() const { return dv > 0 ? dv : d; }
   bool causal = true;
   float scale = 0;  // softmax scale; 0 means 1 / sqrt(d)
   // Ring attention (cp_ring.hpp) runs blocks with fewer keys than queries and writes the
@@ -56,6 +58,9 @@ struct AttentionProblem {
   // Element strides of the [b, h, s, d] index (BSHD storage).
   std::array<int64_t, 4> q_strides() const { return {s * hq * d, d, hq * d, 1}; }
   std::array<int64_t, 4> kv_strides() const { return {skv() * hkv * d, d, hkv * d, 1}; }
+  // V (and dV) and O (and dO) with head dim vdim(); equal to kv_strides() / q_strides() when dv is 0.
+  std::array<int64_t, 4> v_strides() const { return {skv() * hkv * vdim(), vdim(), hkv * vdim(), 1}; }
+  std::array<int64_t, 4> o_strides() const { return {s * hq * vdim(), vdim(), hq * vdim(), 1}; }
   int64_t q_offset(int64_t bi, int64_t h, int64_t i, int64_t t) const { return ((bi * s + i) * hq + h) * d + t; }
   int64_t kv_offset(int64_t bi, int64_t h, int64_t j, int64_t t) const { return ((bi * skv() + j) * hkv + h) * d + t; }
   int64_t stat_offset(int64_t bi, int64_t h, int64_t i) const { return (bi * hq + h) * s + i; }

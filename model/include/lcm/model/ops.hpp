@@ -100,7 +100,7 @@ enum class OpId : uint8_t {
   kNone,  // an op without a schedule identity (a calibration point, a synthetic test op)
   // Attention block (§4.1), FP8 casts of its GEMMs (§4.1a).
   kAttnNorm, kAttnSpAllGather, kAttnTpCopy, kAttnQkv, kAttnQDown, kAttnKvDown, kAttnQUp, kAttnQ,
-  kAttnKvUp, kAttnRope, kAttnCpA2AQ, kAttnCpA2AK, kAttnCpA2AV, kAttnCpKvP2p, kAttnCpKAllGather,
+  kAttnKvUp, kAttnQkNorm, kAttnRope, kAttnCpA2AQ, kAttnCpA2AK, kAttnCpA2AV, kAttnCpKvP2p, kAttnCpKAllGather,
   kAttnCpVAllGather, kAttnCore, kAttnCpA2AO, kAttnCpVRegather, kAttnCpKRegather, kAttnProj,
   kAttnSpReduceScatter, kAttnTpAllReduce, kAttnBda,
   kAttnQkvFp8Cast, kAttnProjFp8Cast, kAttnQFp8Cast, kAttnQDownFp8Cast, kAttnKvDownFp8Cast,
@@ -170,6 +170,7 @@ inline constexpr std::array<IdName<OpId>, kNumOpIds> kOpNames{{
     {OpId::kAttnQUp, "attn.q_up"},
     {OpId::kAttnQ, "attn.q"},
     {OpId::kAttnKvUp, "attn.kv_up"},
+    {OpId::kAttnQkNorm, "attn.qk_norm"},
     {OpId::kAttnRope, "attn.rope"},
     {OpId::kAttnCpA2AQ, "attn.cp.a2a.q"},
     {OpId::kAttnCpA2AK, "attn.cp.a2a.k"},

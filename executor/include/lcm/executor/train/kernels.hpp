@@ -63,6 +63,8 @@ struct RopeParams {
   double mscale = 1.0, mscale_all_dim = 0.0;              // yarn
 };
 std::vector<float> rope_inv_freq(const RopeParams& p, int64_t rot_dim, float* mscale);
+// YaRN's attention factor 0.1 m ln(scale) + 1 (1 when scale <= 1; Megatron yarn_get_mscale).
+double yarn_mscale(double scale, double m);
 // The scenario's rotary base and scaling (ModelSpec::rotary_base, rope_scaling) as RopeParams,
 // with the defaults of Llama 3.1 (low 1, high 4) and of Megatron's YaRN (beta_fast 32,
 // beta_slow 1, mscale 1, mscale_all_dim 0) for what the spec does not carry. Throws
@@ -80,6 +82,28 @@ void rope_fwd(bf16* x, const float* cos_tab, const float* sin_tab, int64_t rows,
 void rope_bwd(bf16* dx, const float* cos_tab, const float* sin_tab, int64_t rows, int64_t seq, int64_t heads,
               int64_t head_dim, int64_t rot_dim, cudaStream_t s);
 
+// The fused QKV projection's rows [rows, (hq + 2 hkv) * head_dim] = [q heads | k heads |
+// v heads] split into BSHD tensors q [rows, hq, d], k and v [rows, hkv, d] in one pass, Q and
+// K turned by RoPE over the whole head (NeoX pairs, as rope_fwd) when `rotate`; the backward
+// joins dq, dk (turned back when `rotate`, as rope_bwd) and dv into the fused rows. The
+// same numbers as copying and then calling rope_fwd / rope_bwd.
+void qkv_split_rope(const bf16* qkv, bf16* q, bf16* k, bf16* v, const float* cos_tab, const float* sin_tab,
+                    int64_t rows, int64_t seq, int64_t hq, int64_t hkv, int64_t head_dim, bool rotate, cudaStream_t s);
+void qkv_join_rope(const bf16* dq, const bf16* dk, const bf16* dv, bf16* dqkv, const float* cos_tab,
+                   const float* sin_tab, int64_t rows, int64_t seq, int64_t hq, int64_t hkv, int64_t head_dim,
+                   bool rotate, cudaStream_t s);
+
+// ---- multi-latent attention (MLA) ----------------------------------------------------
+// Forward: the per-head K [rows, heads, dn + dr] and V [rows, heads, dv] out of the up
+// projection's output kvu [rows, heads, dn + dv] ([k_nope | v] per head) and the rotated
+// shared key kpe [rows, dr]: K = [k_nope | kpe], V = v (Megatron's split and cat).
+// Backward: dkvu [rows, heads, dn + dv] = [dK[..., :dn] | dV] and dkpe [rows, dr] = the sum
+// over heads of dK[..., dn:] (fp32, heads in order: bit-identical from run to run).
+void mla_assemble_kv(const bf16* kvu, const bf16* kpe, bf16* k, bf16* v, int64_t rows, int64_t heads, int64_t dn,
+                     int64_t dr, int64_t dv, cudaStream_t s);
+void mla_split_kv_grad(const bf16* dk, const bf16* dv_in, bf16* dkvu, bf16* dkpe, int64_t rows, int64_t heads,
+                       int64_t dn, int64_t dr, int64_t dv, cudaStream_t s);
+
 // ---- SwiGLU --------------------------------------------------------------------------
 // h [rows, 2f] = [gate | up]; a = silu(gate) * up [rows, f]; backward gives dh [rows, 2f].
 void swiglu_fwd(const bf16* h, bf16* a, int64_t rows, int64_t f, cudaStream_t s);
@@ -90,7 +114,9 @@ void swiglu_bwd(const bf16* h, const bf16* da, bf16* dh, int64_t rows, int64_t f
 // padded vocabulary's columns >= vocab ignored): loss[r] = logsumexp - logits[r, label];
 // dlogits[r, :] = (softmax - onehot) * grad_scale (bf16, same layout), written in the same
 // pass (Megatron computes it in the backward from saved statistics; same numbers).
-// Labels < 0 are ignored (loss 0, gradient 0).
+// Labels < 0 are ignored (loss 0, gradient 0). dlogits may be logits itself: each element is
+// read before its gradient overwrites it (in place, as Transformer Engine's Triton
+// cross-entropy does; the runner runs it so).
 void cross_entropy_fwd_bwd(const bf16* logits, const int32_t* labels, float* loss, bf16* dlogits, int64_t rows,
                            int64_t vocab, int64_t ld, float grad_scale, cudaStream_t s);
 

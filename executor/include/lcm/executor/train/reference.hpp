@@ -30,6 +30,15 @@ void rope_fwd(float* x, const float* cos_tab, const float* sin_tab, int64_t rows
 void rope_bwd(float* dx, const float* cos_tab, const float* sin_tab, int64_t rows, int64_t seq, int64_t heads,
               int64_t head_dim, int64_t rot_dim);
 
+void qkv_split_rope(const float* qkv, float* q, float* k, float* v, const float* cos_tab, const float* sin_tab,
+                    int64_t rows, int64_t seq, int64_t hq, int64_t hkv, int64_t head_dim, bool rotate);
+void qkv_join_rope(const float* dq, const float* dk, const float* dv, float* dqkv, const float* cos_tab,
+                   const float* sin_tab, int64_t rows, int64_t seq, int64_t hq, int64_t hkv, int64_t head_dim,
+                   bool rotate);
+void mla_assemble_kv(const float* kvu, const float* kpe, float* k, float* v, int64_t rows, int64_t heads, int64_t dn,
+                     int64_t dr, int64_t dv);
+void mla_split_kv_grad(const float* dk, const float* dv_in, float* dkvu, float* dkpe, int64_t rows, int64_t heads,
+                       int64_t dn, int64_t dr, int64_t dv);
 void swiglu_fwd(const float* h, float* a, int64_t rows, int64_t f);
 void swiglu_bwd(const float* h, const float* da, float* dh, int64_t rows, int64_t f);
 

@@ -77,6 +77,13 @@ struct TrainPlan {
   RecomputeKind recompute = RecomputeKind::kNone;
   uint32_t recompute_modules = 0;  // selective
   bool tied_embeddings = false;
+  bool qk_norm = false;  // qk_layernorm: RMSNorm per head of Q and K (MLA: of the q and kv latents)
+  // Multi-latent attention (MLA): q_lora 0 projects Q straight from the hidden state;
+  // head_dim is then qk_nope + qk_rope (Q and K), groups = heads, and RoPE turns the last
+  // qk_rope channels of each head (K's shared across the heads).
+  bool mla = false;
+  int64_t q_lora = 0, kv_lora = 0, qk_nope = 0, qk_rope = 0, v_dim = 0;
+  int64_t rope_dim = 0;  // channels of a head that RoPE turns (head_dim; MLA: qk_rope)
   RopeParams rope;
   float norm_eps = 1e-5f;
   float softmax_scale = 0;
