@@ -115,6 +115,7 @@ if want suite; then
     timeout 60 "$LCM" compare "${A[0]}" "$dir" --format json -o "$OUT/runs/$name/compare.json"
     timeout 60 "$LCM" compare "${A[0]}" "$dir" --format markdown -o "$OUT/runs/$name/compare.md" && sed -n 3,8p "$OUT/runs/$name/compare.md"
   done
+  python3 scripts/train_suite_table.py "$OUT/runs" validation/measured/h200/train_suite/DECLARATION.md | tee "$OUT/suite_table.md"
 fi
 
 if want speed; then

@@ -449,7 +449,10 @@ Result<std::string> set_profile_uncertainty(const std::string& text, const std::
         kept.push_back(lines[i]);
         continue;
       }
-      while (!kept.empty() && kept.back().rfind("# uncertainty", 0) == 0) kept.pop_back();
+      // The comment run just above the block goes with it when it starts "# uncertainty".
+      size_t j = kept.size();
+      while (j > 0 && kept[j - 1].rfind('#', 0) == 0) --j;
+      if (j < kept.size() && kept[j].rfind("# uncertainty", 0) == 0) kept.resize(j);
       while (i + 1 < lines.size() && (lines[i + 1].empty() || lines[i + 1][0] == ' ')) ++i;
     }
     while (!kept.empty() && kept.back().empty()) kept.pop_back();

@@ -335,6 +335,30 @@ TEST(Calibrate, ProfileEditKeepsCommentsAndReloads) {
   EXPECT_THAT(bad.error().str(), HasSubstr("efficiency.gemmm: not a hardware profile key"));
 }
 
+// Writing the uncertainty block replaces the old one with its two-line comment: applied twice
+// (and to the calibrated profile, which has one) the comment appears once.
+TEST(Calibrate, UncertaintyBlockIsReplacedWithItsComment) {
+  OpUncertainty u;
+  u.present = true;
+  u.source = "test";
+  u.points = 7;
+  u.gemm_bf16 = RelativeBand{-0.1, 0.2};
+  for (const std::string name : {"h200-sxm.yaml", "h200-sxm.calibrated.yaml"}) {
+    const std::string path = kSrc + "/hwprofiles/" + name;
+    auto once = io::set_profile_uncertainty(slurp(path), path, u);
+    ASSERT_TRUE(once.ok()) << once.error().str();
+    auto twice = io::set_profile_uncertainty(once.value(), path, u);
+    ASSERT_TRUE(twice.ok()) << twice.error().str();
+    EXPECT_EQ(twice.value(), once.value()) << name;
+    const std::string& t = twice.value();
+    const std::string head = "# uncertainty: the time model's op-level error";
+    const size_t first = t.find(head);
+    ASSERT_NE(first, std::string::npos);
+    EXPECT_EQ(t.find(head, first + 1), std::string::npos) << name << ": the comment appears twice";
+    EXPECT_EQ(t.find("\nuncertainty:"), t.rfind("\nuncertainty:")) << name;
+  }
+}
+
 // The committed inputs of the H200 calibration, one path per line (relative to the source).
 std::vector<std::string> committed_inputs() {
   std::vector<std::string> out;
