@@ -77,6 +77,8 @@ inline Op gemm_op(OpId base, const GemmShape& g, const Ctx& x) {
   o.kind = OpKind::kGemm;
   o.dtype = x.gemm_dtype;
   o.gemm = g;
+  // Its weight gradient accumulates into the main grads (read and written).
+  o.gemm.grad_c_bytes = 2.0 * (x.s->training.grad_reduce_in_fp32 ? 4.0 : 2.0);
   o.flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
   o.model_flops = o.flops;
   return o;

@@ -129,14 +129,14 @@ double smooth_max(double a, double b, double p) {
 // shape's efficiency and, with gemm_roofline_exponent p > 0, the memory roofline of its
 // operands (A m x k and B k x n at the dtype's width, C m x n written in BF16) at
 // hbm_bw x hbm, combined as a smooth maximum.
-double one_gemm_time(double m, double n, double k, DType dtype, const HardwareSpec& hw) {
+double one_gemm_time(double m, double n, double k, DType dtype, const HardwareSpec& hw, double c_bytes = 2.0) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   const double t_compute = 2.0 * m * n * k / (peak_flops(dtype, hw) * dims_efficiency(m, n, k, dtype, hw));
   const double p = hw.efficiency.gemm_roofline_exponent;
   const double bw = hw.gpu.hbm_bw * hw.efficiency.hbm;
   if (!(p > 0) || !(bw > 0)) return t_compute;
   const double width = dtype == DType::kFp8 ? 1.0 : dtype == DType::kFp32 ? 4.0 : 2.0;
-  const double t_memory = ((m * k + k * n) * width + m * n * 2.0) / bw;
+  const double t_memory = ((m * k + k * n) * width + m * n * c_bytes) / bw;
   return smooth_max(t_compute, t_memory, p);
 }
 
@@ -153,7 +153,9 @@ double gemm_time(const GemmShape& g, DType dtype, const HardwareSpec& hw) {
   const double n = static_cast<double>(g.n);
   const double tokens = static_cast<double>(g.split_k ? g.k : g.m);
   const double other = static_cast<double>(g.split_k ? g.m : g.k);
-  auto expert = [&](double t) { return g.split_k ? one_gemm_time(other, n, t, dtype, hw) : one_gemm_time(t, n, other, dtype, hw); };
+  auto expert = [&](double t) {
+    return g.split_k ? one_gemm_time(other, n, t, dtype, hw, g.c_bytes) : one_gemm_time(t, n, other, dtype, hw, g.c_bytes);
+  };
   if (groups == 1 || g.loads.even()) return static_cast<double>(groups) * expert(tokens / groups) + fixed;
   // Uneven routing: each bucket's experts at their own token count (ops.hpp ExpertLoadShares).
   double t = 0;

@@ -224,19 +224,20 @@ LtGemm::LtGemm(cudaStream_t stream, int64_t workspace_bytes)
 
 LtGemm::~LtGemm() {
   if (std::uncaught_exceptions() > 0) return;
-  for (auto& [k, e] : cache_) {
-    cublasLtMatmulDescDestroy(e.op);
-    cublasLtMatrixLayoutDestroy(e.lp);
-    cublasLtMatrixLayoutDestroy(e.lq);
-    cublasLtMatrixLayoutDestroy(e.ld);
-  }
+  for (auto& [k, e] : cache_) destroy(e);
   if (workspace_) cudaFree(workspace_);
   if (lt_) cublasLtDestroy(lt_);
 }
 
-const LtGemm::Entry& LtGemm::entry(const Key& key) {
-  const auto it = cache_.find(key);
-  if (it != cache_.end()) return it->second;
+void LtGemm::destroy(Entry& e) {
+  if (e.op) cublasLtMatmulDescDestroy(e.op);
+  if (e.lp) cublasLtMatrixLayoutDestroy(e.lp);
+  if (e.lq) cublasLtMatrixLayoutDestroy(e.lq);
+  if (e.ld) cublasLtMatrixLayoutDestroy(e.ld);
+  e = Entry{};
+}
+
+LtGemm::Entry LtGemm::descriptors(const Key& key) const {
   const auto [m, n, k, ta, tb, c32, accumulate] = key;
   // Row-major X[r, c] is column-major X^T: cuBLASLt computes D^T[n, m] = op(P) op(Q) with P
   // the storage of B and Q the storage of A.
@@ -250,6 +251,10 @@ const LtGemm::Entry& LtGemm::entry(const Key& key) {
   LCM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&e.lq, CUDA_R_16BF, qr, qc, static_cast<int64_t>(qr)));
   LCM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&e.ld, c32 ? CUDA_R_32F : CUDA_R_16BF, static_cast<uint64_t>(n),
                                               static_cast<uint64_t>(m), n));
+  return e;
+}
+
+bool LtGemm::heuristic(Entry& e) const {
   cublasLtMatmulPreference_t pref = nullptr;
   LCM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   const uint64_t ws = workspace_bytes_;
@@ -257,11 +262,53 @@ const LtGemm::Entry& LtGemm::entry(const Key& key) {
   int returned = 0;
   const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt_, e.op, e.lp, e.lq, e.ld, e.ld, pref, 1, &e.algo, &returned);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (st != CUBLAS_STATUS_SUCCESS || returned < 1) {
-    cublasLtMatmulDescDestroy(e.op);
-    cublasLtMatrixLayoutDestroy(e.lp);
-    cublasLtMatrixLayoutDestroy(e.lq);
-    cublasLtMatrixLayoutDestroy(e.ld);
+  return st == CUBLAS_STATUS_SUCCESS && returned >= 1;
+}
+
+namespace {
+// A dimension's bucket: the next multiple of 128, or the next power of two below 128.
+int64_t bucket(int64_t x) {
+  if (x >= 128) return (x + 127) / 128 * 128;
+  int64_t b = 1;
+  while (b < x) b *= 2;
+  return b;
+}
+}  // namespace
+
+const LtGemm::Entry& LtGemm::entry(const Key& key) {
+  const auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second;
+  if (cache_.size() >= kMaxShapes) {  // cheap to rebuild: descriptors and a check
+    for (auto& [k, e] : cache_) destroy(e);
+    cache_.clear();
+  }
+  const auto [m, n, k, ta, tb, c32, accumulate] = key;
+  Entry e = descriptors(key);
+  const Key bkey{bucket(m), bucket(n), bucket(k), ta, tb, c32, accumulate};
+  auto b = bucket_algo_.find(bkey);
+  if (b == bucket_algo_.end()) {
+    std::optional<cublasLtMatmulHeuristicResult_t> found;
+    if (bkey == key) {
+      if (heuristic(e)) found = e.algo;
+    } else {
+      Entry be = descriptors(bkey);
+      if (heuristic(be)) found = be.algo;
+      destroy(be);
+    }
+    b = bucket_algo_.emplace(bkey, found).first;
+  }
+  bool ok = false;
+  if (b->second) {
+    cublasLtMatmulHeuristicResult_t check{};
+    ok = cublasLtMatmulAlgoCheck(lt_, e.op, e.lp, e.lq, e.ld, e.ld, &b->second->algo, &check) == CUBLAS_STATUS_SUCCESS &&
+         check.workspaceSize <= workspace_bytes_;
+    if (ok) {
+      e.algo = *b->second;
+      e.algo.workspaceSize = check.workspaceSize;
+    }
+  }
+  if (!ok && !heuristic(e)) {
+    destroy(e);
     throw ExecError("cuBLASLt offers no algorithm for the row-major GEMM m=" + std::to_string(m) + " n=" +
                     std::to_string(n) + " k=" + std::to_string(k) + (ta ? " A^T" : "") + (tb ? " B^T" : "") +
                     (accumulate ? " (beta 1)" : ""));

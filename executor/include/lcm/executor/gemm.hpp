@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -113,9 +114,15 @@ class GemmRunner {
 
 // Row-major bf16 GEMMs on the caller's pointers (the MoE layer's router and expert GEMMs):
 // C[m,n] = op(A) op(B) + beta C, op(A) = A[m,k] or, transposed, A stored [k,m]; op(B) =
-// B[k,n] or B stored [n,k]; fp32 accumulation, C bf16 or fp32. The cuBLASLt heuristic's
-// first algorithm, looked up once per (shape, transposes, C type, beta) and cached, so a
-// repeated routing costs no heuristic calls.
+// B[k,n] or B stored [n,k]; fp32 accumulation, C bf16 or fp32. The algorithm is the cuBLASLt
+// heuristic's first for the shape with m, n, k rounded up to a bucket (a multiple of 128; a
+// power of two below 128), looked up once per bucket, transposes, C type and beta, and checked
+// on the exact shape (cublasLtMatmulAlgoCheck; the exact shape's own heuristic when the check
+// fails). Dropless MoE routing gives every micro-batch new per-expert row counts: one
+// heuristic call per new count stalls the host (measured on the H200, session 5: expert GEMMs
+// 2-4x their usual time right after the routing's host synchronisation). The choice is a
+// function of the exact shape only (not of the order shapes come in), so runs repeat bit for
+// bit. Exact-shape descriptors are cached too, at most kMaxShapes of them.
 class LtGemm {
  public:
   LtGemm(cudaStream_t stream, int64_t workspace_bytes);
@@ -134,12 +141,17 @@ class LtGemm {
     cublasLtMatmulHeuristicResult_t algo{};
   };
   using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, bool, bool>;
+  static constexpr size_t kMaxShapes = 4096;
   const Entry& entry(const Key& k);
+  Entry descriptors(const Key& k) const;  // op and layouts of a shape, no algorithm
+  static void destroy(Entry& e);
+  bool heuristic(Entry& e) const;         // the heuristic's first algorithm into e.algo
   cudaStream_t stream_;
   cublasLtHandle_t lt_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_;
-  std::map<Key, Entry> cache_;
+  std::map<Key, Entry> cache_;                                     // exact shapes
+  std::map<Key, std::optional<cublasLtMatmulHeuristicResult_t>> bucket_algo_;  // per bucketed shape
 };
 
 }  // namespace lcm::exec

@@ -364,6 +364,12 @@ struct GemmShape {
   // expert's dW = A_e^T dC_e reduces over that expert's tokens (groups GEMMs of m x n x k/groups).
   bool split_k = false;
   ExpertLoadShares loads{};  // per-expert token shares; even by default (m / groups each)
+  // Bytes each element of C moves: 2, a bf16 result written. grad_c_bytes is what the C of
+  // this GEMM's weight gradient moves (wgrad_shape gives it to that GEMM): a gradient
+  // accumulated into the main grads reads and writes them (Megatron's gradient-accumulation
+  // fusion: the wgrad GEMM runs with beta 1 into main_grad), 2 x 4 B with fp32 main grads.
+  double c_bytes = 2.0;
+  double grad_c_bytes = 2.0;
   bool operator==(const GemmShape&) const = default;
 };
 
@@ -371,7 +377,7 @@ struct GemmShape {
 // dA[m x k] = dC[m x n] B^T and the weight gradient dB[k x n] = A^T dC (same groups and loads).
 inline GemmShape dgrad_shape(const GemmShape& g) { return GemmShape{g.m, g.k, g.n, g.groups, false, g.loads}; }
 inline GemmShape wgrad_shape(const GemmShape& g) {
-  return GemmShape{g.k, g.n, g.m, g.groups, g.groups > 1, g.loads};
+  return GemmShape{g.k, g.n, g.m, g.groups, g.groups > 1, g.loads, g.grad_c_bytes, g.grad_c_bytes};
 }
 // The GEMM of a forward shape in a pass / part: forward and recompute as is, backward dgrad
 // or wgrad.
