@@ -76,12 +76,22 @@ def topk_lower_first(scores, k):
     return torch.sort(scores, dim=-1, descending=True, stable=True).indices[..., :k]
 
 
-def route(cfg, logits, bias):
-    """Indices [T, k], gate weights [T, k] (differentiable) and the kept mask [T, k]."""
+def route(cfg, logits, bias, given=None):
+    """Indices [T, k], gate weights [T, k] (differentiable) and the kept mask [T, k].
+    `given` (the runner's assignments of this call, -1 - expert where dropped) replaces the
+    selection and the drops; the gate weights are still computed here."""
     m = cfg["moe"]
     E, k, G, gk = m["experts"], m["topk"], m["groups"], m["group_topk"]
     sigmoid = m["score"] == "sigmoid"
     scores = torch.sigmoid(logits) if sigmoid else logits
+    if given is not None:
+        idx = torch.where(given >= 0, given, -1 - given).long()
+        sel = scores.gather(1, idx)
+        if sigmoid:
+            gates = sel / (sel.sum(-1, keepdim=True) + 1e-20) if k > 1 else sel
+        else:
+            gates = torch.softmax(sel, dim=-1)
+        return idx, gates, given >= 0
     key = (scores + bias.float() if bias is not None else scores).detach()
     if G > 0:
         T = key.shape[0]
@@ -112,14 +122,14 @@ def route(cfg, logits, bias):
     return idx, gates, kept
 
 
-def moe_layer(cfg, W, p, x):
+def moe_layer(cfg, W, p, x, given=None):
     """The MoE block on x [T, h] (bf16 or fp32): (output, aux + z loss of this call)."""
     m = cfg["moe"]
     E, k, f, fs = m["experts"], m["topk"], m["expert_ffn"], m["shared_ffn"]
     T = x.shape[0]
     logits = x.float() @ W[p + "moe.router"].float().t()
     bias = W.get(p + "moe.expert_bias") if m["expert_bias"] else None
-    idx, gates, kept = route(cfg, logits, bias)
+    idx, gates, kept = route(cfg, logits, bias, given)
     y = torch.zeros_like(x, dtype=torch.float32)
     for e in range(E):
         t, j = torch.nonzero((idx == e) & kept, as_tuple=True)
@@ -187,7 +197,7 @@ def mla_qkv(cfg, W, p, n, cos, sin):
     return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 
 
-def forward_loss(cfg, W, tokens, labels, cos, sin):
+def forward_loss(cfg, W, tokens, labels, cos, sin, routing=None):
     b, s = cfg["micro_batch_size"], cfg["seq"]
     h, a, g, d, f = cfg["hidden"], cfg["heads"], cfg["groups"], cfg["head_dim"], cfg["ffn"]
     dv = cfg["mla"]["v_dim"] if "mla" in cfg else d
@@ -214,7 +224,7 @@ def forward_loss(cfg, W, tokens, labels, cos, sin):
         x = x + o.transpose(1, 2).reshape(b, s, a * dv) @ W[p + "attn.proj"].t()
         n = rmsnorm(x, W[p + "mlp_norm"], cfg["norm_eps"])
         if cfg["moe_layer"][l]:
-            y, extra = moe_layer(cfg, W, p, n.reshape(b * s, h))
+            y, extra = moe_layer(cfg, W, p, n.reshape(b * s, h), routing.get(l) if routing else None)
             x = x + y.view(b, s, h)
             aux = aux + extra
         else:
@@ -225,6 +235,21 @@ def forward_loss(cfg, W, tokens, labels, cos, sin):
     logits = (n @ out_w.t())[..., : cfg["vocab"]].float()
     ce = F.cross_entropy(logits.view(-1, cfg["vocab"]), labels.view(-1), ignore_index=-1, reduction="sum")
     return ce, aux
+
+
+def routing_of(cfg, mb, dev):
+    """The runner's assignments of micro-batch mb per MoE layer (routing.l<L>.mb<mb>.i32 of
+    the dump, [tokens, topk], -1 - expert where dropped): top-k choices and drops are discrete,
+    so near-ties that bf16 and fp32 break differently would make the gradients of whole
+    tokens differ; the reference replays the runner's choices and computes everything else."""
+    if "moe" not in cfg or "dump_dir" not in cfg:
+        return None
+    out = {}
+    for l, moe in enumerate(cfg["moe_layer"]):
+        f = Path(cfg["dump_dir"]) / f"routing.l{l}.mb{mb}.i32"
+        if moe and f.exists():
+            out[l] = torch.from_numpy(np.fromfile(f, dtype=np.int32).astype(np.int64)).view(-1, cfg["moe"]["topk"]).to(dev)
+    return out
 
 
 def run_reference(cfg, init, tokens, labels, dtype, dev):
@@ -241,7 +266,7 @@ def run_reference(cfg, init, tokens, labels, dtype, dev):
     for mb in range(M):
         t = tokens[mb * T:(mb + 1) * T].to(dev)
         y = labels[mb * T:(mb + 1) * T].to(dev)
-        ce, aux = forward_loss(cfg, W, t, y, cos, sin)
+        ce, aux = forward_loss(cfg, W, t, y, cos, sin, routing_of(cfg, mb, dev))
         loss = ce / cfg["valid_tokens"]
         (loss + aux / M).backward()
         total += loss.detach().double()
@@ -312,6 +337,7 @@ def main():
     ap.add_argument("--bench-steps", type=int, default=10)
     args = ap.parse_args()
     cfg, init, grads = load(args.dump, with_grads=not args.bench_only)
+    cfg["dump_dir"] = str(args.dump)
     if args.bench_only:
         bench(cfg, init, "cuda", args.bench_steps)
         return 0

@@ -449,6 +449,7 @@ void Model::layer_forward(int l, LayerActs& a, const bf16* x, bf16* out, Pass pa
       PassRewrite rw(rec_, pass);
       moe_[li]->forward(a.n2.get(), y2.get(), rc ? aux_scratch_.get() : aux_loss, l, mb_, rec_ ? &rw : nullptr);
       LCM_CUDA_CHECK(cudaGetLastError());
+      if (capture_ && !rc) capture_->push_back({l, mb_, moe_[li]->last_slots()});
     }
   }
   if (runs(0)) op(OpId::kMlpBda, pass, GemmPart::kNone, l, [&] { add(a.mid.get(), y2.get(), out, T * h, stream_); });

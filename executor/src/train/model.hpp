@@ -80,6 +80,14 @@ class Model {
 
   size_t attention_workspace_bytes() const { return attn_ws_.bytes(); }
 
+  // While set, every MoE layer's forward (not its recompute) appends its assignments
+  // (`--dump`: the PyTorch reference replays the runner's routing).
+  struct CapturedRouting {
+    int layer, micro_batch;
+    MoeBlock::Slots slots;
+  };
+  void capture_routing(std::vector<CapturedRouting>* out) { capture_ = out; }
+
  private:
   struct LayerActs;
   void layer_forward(int l, LayerActs& a, const bf16* x, bf16* out, Pass pass, float* aux_loss);
@@ -130,6 +138,7 @@ class Model {
   DeviceArray<float> aux_scratch_;  // aux losses of a recompute (counted once, in the forward)
 
   std::vector<std::unique_ptr<LayerActs>> acts_;
+  std::vector<CapturedRouting>* capture_ = nullptr;
 };
 
 // The tags of a MoE block's ops in forward order (what MoeBlock brackets with ep = 1): router,

@@ -392,6 +392,19 @@ void MoeBlock::backward(const bf16* dy, bf16* dx, float loss_scale, int layer, i
 }
 
 void MoeBlock::release_saved() { impl_->release(); }
+MoeBlock::Slots MoeBlock::last_slots() const {
+  const Impl& m = *impl_;
+  const size_t n = static_cast<size_t>(m.n);
+  Slots out;
+  out.expert.resize(n);
+  out.kept.resize(n);
+  LCM_CUDA_CHECK(cudaStreamSynchronize(m.s));
+  LCM_CUDA_CHECK(cudaMemcpy(out.expert.data(), m.idx.get(), n * 4, cudaMemcpyDeviceToHost));
+  LCM_CUDA_CHECK(cudaMemcpy(out.kept.data(), m.row_of.get(), n * 4, cudaMemcpyDeviceToHost));
+  for (int32_t& k : out.kept) k = k >= 0 ? 1 : 0;  // row_of is -1 for a dropped assignment
+  return out;
+}
+
 const std::vector<int32_t>& MoeBlock::load() const { return impl_->load; }
 const std::vector<int32_t>& MoeBlock::kept() const { return impl_->kept; }
 

@@ -220,13 +220,25 @@ int run_train(const TrainOptions& o, const TrainPlan& p) {
       LCM_CUDA_CHECK(cudaMemcpyAsync(labels.get(), h_labels, labels.bytes(), cudaMemcpyHostToDevice, stream));
       LCM_CUDA_CHECK(cudaMemsetAsync(scalars.get(), 0, scalars.bytes(), stream));
       model.zero_grads();
+      std::vector<Model::CapturedRouting> routed;  // step 1 of a --dump: the MoE layers' assignments
+      const bool dump_step = step == start_step + 1 && !dump.empty();
+      model.capture_routing(dump_step && p.experts > 0 ? &routed : nullptr);
       for (int64_t mb = 0; mb < M; ++mb)
         model.micro_batch(tokens.get() + mb * T, labels.get() + mb * T, grad_scale, loss_rows.get() + mb * T,
                           scalars.get(), static_cast<int>(mb), &rec);
-      if (step == start_step + 1 && !dump.empty()) {  // step-1 gradients, before clipping and the update
+      model.capture_routing(nullptr);
+      if (dump_step) {  // step-1 gradients, before clipping and the update
         LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
         nlohmann::json idx = dump_tensors(model, model.grads(), dump, "grad");
         write_file_atomic((dump / "grads.json").string(), idx.dump(1));
+        // routing.l<layer>.mb<micro-batch>.i32: [tokens, topk] expert ids, -1 where dropped.
+        for (const Model::CapturedRouting& r : routed) {
+          std::vector<int32_t> v = r.slots.expert;
+          for (size_t i = 0; i < v.size(); ++i)
+            if (!r.slots.kept[i]) v[i] = -1 - v[i];
+          write_raw(dump / ("routing.l" + std::to_string(r.layer) + ".mb" + std::to_string(r.micro_batch) + ".i32"),
+                    v.data(), v.size());
+        }
       }
       AdamParams ap;
       ap.lr = learning_rate(o, step);

@@ -78,6 +78,13 @@ class MoeBlock {
   // after the stream synchronises; for the summary's routing statistics).
   const std::vector<int32_t>& load() const;
   const std::vector<int32_t>& kept() const;
+  // The last forward's assignments, [tokens x topk] in token order: the expert of each and
+  // whether it was kept (not dropped at capacity). Synchronises the stream; valid until the
+  // saved activations are released (`--dump`: the PyTorch reference replays the routing).
+  struct Slots {
+    std::vector<int32_t> expert, kept;
+  };
+  Slots last_slots() const;
 
  private:
   struct Impl;
