@@ -355,33 +355,60 @@ __global__ void qkv_rope_kernel(const bf16* qkv_in, const bf16* q_in, const bf16
 }
 
 // ---- MLA ---------------------------------------------------------------------------------------------
-// One thread per output element of K (dq channels) and V (dv channels) of a (row, head).
+// W elements per work item: 8 (16-byte copies; every segment a multiple of 8 and the pointers
+// 16-byte aligned) or 1.
+template <int W>
+__device__ __forceinline__ void copy_w(const bf16* src, bf16* dst) {
+  if constexpr (W == 8) *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+  else *dst = *src;
+}
+
+// One item per W channels of K (dq) and V (dv) of a (row, head).
+template <int W>
 __global__ void mla_assemble_kv_kernel(const bf16* kvu, const bf16* kpe, bf16* k, bf16* v, int64_t rows, int64_t heads,
                                        int64_t dn, int64_t dr, int64_t dv) {
-  const int64_t dq = dn + dr, du = dn + dv, per = dq + dv;
+  const int64_t dq = dn + dr, du = dn + dv, cq = dq / W, per = cq + dv / W;
   const int64_t n = rows * heads * per;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t rh = i / per, c = i % per, r = rh / heads;
-    if (c < dn) k[rh * dq + c] = kvu[rh * du + c];
-    else if (c < dq) k[rh * dq + c] = kpe[r * dr + (c - dn)];
-    else v[rh * dv + (c - dq)] = kvu[rh * du + dn + (c - dq)];
+    if (c < cq) {
+      const int64_t e = c * W;
+      copy_w<W>(e < dn ? kvu + rh * du + e : kpe + r * dr + (e - dn), k + rh * dq + e);
+    } else {
+      const int64_t e = (c - cq) * W;
+      copy_w<W>(kvu + rh * du + dn + e, v + rh * dv + e);
+    }
   }
 }
 
-// dkvu: one thread per element; dkpe: one thread per (row, channel), summing the heads in order.
+// dkvu: one item per W elements; dkpe: one item per (row, W channels), summing the heads in
+// order in fp32.
+template <int W>
 __global__ void mla_split_kv_grad_kernel(const bf16* dk, const bf16* dvi, bf16* dkvu, bf16* dkpe, int64_t rows,
                                          int64_t heads, int64_t dn, int64_t dr, int64_t dv) {
-  const int64_t dq = dn + dr, du = dn + dv;
-  const int64_t n_u = rows * heads * du, n = n_u + rows * dr;
+  const int64_t dq = dn + dr, du = dn + dv, cu = du / W;
+  const int64_t n_u = rows * heads * cu, n = n_u + rows * (dr / W);
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     if (i < n_u) {
-      const int64_t rh = i / du, c = i % du;
-      dkvu[i] = c < dn ? dk[rh * dq + c] : dvi[rh * dv + (c - dn)];
+      const int64_t rh = i / cu, e = (i % cu) * W;
+      copy_w<W>(e < dn ? dk + rh * dq + e : dvi + rh * dv + (e - dn), dkvu + rh * du + e);
     } else {
-      const int64_t j = i - n_u, r = j / dr, c = j % dr;
-      float acc = 0;
-      for (int64_t h = 0; h < heads; ++h) acc += at(dk, (r * heads + h) * dq + dn + c);
-      dkpe[j] = __float2bfloat16_rn(acc);
+      const int64_t j = i - n_u, r = j / (dr / W), e = (j % (dr / W)) * W;
+      float acc[W] = {};
+      for (int64_t h = 0; h < heads; ++h) {
+        const bf16* src = dk + (r * heads + h) * dq + dn + e;
+        if constexpr (W == 8) {
+          float f[8];
+          load8(src, f);
+#pragma unroll
+          for (int q = 0; q < 8; ++q) acc[q] += f[q];
+        } else {
+          acc[0] += at(src, 0);
+        }
+      }
+      bf16* dst = dkpe + r * dr + e;
+      if constexpr (W == 8) store8(dst, acc);
+      else dst[0] = __float2bfloat16_rn(acc[0]);
     }
   }
 }
@@ -768,16 +795,26 @@ void qkv_join_rope(const bf16* dq, const bf16* dk, const bf16* dv, bf16* dqkv, c
 void mla_assemble_kv(const bf16* kvu, const bf16* kpe, bf16* k, bf16* v, int64_t rows, int64_t heads, int64_t dn,
                      int64_t dr, int64_t dv, cudaStream_t s) {
   if (rows <= 0 || heads <= 0) return;
-  mla_assemble_kv_kernel<<<blocks_for(rows * heads * (dn + dr + dv)), kThreads, 0, s>>>(kvu, kpe, k, v, rows, heads,
-                                                                                        dn, dr, dv);
+  const bool vec = dn % 8 == 0 && dr % 8 == 0 && dv % 8 == 0 && aligned16(kvu) && aligned16(kpe) && aligned16(k) &&
+                   aligned16(v);
+  const int64_t elems = rows * heads * (dn + dr + dv);
+  if (vec)
+    mla_assemble_kv_kernel<8><<<blocks_for(elems / 8), kThreads, 0, s>>>(kvu, kpe, k, v, rows, heads, dn, dr, dv);
+  else
+    mla_assemble_kv_kernel<1><<<blocks_for(elems), kThreads, 0, s>>>(kvu, kpe, k, v, rows, heads, dn, dr, dv);
   check_launch("mla_assemble_kv_kernel");
 }
 
 void mla_split_kv_grad(const bf16* dk, const bf16* dv_in, bf16* dkvu, bf16* dkpe, int64_t rows, int64_t heads,
                        int64_t dn, int64_t dr, int64_t dv, cudaStream_t s) {
   if (rows <= 0 || heads <= 0) return;
-  mla_split_kv_grad_kernel<<<blocks_for(rows * heads * (dn + dv) + rows * dr), kThreads, 0, s>>>(
-      dk, dv_in, dkvu, dkpe, rows, heads, dn, dr, dv);
+  const bool vec = dn % 8 == 0 && dr % 8 == 0 && dv % 8 == 0 && aligned16(dk) && aligned16(dv_in) && aligned16(dkvu) &&
+                   aligned16(dkpe);
+  const int64_t items = rows * heads * (dn + dv) + rows * dr;
+  if (vec)
+    mla_split_kv_grad_kernel<8><<<blocks_for(items / 8), kThreads, 0, s>>>(dk, dv_in, dkvu, dkpe, rows, heads, dn, dr, dv);
+  else
+    mla_split_kv_grad_kernel<1><<<blocks_for(items), kThreads, 0, s>>>(dk, dv_in, dkvu, dkpe, rows, heads, dn, dr, dv);
   check_launch("mla_split_kv_grad_kernel");
 }
 
