@@ -269,9 +269,10 @@ void LayoutTest::train_run_page_shows_the_compare_report() {
   QVERIFY2(v->load_train_run(dir, scenario), qPrintable(v->train_run()->status_text()));
   gui::TrainRunView* t = v->train_run();
   QVERIFY(t->comparison().has_value());
-  // This run: 343.367 ms measured; the model of 52de576 predicts 373.914 ms (the committed
-  // compare.md of session 5 says 371.101: the host-bound regime and small-op terms since).
-  QCOMPARE(QString::fromStdString(expected[0].rows[0][1]), QString("373.914"));
+  // This run: 343.367 ms measured; the model of session 9 predicts 374.751 ms (the committed
+  // compare.md of session 5 says 371.101: the host-bound regime and small-op terms since, and
+  // the weight gradients' fp32 accumulation; the run's own overrides keep the unfused loss).
+  QCOMPARE(QString::fromStdString(expected[0].rows[0][1]), QString("374.751"));
   QCOMPARE(QString::fromStdString(expected[0].rows[0][2]), QString("343.367"));
 
   // One page per report table, each cell as the report writes it.
