@@ -520,6 +520,11 @@ size_t CudnnAttention::workspace_bytes() const {
   return static_cast<size_t>(std::max<int64_t>({f, b, 256}));
 }
 
+size_t CudnnAttention::forward_workspace_bytes() const {
+  if (!supported()) return 0;
+  return static_cast<size_t>(std::max<int64_t>(fwd_.plans[static_cast<size_t>(fwd_.selected)].workspace, 256));
+}
+
 void CudnnAttention::select_fwd(int i) {
   fwd_.selected = std::clamp(i, 0, num_fwd_plans() - 1);
   fwd_.packs.clear();

@@ -233,7 +233,6 @@ Model::Model(const TrainPlan& p, CachingAllocator& alloc, cudaStream_t stream, b
     ap.scale = p.softmax_scale;
     attn_ = std::make_unique<CudnnAttention>(cudnn, stream, ap, 1, p.deterministic_attention);
     if (!attn_->supported()) throw ExecError("cuDNN attention " + ap.shape_text() + ": " + attn_->unsupported_reason());
-    attn_ws_ = DeviceArray<char>(alloc, attn_->workspace_bytes(), MemCategory::kWorkspace);
   }
 }
 
@@ -259,13 +258,13 @@ void Model::linear_wgrad(const bf16* dy, const bf16* x, float* dw, int64_t out, 
   gemm_->run(out, in, p_.tokens, dy, true, x, false, dw, true, 1.0f);
 }
 
-int Model::attention_set(const AttentionTensors& t) {
-  const std::array<const void*, 9> key{t.q, t.k, t.v, t.o, t.stats, t.dout, t.dq, t.dk, t.dv};
+int Model::attention_set(const AttentionTensors& t, void* workspace) {
+  const std::array<const void*, 10> key{t.q, t.k, t.v, t.o, t.stats, t.dout, t.dq, t.dk, t.dv, workspace};
   const auto it = attn_sets_.find(key);
   if (it != attn_sets_.end()) return it->second;
   const int set = static_cast<int>(attn_sets_.size());
   attn_sets_.emplace(key, set);
-  attn_->bind(set, t, attn_ws_.get());
+  attn_->bind(set, t, workspace);
   return set;
 }
 
@@ -419,7 +418,8 @@ void Model::layer_forward(int l, LayerActs& a, const bf16* x, bf16* out, Pass pa
       AttentionTensors t;
       t.q = a.q.get(), t.k = a.k.get(), t.v = a.v.get(), t.o = a.o.get(), t.stats = a.stats.get();
       t.dout = a.o.get(), t.dq = a.q.get(), t.dk = a.k.get(), t.dv = a.v.get();  // the backward pack is not run
-      attn_->forward(attention_set(t));
+      DeviceArray<char> ws(alloc_, attn_->forward_workspace_bytes(), MemCategory::kWorkspace);
+      attn_->forward(attention_set(t, ws.get()));
     });
   // mla_up_proj recompute: the up projections' outputs (Q, K, V) are rebuilt before the backward.
   if (p_.mla && !rc && !full && p_.recompute == RecomputeKind::kSelective &&
@@ -480,7 +480,8 @@ DeviceArray<bf16> Model::attention_backward(int l, LayerActs& a, const bf16* dmi
     AttentionTensors t;
     t.q = a.q.get(), t.k = a.k.get(), t.v = a.v.get(), t.o = a.o.get(), t.stats = a.stats.get();
     t.dout = dout.get(), t.dq = dq.get(), t.dk = dk.get(), t.dv = dvv.get();
-    attn_->backward(attention_set(t));
+    DeviceArray<char> ws(alloc_, attn_->workspace_bytes(), MemCategory::kWorkspace);
+    attn_->backward(attention_set(t, ws.get()));
   });
   dout.reset();
   auto dn1 = act<bf16>(T * h);

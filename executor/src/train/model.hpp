@@ -78,7 +78,9 @@ class Model {
   };
   std::vector<Routing> routing() const;
 
-  size_t attention_workspace_bytes() const { return attn_ws_.bytes(); }
+  // The attention backward's workspace (fp32 dQ accumulator, cuDNN's plan workspace): taken
+  // from the allocator for each call and given back after it, as Transformer Engine does.
+  size_t attention_workspace_bytes() const { return attn_ ? attn_->workspace_bytes() : 0; }
 
   // While set, every MoE layer's forward (not its recompute) appends its assignments
   // (`--dump`: the PyTorch reference replays the runner's routing).
@@ -99,7 +101,7 @@ class Model {
   void attention_forward(int l, LayerActs& a, Pass pass, const std::function<bool(uint32_t)>& runs);
   DeviceArray<bf16> attention_backward(int l, LayerActs& a, const bf16* dmid);  // returns dL/dn1
   void linear_wgrad(const bf16* dy, const bf16* x, float* dw, int64_t out, int64_t in);
-  int attention_set(const AttentionTensors& t);
+  int attention_set(const AttentionTensors& t, void* workspace);
   template <class T>
   DeviceArray<T> act(int64_t n) { return DeviceArray<T>(alloc_, static_cast<size_t>(n), MemCategory::kActivations); }
   void add_param(const std::string& name, std::vector<int64_t> shape, float std, float value, bool decay);
@@ -129,8 +131,7 @@ class Model {
   std::vector<std::unique_ptr<MoeBlock>> moe_;  // per layer (null for dense layers)
 
   std::unique_ptr<CudnnAttention> attn_;
-  DeviceArray<char> attn_ws_;
-  std::map<std::array<const void*, 9>, int> attn_sets_;  // bound variant-pack sets by pointers
+  std::map<std::array<const void*, 10>, int> attn_sets_;  // bound variant-pack sets by pointers (and workspace)
   DeviceArray<float> rope_inv_freq_, rope_cos_, rope_sin_;
   float rope_mscale_ = 1.0f;
   DeviceArray<double> sumsq_;

@@ -94,6 +94,9 @@ class CudnnAttention {
   bool supported() const { return !fwd_.plans.empty() && !bwd_.plans.empty(); }
   const std::string& unsupported_reason() const { return reason_; }
   size_t workspace_bytes() const;  // enough for the selected forward and backward plans
+  // Enough for the forward alone: a set bound with a workspace of this size runs forward()
+  // only (the backward's fp32 dQ accumulator and plan workspace are not needed there).
+  size_t forward_workspace_bytes() const;
   int num_fwd_plans() const { return static_cast<int>(fwd_.plans.size()); }
   int num_bwd_plans() const { return static_cast<int>(bwd_.plans.size()); }
   void select_fwd(int i);
