@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # One call on the nvidia-h200 device machine: build lcm-exec and measure a held-out set that
-# validation/measured/h200/heldout/DECLARATION.md (SET heldout, the default) or
-# validation/measured/h200/heldout2/DECLARATION.md (SET heldout2) declares (never a calibration input).
+# validation/measured/h200/heldout/DECLARATION.md (SET heldout, the default),
+# validation/measured/h200/heldout2/DECLARATION.md (SET heldout2) or
+# validation/measured/h200/heldout3/DECLARATION.md (SET heldout3) declares (never a calibration
+# input), or the MoE development re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|heldout3|moe_dev]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -33,6 +35,55 @@ cmake "${CMAKE_ARGS[@]}" > "$RES/configure.log" 2>&1 || tail -30 "$RES/configure
 ninja -C build -j 16 ${LCM_TARGETS:-lcm-exec} 2>&1 | tail -3
 
 [ "${1:-heldout}" = build ] && exit 0
+if [ "${1:-heldout}" = moe_dev ]; then
+# Development measurements (session 10): the grouped expert GEMMs of the first two held-out
+# sets' MoE shapes again, with the runner's per-shape-bucket cuBLASLt algorithm cache (the
+# earlier runs asked cuBLASLt's heuristic on every new per-expert shape, on the host).
+section "MoE development re-measure: Qwen3-like, Mixtral-like, DeepSeek-V2-Lite-like"
+timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 8192 --hidden 2048 --ffn 768 --experts 128 --topk 8 \
+  --capacity-factor none --skew balanced,zipf:1.2 --out "$RES/moe_qwen3"
+cp "$RES/moe_qwen3/summary.json" "$OUT/moe_qwen3_ep1_s10.json"
+timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 8192 --hidden 4096 --ffn 14336 --experts 8 --topk 2 \
+  --capacity-factor none --skew balanced,zipf:1.2 --out "$RES/moe_mixtral"
+cp "$RES/moe_mixtral/summary.json" "$OUT/moe_mixtral_ep1_s10.json"
+timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 8192 --hidden 2048 --ffn 1408 --experts 64 --topk 6 \
+  --capacity-factor none --skew balanced,zipf:0.8,zipf:1.5 --out "$RES/moe_dsv2lite"
+cp "$RES/moe_dsv2lite/summary.json" "$OUT/moe_dsv2lite_ep1_s10.json"
+section done
+exit 0
+fi
+if [ "${1:-heldout}" = heldout3 ]; then
+section "GEMM bf16 (skinny, router, small, mid-size)"
+timeout 200 $MPI "$EXE" bench gemm --dtype bf16 --out "$RES/gemm_bf16" --shapes \
+64x14336x4096,160x8192x4096,320x6144x6144,48x4096x14336,\
+16384x32x4096,8192x256x7168,4096x128x2048,24576x60x5120,\
+1280x1280x1280,2560x2560x2560,\
+8192x6144x4096,2048x2048x8192,12288x4096x4096,4096x7168x2048,2048x1536x4096
+cp "$RES/gemm_bf16/summary.json" "$OUT/gemm_bf16.json"
+section "GEMM fp8"
+timeout 120 $MPI "$EXE" bench gemm --dtype fp8 --out "$RES/gemm_fp8" --shapes \
+256x7168x2048,4096x4096x4096,1024x8192x2048,6144x6144x6144
+cp "$RES/gemm_fp8/summary.json" "$OUT/gemm_fp8.json"
+section "membw 80K..10M"
+timeout 120 $MPI "$EXE" bench membw -b 80K -e 10M -f 2 --out "$RES/membw"
+cp "$RES/membw/summary.json" "$OUT/membw_small.json"
+section "attention"
+timeout 240 $MPI "$EXE" bench attention --point-ms 500 --out "$RES/attn" --shapes \
+2x8Kx32x8x128,1x24Kx64x8x128,1x112Kx32x8x128,1x48Kx40x8x128,1x12Kx16x2x64,1x32Kx32x8x192
+cp "$RES/attn/summary.json" "$OUT/attention.json"
+section "MoE, one GPU: Qwen3-like at 4K, DeepSeek-V3-slice-like, OLMoE-like (balanced, Zipf 1.0)"
+timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 4096 --hidden 2048 --ffn 768 --experts 128 --topk 8 \
+  --capacity-factor none --skew balanced,zipf:1.0 --out "$RES/moe_qwen3_t4k"
+cp "$RES/moe_qwen3_t4k/summary.json" "$OUT/moe_qwen3_t4k_ep1.json"
+timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 4096 --hidden 7168 --ffn 2048 --experts 32 --topk 8 \
+  --capacity-factor none --skew balanced,zipf:1.0 --out "$RES/moe_dsv3slice"
+cp "$RES/moe_dsv3slice/summary.json" "$OUT/moe_dsv3slice_ep1.json"
+timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 8192 --hidden 2048 --ffn 1024 --experts 64 --topk 8 \
+  --capacity-factor none --skew balanced,zipf:1.0 --out "$RES/moe_olmoe"
+cp "$RES/moe_olmoe/summary.json" "$OUT/moe_olmoe_ep1.json"
+section done
+exit 0
+fi
 if [ "${1:-heldout}" = heldout2 ]; then
 section "GEMM bf16 (skinny, router, small, mid-size)"
 timeout 200 $MPI "$EXE" bench gemm --dtype bf16 --out "$RES/gemm_bf16" --shapes \

@@ -70,6 +70,14 @@ RUN[qwen3_30b_s4k_cf1.0]="${QW[*]} --set model.moe_expert_capacity_factor=1.0 --
 RUN[deepseek_s4k]="${DS[*]} ${NORC[*]} --steps 6"
 RUN[deepseek_s4k_sel]="${DS[*]} ${SEL[*]} --set parallel.recompute_modules=[mla_up_proj,core_attn,layernorm] --steps 6"
 RUN[llama8b_s128k_full]="${L8[*]} ${FULL[*]} --set training.seq_length=131072 --set training.global_batch_size=1 --steps 4"
+# The second held-out set (validation/measured/h200/train_suite2/DECLARATION.md, session 10).
+RUN[qwen3_30b_s8k_sel]="${QW[*]} ${SEL[*]} --set training.seq_length=8192 --set training.global_batch_size=2 --steps 6"
+RUN[qwen3_30b_s4k_cf1.25_mb8]="${QW[*]} --set model.moe_expert_capacity_factor=1.25 --set training.global_batch_size=8 --steps 5"
+RUN[mixtral_s8k_full]="${MX[*]} ${FULL[*]} --set training.seq_length=8192 --set training.global_batch_size=2 --steps 5"
+RUN[deepseek_s8k_sel]="${DS[*]} ${SEL[*]} --set parallel.recompute_modules=[mla_up_proj,core_attn,layernorm] --set training.seq_length=8192 --set training.global_batch_size=2 --steps 5"
+RUN[llama70b_s4k_sel]="llama3.1-70b ${ONE[*]} ${SEL[*]} --set training.seq_length=4096 --set training.global_batch_size=4 --steps 5"
+RUN[llama8b_s64k_full]="${L8[*]} ${FULL[*]} --set training.seq_length=65536 --set training.global_batch_size=1 --steps 4"
+RUN[llama8b_s16k_sel_mb2]="${L8[*]} ${SEL[*]} --set training.seq_length=16384 --set training.global_batch_size=2 --steps 5"
 ORDER=(llama8b_s8k_none llama8b_s8k_sel llama8b_s8k_full llama8b_s4k_none_mb8 llama8b_s32k_full llama70b_s8k_full
        mixtral_s4k_dropless mixtral_s4k_cf1.0 mixtral_s4k_cf1.25 qwen3_30b_s4k qwen3_30b_s4k_cf1.0 deepseek_s4k
        deepseek_s4k_sel llama8b_s128k_full)
@@ -113,10 +121,13 @@ if want suite; then
     [ -f "$dir/summary.json" ] || { echo "no summary"; continue; }
     cp "$dir/summary.json" "$OUT/runs/$name/"
     [ -f "$dir/trace.rank0.json" ] && gzip -c "$dir/trace.rank0.json" > "$OUT/runs/$name/trace.rank0.json.gz"
+    # COMPARE=0: a held-out set measured before the model that predicts it is frozen; its
+    # prediction is made afterwards (lcm compare needs only summary.json), nothing is shown now.
+    [ "${COMPARE:-1}" = 0 ] && continue
     timeout 60 "$LCM" compare "${A[0]}" "$dir" --format json -o "$OUT/runs/$name/compare.json"
     timeout 60 "$LCM" compare "${A[0]}" "$dir" --format markdown -o "$OUT/runs/$name/compare.md" && sed -n 3,8p "$OUT/runs/$name/compare.md"
   done
-  python3 scripts/train_suite_table.py "$OUT/runs" validation/measured/h200/train_suite/DECLARATION.md | tee "$OUT/suite_table.md"
+  [ "${COMPARE:-1}" = 0 ] || python3 scripts/train_suite_table.py "$OUT/runs" validation/measured/h200/train_suite/DECLARATION.md | tee "$OUT/suite_table.md"
 fi
 
 if want speed; then
@@ -153,5 +164,5 @@ if want megatron && [ -f .megatron/pretrain_gpt.py ]; then
     --seq-length 4096 --max-position-embeddings 32768 --rotary-base 1000000 --num-experts 8 --moe-router-topk 2 \
     --moe-token-dispatcher-type alltoall --moe-aux-loss-coeff 0 --moe-router-load-balancing-type none
 fi
-tar czf "$OUT/runs.tar.gz" -C "$OUT" runs && rm -rf "$OUT/runs"
+tar czf "$OUT/${RUNS_TAR:-runs}.tar.gz" -C "$OUT" runs && rm -rf "$OUT/runs"
 section done
