@@ -148,6 +148,8 @@ std::vector<Key> efficiency_keys() {
       // Small-op regime (issue 12): GEMM memory roofline exponent, copy fixed time, attention CTA tail.
       roofline_exponent_key(),
       real_key("memory_fixed_us", kMicro, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.memory_fixed; }),
+      real_key("grouped_gemm_fixed_us", kMicro, 0, false, 1e6,
+               [](HardwareSpec& h) -> double& { return h.efficiency.grouped_gemm_fixed; }),
       real_key("attention_cta_tail", 1.0, 0, false, 4,
                [](HardwareSpec& h) -> double& { return h.efficiency.attention_cta_tail; }),
       real_key("gemm_sm_fill_exponent", 1.0, 0, false, 4,

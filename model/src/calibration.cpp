@@ -112,6 +112,8 @@ Param p_roofline{"efficiency.gemm_roofline_exponent", 1, Transform::kPositive,
                  [](HardwareSpec& h) -> double& { return h.efficiency.gemm_roofline_exponent; }, 2.0};
 Param p_memory_fixed{"efficiency.memory_fixed_us", 1e-6, Transform::kPositive,
                      [](HardwareSpec& h) -> double& { return h.efficiency.memory_fixed; }, 4e-6};
+Param p_grouped_fixed{"efficiency.grouped_gemm_fixed_us", 1e-6, Transform::kPositive,
+                      [](HardwareSpec& h) -> double& { return h.efficiency.grouped_gemm_fixed; }, 4e-6};
 Param p_cta_tail{"efficiency.attention_cta_tail", 1, Transform::kNonNegative,
                  [](HardwareSpec& h) -> double& { return h.efficiency.attention_cta_tail; }, 0.5};
 Param p_sm_fill{"efficiency.gemm_sm_fill_exponent", 1, Transform::kNonNegative,
@@ -245,7 +247,14 @@ std::vector<Param> class_params(CalibClass c, const std::vector<const MeasuredOp
         *note = "fewer than 3 small GEMMs: gemm_roofline_exponent and kernel_fixed_us kept";
         return {p_gemm, p_dim_half};
       }
-      return {p_gemm, p_dim_half, p_roofline, p_kernel_fixed, p_sm_fill};
+      // Grouped GEMMs of many groups (16 or more: the back-to-back fixed time is then at
+      // least 15 of the group's fixed times) set the fixed time of a GEMM queued behind another.
+      const auto grouped = count([](const MeasuredOp* m) { return m->op.gemm.groups >= 16; });
+      if (grouped < 3) {
+        *note = "fewer than 3 grouped GEMMs of 16 or more groups: grouped_gemm_fixed_us kept";
+        return {p_gemm, p_dim_half, p_roofline, p_kernel_fixed, p_sm_fill};
+      }
+      return {p_gemm, p_dim_half, p_roofline, p_kernel_fixed, p_sm_fill, p_grouped_fixed};
     }
     case CalibClass::kGemmFp8:
       *note = "shape curve (gemm_dim_half, tiles) shared with the BF16 fit";

@@ -148,8 +148,11 @@ double gemm_time(const GemmShape& g, DType dtype, const HardwareSpec& hw) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) return 0;
   const int groups = std::max(1, g.groups);
   // A grouped GEMM runs one GEMM per group (Transformer Engine's GroupedLinear launches a
-  // cuBLAS GEMM per expert), each paying the fixed time per kernel.
-  const double fixed = hw.efficiency.kernel_fixed * static_cast<double>(groups);
+  // cuBLAS GEMM per expert): the first pays the fixed time of a kernel, each later one, queued
+  // behind it on the same stream, the back-to-back fixed time (grouped_gemm_fixed).
+  const EfficiencySpec& e = hw.efficiency;
+  const double next_fixed = e.grouped_gemm_fixed > 0 ? e.grouped_gemm_fixed : e.kernel_fixed;
+  const double fixed = e.kernel_fixed + next_fixed * static_cast<double>(groups - 1);
   const double n = static_cast<double>(g.n);
   const double tokens = static_cast<double>(g.split_k ? g.k : g.m);
   const double other = static_cast<double>(g.split_k ? g.m : g.k);

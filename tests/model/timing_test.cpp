@@ -113,6 +113,25 @@ TEST(TimingGemm, GroupedGemmPricesEachExpertsLoad) {
   EXPECT_NEAR(gemm_time(g, DType::kBf16, h), 271.382e-6 + 16 * 5e-6, 1e-9);
 }
 
+// The fixed times of a grouped GEMM of 16 experts: the first GEMM pays kernel_fixed (5 us),
+// each of the 15 queued behind it grouped_gemm_fixed (3 us): 5 + 45 = 50 us on top of the same
+// compute time as above; a one-GEMM op pays kernel_fixed only, and 0 falls back to it.
+TEST(TimingGemm, GroupedGemmQueuedKernelsPayTheBackToBackFixedTime) {
+  HardwareSpec h = hw;
+  h.efficiency.kernel_fixed = 5e-6;
+  const GemmShape g{16 * 512, 4096, 4096, 16};
+  const double with_kernel_fixed = gemm_time(g, DType::kBf16, h);
+  h.efficiency.grouped_gemm_fixed = 3e-6;
+  EXPECT_NEAR(with_kernel_fixed - gemm_time(g, DType::kBf16, h), 15 * 2e-6, 1e-12);
+  const GemmShape one{512, 4096, 4096, 1};
+  HardwareSpec off = h;
+  off.efficiency.grouped_gemm_fixed = 0;
+  EXPECT_DOUBLE_EQ(gemm_time(one, DType::kBf16, h), gemm_time(one, DType::kBf16, off));
+  // Its weight gradient (groups split k) pays the same: 5 + 15 x 3 us.
+  const GemmShape w = wgrad_shape(g);
+  EXPECT_NEAR(gemm_time(w, DType::kBf16, off) - gemm_time(w, DType::kBf16, h), 15 * 2e-6, 1e-12);
+}
+
 // A copy of 1 MiB: 1 048 576 B / 2.8475e12 = 0.368244 us plus memory_fixed (4 us), or
 // kernel_fixed (5 us) where memory_fixed is 0.
 TEST(TimingMemory, CopyHasItsOwnFixedTime) {

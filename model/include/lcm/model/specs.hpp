@@ -258,6 +258,12 @@ struct EfficiencySpec {
   // Fixed GPU time of a memory-bound kernel (copy, norm, activation) in place of
   // kernel_fixed: a copy has no pipeline prologue or epilogue to fill. Seconds; 0 = kernel_fixed.
   double memory_fixed = 0;
+  // Fixed GPU time of each GEMM after the first of a grouped GEMM (one GEMM per expert
+  // launched back to back on one stream, as Transformer Engine's GroupedLinear and lcm-exec
+  // run them): the next kernel's launch is already queued, so only the inter-kernel gap and
+  // the tile ramp-up and drain remain of kernel_fixed, which is the time of a GEMM measured
+  // alone. Seconds; 0 = kernel_fixed.
+  double grouped_gemm_fixed = 0;
   // Fused attention: the share of the longest CTA's time (128 query rows over the keys it
   // attends) left exposed after the even share of the work: greedy scheduling of unequal
   // causal CTAs ends with a tail when there are few CTAs per SM. 0 = off.
