@@ -77,6 +77,14 @@ RUN[mixtral_s8k_full]="${MX[*]} ${FULL[*]} --set training.seq_length=8192 --set 
 RUN[deepseek_s8k_sel]="${DS[*]} ${SEL[*]} --set parallel.recompute_modules=[mla_up_proj,core_attn,layernorm] --set training.seq_length=8192 --set training.global_batch_size=2 --steps 5"
 RUN[llama70b_s4k_sel]="llama3.1-70b ${ONE[*]} ${SEL[*]} --set training.seq_length=4096 --set training.global_batch_size=4 --steps 5"
 RUN[llama8b_s64k_full]="${L8[*]} ${FULL[*]} --set training.seq_length=65536 --set training.global_batch_size=1 --steps 4"
+# The third held-out set (validation/measured/h200/train_suite3/DECLARATION.md, session 10).
+RUN[qwen3_30b_s2k_mb16]="${QW[*]} --set training.seq_length=2048 --set training.global_batch_size=16 --steps 5"
+RUN[qwen3_30b_s16k_full]="${QW[*]} ${FULL[*]} --set training.seq_length=16384 --set training.global_batch_size=1 --steps 5"
+RUN[mixtral_s2k_mb8]="${MX[*]} --set training.seq_length=2048 --set training.global_batch_size=8 --steps 5"
+RUN[mixtral_s16k_full]="${MX[*]} ${FULL[*]} --set training.seq_length=16384 --set training.global_batch_size=1 --steps 5"
+RUN[deepseek_s2k_mb8]="${DS[*]} ${NORC[*]} --set training.seq_length=2048 --set training.global_batch_size=8 --steps 5"
+RUN[llama8b_s8k_mb1]="${L8[*]} ${NORC[*]} --set training.seq_length=8192 --set training.global_batch_size=1 --steps 8"
+RUN[llama70b_s16k_full]="llama3.1-70b ${ONE[*]} ${FULL[*]} --set training.seq_length=16384 --set training.global_batch_size=1 --steps 4"
 RUN[llama8b_s16k_sel_mb2]="${L8[*]} ${SEL[*]} --set training.seq_length=16384 --set training.global_batch_size=2 --steps 5"
 ORDER=(llama8b_s8k_none llama8b_s8k_sel llama8b_s8k_full llama8b_s4k_none_mb8 llama8b_s32k_full llama70b_s8k_full
        mixtral_s4k_dropless mixtral_s4k_cf1.0 mixtral_s4k_cf1.25 qwen3_30b_s4k qwen3_30b_s4k_cf1.0 deepseek_s4k
