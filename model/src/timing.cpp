@@ -127,8 +127,13 @@ double smooth_max(double a, double b, double p) {
 
 // One GEMM of m x n x k without the fixed time per kernel: the compute roofline at the
 // shape's efficiency and, with gemm_roofline_exponent p > 0, the memory roofline of its
-// operands (A m x k and B k x n at the dtype's width, C m x n written in BF16) at
-// hbm_bw x hbm, combined as a smooth maximum.
+// operands (A m x k and B k x n at the dtype's width, C m x n written) at hbm_bw x hbm,
+// combined as a smooth maximum. An accumulating GEMM (beta 1: c_bytes above 2 are C read and
+// written in equal parts, GemmShape::c_bytes) also reads C, and that read is added after the
+// maximum: the epilogue loads each C tile after the tile's k loop, so it is not hidden under
+// the math. Evidence: Mixtral's expert weight gradients into the fp32 main grads (k = 1024
+// tokens per expert; 8 B of C per element) ran 1.6x the time the roofline maximum gives and
+// 1.7x their dgrad (validation/measured/h200/train_suite*/, mixtral_*).
 double one_gemm_time(double m, double n, double k, DType dtype, const HardwareSpec& hw, double c_bytes = 2.0) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   const double t_compute = 2.0 * m * n * k / (peak_flops(dtype, hw) * dims_efficiency(m, n, k, dtype, hw));
@@ -136,8 +141,9 @@ double one_gemm_time(double m, double n, double k, DType dtype, const HardwareSp
   const double bw = hw.gpu.hbm_bw * hw.efficiency.hbm;
   if (!(p > 0) || !(bw > 0)) return t_compute;
   const double width = dtype == DType::kFp8 ? 1.0 : dtype == DType::kFp32 ? 4.0 : 2.0;
-  const double t_memory = ((m * k + k * n) * width + m * n * c_bytes) / bw;
-  return smooth_max(t_compute, t_memory, p);
+  const double c_read = c_bytes > 2.0 ? 0.5 * c_bytes : 0.0;
+  const double t_memory = ((m * k + k * n) * width + m * n * (c_bytes - c_read)) / bw;
+  return smooth_max(t_compute, t_memory, p) + m * n * c_read / bw;
 }
 
 }  // namespace

@@ -364,7 +364,9 @@ struct GemmShape {
   // expert's dW = A_e^T dC_e reduces over that expert's tokens (groups GEMMs of m x n x k/groups).
   bool split_k = false;
   ExpertLoadShares loads{};  // per-expert token shares; even by default (m / groups each)
-  // Bytes each element of C moves: 2, a bf16 result written. grad_c_bytes is what the C of
+  // Bytes each element of C moves: 2, a bf16 result written; above 2, an accumulating GEMM
+  // (beta 1) that reads and writes C in equal parts (timing.cpp adds the read after the
+  // roofline: the epilogue loads C after the k loop). grad_c_bytes is what the C of
   // this GEMM's weight gradient moves (wgrad_shape gives it to that GEMM): a gradient
   // accumulated into the main grads reads and writes them (Megatron's gradient-accumulation
   // fusion: the wgrad GEMM runs with beta 1 into main_grad), 2 x 4 B with fp32 main grads.
