@@ -445,8 +445,8 @@ TEST(TrainSummary, JsonRoundTrip) {
   s.seed = 7;
   s.model_flops_per_step = 4.0e12;
   s.peak_flops = 989e12;
-  s.steps = {{1, 0.9, 10.5, 3.0, 0.0, 32768, true}, {2, 0.5, 10.0, 2.0, 0.0, 32768, false},
-             {3, 0.3, 9.0, 1.0, 0.0, 32768, false}, {4, 0.4, 8.5, 1.0, 0.0, 32768, false}};
+  s.steps = {{1, 0.9, 10.5, 3.0, 0.0, 32768, true, 1980, 300}, {2, 0.5, 10.0, 2.0, 0.0, 32768, false, 1755, 690},
+             {3, 0.3, 9.0, 1.0, 0.0, 32768, false, 1710, 700}, {4, 0.4, 8.5, 1.0, 0.0, 32768, false, -1, -1}};
   s.ops = {{"L.attn.qkv.fwd", 0, 12, 0.024}};
   s.peak_allocated = 123456789;
   s.peak_reserved = 223456789;
@@ -462,7 +462,12 @@ TEST(TrainSummary, JsonRoundTrip) {
   EXPECT_NEAR(s.tokens_per_s, 3 * 32768 / 1.2, 1e-6);
   EXPECT_NEAR(s.mfu, 4.0e12 / 0.4 / 989e12, 1e-15);
   EXPECT_DOUBLE_EQ(s.routing[0].dropped_fraction(), 0.25);
+  // Clock and power: medians over the measured steps that were sampled (steps 2 and 3).
+  EXPECT_DOUBLE_EQ(s.sm_clock_mhz_median, 0.5 * (1755 + 1710));
+  EXPECT_DOUBLE_EQ(s.power_w_median, 695);
   const nlohmann::json j = to_json(s);
+  EXPECT_EQ(j["clocks"]["sm_mhz_median"].get<double>(), 1732.5);
+  EXPECT_EQ(j["steps"][1]["power_w"].get<double>(), 690);
   EXPECT_EQ(j["format"], "lcm-exec-train/1");
   EXPECT_EQ(j["scaled"]["model.num_layers"]["from"], 32);
   EXPECT_EQ(j["ops"][0]["mean_s"].get<double>(), 0.002);

@@ -8,6 +8,7 @@
 #include <nccl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "lcm/executor/error.hpp"
@@ -28,6 +29,7 @@ struct Nvml {
   int (*driver)(char*, unsigned) = nullptr;
   int (*temperature)(NvmlDevice, int, unsigned*) = nullptr;
   int (*power_limit)(NvmlDevice, unsigned*) = nullptr;
+  int (*power_usage)(NvmlDevice, unsigned*) = nullptr;
   bool ok = false;
 };
 
@@ -44,6 +46,7 @@ const Nvml& nvml() {
     v.driver = reinterpret_cast<int (*)(char*, unsigned)>(sym("nvmlSystemGetDriverVersion"));
     v.temperature = reinterpret_cast<int (*)(NvmlDevice, int, unsigned*)>(sym("nvmlDeviceGetTemperature"));
     v.power_limit = reinterpret_cast<int (*)(NvmlDevice, unsigned*)>(sym("nvmlDeviceGetPowerManagementLimit"));
+    v.power_usage = reinterpret_cast<int (*)(NvmlDevice, unsigned*)>(sym("nvmlDeviceGetPowerUsage"));
     v.ok = v.init && v.by_pci && v.clock && v.max_clock && v.driver && v.init() == 0;
     return v;
   }();
@@ -88,6 +91,54 @@ Clocks query_clocks(const std::string& pci_bus_id) {
   if (n.temperature && n.temperature(dev, kTemperatureGpu, &v) == 0) c.temperature_c = static_cast<int>(v);
   if (n.power_limit && n.power_limit(dev, &v) == 0) c.power_limit_w = static_cast<int>(v / 1000);
   return c;
+}
+
+ClockSampler::ClockSampler(const std::string& pci_bus_id, std::chrono::milliseconds period) {
+  const Nvml& n = nvml();
+  NvmlDevice dev = nullptr;
+  if (!n.ok || n.by_pci(pci_bus_id.c_str(), &dev) != 0) return;
+  samples_.reserve(1 << 16);
+  const Nvml* lib = &n;
+  thread_ = std::thread([this, dev, period, lib] {
+    while (!stop_.load(std::memory_order_relaxed)) {
+      unsigned mhz = 0, mw = 0;
+      const bool c = lib->clock(dev, kClockSm, &mhz) == 0;
+      const bool p = lib->power_usage && lib->power_usage(dev, &mw) == 0;
+      if (c) {
+        const std::lock_guard<std::mutex> lock(mu_);
+        if (samples_.size() < (size_t{1} << 22))  // ~11 hours at 10 ms
+          samples_.push_back({Clock::now(), static_cast<double>(mhz), p ? mw / 1000.0 : -1.0});
+      }
+      std::this_thread::sleep_for(period);
+    }
+  });
+}
+
+ClockSampler::~ClockSampler() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+ClockSampler::Window ClockSampler::window(Clock::time_point t0, Clock::time_point t1) const {
+  std::vector<double> mhz, w;
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    for (const Sample& s : samples_) {
+      if (s.t < t0 || s.t > t1) continue;
+      mhz.push_back(s.sm_mhz);
+      if (s.power_w >= 0) w.push_back(s.power_w);
+    }
+  }
+  auto median = [](std::vector<double>& v) {
+    if (v.empty()) return -1.0;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  Window out;
+  out.samples = static_cast<int>(mhz.size());
+  out.sm_mhz = median(mhz);
+  out.power_w = median(w);
+  return out;
 }
 
 SystemInfo query_system(int device) {

@@ -5,7 +5,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <chrono>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace lcm::exec {
 
@@ -41,6 +46,36 @@ struct SystemInfo {
 
 DeviceInfo query_device(int device);
 Clocks query_clocks(const std::string& pci_bus_id);
+
+// SM clock and board power sampled by a host thread every `period` while a run goes on (NVML;
+// a power-capped GPU lowers its clock under sustained load, which short benchmarks never
+// see). `window(t0, t1)` gives the medians of the samples taken between two instants; -1
+// where NVML is absent or no sample fell in the window. Starts on construction, stops on
+// destruction.
+class ClockSampler {
+ public:
+  using Clock = std::chrono::steady_clock;
+  struct Window {
+    double sm_mhz = -1, power_w = -1;
+    int samples = 0;
+  };
+  explicit ClockSampler(const std::string& pci_bus_id, std::chrono::milliseconds period = std::chrono::milliseconds(10));
+  ~ClockSampler();
+  ClockSampler(const ClockSampler&) = delete;
+  ClockSampler& operator=(const ClockSampler&) = delete;
+  bool active() const { return thread_.joinable(); }
+  Window window(Clock::time_point t0, Clock::time_point t1) const;
+
+ private:
+  struct Sample {
+    Clock::time_point t;
+    double sm_mhz, power_w;
+  };
+  mutable std::mutex mu_;
+  std::vector<Sample> samples_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
 SystemInfo query_system(int device);
 nlohmann::json to_json(const SystemInfo& s);
 nlohmann::json to_json(const Clocks& c);

@@ -22,6 +22,7 @@
 #include "lcm/executor/train/summary.hpp"
 #include "lcm/model/capacity.hpp"
 #include "lcm/model/flops.hpp"
+#include "infra/sysinfo.hpp"
 #include "train/event_recorder.hpp"
 #include "train/model.hpp"
 
@@ -204,6 +205,9 @@ int run_train(const TrainOptions& o, const TrainPlan& p) {
     std::vector<RoutingRecord> routing;
 
     EventRecorder rec;
+    char pci[64] = {};
+    LCM_CUDA_CHECK(cudaDeviceGetPCIBusId(pci, sizeof pci, 0));
+    const ClockSampler clocks(pci);  // SM clock and power during each step (power cap)
     for (int step = start_step + 1; step <= o.steps; ++step) {
       const bool warmup = step - start_step <= o.warmup;
       for (int64_t mb = 0; mb < M; ++mb) data->next(p.b, p.s, h_tokens + mb * T, h_labels + mb * T);
@@ -253,7 +257,9 @@ int run_train(const TrainOptions& o, const TrainPlan& p) {
       double loss = 0;
       for (int64_t i = 0; i < M * T; ++i) loss += static_cast<double>(h_out[i]);  // fixed order: reproducible
       loss /= static_cast<double>(std::max<int64_t>(1, valid));
-      StepRecord r{step, seconds, loss, h_out[M * T + 1], h_out[M * T], M * T, warmup};
+      const ClockSampler::Window cw = clocks.window(t0, t0 + std::chrono::duration_cast<ClockSampler::Clock::duration>(
+                                                              std::chrono::duration<double>(seconds)));
+      StepRecord r{step, seconds, loss, h_out[M * T + 1], h_out[M * T], M * T, warmup, cw.sm_mhz, cw.power_w};
       sum.steps.push_back(r);
       if (!warmup)
         for (const Model::Routing& mr : model.routing()) {

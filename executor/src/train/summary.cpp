@@ -29,6 +29,16 @@ void TrainSummary::finish() {
     for (const StepRecord& s : steps) t.push_back(s.time_s), tokens += s.tokens;
   measured_steps = static_cast<int>(t.size());
   if (t.empty()) return;
+  auto median_of = [&](double StepRecord::*field) {
+    std::vector<double> v;
+    for (const StepRecord& s : steps)
+      if (!s.warmup && s.*field >= 0) v.push_back(s.*field);
+    if (v.empty()) return -1.0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  };
+  sm_clock_mhz_median = median_of(&StepRecord::sm_clock_mhz);
+  power_w_median = median_of(&StepRecord::power_w);
   double total = 0;
   for (double v : t) total += v;
   std::sort(t.begin(), t.end());
@@ -50,7 +60,8 @@ nlohmann::json to_json(const TrainSummary& s) {
   json steps = json::array();
   for (const StepRecord& r : s.steps)
     steps.push_back({{"step", r.step}, {"time_s", r.time_s}, {"loss", r.loss}, {"grad_norm", r.grad_norm},
-                     {"aux_loss", r.aux_loss}, {"tokens", r.tokens}, {"warmup", r.warmup}});
+                     {"aux_loss", r.aux_loss}, {"tokens", r.tokens}, {"warmup", r.warmup},
+                     {"sm_clock_mhz", r.sm_clock_mhz}, {"power_w", r.power_w}});
   json ops = json::array();
   for (const OpAggregate& o : s.ops)
     ops.push_back({{"name", o.name}, {"layer", o.layer}, {"count", o.count}, {"total_s", o.total_s}, {"mean_s", o.mean_s()}});
@@ -75,6 +86,7 @@ nlohmann::json to_json(const TrainSummary& s) {
         {"measured_steps", s.measured_steps}}},
       {"tokens_per_s", s.tokens_per_s},
       {"mfu", s.mfu},
+      {"clocks", {{"sm_mhz_median", s.sm_clock_mhz_median}, {"power_w_median", s.power_w_median}}},
       {"model_flops_per_step", s.model_flops_per_step},
       {"peak_flops", s.peak_flops},
       {"ops", ops},
@@ -113,7 +125,7 @@ TrainSummary summary_from_json(const nlohmann::json& j) {
   for (const auto& r : j.at("steps"))
     s.steps.push_back({r.at("step").get<int>(), r.at("time_s").get<double>(), r.at("loss").get<double>(),
                        r.at("grad_norm").get<double>(), r.value("aux_loss", 0.0), r.at("tokens").get<int64_t>(),
-                       r.at("warmup").get<bool>()});
+                       r.at("warmup").get<bool>(), r.value("sm_clock_mhz", -1.0), r.value("power_w", -1.0)});
   const auto& st = j.at("step_time_s");
   s.step_time_median = st.at("median").get<double>();
   s.step_time_min = st.at("min").get<double>();
@@ -121,6 +133,10 @@ TrainSummary summary_from_json(const nlohmann::json& j) {
   s.measured_steps = st.at("measured_steps").get<int>();
   s.tokens_per_s = j.at("tokens_per_s").get<double>();
   s.mfu = j.at("mfu").get<double>();
+  if (j.contains("clocks")) {  // summaries before session 10 have none
+    s.sm_clock_mhz_median = j["clocks"].value("sm_mhz_median", -1.0);
+    s.power_w_median = j["clocks"].value("power_w_median", -1.0);
+  }
   s.model_flops_per_step = j.at("model_flops_per_step").get<double>();
   s.peak_flops = j.value("peak_flops", 0.0);
   for (const auto& o : j.at("ops"))

@@ -25,6 +25,10 @@ struct StepRecord {
   double aux_loss = 0;  // MoE aux + z losses (0 for dense models)
   int64_t tokens = 0;
   bool warmup = false;
+  // Medians of the SM clock (MHz) and board power (W) sampled during the step (NVML, every
+  // 10 ms); -1 where NVML is absent or the step was shorter than a sample.
+  double sm_clock_mhz = -1;
+  double power_w = -1;
   bool operator==(const StepRecord&) const = default;
 };
 
@@ -65,6 +69,9 @@ struct TrainSummary {
   int measured_steps = 0;
   double tokens_per_s = 0;
   double mfu = 0;
+  // Medians over the measured steps of their SM clock and board power (-1: not sampled).
+  double sm_clock_mhz_median = -1;
+  double power_w_median = -1;
   double model_flops_per_step = 0;
   double peak_flops = 0;  // the profile's peak bf16 FLOP/s per GPU (MFU's denominator with device_count)
   std::vector<OpAggregate> ops;
