@@ -35,106 +35,69 @@ cmake "${CMAKE_ARGS[@]}" > "$RES/configure.log" 2>&1 || tail -30 "$RES/configure
 ninja -C build -j 16 ${LCM_TARGETS:-lcm-exec} 2>&1 | tail -3
 
 [ "${1:-heldout}" = build ] && exit 0
-if [ "${1:-heldout}" = moe_dev ]; then
-# Development measurements (session 10): the grouped expert GEMMs of the first two held-out
-# sets' MoE shapes again, with the runner's per-shape-bucket cuBLASLt algorithm cache (the
-# earlier runs asked cuBLASLt's heuristic on every new per-expert shape, on the host).
-section "MoE development re-measure: Qwen3-like, Mixtral-like, DeepSeek-V2-Lite-like"
-timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 8192 --hidden 2048 --ffn 768 --experts 128 --topk 8 \
-  --capacity-factor none --skew balanced,zipf:1.2 --out "$RES/moe_qwen3"
-cp "$RES/moe_qwen3/summary.json" "$OUT/moe_qwen3_ep1_s10.json"
-timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 8192 --hidden 4096 --ffn 14336 --experts 8 --topk 2 \
-  --capacity-factor none --skew balanced,zipf:1.2 --out "$RES/moe_mixtral"
-cp "$RES/moe_mixtral/summary.json" "$OUT/moe_mixtral_ep1_s10.json"
-timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 8192 --hidden 2048 --ffn 1408 --experts 64 --topk 6 \
-  --capacity-factor none --skew balanced,zipf:0.8,zipf:1.5 --out "$RES/moe_dsv2lite"
-cp "$RES/moe_dsv2lite/summary.json" "$OUT/moe_dsv2lite_ep1_s10.json"
-section done
-exit 0
-fi
-if [ "${1:-heldout}" = heldout3 ]; then
-section "GEMM bf16 (skinny, router, small, mid-size)"
-timeout 200 $MPI "$EXE" bench gemm --dtype bf16 --out "$RES/gemm_bf16" --shapes \
-64x14336x4096,160x8192x4096,320x6144x6144,48x4096x14336,\
-16384x32x4096,8192x256x7168,4096x128x2048,24576x60x5120,\
-1280x1280x1280,2560x2560x2560,\
-8192x6144x4096,2048x2048x8192,12288x4096x4096,4096x7168x2048,2048x1536x4096
-cp "$RES/gemm_bf16/summary.json" "$OUT/gemm_bf16.json"
-section "GEMM fp8"
-timeout 120 $MPI "$EXE" bench gemm --dtype fp8 --out "$RES/gemm_fp8" --shapes \
-256x7168x2048,4096x4096x4096,1024x8192x2048,6144x6144x6144
-cp "$RES/gemm_fp8/summary.json" "$OUT/gemm_fp8.json"
-section "membw 80K..10M"
-timeout 120 $MPI "$EXE" bench membw -b 80K -e 10M -f 2 --out "$RES/membw"
-cp "$RES/membw/summary.json" "$OUT/membw_small.json"
-section "attention"
-timeout 240 $MPI "$EXE" bench attention --point-ms 500 --out "$RES/attn" --shapes \
-2x8Kx32x8x128,1x24Kx64x8x128,1x112Kx32x8x128,1x48Kx40x8x128,1x12Kx16x2x64,1x32Kx32x8x192
-cp "$RES/attn/summary.json" "$OUT/attention.json"
-section "MoE, one GPU: Qwen3-like at 4K, DeepSeek-V3-slice-like, OLMoE-like (balanced, Zipf 1.0)"
-timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 4096 --hidden 2048 --ffn 768 --experts 128 --topk 8 \
-  --capacity-factor none --skew balanced,zipf:1.0 --out "$RES/moe_qwen3_t4k"
-cp "$RES/moe_qwen3_t4k/summary.json" "$OUT/moe_qwen3_t4k_ep1.json"
-timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 4096 --hidden 7168 --ffn 2048 --experts 32 --topk 8 \
-  --capacity-factor none --skew balanced,zipf:1.0 --out "$RES/moe_dsv3slice"
-cp "$RES/moe_dsv3slice/summary.json" "$OUT/moe_dsv3slice_ep1.json"
-timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 8192 --hidden 2048 --ffn 1024 --experts 64 --topk 8 \
-  --capacity-factor none --skew balanced,zipf:1.0 --out "$RES/moe_olmoe"
-cp "$RES/moe_olmoe/summary.json" "$OUT/moe_olmoe_ep1.json"
-section done
-exit 0
-fi
-if [ "${1:-heldout}" = heldout2 ]; then
-section "GEMM bf16 (skinny, router, small, mid-size)"
-timeout 200 $MPI "$EXE" bench gemm --dtype bf16 --out "$RES/gemm_bf16" --shapes \
-32x8192x8192,96x5120x5120,192x7168x2048,384x4096x11008,128x28672x8192,\
-8192x16x4096,12288x64x5120,32768x8x4096,8192x160x5120,4096x32x2048,\
-768x768x768,1536x1536x1536,3072x3072x3072,\
-8192x3072x3072,4096x11008x4096,16384x1024x4096,2048x28672x8192,6144x2560x2560
-cp "$RES/gemm_bf16/summary.json" "$OUT/gemm_bf16.json"
-section "GEMM fp8"
-timeout 120 $MPI "$EXE" bench gemm --dtype fp8 --out "$RES/gemm_fp8" --shapes \
-192x4096x4096,512x8192x8192,1536x1536x1536,3072x3072x3072,16384x2048x7168,8192x3072x3072
-cp "$RES/gemm_fp8/summary.json" "$OUT/gemm_fp8.json"
-section "membw 96K..12M"
-timeout 120 $MPI "$EXE" bench membw -b 96K -e 12M -f 2 --out "$RES/membw"
-cp "$RES/membw/summary.json" "$OUT/membw_small.json"
-section "attention"
-timeout 240 $MPI "$EXE" bench attention --point-ms 500 --out "$RES/attn" --shapes \
-1x160Kx32x8x128,1x224Kx16x8x128,1x96Kx40x8x128,1x8Kx16x4x128,4x2Kx32x8x128,1x48Kx32x8x64
-cp "$RES/attn/summary.json" "$OUT/attention.json"
-section "MoE, one GPU: DeepSeek-V2-Lite-like (balanced, Zipf 0.8, 1.5), Mixtral-8x22B-like (balanced, Zipf 1.5)"
-timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 8192 --hidden 2048 --ffn 1408 --experts 64 --topk 6 \
-  --capacity-factor none --skew balanced,zipf:0.8,zipf:1.5 --out "$RES/moe_dsv2lite"
-cp "$RES/moe_dsv2lite/summary.json" "$OUT/moe_dsv2lite_ep1.json"
-timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 4096 --hidden 6144 --ffn 16384 --experts 8 --topk 2 \
-  --capacity-factor none --skew balanced,zipf:1.5 --out "$RES/moe_mixtral22b"
-cp "$RES/moe_mixtral22b/summary.json" "$OUT/moe_mixtral22b_ep1.json"
-section done
-exit 0
-fi
-section "GEMM bf16 (skinny, router, small, mid-size)"
-timeout 200 $MPI "$EXE" bench gemm --dtype bf16 --out "$RES/gemm_bf16" --shapes \
-64x4096x4096,128x4096x4096,256x4096x4096,128x14336x4096,256x8192x8192,256x4096x14336,\
-4096x8x4096,16384x8x4096,8192x128x2048,8192x128x4096,4096x256x7168,16384x256x7168,\
-512x512x512,1024x1024x1024,2048x2048x2048,8192x1536x7168,8192x576x7168,4096x5120x5120,16384x2048x7168
-cp "$RES/gemm_bf16/summary.json" "$OUT/gemm_bf16.json"
-section "GEMM fp8"
-timeout 120 $MPI "$EXE" bench gemm --dtype fp8 --out "$RES/gemm_fp8" --shapes \
-128x4096x4096,256x4096x4096,256x8192x8192,1024x1024x1024,2048x2048x2048,8192x1536x7168
-cp "$RES/gemm_fp8/summary.json" "$OUT/gemm_fp8.json"
-section "membw 64K..8M"
-timeout 120 $MPI "$EXE" bench membw -b 64K -e 8M -f 2 --out "$RES/membw"
-cp "$RES/membw/summary.json" "$OUT/membw_small.json"
-section "attention"
-timeout 240 $MPI "$EXE" bench attention --point-ms 500 --out "$RES/attn" --shapes \
-1x192Kx32x8x128,1x256Kx32x8x128,1x128Kx16x4x64,1x4Kx8x8x128,2x2Kx16x4x128,1x32Kx64x8x128
-cp "$RES/attn/summary.json" "$OUT/attention.json"
-section "MoE, one GPU, balanced and Zipf 1.2"
-timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 8192 --hidden 4096 --ffn 14336 --experts 8 --topk 2 \
-  --capacity-factor none --skew balanced,zipf:1.2 --out "$RES/moe_mixtral"
-cp "$RES/moe_mixtral/summary.json" "$OUT/moe_mixtral_ep1.json"
-timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens 8192 --hidden 2048 --ffn 768 --experts 128 --topk 8 \
-  --capacity-factor none --skew balanced,zipf:1.2 --out "$RES/moe_qwen3"
-cp "$RES/moe_qwen3/summary.json" "$OUT/moe_qwen3_ep1.json"
+
+# One benchmark run each; the summary lands in $OUT under the set's file name.
+gemms() {  # gemms DTYPE SHAPES
+  section "GEMM $1"
+  timeout 200 $MPI "$EXE" bench gemm --dtype "$1" --out "$RES/gemm_$1" --shapes "$2"
+  cp "$RES/gemm_$1/summary.json" "$OUT/gemm_$1.json"
+}
+copies() {  # copies FROM TO
+  section "membw $1..$2"
+  timeout 120 $MPI "$EXE" bench membw -b "$1" -e "$2" -f 2 --out "$RES/membw"
+  cp "$RES/membw/summary.json" "$OUT/membw_small.json"
+}
+attention() {  # attention SHAPES
+  section "attention"
+  timeout 240 $MPI "$EXE" bench attention --point-ms 500 --out "$RES/attn" --shapes "$1"
+  cp "$RES/attn/summary.json" "$OUT/attention.json"
+}
+moe() {  # moe OUT_FILE TOKENS HIDDEN FFN EXPERTS TOPK SKEWS: one GPU (ep 1), dropless
+  section "MoE $1"
+  timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens "$2" --hidden "$3" --ffn "$4" --experts "$5" --topk "$6" \
+    --capacity-factor none --skew "$7" --out "$RES/$1"
+  cp "$RES/$1/summary.json" "$OUT/$1.json"
+}
+
+case ${1:-heldout} in
+moe_dev)
+  # Development measurements (session 10): the grouped expert GEMMs of the first two held-out
+  # sets' MoE shapes again, with the runner's per-shape-bucket cuBLASLt algorithm cache (the
+  # earlier runs asked cuBLASLt's heuristic on every new per-expert shape, on the host).
+  moe moe_qwen3_ep1_s10 8192 2048 768 128 8 balanced,zipf:1.2
+  moe moe_mixtral_ep1_s10 8192 4096 14336 8 2 balanced,zipf:1.2
+  moe moe_dsv2lite_ep1_s10 8192 2048 1408 64 6 balanced,zipf:0.8,zipf:1.5
+  ;;
+heldout3)
+  gemms bf16 64x14336x4096,160x8192x4096,320x6144x6144,48x4096x14336,16384x32x4096,8192x256x7168,4096x128x2048,\
+24576x60x5120,1280x1280x1280,2560x2560x2560,8192x6144x4096,2048x2048x8192,12288x4096x4096,4096x7168x2048,2048x1536x4096
+  gemms fp8 256x7168x2048,4096x4096x4096,1024x8192x2048,6144x6144x6144
+  copies 80K 10M
+  attention 2x8Kx32x8x128,1x24Kx64x8x128,1x112Kx32x8x128,1x48Kx40x8x128,1x12Kx16x2x64,1x32Kx32x8x192
+  moe moe_qwen3_t4k_ep1 4096 2048 768 128 8 balanced,zipf:1.0
+  moe moe_dsv3slice_ep1 4096 7168 2048 32 8 balanced,zipf:1.0
+  moe moe_olmoe_ep1 8192 2048 1024 64 8 balanced,zipf:1.0
+  ;;
+heldout2)
+  gemms bf16 32x8192x8192,96x5120x5120,192x7168x2048,384x4096x11008,128x28672x8192,8192x16x4096,12288x64x5120,\
+32768x8x4096,8192x160x5120,4096x32x2048,768x768x768,1536x1536x1536,3072x3072x3072,8192x3072x3072,4096x11008x4096,\
+16384x1024x4096,2048x28672x8192,6144x2560x2560
+  gemms fp8 192x4096x4096,512x8192x8192,1536x1536x1536,3072x3072x3072,16384x2048x7168,8192x3072x3072
+  copies 96K 12M
+  attention 1x160Kx32x8x128,1x224Kx16x8x128,1x96Kx40x8x128,1x8Kx16x4x128,4x2Kx32x8x128,1x48Kx32x8x64
+  moe moe_dsv2lite_ep1 8192 2048 1408 64 6 balanced,zipf:0.8,zipf:1.5
+  moe moe_mixtral22b_ep1 4096 6144 16384 8 2 balanced,zipf:1.5
+  ;;
+heldout)
+  gemms bf16 64x4096x4096,128x4096x4096,256x4096x4096,128x14336x4096,256x8192x8192,256x4096x14336,4096x8x4096,\
+16384x8x4096,8192x128x2048,8192x128x4096,4096x256x7168,16384x256x7168,512x512x512,1024x1024x1024,2048x2048x2048,\
+8192x1536x7168,8192x576x7168,4096x5120x5120,16384x2048x7168
+  gemms fp8 128x4096x4096,256x4096x4096,256x8192x8192,1024x1024x1024,2048x2048x2048,8192x1536x7168
+  copies 64K 8M
+  attention 1x192Kx32x8x128,1x256Kx32x8x128,1x128Kx16x4x64,1x4Kx8x8x128,2x2Kx16x4x128,1x32Kx64x8x128
+  moe moe_mixtral_ep1 8192 4096 14336 8 2 balanced,zipf:1.2
+  moe moe_qwen3_ep1 8192 2048 768 128 8 balanced,zipf:1.2
+  ;;
+*) echo "unknown set ${1}: build, heldout, heldout2, heldout3 or moe_dev"; exit 2 ;;
+esac
 section done

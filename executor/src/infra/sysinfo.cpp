@@ -8,10 +8,10 @@
 #include <nccl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstring>
 
 #include "lcm/executor/error.hpp"
+#include "lcm/executor/timing.hpp"
 
 extern char** environ;
 
@@ -129,16 +129,8 @@ ClockSampler::Window ClockSampler::window(Clock::time_point t0, Clock::time_poin
       if (s.power_w >= 0) w.push_back(s.power_w);
     }
   }
-  auto median = [](std::vector<double>& v) {
-    if (v.empty()) return -1.0;
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
-  Window out;
-  out.samples = static_cast<int>(mhz.size());
-  out.sm_mhz = median(mhz);
-  out.power_w = median(w);
-  return out;
+  auto median = [](std::vector<double> v) { return v.empty() ? -1.0 : compute_stats(std::move(v)).median_us; };
+  return {median(std::move(mhz)), median(std::move(w))};
 }
 
 SystemInfo query_system(int device) {

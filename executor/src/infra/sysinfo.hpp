@@ -57,13 +57,11 @@ class ClockSampler {
   using Clock = std::chrono::steady_clock;
   struct Window {
     double sm_mhz = -1, power_w = -1;
-    int samples = 0;
   };
   explicit ClockSampler(const std::string& pci_bus_id, std::chrono::milliseconds period = std::chrono::milliseconds(10));
   ~ClockSampler();
   ClockSampler(const ClockSampler&) = delete;
   ClockSampler& operator=(const ClockSampler&) = delete;
-  bool active() const { return thread_.joinable(); }
   Window window(Clock::time_point t0, Clock::time_point t1) const;
 
  private:

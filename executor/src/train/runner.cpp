@@ -252,13 +252,13 @@ int run_train(const TrainOptions& o, const TrainPlan& p) {
       LCM_CUDA_CHECK(cudaMemcpyAsync(h_out, loss_rows.get(), loss_rows.bytes(), cudaMemcpyDeviceToHost, stream));
       LCM_CUDA_CHECK(cudaMemcpyAsync(h_out + M * T, scalars.get(), 2 * sizeof(float), cudaMemcpyDeviceToHost, stream));
       LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const auto t1 = std::chrono::steady_clock::now();
+      const double seconds = std::chrono::duration<double>(t1 - t0).count();
       rec.resolve_step();
       double loss = 0;
       for (int64_t i = 0; i < M * T; ++i) loss += static_cast<double>(h_out[i]);  // fixed order: reproducible
       loss /= static_cast<double>(std::max<int64_t>(1, valid));
-      const ClockSampler::Window cw = clocks.window(t0, t0 + std::chrono::duration_cast<ClockSampler::Clock::duration>(
-                                                              std::chrono::duration<double>(seconds)));
+      const ClockSampler::Window cw = clocks.window(t0, t1);
       StepRecord r{step, seconds, loss, h_out[M * T + 1], h_out[M * T], M * T, warmup, cw.sm_mhz, cw.power_w};
       sum.steps.push_back(r);
       if (!warmup)

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "lcm/executor/error.hpp"
+#include "lcm/executor/timing.hpp"
 
 namespace lcm::exec::train {
 
@@ -29,23 +30,21 @@ void TrainSummary::finish() {
     for (const StepRecord& s : steps) t.push_back(s.time_s), tokens += s.tokens;
   measured_steps = static_cast<int>(t.size());
   if (t.empty()) return;
+  // Medians by the benchmarks' statistics (compute_stats: unit-free despite its `_us` names).
   auto median_of = [&](double StepRecord::*field) {
     std::vector<double> v;
     for (const StepRecord& s : steps)
       if (!s.warmup && s.*field >= 0) v.push_back(s.*field);
-    if (v.empty()) return -1.0;
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    return v.empty() ? -1.0 : compute_stats(std::move(v)).median_us;
   };
   sm_clock_mhz_median = median_of(&StepRecord::sm_clock_mhz);
   power_w_median = median_of(&StepRecord::power_w);
   double total = 0;
   for (double v : t) total += v;
-  std::sort(t.begin(), t.end());
-  const size_t n = t.size();
-  step_time_median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-  step_time_min = t.front();
-  step_time_max = t.back();
+  const TimeStats st = compute_stats(std::move(t));
+  step_time_median = st.median_us;
+  step_time_min = st.min_us;
+  step_time_max = st.max_us;
   tokens_per_s = total > 0 ? static_cast<double>(tokens) / total : 0.0;
   mfu = step_time_median > 0 && peak_flops > 0 ? model_flops_per_step / step_time_median / (peak_flops * device_count)
                                                  : 0.0;
