@@ -127,13 +127,21 @@ double smooth_max(double a, double b, double p) {
 
 // One GEMM of m x n x k without the fixed time per kernel: the compute roofline at the
 // shape's efficiency and, with gemm_roofline_exponent p > 0, the memory roofline of its
-// operands (A m x k and B k x n at the dtype's width, C m x n written) at hbm_bw x hbm,
+// operands (A m x k and B k x n at the dtype's width, a BF16 C m x n written) at hbm_bw x hbm,
 // combined as a smooth maximum. An accumulating GEMM (beta 1: c_bytes above 2 are C read and
-// written in equal parts, GemmShape::c_bytes) also reads C, and that read is added after the
-// maximum: the epilogue loads each C tile after the tile's k loop, so it is not hidden under
-// the math. Evidence: Mixtral's expert weight gradients into the fp32 main grads (k = 1024
-// tokens per expert; 8 B of C per element) ran 1.6x the time the roofline maximum gives and
-// 1.7x their dgrad (validation/measured/h200/train_suite*/, mixtral_*).
+// written in equal parts, GemmShape::c_bytes) moves part of its C after that maximum, in the
+// epilogue that follows each tile's k loop:
+// - FP32 C (8 B per element: a weight gradient into fp32 main grads) moves all of it after:
+//   the runner's expert weight gradients (validation/measured/h200/train_suite*/, a
+//   development set) ran -4 %, -10 %, -20 %, -33 % too fast at 4096, 2048, 1024, 512 tokens
+//   per expert (Mixtral; DeepSeek's slice -12 % to -31 %) with the write hidden under the
+//   maximum, an error growing as k shrinks as serial C traffic predicts; with all of it after,
+//   within about +-10 % at every k.
+// - BF16 C (4 B: the router's dgrad adding into the layer's input gradient) moves only its read
+//   after: bench moe's router dgrads at k = 64 and 128 experts are within 5 % that way and
+//   19-27 % too slow with all of C after (calibration inputs, session 10).
+// Why the two epilogues differ (cuBLASLt's kernel choice per output type is the candidate) is
+// not established; each rule rests on its own measurements.
 double one_gemm_time(double m, double n, double k, DType dtype, const HardwareSpec& hw, double c_bytes = 2.0) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   const double t_compute = 2.0 * m * n * k / (peak_flops(dtype, hw) * dims_efficiency(m, n, k, dtype, hw));
@@ -141,9 +149,11 @@ double one_gemm_time(double m, double n, double k, DType dtype, const HardwareSp
   const double bw = hw.gpu.hbm_bw * hw.efficiency.hbm;
   if (!(p > 0) || !(bw > 0)) return t_compute;
   const double width = dtype == DType::kFp8 ? 1.0 : dtype == DType::kFp32 ? 4.0 : 2.0;
-  const double c_read = c_bytes > 2.0 ? 0.5 * c_bytes : 0.0;
-  const double t_memory = ((m * k + k * n) * width + m * n * (c_bytes - c_read)) / bw;
-  return smooth_max(t_compute, t_memory, p) + m * n * c_read / bw;
+  // C bytes inside the maximum and after it: a BF16 C written (2 B) inside; an accumulating
+  // BF16 C (4 B) its write inside and its read after; an accumulating FP32 C (8 B) all after.
+  const double c_after = c_bytes >= 8.0 ? c_bytes : c_bytes > 2.0 ? 0.5 * c_bytes : 0.0;
+  const double t_memory = ((m * k + k * n) * width + m * n * (c_bytes - c_after)) / bw;
+  return smooth_max(t_compute, t_memory, p) + m * n * c_after / bw;
 }
 
 }  // namespace

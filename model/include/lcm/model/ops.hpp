@@ -365,8 +365,8 @@ struct GemmShape {
   bool split_k = false;
   ExpertLoadShares loads{};  // per-expert token shares; even by default (m / groups each)
   // Bytes each element of C moves: 2, a bf16 result written; above 2, an accumulating GEMM
-  // (beta 1) that reads and writes C in equal parts (timing.cpp adds the read after the
-  // roofline: the epilogue loads C after the k loop). grad_c_bytes is what the C of
+  // (beta 1) that reads and writes C in equal parts (timing.cpp adds that traffic after the
+  // roofline of the k loop: the epilogue loads and stores C after it). grad_c_bytes is what the C of
   // this GEMM's weight gradient moves (wgrad_shape gives it to that GEMM): a gradient
   // accumulated into the main grads reads and writes them (Megatron's gradient-accumulation
   // fusion: the wgrad GEMM runs with beta 1 into main_grad), 2 x 4 B with fp32 main grads.
