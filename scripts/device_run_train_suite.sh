@@ -99,6 +99,17 @@ RUN[qwen3_30b_s8k_none_mb2]="${QW[*]} --set training.seq_length=8192 --set train
 RUN[qwen3_30b_s2k_cf1.25_mb8]="${QW[*]} --set model.moe_expert_capacity_factor=1.25 --set training.seq_length=2048 --set training.global_batch_size=8 --steps 5"
 RUN[deepseek_s4k_full_mb2]="${DS[*]} ${FULL[*]} --set training.global_batch_size=2 --steps 5"
 RUN[deepseek_s8k_none_mb1]="${DS[*]} ${NORC[*]} --set training.seq_length=8192 --set training.global_batch_size=1 --steps 5"
+# The fifth held-out set (validation/measured/h200/train_suite5/DECLARATION.md, session 11).
+RUN[llama8b_s2k_none_mb16]="${L8[*]} ${NORC[*]} --set training.seq_length=2048 --set training.global_batch_size=16 --steps 5"
+RUN[llama8b_s48k_sel_mb1]="${L8[*]} ${SEL[*]} --set parallel.recompute_modules=[core_attn] --set training.seq_length=49152 --set training.global_batch_size=1 --steps 4"
+RUN[llama70b_s4k_full_mb4]="llama3.1-70b ${ONE[*]} ${FULL[*]} --set training.seq_length=4096 --set training.global_batch_size=4 --steps 5"
+RUN[mixtral_s2k_dropless_mb2]="${MX[*]} --set training.seq_length=2048 --set training.global_batch_size=2 --steps 6"
+RUN[mixtral_s32k_full]="${MX[*]} ${FULL[*]} --set training.seq_length=32768 --set training.global_batch_size=1 --steps 4"
+RUN[qwen3_30b_s4k_sel_mb4]="${QW[*]} ${SEL[*]} --set parallel.recompute_modules=[core_attn] --steps 5"
+RUN[qwen3_30b_s2k_cf1.0_mb4]="${QW[*]} --set model.moe_expert_capacity_factor=1.0 --set training.seq_length=2048 --set training.global_batch_size=4 --steps 6"
+RUN[qwen3_30b_s32k_full]="${QW[*]} ${FULL[*]} --set training.seq_length=32768 --set training.global_batch_size=1 --steps 4"
+RUN[deepseek_s2k_cf1.0_mb4]="${DS[*]} ${NORC[*]} --set model.moe_expert_capacity_factor=1.0 --set training.seq_length=2048 --set training.global_batch_size=4 --steps 5"
+RUN[deepseek_s16k_full]="${DS[*]} ${FULL[*]} --set training.seq_length=16384 --set training.global_batch_size=1 --steps 4"
 ORDER=(llama8b_s8k_none llama8b_s8k_sel llama8b_s8k_full llama8b_s4k_none_mb8 llama8b_s32k_full llama70b_s8k_full
        mixtral_s4k_dropless mixtral_s4k_cf1.0 mixtral_s4k_cf1.25 qwen3_30b_s4k qwen3_30b_s4k_cf1.0 deepseek_s4k
        deepseek_s4k_sel llama8b_s128k_full)
