@@ -226,6 +226,16 @@ io::Result<TrainSummary> parse_train_summary(const std::string& json_text, const
           number_at(cat, "memory.at_peak_by_category", to_string(static_cast<MemCategory>(c)), 0);
     m.context = number_at(mem, "memory", "context_bytes", 0);
     m.library_workspace = number_at(mem, "memory", "library_workspace_bytes", 0);
+    if (const auto h = j.find("host"); h != j.end()) {  // written since session 11
+      if (!h->is_object()) throw BadKey{"host", "expected an object, got " + got(*h)};
+      // -1 is the runner's "not measured"; anything else below 0 is an error.
+      RunHostCosts r{number_at(*h, "host", "gemm_enqueue_s", -1), number_at(*h, "host", "kernel_enqueue_s", -1),
+                     number_at(*h, "host", "sync_s", -1)};
+      for (const auto& [v, key] : {std::pair{r.gemm_enqueue_s, "gemm_enqueue_s"}, {r.kernel_enqueue_s, "kernel_enqueue_s"},
+                                   {r.sync_s, "sync_s"}})
+        if (v < 0 && v != -1) throw BadKey{child("host", key), fmt::format("expected a time >= 0 (or -1: not measured), got {}", v)};
+      if (r.gemm_enqueue_s >= 0 && r.kernel_enqueue_s >= 0 && r.sync_s >= 0) m.host = r;
+    }
   } catch (const BadKey& b) {
     return io::ConfigError{file, 0, 0, b.key, b.message};
   }
@@ -339,6 +349,13 @@ io::Result<Scenario> load_compare_scenario(const std::string& scenario_path, con
     e.message += " (overrides: those of " + m.file + (extra.empty() ? "" : ", then --set / --profile") + ")";
     return e;
   }
+  if (m.host) {
+    HostSpec& h = s.value().hardware.host;
+    h.kernel_launch = m.host->gemm_enqueue_s;
+    h.sync = m.host->sync_s;
+    h.launch_latency = 0;
+    h.layer_overhead = 0;
+  }
   const int64_t layers = s.value().model.num_layers + s.value().model.mtp_num_layers;
   const Estimate probe = estimate(s.value(), EstimateOptions{false});
   const int64_t mbs = std::max(1, probe.mesh.num_micro_batches);
@@ -361,6 +378,8 @@ io::Result<Comparison> compare_run(const Scenario& s, const TrainSummary& m) {
   c.device = m.device;
   c.num_micro_batches = sched.num_micro_batches;
   c.measured_steps = m.measured_steps;
+  c.host_from_run = m.host.has_value();
+  c.host = s.hardware.host;
 
   // Measured ops by (name, layer); each is matched at most once.
   std::map<std::pair<std::string, int>, size_t> measured;
@@ -465,6 +484,14 @@ std::vector<Table> compare_tables(const Comparison& c) {
   step.notes.push_back(fmt::format("measured over {} steps (min {} ms, max {} ms){}; {} micro-batches per step",
                                    c.measured_steps, ms(c.measured_step_min_s), ms(c.measured_step_max_s),
                                    c.device.empty() ? "" : " on " + c.device, c.num_micro_batches));
+  step.notes.push_back(
+      c.host_from_run
+          ? fmt::format("host costs of the prediction: the run's own (measured by lcm-exec at start): {:.2f} us per "
+                        "kernel enqueue (a cuBLASLt GEMM), {:.2f} us per device-to-host sync, no per-layer Python",
+                        1e6 * c.host.kernel_launch, 1e6 * c.host.sync)
+          : fmt::format("host costs of the prediction: the profile's (the summary records none): {:.2f} us per kernel "
+                        "enqueue, {:.2f} us per sync, {:.1f} us of per-layer Python per pass",
+                        1e6 * c.host.kernel_launch, 1e6 * c.host.sync, 1e6 * c.host.layer_overhead));
   out.push_back(std::move(step));
 
   Table cls;
@@ -583,6 +610,11 @@ ordered_json compare_json(const Comparison& c) {
                            {"measured_tokens_per_s", c.measured_tokens_per_s},
                            {"predicted_mfu", c.predicted_mfu},
                            {"measured_mfu", c.measured_mfu}};
+  j["host"] = ordered_json{{"source", c.host_from_run ? "run" : "profile"},
+                           {"kernel_launch_s", c.host.kernel_launch},
+                           {"sync_s", c.host.sync},
+                           {"launch_latency_s", c.host.launch_latency},
+                           {"layer_overhead_s", c.host.layer_overhead}};
   ordered_json classes = ordered_json::object();
   for (int i = 0; i < kNumCompareClasses; ++i)
     classes[to_string(static_cast<CompareClass>(i))] = total(c.classes[static_cast<size_t>(i)]);

@@ -453,6 +453,7 @@ TEST(TrainSummary, JsonRoundTrip) {
   s.at_peak_by[0] = 1000;
   s.context_bytes = 536870912;
   s.routing = {{1, {10, 30}, {10, 20}}};
+  s.host = {5.5e-6, 2.25e-6, 1.5e-5};
   s.finish();
   // Median of {0.5, 0.3, 0.4} (step 1 is warm-up), tokens over their summed time.
   EXPECT_DOUBLE_EQ(s.step_time_median, 0.4);
@@ -467,12 +468,18 @@ TEST(TrainSummary, JsonRoundTrip) {
   EXPECT_DOUBLE_EQ(s.power_w_median, 695);
   const nlohmann::json j = to_json(s);
   EXPECT_EQ(j["clocks"]["sm_mhz_median"].get<double>(), 1732.5);
+  EXPECT_EQ(j["host"]["gemm_enqueue_s"].get<double>(), 5.5e-6);
+  EXPECT_EQ(j["host"]["sync_s"].get<double>(), 1.5e-5);
   EXPECT_EQ(j["steps"][1]["power_w"].get<double>(), 690);
   EXPECT_EQ(j["format"], "lcm-exec-train/1");
   EXPECT_EQ(j["scaled"]["model.num_layers"]["from"], 32);
   EXPECT_EQ(j["ops"][0]["mean_s"].get<double>(), 0.002);
   const TrainSummary back = summary_from_json(nlohmann::json::parse(j.dump()));
   EXPECT_EQ(back, s);
+  // A summary written before the host costs were measured reads back with none (-1).
+  nlohmann::json old = j;
+  old.erase("host");
+  EXPECT_EQ(summary_from_json(old).host, HostCosts{});
 }
 
 }  // namespace

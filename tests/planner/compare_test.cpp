@@ -396,3 +396,77 @@ TEST(CompareCli, TraceHasThePredictedAndTheMeasuredStep) {
 }
 
 }  // namespace
+
+namespace {
+
+// The committed fixture's summary.json with `host` set to `host_json` (nothing when empty).
+fs::path fixture_with_host(const std::string& name, const std::string& host_json) {
+  const fs::path dir = temp_dir(name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ifstream in(std::string(LCM_SOURCE_DIR) + "/tests/data/compare/summary.json");
+  json j = json::parse(in);
+  if (!host_json.empty()) j["host"] = json::parse(host_json);
+  std::ofstream(dir / "summary.json") << j.dump(1);
+  return dir;
+}
+
+}  // namespace
+
+// lcm-exec train records its own host costs (C++ enqueue, measured at start); the prediction
+// of the run takes them in place of the profile's `host:` block (PyTorch eager's): kernel
+// enqueue = the GEMM enqueue, sync = the round trip, no per-layer Python, no extra latency.
+TEST(CompareHost, TheRunsOwnHostCostsReplaceTheProfiles) {
+  const std::string scenario = std::string(LCM_SOURCE_DIR) + "/scenarios/llama3.1-8b.yaml";
+  auto m = lcm::report::read_train_summary(
+      fixture_with_host("host_run", R"({"gemm_enqueue_s": 4.5e-6, "kernel_enqueue_s": 2.5e-6, "sync_s": 1.2e-5})")
+          .string());
+  ASSERT_TRUE(m) << m.error().str();
+  ASSERT_TRUE(m.value().host.has_value());
+  auto s = lcm::report::load_compare_scenario(scenario, m.value(), {});
+  ASSERT_TRUE(s) << s.error().str();
+  EXPECT_DOUBLE_EQ(s.value().hardware.host.kernel_launch, 4.5e-6);
+  EXPECT_DOUBLE_EQ(s.value().hardware.host.sync, 1.2e-5);
+  EXPECT_EQ(s.value().hardware.host.layer_overhead, 0.0);
+  EXPECT_EQ(s.value().hardware.host.launch_latency, 0.0);
+  auto c = lcm::report::compare_run(s.value(), m.value());
+  ASSERT_TRUE(c) << c.error().str();
+  EXPECT_TRUE(c.value().host_from_run);
+  const ordered_json j = lcm::report::compare_json(c.value());
+  EXPECT_EQ(j["host"]["source"], "run");
+  EXPECT_DOUBLE_EQ(j["host"]["kernel_launch_s"].get<double>(), 4.5e-6);
+
+  // Without the block (runs before session 11), or with the runner's "not measured" (-1),
+  // the profile's costs stay: the same as loading the scenario with the overrides alone.
+  for (const std::string& host : {std::string(), std::string(R"({"gemm_enqueue_s": -1, "kernel_enqueue_s": -1, "sync_s": -1})")}) {
+    auto m0 = lcm::report::read_train_summary(fixture_with_host("host_profile", host).string());
+    ASSERT_TRUE(m0) << m0.error().str();
+    EXPECT_FALSE(m0.value().host.has_value());
+    auto s0 = lcm::report::load_compare_scenario(scenario, m0.value(), {});
+    ASSERT_TRUE(s0) << s0.error().str();
+    lcm::io::LoadOptions lo;
+    lo.overrides = lcm::report::prediction_overrides(m0.value(), {});
+    auto plain = lcm::io::load_scenario(scenario, lo);
+    ASSERT_TRUE(plain) << plain.error().str();
+    EXPECT_EQ(s0.value().hardware.host, plain.value().hardware.host);
+    EXPECT_GT(s0.value().hardware.host.layer_overhead, 0.0);  // the profile's per-layer Python
+  }
+}
+
+TEST(CompareHost, BadHostCostsAreOneLineErrors) {
+  auto bad = lcm::report::read_train_summary(
+      fixture_with_host("host_bad", R"({"gemm_enqueue_s": 4.5e-6, "kernel_enqueue_s": 2.5e-6, "sync_s": -2})").string());
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().str().find("host.sync_s"), std::string::npos) << bad.error().str();
+  EXPECT_NE(bad.error().str().find("expected a number >= -1"), std::string::npos) << bad.error().str();
+  auto half = lcm::report::read_train_summary(
+      fixture_with_host("host_half", R"({"gemm_enqueue_s": -0.5, "kernel_enqueue_s": 2.5e-6, "sync_s": 1e-5})").string());
+  ASSERT_FALSE(half);
+  EXPECT_NE(half.error().str().find("host.gemm_enqueue_s: expected a time >= 0 (or -1: not measured)"),
+            std::string::npos)
+      << half.error().str();
+  auto missing =
+      lcm::report::read_train_summary(fixture_with_host("host_missing", R"({"gemm_enqueue_s": 4.5e-6})").string());
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().str().find("host.kernel_enqueue_s"), std::string::npos) << missing.error().str();
+}

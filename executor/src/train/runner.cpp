@@ -24,6 +24,7 @@
 #include "lcm/model/flops.hpp"
 #include "infra/sysinfo.hpp"
 #include "train/event_recorder.hpp"
+#include "train/host_costs.hpp"
 #include "train/model.hpp"
 
 namespace lcm::exec::train {
@@ -203,6 +204,9 @@ int run_train(const TrainOptions& o, const TrainPlan& p) {
     sum.model_flops_per_step = flops.per_step;
     sum.peak_flops = p.scenario.hardware.gpu.peak_bf16_flops;
     std::vector<RoutingRecord> routing;
+
+    // The runner's own enqueue and sync costs (lcm compare predicts the run with them).
+    sum.host = measure_host_costs(gemm, stream);
 
     EventRecorder rec;
     char pci[64] = {};

@@ -86,6 +86,9 @@ nlohmann::json to_json(const TrainSummary& s) {
       {"tokens_per_s", s.tokens_per_s},
       {"mfu", s.mfu},
       {"clocks", {{"sm_mhz_median", s.sm_clock_mhz_median}, {"power_w_median", s.power_w_median}}},
+      {"host",
+       {{"gemm_enqueue_s", s.host.gemm_enqueue_s}, {"kernel_enqueue_s", s.host.kernel_enqueue_s},
+        {"sync_s", s.host.sync_s}}},
       {"model_flops_per_step", s.model_flops_per_step},
       {"peak_flops", s.peak_flops},
       {"ops", ops},
@@ -135,6 +138,11 @@ TrainSummary summary_from_json(const nlohmann::json& j) {
   if (j.contains("clocks")) {  // summaries before session 10 have none
     s.sm_clock_mhz_median = j["clocks"].value("sm_mhz_median", -1.0);
     s.power_w_median = j["clocks"].value("power_w_median", -1.0);
+  }
+  if (j.contains("host")) {  // summaries before session 11 have none
+    s.host.gemm_enqueue_s = j["host"].value("gemm_enqueue_s", -1.0);
+    s.host.kernel_enqueue_s = j["host"].value("kernel_enqueue_s", -1.0);
+    s.host.sync_s = j["host"].value("sync_s", -1.0);
   }
   s.model_flops_per_step = j.at("model_flops_per_step").get<double>();
   s.peak_flops = j.value("peak_flops", 0.0);

@@ -48,6 +48,14 @@ struct RoutingRecord {
   bool operator==(const RoutingRecord&) const = default;
 };
 
+// lcm-exec train's own host costs, measured at start (host_costs.hpp; -1: not measured).
+struct HostCosts {
+  double gemm_enqueue_s = -1;    // one cuBLASLt GEMM enqueued (algorithm cached), median
+  double kernel_enqueue_s = -1;  // one elementwise kernel launched, median
+  double sync_s = -1;            // a device-to-host round trip after one tiny kernel, median
+  bool operator==(const HostCosts&) const = default;
+};
+
 struct TrainSummary {
   std::string scenario_path, scenario_name;
   std::vector<std::pair<std::string, std::string>> overrides;
@@ -72,6 +80,7 @@ struct TrainSummary {
   // Medians over the measured steps of their SM clock and board power (-1: not sampled).
   double sm_clock_mhz_median = -1;
   double power_w_median = -1;
+  HostCosts host;
   double model_flops_per_step = 0;
   double peak_flops = 0;  // the profile's peak bf16 FLOP/s per GPU (MFU's denominator with device_count)
   std::vector<OpAggregate> ops;

@@ -43,6 +43,11 @@ struct TrainOp {
   double total_s = 0;  // over the measured steps
 };
 
+// lcm-exec train's own host costs, measured at its start (summary.json "host").
+struct RunHostCosts {
+  double gemm_enqueue_s = 0, kernel_enqueue_s = 0, sync_s = 0;
+};
+
 struct TrainSummary {
   std::string file;  // the summary.json read (for messages)
   std::string scenario_name, scenario_path;
@@ -57,6 +62,9 @@ struct TrainSummary {
   double peak_allocated = 0, peak_reserved = 0;  // bytes
   std::array<double, kNumMemCategories> at_peak{};
   double context = 0, library_workspace = 0;
+  // nullopt: the summary has no "host" block (runs before session 11) or its figures are -1
+  // (not measured); the prediction then keeps the profile's `host:` costs.
+  std::optional<RunHostCosts> host;
 };
 
 // Parses and validates summary.json text; missing or ill-typed keys, an unknown format, an
@@ -118,6 +126,8 @@ struct Comparison {
   double predicted_mfu = 0, measured_mfu = 0;
   std::vector<MemoryRow> memory;
   double measured_categories_sum = 0;  // sum of at_peak_by_category (should be peak allocated)
+  bool host_from_run = false;  // the prediction's host costs: the run's own (true) or the profile's
+  HostSpec host;               // those the prediction used
 };
 
 // Per-op times of one predicted step on pipeline stage `stage` (the stage of global rank 0
@@ -130,7 +140,10 @@ struct PredictedOp {
 std::vector<PredictedOp> predicted_op_times(const Scenario& s, const Estimate& e, const Schedule& sched, int stage = 0);
 
 // The scenario of the prediction: `scenario_path` loaded with the summary's overrides, then
-// `extra` (--set / --profile). Errors: the loader's (noting where the overrides came from),
+// `extra` (--set / --profile); where the summary records the runner's own host costs, they
+// replace the profile's `host:` block (which holds PyTorch eager's): kernel_launch = the GEMM
+// enqueue, sync = the round trip, no per-layer Python, no launch latency beyond the sync
+// (docs/compare.md, "Host costs"). Errors: the loader's (noting where the overrides came from),
 // and a prediction larger than the predicted trace's cap (limits::kTraceLayerMicroBatches)
 // that compare_run aligns with. `lcm compare` and lcm-gui's Validation tab both load here.
 io::Result<Scenario> load_compare_scenario(const std::string& scenario_path, const TrainSummary& m,
