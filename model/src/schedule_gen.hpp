@@ -912,8 +912,12 @@ void emit_step(const Ctx& x, bool first, bool last, const GpuParams& p, double t
   if (m.pp > 1 && shared_embedding && (first || last))
     add(OpId::kEmbGradsAllReduce, Collective::kAllReduce, CommDim::kEmb, 2,
         static_cast<double>(m.padded_vocab) * x.r.hidden / m.tp * gb, CommItemId::kEmbAllReduceGrads, 1, false);
-  // Fused Adam: read fp32 param, grad, exp_avg, exp_avg_sq; write them back and the bf16 copy.
-  Op opt = memory_op(OpId::kOptimizerStep, 30.0 * optimizer_params);
+  // Gradient clipping's norm reads every fp32 main grad once (Megatron's clip_grad_norm with
+  // its default --clip-grad 1.0; lcm-exec train's sum of squares): 4 B per parameter. Then
+  // fused Adam reads fp32 param, grad, exp_avg, exp_avg_sq and writes them back and the bf16
+  // copy: 30 B. (The runner's optimizer.step, which times both, ran 12-13 % above 30 B per
+  // parameter at the HBM rate on the Mixtral slices, validation/measured/h200/train_suite*/.)
+  Op opt = memory_op(OpId::kOptimizerStep, (4.0 + 30.0) * optimizer_params);
   opt.pass = Pass::kStep;
   f(opt);
 }

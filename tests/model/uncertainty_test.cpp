@@ -47,19 +47,19 @@ TEST(StepBand, HandDerived) {
   EXPECT_TRUE(b.op_present);
   EXPECT_NEAR(b.op_center, 0.028, 1e-12);
   EXPECT_NEAR(b.op_half, 0.134, 1e-12);
-  // Composition (stored spread +0.12% / +49.86%, session 9): m_c = (ln 1.0012 + ln 1.4986) / 2
-  // = 0.2028653, s_c = (ln 1.4986 - ln 1.0012) / 2 = 0.2016660.
-  EXPECT_NEAR(b.comp_center, 0.2028653, 1e-6);
-  EXPECT_NEAR(b.comp_half, 0.2016660, 1e-6);
-  // m = 0.2308653, s = sqrt(0.134^2 + 0.2016660^2) = 0.2421264:
-  // low = exp(-0.0112611) - 1 = -0.0111979, high = exp(0.4729917) - 1 = 0.6047881.
-  EXPECT_NEAR(b.low, -0.0111979, 1e-6);
-  EXPECT_NEAR(b.high, 0.6047881, 1e-6);
-  // A 10 s prediction: 9.888 .. 16.048 s; an MFU of 40%: 24.93% .. 40.45%.
-  EXPECT_NEAR(time_range(10.0, b).low, 9.888021, 1e-5);
-  EXPECT_NEAR(time_range(10.0, b).high, 16.047881, 1e-5);
-  EXPECT_NEAR(rate_range(0.40, b).low, 0.2492541, 1e-7);  // 0.40 / 1.6047881
-  EXPECT_NEAR(rate_range(0.40, b).high, 0.4045299, 1e-7);  // 0.40 / 0.9888021
+  // Composition (stored spread +0.10% / +49.84%, session 11): m_c = (ln 1.0010 + ln 1.4984) / 2
+  // = 0.2026987, s_c = (ln 1.4984 - ln 1.0010) / 2 = 0.2016992.
+  EXPECT_NEAR(b.comp_center, 0.2026987, 1e-6);
+  EXPECT_NEAR(b.comp_half, 0.2016992, 1e-6);
+  // m = 0.2306987, s = sqrt(0.134^2 + 0.2016992^2) = 0.2421540:
+  // low = exp(-0.0114553) - 1 = -0.0113900, high = exp(0.4728527) - 1 = 0.6045650.
+  EXPECT_NEAR(b.low, -0.0113900, 1e-6);
+  EXPECT_NEAR(b.high, 0.6045650, 1e-6);
+  // A 10 s prediction: 9.886 .. 16.046 s; an MFU of 40%: 24.93% .. 40.46%.
+  EXPECT_NEAR(time_range(10.0, b).low, 9.886100, 1e-5);
+  EXPECT_NEAR(time_range(10.0, b).high, 16.045650, 1e-5);
+  EXPECT_NEAR(rate_range(0.40, b).low, 0.2492887, 1e-7);  // 0.40 / 1.6045650
+  EXPECT_NEAR(rate_range(0.40, b).high, 0.4046085, 1e-7);  // 0.40 / 0.9886100
 }
 
 TEST(StepBand, Fp8GemmsTakeTheFp8Band) {
@@ -67,9 +67,9 @@ TEST(StepBand, Fp8GemmsTakeTheFp8Band) {
   // Only the GEMM term changes: 0.44 x (-0.1) instead of 0: m_op = -0.016, s_op unchanged.
   EXPECT_NEAR(b.op_center, -0.016, 1e-12);
   EXPECT_NEAR(b.op_half, 0.134, 1e-12);
-  // m = 0.1868653, s = 0.2421264: low = exp(-0.0552611) - 1, high = exp(0.4289917) - 1.
-  EXPECT_NEAR(b.low, -0.0537619, 1e-6);
-  EXPECT_NEAR(b.high, 0.5357083, 1e-6);
+  // m = 0.1866987, s = 0.2421540: low = exp(-0.0554553) - 1, high = exp(0.4288527) - 1.
+  EXPECT_NEAR(b.low, -0.0539457, 1e-6);
+  EXPECT_NEAR(b.high, 0.5354948, 1e-6);
 }
 
 TEST(StepBand, WithoutOpResidualsTheBandIsTheCompositionSpread) {
@@ -77,8 +77,8 @@ TEST(StepBand, WithoutOpResidualsTheBandIsTheCompositionSpread) {
   EXPECT_FALSE(b.op_present);
   EXPECT_EQ(b.op_center, 0.0);
   EXPECT_EQ(b.op_half, 0.0);
-  EXPECT_NEAR(b.low, 0.0012, 1e-12);
-  EXPECT_NEAR(b.high, 0.4986, 1e-12);
+  EXPECT_NEAR(b.low, 0.0010, 1e-12);
+  EXPECT_NEAR(b.high, 0.4984, 1e-12);
   EXPECT_TRUE(composition_spread().development_set);
   EXPECT_EQ(composition_spread().rows, 60);
 }
