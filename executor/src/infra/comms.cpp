@@ -11,16 +11,13 @@
 #include <thread>
 
 #include "lcm/executor/error.hpp"
+#include "lcm/executor/timing.hpp"
 
 namespace lcm::exec {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kAbortGraceSeconds = 10;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 std::string fmt_seconds(double s) {
   char buf[32];

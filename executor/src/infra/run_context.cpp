@@ -171,13 +171,6 @@ void wait_group_stream(Comms* comms, cudaStream_t s, double timeout_s, const std
   else wait_stream(s, timeout_s, what);
 }
 
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-}  // namespace
 
 Warmup warm_up(int warmup, double warmup_s, const std::function<void(int)>& rep, const std::function<void()>& wait) {
   Warmup w;

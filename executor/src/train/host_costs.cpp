@@ -12,17 +12,6 @@
 
 namespace lcm::exec::train {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// compute_stats is unit-free despite its `_us` names.
-double median(std::vector<double> v) { return compute_stats(std::move(v)).median_us; }
-
-}  // namespace
-
 HostCosts measure_host_costs(LtGemm& gemm, cudaStream_t stream, int reps) {
   constexpr int64_t kDim = 128, kElems = 4096;
   void* buf = nullptr;
@@ -37,46 +26,42 @@ HostCosts measure_host_costs(LtGemm& gemm, cudaStream_t stream, int reps) {
   bf16* z = y + kElems;
   auto run_gemm = [&] { gemm.run(kDim, kDim, kDim, a, false, b, true, c, false); };
   auto run_add = [&] { add(x, y, z, kElems, stream); };
+  // Median host time of `n` calls of f, each timed alone (compute_stats is unit-free).
+  auto median_of = [](int n, auto&& f) {
+    std::vector<double> t;
+    for (int i = 0; i < n; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      f();
+      t.push_back(seconds_since(t0));
+    }
+    return compute_stats(std::move(t)).median_us;
+  };
   // First calls: the algorithm heuristic and the modules' loading are not enqueue costs.
   run_gemm();
   run_add();
   LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
 
   HostCosts h;
-  std::vector<double> tg, tk, ts;
-  tg.reserve(static_cast<size_t>(reps));
-  tk.reserve(static_cast<size_t>(reps));
-  {
-    StreamGate gate;
-    gate.close(stream, 5.0);
-    for (int i = 0; i < reps; ++i) {
-      const auto t0 = Clock::now();
-      run_gemm();
-      tg.push_back(seconds_since(t0));
-    }
-    for (int i = 0; i < reps; ++i) {
-      const auto t0 = Clock::now();
+  StreamGate gate;
+  gate.close(stream, 5.0);
+  const double gemm_s = median_of(reps, run_gemm), kernel_s = median_of(reps, run_add);
+  gate.open();
+  LCM_CUDA_CHECK(cudaGetLastError());
+  LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
+  // A gate that opened by itself let the GPU run ahead of the host: not enqueue costs (-1).
+  if (!gate.timed_out()) {
+    h.gemm_enqueue_s = gemm_s;
+    h.kernel_enqueue_s = kernel_s;
+    std::vector<double> sync;  // the round trip after one tiny kernel, its enqueue excluded
+    for (int i = 0; i < 50; ++i) {
       run_add();
-      tk.push_back(seconds_since(t0));
+      const auto t0 = std::chrono::steady_clock::now();
+      LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
+      sync.push_back(seconds_since(t0));
     }
-    gate.open();
-    LCM_CUDA_CHECK(cudaGetLastError());
-    LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (gate.timed_out()) {  // the GPU ran ahead of the host: the figures are not enqueue costs
-      LCM_CUDA_CHECK(cudaFree(buf));
-      return h;
-    }
-  }
-  for (int i = 0; i < 50; ++i) {
-    run_add();
-    const auto t0 = Clock::now();
-    LCM_CUDA_CHECK(cudaStreamSynchronize(stream));
-    ts.push_back(seconds_since(t0));
+    h.sync_s = compute_stats(std::move(sync)).median_us;
   }
   LCM_CUDA_CHECK(cudaFree(buf));
-  h.gemm_enqueue_s = median(std::move(tg));
-  h.kernel_enqueue_s = median(std::move(tk));
-  h.sync_s = median(std::move(ts));
   return h;
 }
 

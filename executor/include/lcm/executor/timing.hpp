@@ -5,10 +5,16 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
 namespace lcm::exec {
+
+// Host wall time since `t0`, in seconds (timeouts, warm-up budgets, host enqueue costs).
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
 struct TimeStats {
   int n = 0;
