@@ -110,6 +110,17 @@ RUN[qwen3_30b_s2k_cf1.0_mb4]="${QW[*]} --set model.moe_expert_capacity_factor=1.
 RUN[qwen3_30b_s32k_full]="${QW[*]} ${FULL[*]} --set training.seq_length=32768 --set training.global_batch_size=1 --steps 4"
 RUN[deepseek_s2k_cf1.0_mb4]="${DS[*]} ${NORC[*]} --set model.moe_expert_capacity_factor=1.0 --set training.seq_length=2048 --set training.global_batch_size=4 --steps 5"
 RUN[deepseek_s16k_full]="${DS[*]} ${FULL[*]} --set training.seq_length=16384 --set training.global_batch_size=1 --steps 4"
+# The sixth held-out set (validation/measured/h200/train_suite6/DECLARATION.md, session 12).
+RUN[llama8b_s4k_sel_mb2]="${L8[*]} ${SEL[*]} --set parallel.recompute_modules=[core_attn] --set training.seq_length=4096 --set training.global_batch_size=2 --steps 6"
+RUN[llama8b_s24k_none_mb1]="${L8[*]} ${NORC[*]} --set training.seq_length=24576 --set training.global_batch_size=1 --steps 5"
+RUN[llama8b_s12k_full_mb2]="${L8[*]} ${FULL[*]} --set training.seq_length=12288 --set training.global_batch_size=2 --steps 5"
+RUN[llama70b_s2k_none_mb8]="llama3.1-70b ${ONE[*]} ${NORC[*]} --set training.seq_length=2048 --set training.global_batch_size=8 --steps 5"
+RUN[mixtral_s8k_sel_mb2]="${MX[*]} ${SEL[*]} --set parallel.recompute_modules=[core_attn] --set training.seq_length=8192 --set training.global_batch_size=2 --steps 5"
+RUN[mixtral_s4k_cf1.25_full_mb2]="${MX[*]} ${FULL[*]} --set model.moe_expert_capacity_factor=1.25 --set training.global_batch_size=2 --steps 5"
+RUN[qwen3_30b_s16k_sel_mb1]="${QW[*]} ${SEL[*]} --set parallel.recompute_modules=[core_attn] --set training.seq_length=16384 --set training.global_batch_size=1 --steps 5"
+RUN[qwen3_30b_s4k_full_mb8]="${QW[*]} ${FULL[*]} --set training.global_batch_size=8 --steps 5"
+RUN[deepseek_s4k_cf1.25_mb2]="${DS[*]} ${NORC[*]} --set model.moe_expert_capacity_factor=1.25 --set training.global_batch_size=2 --steps 5"
+RUN[deepseek_s8k_full_mb2]="${DS[*]} ${FULL[*]} --set training.seq_length=8192 --set training.global_batch_size=2 --steps 5"
 ORDER=(llama8b_s8k_none llama8b_s8k_sel llama8b_s8k_full llama8b_s4k_none_mb8 llama8b_s32k_full llama70b_s8k_full
        mixtral_s4k_dropless mixtral_s4k_cf1.0 mixtral_s4k_cf1.25 qwen3_30b_s4k qwen3_30b_s4k_cf1.0 deepseek_s4k
        deepseek_s4k_sel llama8b_s128k_full)
