@@ -91,8 +91,8 @@ void EstimateView::refresh() {
           .arg(v.stage)
           .arg(v.peak / kGiB, 0, 'f', 2)
           .arg(v.peak_low / kGiB, 0, 'f', 2)
-          .arg(e.memory.fits ? "#00796b" : "#b00020")
-          .arg(e.memory.fits ? "fits" : "does not fit"));
+          .arg(e.memory.fits ? "#00796b" : e.memory.may_fit ? "#e65100" : "#b00020")
+          .arg(e.memory.fits ? "fits" : e.memory.may_fit ? "tight: may not fit" : "does not fit"));
   memory_->set_chart(memory_chart(s, e));
   time_->set_chart(step_time_chart(s, e));
 }

@@ -98,6 +98,17 @@ void WhyNotModel::set_result(std::shared_ptr<const plan::PlanResult> r, const Sc
     for (const plan::Rejection& j : r->rejections)
       rows_.push_back({QString("rule %1").arg(QString::fromStdString(j.key)), j.count, j.sole_count,
                        QString::fromStdString(j.message + "  (e.g. " + plan::layout_string(j.example, base) + ")")});
+    // Tight layouts first (the memory band straddles HBM: the model cannot say), as `lcm
+    // plan`'s May-fit table lists them; they are not ranked with the layouts that fit.
+    for (const plan::Ranked& k : r->tight)
+      rows_.push_back({"tight (may fit)", 1, 1,
+                       QString("%1: memory band %2-%3 GiB straddles %4 GiB HBM on stage %5; step %6 s")
+                           .arg(QString::fromStdString(plan::layout_string(k.layout, base)))
+                           .arg(k.metrics.peak_low_bytes / kGiB, 0, 'f', 2)
+                           .arg(k.metrics.peak_high_bytes / kGiB, 0, 'f', 2)
+                           .arg(k.metrics.hbm_bytes / kGiB, 0, 'f', 2)
+                           .arg(k.metrics.miss_stage)
+                           .arg(k.metrics.step_s, 0, 'f', 3)});
     for (const plan::Ranked& k : r->out_of_memory)
       rows_.push_back({"out of memory", 1, 1,
                        // The number the verdict compares (Memory::fits): the top of the peak range,

@@ -129,7 +129,7 @@ void PlannerTab::start() {
     o.stop = stop.get();
     o.top_k = 50;
     o.why_not = 10;
-    // The memory model's spread decides "fits", as in `lcm plan` (model/uncertainty.hpp).
+    // The memory model's band decides "fits" (fits / tight / out of memory), as in `lcm plan`.
     o.constraints.use_default_headroom();
     o.progress = [self, gen](uint64_t done, uint64_t total) {
       const int v = total > 0 ? static_cast<int>(1000.0 * static_cast<double>(done) / static_cast<double>(total)) : 0;

@@ -166,8 +166,6 @@ std::vector<Key> allowance_keys() {
                [](HardwareSpec& h) -> double& { return h.allowances.cublas_workspace; }),
       real_key("fragmentation_fraction", 1.0, 0, false, 0.999,
                [](HardwareSpec& h) -> double& { return h.allowances.fragmentation_fraction; }),
-      real_key("activation_uncertainty_fraction", 1.0, 0, false, 0.999,
-               [](HardwareSpec& h) -> double& { return h.allowances.activation_uncertainty; }),
   };
 }
 
@@ -234,6 +232,10 @@ std::optional<ConfigError> parse_block(const YAML::Node& map, const std::vector<
     const std::string dotted = prefix.empty() ? key : prefix + "." + key;
     if (std::find(extra_names.begin(), extra_names.end(), key) != extra_names.end()) continue;
     const auto it = std::find_if(keys.begin(), keys.end(), [&](const Key& k) { return k.name == key; });
+    if (dotted == "allowances.activation_uncertainty_fraction")  // removed in issue 12 (session 12)
+      return error_at(loc, dotted,
+                      "removed: the memory band is the model's own residual spread (docs/memory-model.md, "
+                      "\"Error band and verdict\"); delete the key");
     if (it == keys.end()) return error_at(loc, dotted, unknown_message("key", key, valid));
     if (!seen.insert(dotted).second) return error_at(loc, dotted, "duplicate key");
     if (std::string err = it->set(kv.second, h); !err.empty()) return error_at(loc, dotted, err);

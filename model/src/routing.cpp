@@ -476,6 +476,7 @@ void set_dropless_reference(const Scenario& s, CapacitySweep& sw) {
   sw.dropless_peak_bytes = eb.memory.peak_bytes;
   sw.dropless_peak_high_bytes = eb.memory.peak_high_bytes;
   sw.dropless_fits = eb.memory.fits;
+  sw.dropless_may_fit = eb.memory.may_fit;
   sw.micro_batches = std::max(eb.mesh.num_micro_batches, 1);
   if (!eb.stage_layers.empty()) {
     const int last = static_cast<int>(eb.stage_layers.size()) - 1;
@@ -514,8 +515,9 @@ CapacityRow make_row(const Scenario& s, const CapacitySweep& sw, double cf, int6
     r.peak_bytes = ec.memory.peak_bytes;
     r.peak_high_bytes = ec.memory.peak_high_bytes;
     r.fits = ec.memory.fits;
+    r.may_fit = ec.memory.may_fit;
   } else {
-    r.fits = false;
+    r.fits = r.may_fit = false;
   }
   return r;
 }

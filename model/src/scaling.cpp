@@ -86,6 +86,7 @@ std::vector<ScalingRow> scaling_table(const Scenario& base, const std::vector<in
       r.peak_bytes = e.memory.peak_bytes;
       r.peak_high_bytes = e.memory.peak_high_bytes;
       r.fits = e.memory.fits;
+      r.may_fit = e.memory.may_fit;
     }
     rows.push_back(r);
   }

@@ -24,16 +24,7 @@ constexpr SpreadData kComposition{{0.0010, 0.4984},
                                   "10th/90th percentiles after the session-11 optimizer step; a development set",
                                   true};
 
-// Peak-memory residuals, measured / predicted allocated peak - 1, of the 44 Megatron-LM CI
-// rows tests/model/megatron_ci_memory_test.cpp evaluates (docs/validation-memory.md, its
-// "predicted GiB" and "measured GiB" columns), 10th and 90th percentiles at commit 6c377dc.
-// The memory model's rules were developed against these rows as well.
-constexpr SpreadData kMemory{{-0.0410, 0.0644},
-                             44,
-                             "allocated-peak residuals of the 44 Megatron-LM CI rows of "
-                             "tests/model/megatron_ci_memory_test.cpp (docs/validation-memory.md), "
-                             "10th/90th percentiles at 52de576; a development set",
-                             true};
+
 
 struct LogBand {
   double center = 0, half = 0;
@@ -47,8 +38,6 @@ LogBand log_band(const RelativeBand& b) {
 }  // namespace
 
 const SpreadData& composition_spread() { return kComposition; }
-const SpreadData& memory_spread() { return kMemory; }
-double default_headroom() { return 1.0 - 1.0 / (1.0 + kMemory.band.high); }
 
 StepBand step_band(const std::array<double, kNumOpClasses>& compute,
                    const std::array<double, kNumCommDims>& exposed_comm, double bubble, double optimizer, bool fp8,

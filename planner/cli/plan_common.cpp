@@ -65,9 +65,8 @@ void add_constraint_options(CLI::App& cmd, PlanArgs& a) {
                  "cp_comm= or dispatcher=, tp=1 (repeatable)");
   cmd.add_option("--max", a.maxes, "Cap a size knob: pp=8 (tp, cp, pp, ep, etp, mbs; repeatable)");
   cmd.add_option("--headroom", a.headroom,
-                 fmt::format("A layout fits only if it needs at most HBM x (1 - P/100): --headroom 10% (default "
-                             "{:.2f}%, the memory model's spread: docs/planner.md)",
-                             100.0 * default_headroom()));
+                 "A layout fits only if it needs at most HBM x (1 - P/100): --headroom 10% (default none: the "
+                 "memory model's error band decides fits, tight or out of memory: docs/planner.md)");
   cmd.add_option("--tie", a.tie, "Near-tie tolerance on step time (default 2%): --tie 5%");
 }
 

@@ -115,7 +115,7 @@ std::vector<Table> capacity_tables(const Scenario& s, const CapacitySweep& sw, c
   if (mc) ref.push_back("-");
   for (std::string c : {fmt_fixed(assignments / sw.experts, 1), std::string("-"),
                         fmt::format("{:.2f}", sw.dropless_a2a_bytes / kGiB), fmt_sci(sw.dropless_expert_flops),
-                        fmt_bytes_gib(sw.dropless_peak_high_bytes), std::string(sw.dropless_fits ? "yes" : "NO")})
+                        fmt_bytes_gib(sw.dropless_peak_high_bytes), std::string(sw.dropless_fits ? "yes" : sw.dropless_may_fit ? "tight" : "NO")})
     ref.push_back(c);
   t.rows.push_back(ref);
   for (const CapacityRow& r : sw.rows) {
@@ -127,7 +127,7 @@ std::vector<Table> capacity_tables(const Scenario& s, const CapacitySweep& sw, c
     row.push_back(fmt::format("{:.2f}", r.a2a_bytes / kGiB));
     row.push_back(fmt_sci(r.expert_flops));
     row.push_back(r.layout_valid ? fmt_bytes_gib(r.peak_high_bytes) : "n/a");
-    row.push_back(r.layout_valid ? (r.fits ? "yes" : "NO") : "invalid layout");
+    row.push_back(r.layout_valid ? (r.fits ? "yes" : r.may_fit ? "tight" : "NO") : "invalid layout");
     t.rows.push_back(row);
   }
 

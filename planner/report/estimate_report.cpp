@@ -168,14 +168,18 @@ nlohmann::ordered_json estimate_json(const Scenario& s, const Estimate& e) {
                                   {"peak_bytes", m.peak},
                                   {"peak_low_bytes", m.peak_low},
                                   {"peak_high_bytes", m.peak_high},
-                                  {"fits", m.peak_high <= e.memory.hbm_bytes}});
+                                  {"fits", m.peak_high <= e.memory.hbm_bytes},
+                                  {"may_fit", m.peak_low <= e.memory.hbm_bytes}});
   }
   j["memory"] = ordered_json{{"peak_bytes", e.memory.peak_bytes},
                              {"allocated_peak_bytes", e.memory.allocated_peak_bytes},
                              {"hbm_bytes", e.memory.hbm_bytes},
                              {"peak_high_bytes", e.memory.peak_high_bytes},
+                             {"peak_low_bytes", e.memory.peak_low_bytes},
                              {"verdict_stage", e.memory.verdict_stage},
                              {"fits", e.memory.fits},
+                             {"may_fit", e.memory.may_fit},
+                             {"verdict", verdict_name(verdict_of(e.memory))},
                              {"worst_stage", e.memory.worst_stage},
                              {"stages", stages}};
 
@@ -212,14 +216,18 @@ std::vector<std::pair<std::string, double>> memory_terms(const StageMemory& m) {
   return out;
 }
 
-// "143.49 on stage 1 of HBM 140.40: DOES NOT FIT (peak 139.77, range 136.05-143.49 on that stage; allocated
-// 120.00)": the verdict's own number first (Memory::peak_high_bytes), then the range it is the top of.
+// "143.49 on stage 1 of HBM 140.40: TIGHT, may not fit (peak 134.80, band 129.27-143.49 on that stage;
+// allocated 120.00)": the verdict's own number first (Memory::peak_high_bytes), then the band it is the top of.
 std::string memory_verdict(const Memory& mem) {
   const StageMemory& v = mem.stages[static_cast<size_t>(mem.verdict_stage)];
-  return fmt::format("{} on stage {} of HBM {}: {} (peak {}, range {}-{} on that stage; allocated {})",
-                     fmt_bytes_gib(mem.peak_high_bytes), mem.verdict_stage, fmt_bytes_gib(mem.hbm_bytes),
-                     mem.fits ? "fits" : "DOES NOT FIT", fmt_bytes_gib(v.peak), fmt_bytes_gib(v.peak_low),
-                     fmt_bytes_gib(v.peak_high), fmt_bytes_gib(v.allocated));
+  const MemoryVerdict verdict = verdict_of(mem);
+  const char* word = verdict == MemoryVerdict::kFits    ? "fits"
+                     : verdict == MemoryVerdict::kTight ? "TIGHT, may not fit"
+                                                        : "DOES NOT FIT";
+  return fmt::format("{} on stage {} of HBM {}: {} (peak {}, band {}-{} on that stage; allocated {})",
+                     fmt_bytes_gib(mem.peak_high_bytes), mem.verdict_stage, fmt_bytes_gib(mem.hbm_bytes), word,
+                     fmt_bytes_gib(v.peak), fmt_bytes_gib(v.peak_low), fmt_bytes_gib(v.peak_high),
+                     fmt_bytes_gib(v.allocated));
 }
 
 std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {

@@ -93,7 +93,10 @@ ordered_json metrics_json(const Metrics& m, bool with_time) {
   j["worst_stage"] = m.worst_stage;
   j["allocated_peak_bytes"] = m.allocated_peak_bytes;
   j["hbm_bytes"] = m.hbm_bytes;
+  j["peak_low_bytes"] = m.peak_low_bytes;
   j["fits"] = m.fits;
+  j["may_fit"] = m.may_fit;
+  j["tight"] = m.may_fit && !m.fits;
   if (!m.fits) {
     j["miss_bytes"] = m.miss_bytes;
     j["miss_stage"] = m.miss_stage;
@@ -102,8 +105,13 @@ ordered_json metrics_json(const Metrics& m, bool with_time) {
 }
 
 std::string oom_reason(const Metrics& m) {
-  return fmt::format("out of memory by {:.2f} GiB on stage {} (needs {:.2f} GiB of {:.2f})", m.miss_bytes / kGiB,
-                     m.miss_stage, m.peak_high_bytes / kGiB, m.hbm_bytes / kGiB);
+  if (m.may_fit)
+    return fmt::format("tight: its memory band {:.2f}-{:.2f} GiB straddles HBM {:.2f} GiB (stage {})",
+                       m.peak_low_bytes / kGiB, m.peak_high_bytes / kGiB, m.hbm_bytes / kGiB, m.miss_stage);
+  return fmt::format("out of memory by {:.2f} GiB on stage {} (needs {:.2f} GiB of {:.2f}; the band's bottom, {:.2f} "
+                     "GiB, does not fit either)",
+                     m.miss_bytes / kGiB, m.miss_stage, m.peak_high_bytes / kGiB, m.hbm_bytes / kGiB,
+                     m.peak_low_bytes / kGiB);
 }
 
 // "#1: identical predictions with dispatcher alltoall -> allgather; ..." (or "").
@@ -148,7 +156,9 @@ std::string ties_note(const plan::PlanResult& r) {
 
 // Which HBM budget and headroom decided "fits" (out-of-memory explanations).
 std::string headroom_note(const plan::PlanResult& r) {
-  if (r.constraints.headroom <= 0) return "fits: needs GiB <= HBM (no headroom)";
+  if (r.constraints.headroom <= 0)
+    return "fits: needs GiB (the memory band's top) <= HBM; tight: only the band's bottom is (the model cannot say; "
+           "the May-fit table); no headroom";
   return fmt::format("fits: needs GiB <= HBM x (1 - {:.1f}%) = {} GiB; headroom {}", 100.0 * r.constraints.headroom,
                      fmt_bytes_gib(r.hbm_budget_bytes),
                      r.constraints.headroom_source.empty() ? std::string("given") : r.constraints.headroom_source);
@@ -186,6 +196,14 @@ std::string plan_failure(const Scenario& base, const plan::PlanResult& r) {
         "no valid layout for {} GPUs: all {} candidates break a Megatron rule; the tightest is {}: {} "
         "(it alone rules out {} candidates, e.g. {})",
         base.num_gpus, r.counts.enumerated, t->key, t->message, t->sole_count, plan::layout_string(t->example, base));
+  }
+  if (!r.tight.empty()) {
+    const plan::Ranked& t = r.tight.front();
+    return fmt::format(
+        "nothing fits for certain on {} GPUs: {} valid layouts are tight (their memory band straddles HBM); the "
+        "fastest, {}, needs {:.2f}-{:.2f} GiB of {:.2f} (the May-fit table)",
+        base.num_gpus, r.counts.tight, plan::layout_string(t.layout, base), t.metrics.peak_low_bytes / kGiB,
+        t.metrics.peak_high_bytes / kGiB, t.metrics.hbm_bytes / kGiB);
   }
   if (r.has_closest_miss) {
     const Metrics& m = r.closest_miss_metrics;
@@ -240,7 +258,8 @@ ordered_json plan_json(const Scenario& base, const plan::PlanResult& r) {
                                {"precision", std::string(to_string(base.training.precision))}};
   j["num_gpus"] = r.num_gpus;
   j["counts"] = ordered_json{{"enumerated", r.counts.enumerated}, {"valid", r.counts.valid},
-                             {"fit", r.counts.fit},               {"evaluated", r.counts.evaluated},
+                             {"fit", r.counts.fit},               {"tight", r.counts.tight},
+                             {"evaluated", r.counts.evaluated},
                              {"timed", r.counts.timed},           {"schedules_built", r.counts.schedules_built},
                              {"seconds", r.seconds},              {"threads", r.threads}};
   {
@@ -272,6 +291,16 @@ ordered_json plan_json(const Scenario& base, const plan::PlanResult& r) {
     ranked.push_back(e);
   }
   j["ranked"] = ranked;
+  ordered_json tight = ordered_json::array();
+  for (const plan::Ranked& g : r.tight) {
+    ordered_json e;
+    e["layout_string"] = plan::layout_string(g.layout, base);
+    e["layout"] = layout_json(base, g.layout);
+    e["message"] = oom_reason(g.metrics);
+    e["metrics"] = metrics_json(g.metrics, true);
+    tight.push_back(e);
+  }
+  j["tight"] = tight;
   ordered_json why = ordered_json::array();
   for (const plan::Ranked& g : r.out_of_memory) {
     ordered_json e;
@@ -326,9 +355,10 @@ ordered_json plan_json(const Scenario& base, const plan::PlanResult& r) {
 std::vector<Table> plan_tables(const Scenario& base, const plan::PlanResult& r) {
   std::vector<Table> out;
   Table d;
-  d.title = fmt::format("Best layouts: {} ({} candidates, {} valid, {} fit HBM; searched in {:.2f} s on {} thread{})",
-                        scenario_title(base), r.counts.enumerated, r.counts.valid, r.counts.fit, r.seconds, r.threads,
-                        r.threads == 1 ? "" : "s");
+  d.title = fmt::format(
+      "Best layouts: {} ({} candidates, {} valid, {} fit HBM, {} tight; searched in {:.2f} s on {} thread{})",
+      scenario_title(base), r.counts.enumerated, r.counts.valid, r.counts.fit, r.counts.tight, r.seconds, r.threads,
+      r.threads == 1 ? "" : "s");
   if (!r.constraints.empty()) {
     std::string given;
     for (const std::string& g : r.constraints.given) given += (given.empty() ? "" : ", ") + g;
@@ -378,6 +408,25 @@ std::vector<Table> plan_tables(const Scenario& base, const plan::PlanResult& r) 
       "EDP and embedding sync)");
   out.push_back(std::move(d));
 
+  if (!r.tight.empty()) {
+    Table t;
+    t.title = "May fit: the fastest tight layouts (the memory band straddles HBM)";
+    t.header = {"layout", "step s", "vs #1", "memory band GiB", "HBM GiB", "stage"};
+    const double best = r.ranked.empty() ? 0.0 : r.ranked.front().metrics.step_s;
+    for (const plan::Ranked& g : r.tight) {
+      const Metrics& m = g.metrics;
+      t.rows.push_back({plan::layout_string(g.layout, base), sec(m.step_s),
+                        best > 0 ? fmt::format("{:+.1f}%", 100.0 * (m.step_s / best - 1.0)) : std::string("-"),
+                        fmt::format("{}-{}", fmt_bytes_gib(m.peak_low_bytes), fmt_bytes_gib(m.peak_high_bytes)),
+                        fmt_bytes_gib(m.hbm_bytes), fmt::format("{}", m.miss_stage)});
+    }
+    t.notes.push_back(
+        "tight: the 10th-90th percentile band of the measured peak (the memory model's own residuals, a development "
+        "set) straddles HBM, so the model cannot say whether the layout fits; not ranked with the layouts that fit. "
+        "Try one with a short run, or leave a margin with --headroom");
+    out.push_back(std::move(t));
+  }
+
   Table w;
   w.title = "Why not: the most promising rejected layouts";
   w.header = {"layout", "step s", "rejected because"};
@@ -394,7 +443,8 @@ std::vector<Table> plan_tables(const Scenario& base, const plan::PlanResult& r) 
   }
   if (w.rows.empty()) w.rows.push_back({"-", "-", "every candidate is valid and fits"});
   w.notes.push_back(fmt::format(
-      "out-of-memory layouts are timed when they miss HBM by at most {:.0f}% (the near misses); invalid ones name the "
+      "out-of-memory layouts are timed when their memory band's bottom misses HBM by at most {:.0f}% (the near misses); "
+      "invalid ones name the "
       "Megatron rule they break, with one example",
       100.0 * r.time_miss_fraction));
   w.notes.push_back(headroom_note(r));

@@ -50,7 +50,7 @@ std::vector<Table> scaling_tables(const Scenario& s, const std::vector<ScalingRo
                       r.layout_valid ? fmt_bytes_gib(r.activation_bytes_per_layer) : na,
                       r.layout_valid ? fmt_bytes_gib(r.activation_bytes) : na,
                       r.layout_valid ? fmt_bytes_gib(r.peak_high_bytes) : na,
-                      r.layout_valid ? (r.fits ? "yes" : "NO") : "invalid layout",
+                      r.layout_valid ? (r.fits ? "yes" : r.may_fit ? "tight" : "NO") : "invalid layout",
                       marker(rows, i, x)});
   }
   if (x.dense_seq > 0)

@@ -225,9 +225,11 @@ bool parse_percent(const std::string& text, double& fraction, std::string& error
 }
 
 void SearchConstraints::use_default_headroom() {
-  headroom = default_headroom();
-  headroom_source = fmt::format("default {:.2f}%: the memory model's 90th-percentile under-prediction ({})",
-                                100.0 * default_headroom(), memory_spread().source);
+  headroom = 0;
+  headroom_source = fmt::format(
+      "none: the memory band decides (fits: its top, peak x {:.4f}, within HBM; tight: it straddles HBM), the memory "
+      "model's residual spread ({})",
+      1.0 + memory_spread().band.high, memory_spread().source);
 }
 
 bool SearchConstraints::set_headroom(const std::string& text, std::string& error) {

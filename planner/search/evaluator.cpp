@@ -50,7 +50,7 @@ int Evaluator::Impl::validate_each(Layout& l, const DpSharding* shardings, int c
 
 void Evaluator::Impl::evaluate_shardings(const Layout& layout, const DpSharding* shardings, int count,
                                          ShardingResult* results, double time_miss_bytes, double fit_bound,
-                                         double miss_bound) {
+                                         double miss_bound, double tight_bound) {
   Layout l = layout;
   // 1. Megatron's rules, per layout.
   const int first_valid = validate_each(l, shardings, count, results);
@@ -70,11 +70,15 @@ void Evaluator::Impl::evaluate_shardings(const Layout& layout, const DpSharding*
     // 2. Memory.
     Metrics& out = r.metrics;
     memory_metrics(estimator_.memory(), out);
-    r.status = out.fits ? Outcome::Status::kFits : Outcome::Status::kOutOfMemory;
-    if (!out.fits && out.miss_bytes > time_miss_bytes) continue;
+    r.status = out.fits      ? Outcome::Status::kFits
+               : out.may_fit ? Outcome::Status::kTight
+                             : Outcome::Status::kOutOfMemory;
+    // Near misses: the band's bottom misses HBM by at most time_miss_bytes.
+    if (!out.may_fit && out.peak_low_bytes - out.hbm_bytes > time_miss_bytes) continue;
     // 3. Step time, unless its lower bound already rules the layout out.
     r.timed = true;
-    if (estimator_.step_time_lower_bound() > (out.fits ? fit_bound : miss_bound)) {
+    const double bound = out.fits ? fit_bound : out.may_fit ? tight_bound : miss_bound;
+    if (estimator_.step_time_lower_bound() > bound) {
       r.bounded = true;
       continue;
     }

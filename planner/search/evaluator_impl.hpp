@@ -34,12 +34,13 @@ struct Evaluator::Impl {
 
   // The layouts `layout` with each of `shardings` (its own sharding is ignored): they
   // differ only in their step collectives and memory and share the rest of the work.
-  // Out-of-memory layouts get a time only when they miss HBM by at most time_miss_bytes.
-  // A layout that fits (misses HBM) whose step time is provably above fit_bound
-  // (miss_bound) is not composed: `bounded` (a lower bound from the pipeline passes, which
-  // the step collectives and optimizer only add to).
+  // Out-of-memory layouts get a time only when the bottom of their memory band misses HBM
+  // by at most time_miss_bytes (tight ones always). A layout that fits (is tight, misses HBM) whose step time is
+  // provably above fit_bound (tight_bound, miss_bound) is not composed: `bounded` (a lower
+  // bound from the pipeline passes, which the step collectives and optimizer only add to).
   void evaluate_shardings(const Layout& layout, const DpSharding* shardings, int count, ShardingResult* results,
-                          double time_miss_bytes = 1e300, double fit_bound = kNoBound, double miss_bound = kNoBound);
+                          double time_miss_bytes = 1e300, double fit_bound = kNoBound, double miss_bound = kNoBound,
+                          double tight_bound = kNoBound);
   static constexpr double kNoBound = 1e300;
 
   // Drop the caches that grow with the search.

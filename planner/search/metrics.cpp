@@ -9,8 +9,10 @@ void memory_metrics(const Memory& mem, Metrics& m) {
   m.allocated_peak_bytes = mem.allocated_peak_bytes;
   m.worst_stage = mem.worst_stage;
   m.fits = mem.fits;
+  m.may_fit = mem.may_fit;
   m.hbm_bytes = mem.hbm_bytes;
   m.peak_high_bytes = mem.peak_high_bytes;
+  m.peak_low_bytes = mem.peak_low_bytes;
   m.miss_bytes = mem.peak_high_bytes - mem.hbm_bytes;
   m.miss_stage = mem.verdict_stage;
 }

@@ -114,10 +114,12 @@ struct Rejections {
 struct Accum {
   Accum(const PlanOptions& o)
       : top(static_cast<size_t>(std::max(1, o.top_k)) * 8 + 16),
-        oom(static_cast<size_t>(std::max(0, o.why_not)) * 8 + 8) {}
+        oom(static_cast<size_t>(std::max(0, o.why_not)) * 8 + 8),
+        tight(static_cast<size_t>(std::max(0, o.why_not)) * 8 + 8) {}
   PlanCounts counts;
   Best top;
   Best oom;
+  Best tight;  // the memory band straddles HBM
   bool has_miss = false;
   Entry closest;
   Rejections rejections;
@@ -171,7 +173,9 @@ void record(Accum& acc, const Layout& l, const ShardingResult& r, uint64_t sampl
       ++acc.counts.fit;
       if (!r.bounded && acc.top.would_take(m.step_s)) acc.top.offer(l, m);
     } else {
-      if (timed && !r.bounded && acc.oom.would_take(m.step_s)) acc.oom.offer(l, m);
+      Best& kept = st == Outcome::Status::kTight ? acc.tight : acc.oom;
+      if (st == Outcome::Status::kTight) ++acc.counts.tight;
+      if (timed && !r.bounded && kept.would_take(m.step_s)) kept.offer(l, m);
       Entry e{l, m};
       if (!acc.has_miss || miss_less(e, acc.closest)) {
         acc.closest = e;
@@ -220,7 +224,8 @@ void run_item(const Item& item, const Space& space, double time_miss_bytes, Eval
                 const bool any_fits = bound && acc.top.full();
                 ev.evaluate_shardings(l, ms.shardings.data(), n, results.data(), time_miss_bytes,
                                       bound ? acc.top.bound() : Evaluator::Impl::kNoBound,
-                                      any_fits ? acc.oom.bound() : Evaluator::Impl::kNoBound);
+                                      any_fits ? acc.oom.bound() : Evaluator::Impl::kNoBound,
+                                      bound ? acc.tight.bound() : Evaluator::Impl::kNoBound);
                 for (int i = 0; i < n; ++i) {
                   l.sharding = ms.shardings[static_cast<size_t>(i)];
                   record(acc, l, results[static_cast<size_t>(i)], sample_every);
@@ -315,19 +320,21 @@ std::vector<std::unique_ptr<Accum>> run_threads(const Scenario& base, const Spac
 // The threads' accumulators into the result (deterministic: every order below is total).
 void merge(const Scenario& base, const PlanOptions& opts, const std::vector<std::unique_ptr<Accum>>& accs,
            Rejections rejections, PlanResult& result) {
-  std::vector<Entry> top, oom;
+  std::vector<Entry> top, oom, tight;
   bool has_miss = false;
   Entry closest;
   for (const auto& a : accs) {
     result.counts.enumerated += a->counts.enumerated;
     result.counts.valid += a->counts.valid;
     result.counts.fit += a->counts.fit;
+    result.counts.tight += a->counts.tight;
     result.counts.evaluated += a->counts.evaluated;
     result.counts.validations += a->counts.validations;
     result.counts.schedules_built += a->counts.schedules_built;
     result.counts.timed += a->counts.timed;
     top.insert(top.end(), a->top.entries().begin(), a->top.entries().end());
     oom.insert(oom.end(), a->oom.entries().begin(), a->oom.entries().end());
+    tight.insert(tight.end(), a->tight.entries().begin(), a->tight.entries().end());
     rejections.merge(a->rejections);
     if (a->has_miss && (!has_miss || miss_less(a->closest, closest))) {
       closest = a->closest;
@@ -337,6 +344,7 @@ void merge(const Scenario& base, const PlanOptions& opts, const std::vector<std:
   }
   result.ranked = group(std::move(top), static_cast<size_t>(std::max(1, opts.top_k)));
   result.out_of_memory = group(std::move(oom), static_cast<size_t>(std::max(0, opts.why_not)));
+  result.tight = group(std::move(tight), static_cast<size_t>(std::max(0, opts.why_not)));
   result.has_closest_miss = has_miss;
   if (has_miss) {
     result.closest_miss = closest.layout;

@@ -51,9 +51,9 @@ TEST(Issue13Options, HwAppliesToEstimateAndPlan) {
   EXPECT_GT(lcm_json("estimate scenarios/default.yaml")["memory"]["hbm_bytes"].get<double>(), 140e9);
   const json p = lcm_json("plan scenarios/default.yaml --hw h100-sxm -q --threads 1 --top 3");
   EXPECT_EQ(p["scenario"]["hardware"], "h100-sxm");
-  // The plan's fits line is the HBM less the default headroom (the memory model's spread, 6.05%).
-  const double budget = e["memory"]["hbm_bytes"].get<double>() * (1.0 - p["constraints"]["headroom"].get<double>());
-  EXPECT_NEAR(p["constraints"]["headroom"].get<double>(), 0.0605036, 1e-6);
+  // No default headroom: the memory band decides, against the H100's whole HBM.
+  const double budget = e["memory"]["hbm_bytes"].get<double>();
+  EXPECT_EQ(p["constraints"]["headroom"].get<double>(), 0.0);
   EXPECT_DOUBLE_EQ(p["ranked"][0]["metrics"]["hbm_bytes"].get<double>(), budget);
   EXPECT_DOUBLE_EQ(p["constraints"]["hbm_budget_bytes"].get<double>(), budget);
 }

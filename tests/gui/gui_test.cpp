@@ -165,9 +165,11 @@ void GuiTest::planner_run_fills_the_table_and_a_row_loads_its_layout() {
   QTableView* table = p->table();
   QVERIFY(table->model()->rowCount() >= 2);
 
-  // The table is what plan::search returns for the base scenario (with lcm plan's default headroom).
+  // The table is what plan::search returns for the base scenario (with lcm plan's default: no
+  // headroom, the memory band decides).
   plan::PlanOptions po;
-  po.constraints.headroom = default_headroom();
+  po.constraints.use_default_headroom();
+  po.why_not = 10;  // as the planner tab asks
   const plan::PlanResult direct = plan::search(w.session()->base(), po);
   QCOMPARE(p->model()->ranked(0)->metrics.step_s, direct.ranked.front().metrics.step_s);
 
@@ -193,6 +195,12 @@ void GuiTest::planner_run_fills_the_table_and_a_row_loads_its_layout() {
   for (int i = 0; i < n; ++i) slowest = std::max(slowest, p->model()->ranked(i)->metrics.step_s);
   QCOMPARE(table->model()->index(0, gui::PlanTableModel::kStep).data(Qt::UserRole).toDouble(), slowest);
   QVERIFY(p->why_not_table()->model()->rowCount() > 0);
+  // The why-not table lists the search's tight layouts (the memory band straddles HBM) first.
+  QVERIFY(!direct.tight.empty());
+  QAbstractItemModel* why = p->why_not_table()->model();
+  int tight_rows = 0;
+  for (int i = 0; i < why->rowCount(); ++i) tight_rows += why->index(i, 0).data().toString() == "tight (may fit)";
+  QCOMPARE(tight_rows, static_cast<int>(direct.tight.size()));
 }
 
 void GuiTest::cancel_stops_a_search() {

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -46,7 +47,26 @@ TEST(HardwareProfile, H100ConvertedOnce) {
   EXPECT_DOUBLE_EQ(h.allowances.nccl_per_communicator, 688.0 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(h.allowances.cublas_workspace, 64.0 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(h.allowances.fragmentation_fraction, 0.09);
-  EXPECT_DOUBLE_EQ(h.allowances.activation_uncertainty, 0.05);
+}
+
+TEST(HardwareProfile, TheRemovedActivationBandKeyIsAOneLineError) {
+  const std::string path = ::testing::TempDir() + "/removed_activation_band.yaml";
+  {
+    std::ifstream in(profile_dir() + "/h100-sxm.yaml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string s = text.str();
+    const size_t at = s.find("  fragmentation_fraction:");
+    ASSERT_NE(at, std::string::npos);
+    s.insert(at, "  activation_uncertainty_fraction: 0.05\n");
+    std::ofstream(path) << s;
+  }
+  const auto r = load_hardware_profile(path);
+  ASSERT_FALSE(r.ok());
+  const std::string e = r.error().str();
+  EXPECT_THAT(e, HasSubstr("allowances.activation_uncertainty_fraction: removed: the memory band"));
+  EXPECT_THAT(e, HasSubstr(":"));  // file:line:column first
+  EXPECT_EQ(e.find('\n'), std::string::npos);
 }
 
 TEST(HardwareProfile, H200DiffersInMemoryOnly) {

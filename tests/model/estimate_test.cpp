@@ -28,7 +28,6 @@ Scenario moe_pp_scenario() {
   s.hardware = testing::test_h100();
   s.hardware.allowances.cuda_context = 0.5 * (1 << 30);
   s.hardware.allowances.fragmentation_fraction = 0.05;
-  s.hardware.allowances.activation_uncertainty = 0.1;
   return s;
 }
 

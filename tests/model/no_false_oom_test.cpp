@@ -5,8 +5,9 @@
 // tests/model/perf_validation_test.cpp builds them, and the Megatron-LM CI rows with a GPU
 // count as tests/model/megatron_ci_memory_test.cpp imports them (published_scenarios.hpp).
 // The verdict is the planner's own: lcm::plan::search over the run's scenario with every
-// knob fixed to the run's layout (the default --headroom of `lcm plan`: SearchConstraints::use_default_headroom),
-// and the outcome of exactly that layout. docs/validation-memory.md lists the rows and any
+// knob fixed to the run's layout (the defaults of `lcm plan`: SearchConstraints::use_default_headroom, no
+// headroom: the memory band decides), and the outcome of exactly that layout: fits or tight (the band
+// straddles HBM; the planner keeps it in its May-fit table) is kept, out of memory is flagged. docs/validation-memory.md lists the rows and any
 // row still flagged with the reason.
 #include <gtest/gtest.h>
 
@@ -49,18 +50,9 @@ constexpr const char* kNemo2407 =
     "NeMo 24.07: the launcher recipe (fp32 grad sync, no recompute) is what the row carries; "
     "the published run's other settings are not in the source (see doc)";
 const KnownFlagged kKnownFlagged[] = {
-    {"LLAMA3.1_405B Pre-Training 1024GPU",
-     "peak 78.8 GiB fits 79.6; the top of its activation band (peak_high 80.2) does not"},
-    // Flagged only by the default headroom (6.05% of HBM, SearchConstraints::use_default_headroom):
-    // their peak fits HBM and even the activation band's top (79.1 / 77.1 GiB < 79.6) does, but
-    // not HBM less the headroom (74.8 GiB). Found when this test started using the planner's
-    // real default instead of PlanOptions{}'s zero headroom (session 7 review).
-    {"LLAMA3_70B Pre-Training 64GPU",
-     "peak 77.1 GiB, peak_high 79.1 GiB fit HBM (79.6) but not HBM less the default 6.05% headroom (74.8)"},
-    {"LLAMA3-70B pretrain 64GPU",
-     "NeMo 24.07: peak 76.1 GiB, peak_high 77.1 GiB fit HBM (79.6) but not HBM less the default headroom (74.8)"},
-    {"LLAMA3_70B SFT 32GPU",
-     "peak 80.0 GiB on stage 0 (the loss stage is not the one short): packed-sequence SFT modelled as pre-training"},
+    // Out of memory even at the bottom of the memory band (peak x (1 - 4.10%) > 79.6 GiB).
+    // The rows that only the band's top misses (Llama 3.1 405B, Llama 3 70B pre-training and
+    // SFT, NeMo's Llama 2 7B and Llama 3 70B) are tight, kept by the planner (session 12).
     {"25.11 Qwen3_30B_a3B Pre-Training 16GPU",
      "pp2 vp12 mbs2 rows (25.09/25.11): peak 84.8 GiB on the last stage with TE's fused CE (2.3 GiB of logits, "
      "was 7.0 unfused); unsharded expert optimizer state (edp 1) and 1.96 x 16.7 GiB of activations"},
@@ -69,8 +61,6 @@ const KnownFlagged kKnownFlagged[] = {
      "mbs 4 (other releases mbs 1): 4 x 14.6 GiB of activations on stage 0; not attributed"},
     {"GPT3-20B pretrain", kNemo2407},
     {"GPT3-175B pretrain", kNemo2407},
-    {"LLAMA2-7B pretrain", kNemo2407},
-    {"LLAMA2-7B SFT", kNemo2407},
     {"LLAMA3-8B pretrain", kNemo2407},
     {"LLAMA2-70B SFT", kNemo2407},
     {"gpt3_mcore_tp2_pp2_ep2_etp2_te_4experts2parallel",
@@ -160,7 +150,7 @@ TEST(NoFalseOom, EveryPublishedRunFitsItsRecordedGpu) {
   ASSERT_GE(runs.size(), 60u) << "too few published runs built";
 
   std::printf("\n| table | run | layout | needs GiB (peak_high) | budget GiB | verdict |\n|---|---|---|---:|---:|---|\n");
-  int fits = 0, flagged = 0;
+  int fits = 0, tight = 0, flagged = 0;
   for (const auto& run : runs) {
     const Verdict v = planner_verdict(run.scenario);
     const Layout l = lcm::plan::layout_of(run.scenario);
@@ -170,17 +160,22 @@ TEST(NoFalseOom, EveryPublishedRunFitsItsRecordedGpu) {
     } else if (v.outcome.status == Outcome::Status::kInvalid) {
       verdict = "invalid: " + (v.outcome.problems.empty() ? std::string() : v.outcome.problems.front().message);
     } else {
-      verdict = v.outcome.status == Outcome::Status::kFits
-                    ? "fits"
-                    : "OUT OF MEMORY (" + breakdown(run.scenario, v.outcome.metrics.miss_stage) + ")";
+      verdict = v.outcome.status == Outcome::Status::kFits    ? "fits"
+                : v.outcome.status == Outcome::Status::kTight ? "tight (may fit: the memory band straddles HBM)"
+                                                              : "OUT OF MEMORY (" +
+                                                                    breakdown(run.scenario, v.outcome.metrics.miss_stage) + ")";
     }
     std::printf("| %s | %s | %s | %.1f | %.1f | %s |\n", run.table.c_str(), run.id.c_str(),
                 lcm::plan::layout_string(l, run.scenario).c_str(), v.outcome.metrics.peak_high_bytes / kGiB,
                 v.budget / kGiB, verdict.c_str());
     const KnownFlagged* known = known_flagged(run.id);
-    if (v.found && v.outcome.status == Outcome::Status::kFits) {
+    // Tight is not a false out-of-memory verdict: the planner keeps the layout (its May-fit
+    // table) and says the model cannot tell.
+    const bool kept = v.found && (v.outcome.status == Outcome::Status::kFits || v.outcome.status == Outcome::Status::kTight);
+    if (kept) {
       ++fits;
-      if (known) ADD_FAILURE() << run.id << " fits now: take it off kKnownFlagged (" << known->reason << ")";
+      tight += v.outcome.status == Outcome::Status::kTight;
+      if (known) ADD_FAILURE() << run.id << " is kept now: take it off kKnownFlagged (" << known->reason << ")";
     } else {
       ++flagged;
       if (known) {
@@ -190,7 +185,7 @@ TEST(NoFalseOom, EveryPublishedRunFitsItsRecordedGpu) {
       }
     }
   }
-  std::printf("%d of %zu published runs fit; %d flagged\n", fits, runs.size(), flagged);
+  std::printf("%d of %zu published runs fit or are tight (%d tight); %d flagged\n", fits, runs.size(), tight, flagged);
 }
 
 }  // namespace

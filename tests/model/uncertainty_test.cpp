@@ -83,13 +83,14 @@ TEST(StepBand, WithoutOpResidualsTheBandIsTheCompositionSpread) {
   EXPECT_EQ(composition_spread().rows, 60);
 }
 
-TEST(MemorySpread, DefaultHeadroomEqualsTheStoredSpread) {
-  // 90th percentile of measured / predicted - 1 over the 44 CI rows: +6.44%; the headroom
-  // that keeps a measured peak at that percentile inside HBM is 1 - 1/1.0644 = 6.0504%.
+TEST(MemorySpread, TheStoredSpreadIsTheBandOfEveryMemoryVerdict) {
+  // 10th and 90th percentiles of measured / predicted - 1 over the 44 CI rows: -4.10% and
+  // +6.44%; StageMemory::peak_low / peak_high are the peak times 1 + each (memory_test.cpp,
+  // MemoryTotals.AllowancesAndFit, checks the verdicts against them).
   EXPECT_EQ(memory_spread().rows, 44);
+  EXPECT_DOUBLE_EQ(memory_spread().band.low, -0.0410);
   EXPECT_DOUBLE_EQ(memory_spread().band.high, 0.0644);
-  EXPECT_NEAR(default_headroom(), 0.0605036, 1e-6);
-  EXPECT_DOUBLE_EQ(default_headroom(), 1.0 - 1.0 / (1.0 + memory_spread().band.high));
+  EXPECT_TRUE(memory_spread().development_set);
 }
 
 TEST(Quantile, LinearInterpolationBetweenOrderStatistics) {

@@ -58,7 +58,9 @@ TEST(PlanCli, CsvAndMarkdownOnStdoutAndAtomicOutputFile) {
   EXPECT_EQ(ls[0].rfind("rank,layout,tp,", 0), 0u);
   const auto md = lcm("plan scenarios/llama3.1-8b.yaml --format md");
   ASSERT_EQ(md.code, 0) << md.err;
-  EXPECT_EQ(lcm::plantest::check_markdown_tables(md.out), 3);
+  // Decision, May-fit (tight layouts), why-not, flags.
+  EXPECT_EQ(lcm::plantest::check_markdown_tables(md.out), 4);
+  EXPECT_NE(md.out.find("### May fit"), std::string::npos);
 
   const std::string file = std::string(LCM_BINARY_DIR) + "/plan_cli_test_out.json";
   std::remove(file.c_str());
@@ -86,10 +88,14 @@ TEST(PlanCli, NothingFitsSaysByHowMuch) {
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.out, "");
   ASSERT_EQ(lines(r.err).size(), 1u) << r.err;
-  // The default headroom (6.05%, the memory model's spread) makes the budget 140.40 x 0.9395 GiB.
-  EXPECT_NE(r.err.find("nothing fits in 131.91 GiB per GPU (HBM 140.40 GiB less the 6.05% headroom) on 8 GPUs"),
+  // No default headroom: the memory band decides against the whole 140.40 GiB.
+  EXPECT_NE(r.err.find("nothing fits in 140.40 GiB of HBM per GPU on 8 GPUs"), std::string::npos) << r.err;
+  // --headroom still reserves a share: 140.40 x 0.9 = 126.36 GiB.
+  const auto h = lcm("plan scenarios/deepseek-v3.yaml --gpus 8 --headroom 10%");
+  EXPECT_EQ(h.code, 2);
+  EXPECT_NE(h.err.find("nothing fits in 126.36 GiB per GPU (HBM 140.40 GiB less the 10.00% headroom) on 8 GPUs"),
             std::string::npos)
-      << r.err;
+      << h.err;
   EXPECT_NE(r.err.find("misses by"), std::string::npos) << r.err;
 }
 

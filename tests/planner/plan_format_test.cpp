@@ -105,7 +105,9 @@ TEST(PlanFormats, CsvHasAHeaderAndParsingRows) {
 TEST(PlanFormats, MarkdownTablesRender) {
   const Planned& p = mixtral();
   const std::string md = render(plan_tables(p.base, p.result), Format::kMarkdown);
-  EXPECT_EQ(plantest::check_markdown_tables(md), 3);  // decision, why-not, flags
+  EXPECT_EQ(plantest::check_markdown_tables(md), 4);  // decision, May-fit, why-not, flags
+  ASSERT_FALSE(p.result.tight.empty());
+  EXPECT_NE(md.find("### May fit"), std::string::npos);
   EXPECT_NE(md.find("### Best layouts"), std::string::npos);
   EXPECT_NE(md.find("### Why not"), std::string::npos);
   EXPECT_NE(md.find("--tensor-model-parallel-size"), std::string::npos);

@@ -64,6 +64,52 @@ TEST(PlanSearch, RanksValidFittingLayoutsByStepTime) {
   }
 }
 
+// The memory band decides (issue 12): a layout whose band (peak x (1 - 4.10%) to
+// peak x (1 + 6.44%)) straddles HBM is tight: kept apart from the ranked layouts, never
+// ranked with them and never among the out-of-memory ones. Checked against fresh estimates
+// and against a sample of every outcome.
+TEST(PlanSearch, TightLayoutsAreKeptApartFromTheRankedOnes) {
+  const Scenario base = scenario("mixtral-8x7b", {}, 64);
+  PlanOptions o;
+  o.sample_every = 7;
+  const PlanResult r = search(base, o);
+  ASSERT_FALSE(r.tight.empty());
+  ASSERT_FALSE(r.ranked.empty());
+  EXPECT_GT(r.counts.tight, 0u);
+  EXPECT_LE(r.counts.fit + r.counts.tight, r.counts.valid);
+  for (const Ranked& g : r.tight) {
+    const Metrics fresh = metrics_of_estimate(apply_layout(base, g.layout));
+    EXPECT_FALSE(fresh.fits) << layout_string(g.layout, base);
+    EXPECT_TRUE(fresh.may_fit) << layout_string(g.layout, base);
+    EXPECT_EQ(fresh.step_s, g.metrics.step_s);
+    // The band straddles HBM: bottom within, top above.
+    EXPECT_LE(g.metrics.peak_low_bytes, g.metrics.hbm_bytes);
+    EXPECT_GT(g.metrics.peak_high_bytes, g.metrics.hbm_bytes);
+    EXPECT_NEAR(g.metrics.peak_high_bytes / g.metrics.peak_low_bytes, 1.0644 / 0.9590, 1e-9);
+  }
+  for (size_t i = 1; i < r.tight.size(); ++i) EXPECT_LE(r.tight[i - 1].metrics.step_s, r.tight[i].metrics.step_s);
+  for (const Ranked& g : r.ranked) EXPECT_TRUE(g.metrics.fits);
+  for (const Ranked& g : r.out_of_memory) EXPECT_FALSE(g.metrics.may_fit);
+  // Every sampled tight layout is at least as slow as the fastest kept one (when it was timed).
+  int sampled_tight = 0;
+  for (const auto& [l, outcome] : r.samples) {
+    if (outcome.status != Outcome::Status::kTight) continue;
+    ++sampled_tight;
+    EXPECT_TRUE(outcome.metrics.may_fit && !outcome.metrics.fits);
+    if (outcome.has_time) EXPECT_GE(outcome.metrics.step_s, r.tight.front().metrics.step_s);
+  }
+  EXPECT_GT(sampled_tight, 0);
+  // --headroom 10%: the same verdicts against HBM x 0.9; everything tight there was at most
+  // tight or out of memory before (a smaller budget never turns a miss into a fit).
+  PlanOptions h;
+  std::string error;
+  ASSERT_TRUE(h.constraints.set_headroom("10%", error)) << error;
+  const PlanResult rh = search(base, h);
+  EXPECT_LE(rh.counts.fit, r.counts.fit);
+  EXPECT_LE(rh.counts.fit + rh.counts.tight, r.counts.fit + r.counts.tight);
+  for (const Ranked& g : rh.tight) EXPECT_NEAR(g.metrics.hbm_bytes, 0.9 * base.hardware.gpu.hbm_bytes, 1.0);
+}
+
 TEST(PlanSearch, SameAnswerOnOneAndTwoThreads) {
   const Scenario base = scenario("qwen3-30b-a3b", {}, 128);
   PlanOptions one, two;

@@ -145,6 +145,7 @@ struct CapacityRow {
   double peak_bytes = 0;           // estimate() peak memory per GPU, worst stage
   double peak_high_bytes = 0;      // Memory::peak_high_bytes: what `fits` compares with HBM
   bool fits = true;
+  bool may_fit = true;             // Memory::may_fit (tight: may_fit && !fits)
 };
 
 // Where T came from: the scenario's routing group, --tokens, or the measured loads' total / k.
@@ -191,6 +192,7 @@ struct CapacitySweep {
   double dropless_peak_bytes = 0;
   double dropless_peak_high_bytes = 0;  // what dropless_fits compares with HBM
   bool dropless_fits = true;
+  bool dropless_may_fit = true;
   int moe_layers_on_stage = 0;     // busiest stage of the comm model
   int micro_batches = 1;
   std::vector<CapacityRow> rows;   // one per capacity factor, in the order given

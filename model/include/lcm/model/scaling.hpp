@@ -28,6 +28,7 @@ struct ScalingRow {
   double peak_bytes = 0;
   double peak_high_bytes = 0;  // Memory::peak_high_bytes: what `fits` compares with HBM
   bool fits = true;
+  bool may_fit = true;  // Memory::may_fit (tight: may_fit && !fits)
   bool layout_valid = true;               // seq divisible by 2*cp etc.
   bool attention_dominates = false;       // attn_core > mlp at this length
 };

@@ -281,7 +281,6 @@ struct MemoryAllowances {
   double nccl_per_communicator = 0;
   double cublas_workspace = 0;
   double fragmentation_fraction = 0;  // of allocated peak
-  double activation_uncertainty = 0;  // +- fraction shown as a range
 
   bool operator==(const MemoryAllowances&) const = default;
 };
@@ -293,6 +292,15 @@ struct MemoryAllowances {
 struct RelativeBand {
   double low = 0, high = 0;
   bool operator==(const RelativeBand&) const = default;
+};
+
+// A spread stored as data with its source (the error bands: model/src/uncertainty.cpp for the
+// step time's composition term, model/src/memory.cpp for the memory model's).
+struct SpreadData {
+  RelativeBand band;  // 10th and 90th percentiles of measured / predicted - 1
+  int rows = 0;
+  const char* source = "";
+  bool development_set = false;  // the rows were used to develop the model (not held out)
 };
 
 // The time model's op-level residual spreads on this hardware, per calibration class

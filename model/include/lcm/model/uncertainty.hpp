@@ -21,29 +21,19 @@
 
 #include "lcm/model/calibration.hpp"
 #include "lcm/model/comm.hpp"
+#include "lcm/model/memory.hpp"
 #include "lcm/model/specs.hpp"
 #include "lcm/model/step_time.hpp"
 
 namespace lcm {
 
-// A spread stored as data with its source (model/src/uncertainty.cpp).
-struct SpreadData {
-  RelativeBand band;  // 10th and 90th percentiles of measured / predicted - 1
-  int rows = 0;
-  const char* source = "";
-  bool development_set = false;  // the rows were used to develop the model (not held out)
-};
-
 // Step-level residuals of the published H100 tables (tests/model/perf_validation_test.cpp,
 // docs/validation-performance.md): the composition term.
 const SpreadData& composition_spread();
-// Peak-memory residuals of the Megatron CI rows (tests/model/megatron_ci_memory_test.cpp,
-// docs/validation-memory.md): band.low is how far the model under-predicts the measured peak.
-const SpreadData& memory_spread();
-// The default `lcm plan --headroom`: the fraction of HBM that covers the memory model's
-// under-prediction at its 10th percentile, -memory_spread().band.low (fits iff
-// needed <= HBM x (1 - headroom), i.e. needed / (1 + low) <= HBM).
-double default_headroom();
+// The memory model's spread, memory_spread(), lives with the memory model (memory.hpp).
+// Memory's error band (StageMemory::peak_low / peak_high, model/src/memory.cpp) is
+// peak x (1 + memory_spread().band.low / .high); it decides the memory verdict (fits / tight
+// / out of memory, Memory::fits and may_fit).
 
 // The band of one step time, relative: the measured step lies in step_s x [1 + low, 1 + high].
 struct StepBand {

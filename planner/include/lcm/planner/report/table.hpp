@@ -35,7 +35,8 @@ std::string fmt_duration(double seconds);
 // compares with HBM (Memory::peak_high_bytes, the top of the peak range), and its note.
 inline constexpr const char* kNeedsHeader = "needs GiB";
 inline constexpr const char* kNeedsNote =
-    "needs GiB: the top of the worst stage's peak-memory range (peak incl. CUDA context, NCCL, fragmentation, plus the "
-    "activation uncertainty): the number the fits verdict compares with HBM";
+    "needs GiB: the top of the worst stage's peak-memory band (peak incl. CUDA context, NCCL, fragmentation, times 1 + "
+    "the memory model's 90th-percentile residual): fits when it is within HBM, tight when only the band's bottom (10th "
+    "percentile) is, out of memory when neither";
 
 }  // namespace lcm::report

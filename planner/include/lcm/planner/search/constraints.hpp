@@ -29,7 +29,7 @@ struct SearchConstraints {
   std::vector<Dispatcher> excluded_dispatchers;
   double headroom = 0;  // fraction of HBM a layout must leave free: fits iff needs <= HBM x (1 - headroom)
   // Where the headroom comes from: "--headroom 10%" as given, or (the CLI's default,
-  // plan_common.cpp) the memory model's spread (model/uncertainty.hpp, default_headroom()).
+  // plan_common.cpp) none: the memory band decides (model/memory.hpp, Memory::fits / may_fit).
   std::string headroom_source;
   std::vector<std::string> given;  // the constraints as given ("fix tp=8", "headroom 10%"), in order
 
@@ -46,8 +46,8 @@ struct SearchConstraints {
   bool add_max(const std::string& text, std::string& error);  // "pp=8" (size knobs only)
   bool add_exclude(const std::string& text, std::string& error);  // "zero3", "a2a", "full", "cp_comm=allgather", "tp=1"
   bool set_headroom(const std::string& text, std::string& error);  // "10%" or "10", in [0, 100)
-  // The default when no --headroom is given (`lcm plan`, the GUI, the no-false-OOM test): the
-  // memory model's own spread decides fits (model/uncertainty.hpp, default_headroom()).
+  // The default when no --headroom is given (`lcm plan`, the GUI, the no-false-OOM test): no
+  // headroom; the memory model's own band decides fits (model/memory.hpp: fits, tight, out of memory).
   void use_default_headroom();
   // After every add: an error when a knob has no value left ("--exclude ... excludes every sharding").
   bool check(std::string& error) const;

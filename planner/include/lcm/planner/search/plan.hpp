@@ -98,15 +98,19 @@ struct Metrics {
   double peak_bytes = 0;            // Memory::peak_bytes (worst stage)
   double allocated_peak_bytes = 0;  // Memory::allocated_peak_bytes
   int worst_stage = 0;              // Memory::worst_stage
-  bool fits = true;                 // Memory::fits
+  bool fits = true;                 // Memory::fits: the band's top fits HBM
+  bool may_fit = true;              // Memory::may_fit: the band's bottom fits (tight: may_fit && !fits)
   double hbm_bytes = 0;
-  double peak_high_bytes = 0;  // Memory::peak_high_bytes: the number `fits` compares with HBM
-  double miss_bytes = 0;  // peak_high_bytes - HBM (> 0 when it does not fit)
+  double peak_high_bytes = 0;  // Memory::peak_high_bytes: the band's top, the number `fits` compares with HBM
+  double peak_low_bytes = 0;   // Memory::peak_low_bytes: the band's bottom (`may_fit`)
+  double miss_bytes = 0;  // peak_high_bytes - HBM (> 0 when it does not fit for certain)
   int miss_stage = 0;     // Memory::verdict_stage: the stage of peak_high_bytes
 };
 
 struct Outcome {
-  enum class Status : uint8_t { kInvalid, kOutOfMemory, kFits };
+  // kTight: the memory band straddles HBM (Memory::may_fit but not fits): the model cannot
+  // say whether it fits; ranked apart from the layouts that fit (PlanResult::tight).
+  enum class Status : uint8_t { kInvalid, kOutOfMemory, kTight, kFits };
   Status status = Status::kInvalid;
   Metrics metrics;                // kOutOfMemory, kFits (time fields when has_time)
   bool has_time = false;          // the search times out-of-memory layouts only near HBM
@@ -210,7 +214,8 @@ struct NearTie {
 struct PlanCounts {
   uint64_t enumerated = 0;  // candidates generated (a mesh rejected before expansion counts once)
   uint64_t valid = 0;       // passed validate_scenario
-  uint64_t fit = 0;         // valid and fits HBM
+  uint64_t fit = 0;         // valid and fits HBM (the memory band's top)
+  uint64_t tight = 0;       // valid, the memory band straddles HBM
   uint64_t evaluated = 0;   // candidates with a result (== enumerated)
   // Work behind them (what the sharing saves): model calls made by the search.
   uint64_t validations = 0;      // validate_scenario
@@ -228,6 +233,7 @@ struct PlanResult {
   SearchConstraints constraints;  // PlanOptions::constraints of the search
   double hbm_budget_bytes = 0;    // HBM x (1 - headroom): what `fits` compares the memory needed with
   std::vector<Ranked> ranked;           // best first
+  std::vector<Ranked> tight;            // fastest layouts whose memory band straddles HBM, best first
   std::vector<Ranked> out_of_memory;    // fastest layouts that do not fit, best first
   std::vector<Rejection> rejections;    // by count, most first
   std::vector<NearTie> near_ties;
