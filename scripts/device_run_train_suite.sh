@@ -121,6 +121,17 @@ RUN[qwen3_30b_s16k_sel_mb1]="${QW[*]} ${SEL[*]} --set parallel.recompute_modules
 RUN[qwen3_30b_s4k_full_mb8]="${QW[*]} ${FULL[*]} --set training.global_batch_size=8 --steps 5"
 RUN[deepseek_s4k_cf1.25_mb2]="${DS[*]} ${NORC[*]} --set model.moe_expert_capacity_factor=1.25 --set training.global_batch_size=2 --steps 5"
 RUN[deepseek_s8k_full_mb2]="${DS[*]} ${FULL[*]} --set training.seq_length=8192 --set training.global_batch_size=2 --steps 5"
+# The seventh held-out set (validation/measured/h200/train_suite7/DECLARATION.md, session 12).
+RUN[qwen3_30b_s2k_mb2]="${QW[*]} --set training.seq_length=2048 --set training.global_batch_size=2 --steps 6"
+RUN[qwen3_30b_s4k_cf1.25_mb2]="${QW[*]} --set model.moe_expert_capacity_factor=1.25 --set training.global_batch_size=2 --steps 6"
+RUN[qwen3_30b_s8k_full_mb4]="${QW[*]} ${FULL[*]} --set training.seq_length=8192 --set training.global_batch_size=4 --steps 5"
+RUN[mixtral_s2k_cf1.0_mb4]="${MX[*]} --set model.moe_expert_capacity_factor=1.0 --set training.seq_length=2048 --set training.global_batch_size=4 --steps 6"
+RUN[mixtral_s4k_mb1]="${MX[*]} --set training.global_batch_size=1 --steps 8"
+RUN[mixtral_s16k_sel_mb1]="${MX[*]} ${SEL[*]} --set parallel.recompute_modules=[core_attn] --set training.seq_length=16384 --set training.global_batch_size=1 --steps 5"
+RUN[deepseek_s2k_mb2]="${DS[*]} ${NORC[*]} --set training.seq_length=2048 --set training.global_batch_size=2 --steps 6"
+RUN[llama8b_s2k_none_mb4]="${L8[*]} ${NORC[*]} --set training.seq_length=2048 --set training.global_batch_size=4 --steps 6"
+RUN[llama8b_s64k_sel_mb1]="${L8[*]} ${SEL[*]} --set parallel.recompute_modules=[core_attn] --set training.seq_length=65536 --set training.global_batch_size=1 --steps 4"
+RUN[llama70b_s8k_none_mb1]="llama3.1-70b ${ONE[*]} ${NORC[*]} --set training.seq_length=8192 --set training.global_batch_size=1 --steps 5"
 ORDER=(llama8b_s8k_none llama8b_s8k_sel llama8b_s8k_full llama8b_s4k_none_mb8 llama8b_s32k_full llama70b_s8k_full
        mixtral_s4k_dropless mixtral_s4k_cf1.0 mixtral_s4k_cf1.25 qwen3_30b_s4k qwen3_30b_s4k_cf1.0 deepseek_s4k
        deepseek_s4k_sel llama8b_s128k_full)
