@@ -9,7 +9,8 @@
 #   docs/time-model.md, "Error bands" the composition spread (10th/90th percentile of the
 #                                    PerfValidation rows' step residuals) and the memory spread
 #                                    (of the MegatronCi rows), recomputed from those outputs
-#   docs/planner.md                  the default headroom = `lcm plan --help`'s
+#   docs/validation-performance.md  every table row and summary line PerfValidation prints, verbatim
+#   docs/planner.md                  the memory band's two ends (the memory spread)
 #   README.md                        the calibrated profile's in-sample / cross-validated shares
 #                                    = lcm calibrate's report
 #   model/src/uncertainty.cpp        the composition spread in use (lcm estimate's JSON) = the recomputed one
@@ -32,6 +33,14 @@ read -r rows mae signed within < <(sed -n 's/^Overall: \([0-9]*\) rows counted, 
 if [[ -z ${rows:-} ]]; then echo "no Overall line in PerfValidation's output"; fail=1; else
   check "published-table summary" "| **all** | **$rows** | **$mae %** | **${signed/-/−} %** | **$within** |" "$root/docs/validation-performance.md"
 fi
+
+# The tables of docs/validation-performance.md are the test's output verbatim: every row and
+# summary line it prints must be there (a row that changed is stale).
+stale_rows=0
+while IFS= read -r line; do
+  grep -qxF -- "$line" "$root/docs/validation-performance.md" || { echo "STALE: validation-performance.md table line: $line"; stale_rows=1; }
+done < <(grep -E '^\| [0-9]|^\| [a-z]|rows counted' "$tmp/perf.txt")
+if [[ $stale_rows == 0 ]]; then echo "ok: validation-performance.md tables are PerfValidation's output"; else fail=1; fi
 
 # Memory: "... N of M rows evaluated: mean |error| X %, worst Y % ..." as the test prints it.
 python3 - "$tmp/mem.txt" "$tmp/perf.txt" >"$tmp/figures.txt" <<'PY' || fail=1
