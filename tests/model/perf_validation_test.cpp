@@ -74,6 +74,9 @@ constexpr double kNemoMaeBound = 11.0;         // tokens/s, %
 constexpr double kWeakScalingMaeBound = 11.0;  // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 11.5;     // fwd+bwd ms, %
 constexpr double kOverallMaeBound = 23.5;      // all counted rows, primary metric, %
+// Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
+// in-sample; issue 12 asks for 80 %). A floor, like the bounds above.
+constexpr int kMinBandCovered = 41;
 constexpr int kMinWithin20Pct = 39;            // counted rows within 20 % on their primary metric
 constexpr int kMinCounted = 60;                // rows evaluated and counted
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)
@@ -394,6 +397,8 @@ struct Result {
   double pred3 = 0, pub3 = 0;
   double flops_per_token = 0, flops_per_token_nc = 0, pub_flops_per_token = 0;
   Scenario scenario;  // the row's scenario (evaluated rows; published_h100_scenarios)
+  bool has_band = false;  // predict(): the step's 80% error band (Estimate::band), for rate rows
+  StepBand band;
   double err() const { return 100.0 * (pred - pub) / pub; }
 };
 
@@ -420,6 +425,8 @@ void predict(Scenario s, Result& res) {
   const Estimate e = estimate(s);
   res.pred = e.time.tokens_per_s_per_gpu;
   res.pred2 = e.time.model_tflops_per_gpu;
+  res.has_band = true;
+  res.band = e.band;
   const double tokens = static_cast<double>(s.training.global_batch_size) * static_cast<double>(s.training.seq_length);
   const bool causal = s.flop_convention.causal_halved;
   s.flop_convention.causal_halved = !causal;
@@ -616,6 +623,8 @@ std::vector<Result> weak_scaling_rows(const HardwareSpec& hw) {
     res.pred2 = tmp.pred;  // tokens/s/GPU (no published counterpart)
     res.flops_per_token = tmp.flops_per_token;
     res.flops_per_token_nc = tmp.flops_per_token_nc;
+    res.has_band = tmp.has_band;
+    res.band = tmp.band;
     out.push_back(res);
   }
   return out;
@@ -821,6 +830,27 @@ TEST(PerfValidation, PublishedH100TablesWithinRecordedBounds) {
       if (r.evaluated && r.counted) all.add(r.err());
   std::printf("\nOverall: %d rows counted, mean |error| %.1f %%, mean signed error %+.1f %%, %d within 20 %%\n", all.n,
               all.mae(), all.bias(), all.within20);
+
+  // Error-band coverage (issue 12: the band of a prediction covers the published value in at
+  // least 80 % of rows): the step rows (the primary metric is a rate, tokens/s or TFLOP/s,
+  // inversely proportional to the step time: rate_range); the MoE-layer rows are op sums with
+  // no step band. IN-SAMPLE: the band's composition part is these rows' own residual spread.
+  int band_rows = 0, covered = 0;
+  for (const auto* rows : {&bridge, &nemo, &weak})
+    for (const Result& r : *rows) {
+      if (!r.evaluated || !r.counted || !r.has_band) continue;
+      ++band_rows;
+      const Range range = rate_range(r.pred, r.band);
+      const bool in = r.pub >= range.low && r.pub <= range.high;
+      covered += in ? 1 : 0;
+      if (!in)
+        std::printf("  outside its band: %s (published %.4g, band %.4g-%.4g, error %+.1f %%)\n", r.id.c_str(), r.pub,
+                    range.low, range.high, r.err());
+    }
+  std::printf("Error bands: the 80%% band covers the published value in %d of %d step rows (in-sample)\n", covered,
+              band_rows);
+  EXPECT_GE(band_rows, 50);
+  EXPECT_GE(covered, kMinBandCovered);
 
   // FLOP conventions: Megatron-Bridge counts causal attention halved; NeMo 24.07's implied
   // FLOPs per token match lcm's non-causal count (and not the causal one).
