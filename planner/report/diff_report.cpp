@@ -99,6 +99,7 @@ std::vector<DiffRow> diff_rows(const Estimate& a, const Estimate& b) {
   rows.push_back({"headline", "needs_bytes", "bytes", a.memory.peak_high_bytes, b.memory.peak_high_bytes});
   rows.push_back({"headline", "hbm_bytes", "bytes", a.memory.hbm_bytes, b.memory.hbm_bytes});
   rows.push_back({"headline", "fits", "bool", a.memory.fits ? 1.0 : 0.0, b.memory.fits ? 1.0 : 0.0});
+  rows.push_back({"headline", "may_fit", "bool", a.memory.may_fit ? 1.0 : 0.0, b.memory.may_fit ? 1.0 : 0.0});
 
   const StageMemory& ma = a.memory.stages[static_cast<size_t>(a.memory.verdict_stage)];
   const StageMemory& mb = b.memory.stages[static_cast<size_t>(b.memory.verdict_stage)];

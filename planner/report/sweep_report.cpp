@@ -89,7 +89,9 @@ std::vector<Table> sweep_tables(const std::vector<SweepPoint>& points, TokensPer
     row.push_back(fmt::format("{}", p.scenario.training.global_batch_size));
     row.push_back(fmt::format("{}", tokens_per_step(p)));
     if (p.result.ranked.empty()) {
-      row.push_back(p.result.counts.valid == 0 ? "no valid layout" : "nothing fits");
+      row.push_back(p.result.counts.valid == 0 ? "no valid layout"
+                    : p.result.tight.empty()  ? "nothing fits"
+                                              : fmt::format("only tight ({})", p.result.counts.tight));
       for (int i = 0; i < 4; ++i) row.push_back("-");
       row.push_back(fmt::format("{} / {}", p.result.counts.fit, p.result.counts.valid));
       row.push_back("-");
@@ -163,7 +165,8 @@ Table sweep_csv_table(const std::vector<SweepPoint>& points, TokensPerStep mode)
     row.push_back(fmt::format("{}", tokens_per_step(p)));
     const plan::PlanResult& r = p.result;
     if (r.ranked.empty()) {
-      row.insert(row.end(), {r.counts.valid == 0 ? "no_valid_layout" : "nothing_fits", "", "", "", "", "", ""});
+      row.insert(row.end(), {r.counts.valid == 0 ? "no_valid_layout" : r.tight.empty() ? "nothing_fits" : "only_tight",
+                             "", "", "", "", "", ""});
     } else {
       const Metrics& m = r.ranked.front().metrics;
       row.insert(row.end(), {"ok", plan::layout_string(r.ranked.front().layout, p.scenario), fmt::format("{:.6g}", m.step_s),

@@ -23,7 +23,7 @@ void expect_all_zero(const json& j) {
   for (const char* section : {"headline", "memory", "step"}) {
     ASSERT_TRUE(j.contains(section)) << section;
     for (const auto& [key, v] : j[section].items()) {
-      if (key == "fits") {
+      if (key == "fits" || key == "may_fit") {
         EXPECT_FALSE(v["changed"].get<bool>());
         continue;
       }
@@ -37,9 +37,10 @@ void expect_all_zero(const json& j) {
 TEST(DiffCli, ScenarioAgainstItselfIsAllZeros) {
   const json j = lcm_json("diff scenarios/default.yaml scenarios/default.yaml");
   expect_all_zero(j);
-  // 10 headline quantities (6 and the ends of the step-time and MFU bands), 2 + 15 + 4 memory
-  // terms, every step term (3 op classes, the comm dims, bubble, optimizer).
-  EXPECT_EQ(j["headline"].size(), 10u);
+  // 11 headline quantities (7, fits and may_fit among them, and the ends of the step-time and
+  // MFU bands), 2 + 15 + 4 memory terms, every step term (3 op classes, the comm dims, bubble,
+  // optimizer).
+  EXPECT_EQ(j["headline"].size(), 11u);
   EXPECT_TRUE(j["bands_overlap"].get<bool>());
   EXPECT_EQ(j["memory"].size(), 21u);
   EXPECT_GT(j["step"]["gemm"]["a"].get<double>(), 0.0);
@@ -67,6 +68,8 @@ TEST(DiffCli, TwoLayoutsMatchEstimateExactly) {
   check(d["headline"]["needs_bytes"], ea["memory"]["peak_high_bytes"], eb["memory"]["peak_high_bytes"]);
   EXPECT_EQ(d["headline"]["fits"]["a"], ea["memory"]["fits"]);
   EXPECT_EQ(d["headline"]["fits"]["b"], eb["memory"]["fits"]);
+  EXPECT_EQ(d["headline"]["may_fit"]["a"], ea["memory"]["may_fit"]);
+  EXPECT_EQ(d["headline"]["may_fit"]["b"], eb["memory"]["may_fit"]);
   const json& sa = ea["memory"]["stages"][ea["memory"]["verdict_stage"].get<size_t>()];
   const json& sb = eb["memory"]["stages"][eb["memory"]["verdict_stage"].get<size_t>()];
   for (const auto& [k, v] : sa["terms"].items()) check(d["memory"][k], v, sb["terms"][k]);
