@@ -536,7 +536,7 @@ void add_model_state(const Scenario& s, const Mesh& m, const std::vector<StageLa
     st.fragmentation = al.fragmentation_fraction * st.allocated;
     st.peak = st.allocated + st.cuda_context + st.nccl_buffers + st.cublas_workspace + st.fragmentation;
     // The memory model's error band (issue 12): the 10th and 90th percentiles of its
-    // measured / predicted residuals (memory_spread(), model/src/uncertainty.cpp).
+    // measured / predicted residuals (memory_spread(), above).
     st.peak_low = st.peak * (1.0 + band.low);
     st.peak_high = st.peak * (1.0 + band.high);
 

@@ -70,9 +70,11 @@ void Evaluator::Impl::evaluate_shardings(const Layout& layout, const DpSharding*
     // 2. Memory.
     Metrics& out = r.metrics;
     memory_metrics(estimator_.memory(), out);
-    r.status = out.fits      ? Outcome::Status::kFits
-               : out.may_fit ? Outcome::Status::kTight
-                             : Outcome::Status::kOutOfMemory;
+    switch (verdict_of(out.fits, out.may_fit)) {  // the model's three memory verdicts
+      case MemoryVerdict::kFits: r.status = Outcome::Status::kFits; break;
+      case MemoryVerdict::kTight: r.status = Outcome::Status::kTight; break;
+      case MemoryVerdict::kOutOfMemory: r.status = Outcome::Status::kOutOfMemory; break;
+    }
     // Near misses: the band's bottom misses HBM by at most time_miss_bytes.
     if (!out.may_fit && out.peak_low_bytes - out.hbm_bytes > time_miss_bytes) continue;
     // 3. Step time, unless its lower bound already rules the layout out.

@@ -44,7 +44,7 @@ struct StageMemory {
   double allocated = 0;  // sum of tensor terms at peak
   double peak = 0;       // allocated + context, NCCL, workspace, fragmentation
   // The band of the measured peak: peak x (1 + memory_spread().band.low / .high), the 10th
-  // and 90th percentiles of the memory model's residuals (model/uncertainty.hpp).
+  // and 90th percentiles of the memory model's residuals (memory_spread(), below).
   double peak_low = 0;
   double peak_high = 0;
   bool operator==(const StageMemory&) const = default;
