@@ -342,6 +342,26 @@ std::vector<FieldSpec> build() {
   f.push_back(integer(M, "moe_router_group_topk", [](S& s) -> auto& { return s.model.moe_router_group_topk; }, 0, L::kNumExperts));
   f.push_back(boolean(M, "moe_router_enable_expert_bias",
                       [](S& s) -> auto& { return s.model.moe_router_enable_expert_bias; }));
+  // balanced | zipf:S (the syntax of `lcm capacity --skew`); S small enough that E^-S does not
+  // underflow for any expert count the caps allow.
+  f.push_back({M, "moe_routing_skew", false,
+               [](const YAML::Node& n, ScenarioDraft& d) -> std::string {
+                 const std::string expected = "expected balanced or zipf:S with 0 <= S <= 64 (e.g. zipf:1.2)";
+                 if (!n.IsScalar()) return fmt::format("{}, got {}", expected, describe(n));
+                 const std::string v = n.Scalar();
+                 if (v == "balanced") return d.s.model.moe_routing_skew = 0.0, std::string();
+                 if (v.rfind("zipf:", 0) != 0) return fmt::format("'{}': {}", v, expected);
+                 const YAML::Node num(v.substr(5));
+                 auto r = read_double(num, 0.0, false);
+                 if (failed(r) || std::get<0>(r) > 64.0) return fmt::format("'{}': {}", v, expected);
+                 d.s.model.moe_routing_skew = std::get<0>(r);
+                 return {};
+               },
+               [](const S& s) {
+                 const double v = s.model.moe_routing_skew;
+                 return YAML::Node(v > 0 ? "zipf:" + real_text(v) : std::string("balanced"));
+               },
+               [] { return std::vector<std::string>{"balanced", "zipf:0.5", "zipf:1.2"}; }});
   f.push_back(boolean(M, "multi_latent_attention", [](S& s) -> auto& { return s.model.multi_latent_attention; }));
   f.push_back(integer(M, "q_lora_rank", [](S& s) -> auto& { return s.model.q_lora_rank; }, 0, L::kHeadDim));
   f.push_back(integer(M, "kv_lora_rank", [](S& s) -> auto& { return s.model.kv_lora_rank; }, 0, L::kHeadDim));

@@ -43,7 +43,7 @@ struct FieldSpec {
   std::function<std::string(const YAML::Node& n, ScenarioDraft& d)> parse;
   // The value as a YAML node; empty function: not written by scenario_to_yaml.
   std::function<YAML::Node(const Scenario& s)> emit;
-  // Enumerations: the canonical spelling of each value (tests vary every knob); null otherwise.
+  // Enumerations (and other string knobs): values for the tests that vary every knob; null otherwise.
   std::vector<std::string> (*values)() = nullptr;
 };
 

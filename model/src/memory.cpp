@@ -17,6 +17,7 @@
 #include <cmath>
 
 #include "lcm/model/resolve.hpp"
+#include "lcm/model/expert_load.hpp"
 
 namespace lcm {
 
@@ -55,6 +56,8 @@ struct Shape {
   double h = 0, a = 0, g = 0, dh = 0;
   double f = 0, fe = 0, fs = 0, E = 0, k = 0, etp = 1;
   double capacity = 1;  // expert-input multiplier from capacity padding
+  double copies = 0;    // skewed routing: routed copies per token (routing.hpp); 0: k
+  double skew = 1;      // skewed routing: the busiest EP rank's copies over the mean rank's
   bool swiglu = false, unfused = false, hidden_drop = false, attn_drop = false;
   bool mla = false, qk_norm = false;
   double r_q = 0, r_kv = 0, d_n = 0, d_r = 0, d_v = 0;
@@ -94,6 +97,10 @@ Shape make_shape(const Scenario& sc, const Mesh& m) {
   x.etp = r.etp;
   if (md.moe_expert_capacity_factor > 0 && md.moe_pad_expert_input_to_capacity)
     x.capacity = md.moe_expert_capacity_factor;
+  if (r.skewed) {
+    x.copies = r.routed_copies;
+    x.skew = r.ep_busiest;
+  }
   x.swiglu = r.gated;
   x.unfused = sc.training.attention_backend == AttentionBackend::kUnfused;
   x.hidden_drop = md.hidden_dropout > 0;
@@ -212,8 +219,9 @@ LayerModel model_layer(const Shape& x, bool moe, uint32_t modules) {
     const double in = 2.0 * Ts * h;  // pre-MLP norm output: router, dispatcher and shared-expert input
     const double router = 11.0 * Ts * x.E;  // bf16 logits, fp32 probs, fp32 top-k probs, bool map
     // Token copies this rank's experts process: top-k copies of the local tokens, gathered
-    // over the expert-TP group, padded to capacity when asked (balanced routing).
-    const double N = Ts * x.k * x.etp * x.capacity;
+    // over the expert-TP group, padded to capacity when asked (balanced routing); under skew
+    // the busiest EP rank's copies (x.skew, the stage loop sets it for its layers).
+    const double N = Ts * (x.copies > 0 ? x.copies : x.k) * x.etp * x.capacity * x.skew;
     const double fe = x.fe / x.etp;
     // Permuted tokens = expert fc1 input: GroupedLinear saves them (FP8 copies under FP8); the
     // fused permute keeps only its row-id map.
@@ -452,6 +460,15 @@ void memory_without_state(const Scenario& s, const Mesh& m, const std::vector<St
       const double group = std::min<double>(rc_layers, std::max(1.0, per_chunk));
       const double worst_full = n_moe > 0 ? moe.full : dense.full;
       transient = group * worst_full + (n_moe > 0 ? moe.transient : dense.transient);
+    } else if (x.skew > 1 && n_moe > 1) {
+      // Skewed routing: the rank's saved expert activations over its n_moe layers, whose
+      // popular experts fall on different ranks, exceed the mean by less than one layer's
+      // busiest rank does (routing.hpp, busiest_factor_over_layers); the working set is one
+      // layer's, at the per-layer factor.
+      Shape xs = x;
+      xs.skew = busiest_factor_over_layers(x.skew, n_moe);
+      per_mb = n_dense * dense.saved.total() + n_moe * model_layer(xs, true, modules).saved.total();
+      transient = std::max(n_dense > 0 ? dense.transient : 0.0, moe.transient);
     } else {
       per_mb = n_dense * dense.saved.total() + n_moe * moe.saved.total();
       transient = std::max(n_dense > 0 ? dense.transient : 0.0, n_moe > 0 ? moe.transient : 0.0);

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cassert>
 
+#include "lcm/model/capacity.hpp"
+#include "lcm/model/expert_load.hpp"
+
 namespace lcm {
 
 double head_dim(const ModelSpec& m) {
@@ -59,6 +62,20 @@ RankShape resolve(const Scenario& s, const Mesh& m) {
   r.kv_heads_rank = std::max(1.0, r.groups / m.tp);
   r.local_experts = std::max(1, md.num_experts / std::max(1, m.ep));
   r.expert_ffn_rank = r.expert_ffn / m.etp;
+  if (md.moe_routing_skew > 0 && r.moe && !(md.moe_expert_capacity_factor > 0 && md.moe_pad_expert_input_to_capacity)) {
+    // A capacity drops tokens only under the alltoall dispatcher (flex and allgather are
+    // dropless in the schedule); C per expert per routing group of sp_tokens tokens.
+    double cap = 0;
+    if (md.moe_expert_capacity_factor > 0 && md.moe_token_dispatcher_type == Dispatcher::kAllToAll)
+      cap = static_cast<double>(capacity_for_assignments(r.sp_tokens * r.topk, md.num_experts,
+                                                         md.moe_expert_capacity_factor)) /
+            r.sp_tokens;
+    const RoutedLoad l = routed_load(md.num_experts, r.topk, md.moe_routing_skew, std::max(1, m.ep), cap);
+    r.skewed = true;
+    r.routed_copies = l.copies_per_token;
+    r.ep_busiest = l.busiest_factor;
+    r.busiest_expert_loads = expert_load_shares(l.busiest_loads);
+  }
   r.vocab_rank = static_cast<double>(m.padded_vocab) / m.tp;
   return r;
 }

@@ -2,9 +2,8 @@
 // sweep over capacity factors (capacity itself: capacity.cpp). The math is derived in
 // docs/moe-routing.md.
 //
-// defines: zipf_weights,
-//          topk_inclusion_probabilities, expected_binomial_excess, expected_drop_fraction,
-//          monte_carlo_drop_fraction, measured_drop_fraction, capacity_sweep
+// defines: expected_binomial_excess, expected_drop_fraction, monte_carlo_drop_fraction,
+//          measured_drop_fraction, capacity_sweep (the routing distributions: expert_load.cpp)
 #include "lcm/model/routing.hpp"
 
 #include <algorithm>
@@ -190,80 +189,7 @@ class TopkSampler {
   std::vector<size_t> perm_;
 };
 
-std::vector<double> normalised(const std::vector<double>& w) {
-  const double sum = std::accumulate(w.begin(), w.end(), 0.0);
-  std::vector<double> p(w.size());
-  for (size_t i = 0; i < w.size(); ++i) p[i] = w[i] / sum;
-  return p;
-}
-
 }  // namespace
-
-// ---------------------------------------------------------------------------------
-// Routing distributions.
-// ---------------------------------------------------------------------------------
-
-std::vector<double> zipf_weights(int experts, double s) {
-  assert(experts > 0 && s >= 0);
-  std::vector<double> w(static_cast<size_t>(experts));
-  for (int i = 0; i < experts; ++i) w[static_cast<size_t>(i)] = std::pow(i + 1.0, -s);
-  return normalised(w);
-}
-
-std::vector<double> topk_inclusion_probabilities(const std::vector<double>& weights, int topk) {
-  const size_t e = weights.size();
-  const auto k = static_cast<size_t>(topk);
-  assert(topk >= 1 && k <= e);
-  assert(std::all_of(weights.begin(), weights.end(), [](double w) { return w > 0; }));
-  const std::vector<double> p = normalised(weights);
-  if (k == e) return std::vector<double>(e, 1.0);
-  if (k == 1) return p;
-  if (std::all_of(p.begin(), p.end(), [&](double x) { return x == p[0]; }))
-    return std::vector<double>(e, static_cast<double>(k) / static_cast<double>(e));
-
-  // q_i = integral over x = ln t of p_i t exp(-p_i t) F_i(t) dx, F_i(t) = P(fewer than k
-  // of the other clocks rang by t). The integrand is analytic in x and decays at both
-  // ends, so the trapezoid rule converges geometrically (error ~ exp(-pi^2 / h)).
-  // Range: below t = 1e-18/p_max the integral is < 1e-18; above t = 46/p_min, < 1e-20.
-  const auto [pmin_it, pmax_it] = std::minmax_element(p.begin(), p.end());
-  const double x_lo = std::log(1e-18 / *pmax_it), x_hi = std::log(46.0 / *pmin_it);
-  const double h = 0.1;
-  const int points = static_cast<int>(std::ceil((x_hi - x_lo) / h));
-
-  // Truncated (degree < k) Poisson-binomial distributions of the experts before i
-  // (prefix) and after i (suffix, stored as cumulative sums).
-  std::vector<double> prefix((e + 1) * k), suffix((e + 1) * k), a(e), q(e, 0.0);
-  for (int j = 0; j <= points; ++j) {
-    const double t = std::exp(x_lo + h * j);
-    for (size_t i = 0; i < e; ++i) a[i] = -std::expm1(-p[i] * t);  // P(clock i rang by t)
-    std::fill(prefix.begin(), prefix.begin() + static_cast<std::ptrdiff_t>(k), 0.0);
-    prefix[0] = 1.0;
-    for (size_t i = 0; i < e; ++i) {
-      const double* src = &prefix[i * k];
-      double* dst = &prefix[(i + 1) * k];
-      dst[0] = src[0] * (1 - a[i]);
-      for (size_t m = 1; m < k; ++m) dst[m] = src[m] * (1 - a[i]) + src[m - 1] * a[i];
-    }
-    std::vector<double> cur(k, 0.0), next(k);
-    cur[0] = 1.0;
-    for (size_t i = e + 1; i-- > 0;) {
-      if (i < e) {
-        next[0] = cur[0] * (1 - a[i]);
-        for (size_t m = 1; m < k; ++m) next[m] = cur[m] * (1 - a[i]) + cur[m - 1] * a[i];
-        cur.swap(next);
-      }
-      double run = 0;
-      for (size_t m = 0; m < k; ++m) suffix[i * k + m] = (run += cur[m]);
-    }
-    for (size_t i = 0; i < e; ++i) {
-      double f = 0;  // P(fewer than k others): sum over prefix count m of P(suffix < k - m)
-      for (size_t m = 0; m < k; ++m) f += prefix[i * k + m] * suffix[(i + 1) * k + (k - 1 - m)];
-      q[i] += h * p[i] * t * std::exp(-p[i] * t) * f;
-    }
-  }
-  for (double& x : q) x = std::clamp(x, 0.0, 1.0);
-  return q;
-}
 
 // ---------------------------------------------------------------------------------
 // Expected drops, exact.
@@ -326,7 +252,7 @@ std::vector<DropStats> monte_carlo_drop_fraction(const std::vector<double>& weig
                                                  const MonteCarloOptions& opts) {
   assert(tokens > 0 && topk >= 1 && static_cast<size_t>(topk) <= weights.size());
   assert(opts.samples > 0);
-  const std::vector<double> p = normalised(weights);
+  const std::vector<double> p = normalised_weights(weights);
   TopkSampler sampler(p, topk);
   Rng rng(opts.seed);
   const size_t nc = capacities.size();

@@ -545,19 +545,25 @@ void moe_block(Sink& out, const Ctx& x) {
   // Token copies (slots) this rank sends: T_e·k dropless; with a capacity factor
   // C = ceil(T_e·k/E·CF) per expert (get_capacity): E·C padded, min(E·C, T_e·k) dropping.
   // DeepEP (flex) and the allgather dispatcher are dropless here.
+  // Under skewed routing (x.r.skewed) each expert's share is capped at C separately.
   double slots = Te * k;
   const double cf = md.moe_expert_capacity_factor;
-  if (type == Dispatcher::kAllToAll && cf > 0.0) {
+  if (x.r.skewed) {
+    slots = Te * x.r.routed_copies;
+  } else if (type == Dispatcher::kAllToAll && cf > 0.0) {
     const double capacity = static_cast<double>(capacity_for_assignments(Te * k, md.num_experts, cf));
     slots = md.moe_pad_expert_input_to_capacity ? E * capacity : std::min(E * capacity, Te * k);
   }
-  const double tok = slots * h;     // elements of the slots
+  // Skew: every rank waits for the busiest EP rank at the combine, so the layer's expert
+  // GEMMs and all-to-alls are that rank's, ep_busiest times the mean rank's (routing.hpp).
+  const double busiest = x.r.ep_busiest;
+  const double tok = slots * h * busiest;  // elements of the slots the busiest rank receives
   const int n_tpep = m.etp * m.ep;  // the expert TPxEP group
   const CommGroup tpep = m.etp > 1 ? CommGroup::kExpertTpEp : CommGroup::kDim;
   const double gathered = n_tpep * Te * h * kAct;  // allgather dispatcher: S of its AG / RS
   // flex: a token goes to each destination rank once
   const double dest_ranks = n_tpep * hit_probability(E, E / m.ep, k);  // flex: per token
-  const double flex_tok = type == Dispatcher::kFlex && n_tpep > 1 ? Te * dest_ranks * h : 0.0;
+  const double flex_tok = type == Dispatcher::kFlex && n_tpep > 1 ? Te * dest_ranks * h * busiest : 0.0;
   // DeepEP / HybridEP send a token once per destination node (comm.hpp, NodeDedup).
   const NodeDedup dedup{dest_ranks, md.num_experts, k, md.moe_router_num_groups, md.moe_router_group_topk};
   const auto flex = [&dedup](Op o) {
@@ -601,17 +607,19 @@ void moe_block(Sink& out, const Ctx& x) {
                     Collective::kAllToAll, CommItemId::kEpA2ABwd, flex_tok * kAct, 1, kMoe));
       break;
   }
-  // Tokens the local experts process (balanced): what this rank sent, times the ETP ranks
-  // whose tokens each expert shard also sees.
-  const double expert_tokens = slots * m.etp;
+  // Tokens the local experts process: what this rank sent (balanced; the busiest rank's
+  // share under skew), times the ETP ranks whose tokens each expert shard also sees.
+  const double expert_tokens = slots * m.etp * busiest;
   const int local_experts = x.r.local_experts;
   const double gate = md.swiglu ? 2.0 : 1.0;
   const auto M = static_cast<int64_t>(expert_tokens);
-  out(compute_el(gemm_op(OpId::kMoeExpertsFc1, moe_fc1_shape(M, md.hidden_size, x.r.expert_ffn_rank, md.swiglu, local_experts), x),
-                 kMoe));
+  GemmShape fc1 = moe_fc1_shape(M, md.hidden_size, x.r.expert_ffn_rank, md.swiglu, local_experts);
+  GemmShape fc2 = moe_fc2_shape(M, md.hidden_size, x.r.expert_ffn_rank, local_experts);
+  fc1.loads = fc2.loads = x.r.busiest_expert_loads;  // even (all zero) unless skewed
+  out(compute_el(gemm_op(OpId::kMoeExpertsFc1, fc1, x), kMoe));
   out(compute_el(memory_op(OpId::kMoeExpertsAct, kAct * expert_tokens * (gate + 1.0) * f_e / m.etp),
                  kMoe | kRecomputeMoeAct));
-  out(compute_el(gemm_op(OpId::kMoeExpertsFc2, moe_fc2_shape(M, md.hidden_size, x.r.expert_ffn_rank, local_experts), x), kMoe));
+  out(compute_el(gemm_op(OpId::kMoeExpertsFc2, fc2, x), kMoe));
   // Combine: the mirror of the dispatch.
   switch (type) {
     case Dispatcher::kAllToAll:

@@ -270,6 +270,9 @@ void check_moe(const Scenario& s, Checker& check) {
       check(p.sequence_parallel, "parallel.sequence_parallel",
             "When using expert parallelism and tensor parallelism for training, sequence parallelism must be used");
   }
+  check(m.moe_routing_skew >= 0 && m.moe_routing_skew <= 64, "model.moe_routing_skew",
+        "moe_routing_skew must be a Zipf exponent in [0, 64] (zipf:S)");
+  check(m.moe_routing_skew == 0 || has_moe(m), "model.moe_routing_skew", "moe_routing_skew needs num_experts (an MoE model)");
   if (!has_moe(m)) return;
   check(m.moe_router_topk >= 1 && m.moe_router_topk <= m.num_experts, "model.moe_router_topk",
         "moe_router_topk ({}) must be between 1 and num_experts ({})", m.moe_router_topk, m.num_experts);

@@ -414,6 +414,9 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
       model.add("moe_flex_dispatcher_backend", std::string(to_string(m.moe_flex_dispatcher_backend)));
     model.add("moe_grouped_gemm", "true");
     model.comment("moe_router_load_balancing_type / moe_aux_loss_coeff: the recipe's (no effect on lcm's estimate)");
+    if (m.moe_routing_skew > 0)
+      model.comment(fmt::format("lcm priced routing skew zipf:{} (moe_routing_skew: what the data and router do, not a knob)",
+                                m.moe_routing_skew));
   }
   model.comment("parallel layout");
   model.add("tensor_model_parallel_size", num(p.tensor_model_parallel_size));

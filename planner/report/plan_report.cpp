@@ -165,8 +165,11 @@ std::string headroom_note(const plan::PlanResult& r) {
 }
 
 std::string scenario_title(const Scenario& base) {
-  return fmt::format("{} on {} x {}, seq {}, global batch {}", base.model.name.empty() ? base.name : base.model.name,
-                     base.num_gpus, base.hardware.name, base.training.seq_length, base.training.global_batch_size);
+  std::string t = fmt::format("{} on {} x {}, seq {}, global batch {}", base.model.name.empty() ? base.name : base.model.name,
+                              base.num_gpus, base.hardware.name, base.training.seq_length, base.training.global_batch_size);
+  // Skewed routing changes which layouts win (the busiest EP rank): say it was assumed.
+  if (base.model.moe_routing_skew > 0) t += fmt::format(", routing skew zipf:{}", base.model.moe_routing_skew);
+  return t;
 }
 
 }  // namespace

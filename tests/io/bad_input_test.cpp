@@ -116,6 +116,26 @@ TEST(BadInput, OutOfRange) {
               HasSubstr("expected an integer in [1, 1024], got 99999999999; 1024 is lcm's cap for this key"));
 }
 
+// model.moe_routing_skew: balanced | zipf:S (issue 12); a dense model cannot be skewed.
+TEST(BadInput, MoeRoutingSkew) {
+  const std::string expected = "expected balanced or zipf:S with 0 <= S <= 64 (e.g. zipf:1.2)";
+  EXPECT_THAT(error_of(load_text(kBaseScenario, {"moe_routing_skew=zipf:"})),
+              HasSubstr("model.moe_routing_skew: " + expected + ", got a mapping"));
+  for (const char* bad : {"uniform", "zipf:-1", "zipf:abc", "zipf:65"})
+    EXPECT_THAT(error_of(load_text(kBaseScenario, {std::string("moe_routing_skew=") + bad})),
+                HasSubstr(std::string("model.moe_routing_skew: '") + bad + "': " + expected))
+        << bad;
+  const std::string moe = base_with("  vocab_size: 32000\n", "  vocab_size: 32000\n  num_experts: 8\n  moe_ffn_hidden_size: 1024\n");
+  auto ok = load_text(moe, {"moe_routing_skew=zipf:1.2"});
+  ASSERT_TRUE(ok.ok()) << ok.error().str();
+  EXPECT_DOUBLE_EQ(ok.value().model.moe_routing_skew, 1.2);
+  auto bal = load_text(moe, {"moe_routing_skew=balanced"});
+  ASSERT_TRUE(bal.ok()) << bal.error().str();
+  EXPECT_EQ(bal.value().model.moe_routing_skew, 0.0);
+  EXPECT_THAT(error_of(load_text(kBaseScenario, {"moe_routing_skew=zipf:1"})),
+              HasSubstr("model.moe_routing_skew: moe_routing_skew needs num_experts (an MoE model)"));
+}
+
 TEST(BadInput, KvChannelsCannotBeDerived) {
   EXPECT_EQ(error_of(load_text(base_with("num_attention_heads: 16", "num_attention_heads: 24"))),
             "test.yaml:5:3: model.kv_channels: kv_channels not given and hidden_size (1024) is not divisible by "

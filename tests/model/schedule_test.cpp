@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "../common/built_schedule.hpp"
 #include "../common/test_hardware.hpp"
 #include "../common/test_models.hpp"
 #include "lcm/model/estimate.hpp"
@@ -31,20 +32,8 @@ Scenario base(const ModelSpec& model, int gpus) {
   return s;
 }
 
-struct Built {
-  Mesh mesh;
-  std::vector<StageLayers> layers;
-  Schedule sched;
-};
-
-Built build(const Scenario& s) {
-  for (const Problem& p : validate_scenario(s)) ADD_FAILURE() << p.key << ": " << p.message;
-  Built b;
-  b.mesh = derive_mesh(s);
-  b.layers = stage_layers(s, b.mesh);
-  b.sched = build_schedule(s, b.mesh, b.layers, gpu_params(s, b.mesh, b.layers));
-  return b;
-}
+using testing::Built;
+using testing::build;
 
 double list_flops(const std::vector<Op>& ops) {
   double f = 0;

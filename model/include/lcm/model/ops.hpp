@@ -16,6 +16,7 @@
 //   1  mem_category.hpp               device-memory categories of a measured run
 //   2  mesh.hpp                       the derived mesh, validation, stage split, rank order
 //   3  resolve.hpp  capacity.hpp      per-rank shapes and defaults; expert capacity
+//   3  expert_load.hpp                expert loads of a routing distribution, busiest EP rank
 //   4  params.hpp   flops.hpp         parameter and FLOP counts
 //   5  comm.hpp     schedule.hpp      communication items; the op schedule (one generator)
 //   5  memory.hpp   timing.hpp        memory per stage; time of one op, group topology

@@ -20,28 +20,11 @@
 #include <vector>
 
 #include "lcm/model/capacity.hpp"
+#include "lcm/model/expert_load.hpp"
 #include "lcm/model/mesh.hpp"
 #include "lcm/model/specs.hpp"
 
 namespace lcm {
-
-// ---------------------------------------------------------------------------------
-// Routing distributions.
-// ---------------------------------------------------------------------------------
-
-// Expert popularity p_i proportional to 1 / i^s (i = 1..E), normalised to sum 1.
-// s = 0 is uniform.
-std::vector<double> zipf_weights(int experts, double s);
-
-// Probability q_e that a token's top-k set contains expert e when the k distinct experts
-// are drawn without replacement with probabilities proportional to `weights` (successive
-// sampling, the Plackett-Luce / Gumbel-top-k law). Sum of q_e = k. Exact up to
-// quadrature error (< 1e-12 absolute; docs/moe-routing.md): with exponential clocks
-// X_j ~ Exp(p_j), e is in the top-k iff fewer than k other clocks ring before X_e, so
-//   q_e = integral_0^inf p_e exp(-p_e t) P(#{j != e : X_j < t} < k) dt,
-// a Poisson-binomial tail under a one-dimensional integral. Preconditions: every
-// weight > 0, 1 <= topk <= weights.size().
-std::vector<double> topk_inclusion_probabilities(const std::vector<double>& weights, int topk);
 
 // ---------------------------------------------------------------------------------
 // Expected drops, exact.
