@@ -278,6 +278,7 @@ struct Recipe {
   Dispatcher dispatcher = Dispatcher::kAllToAll;
   int first_stage_layers = 0, last_stage_layers = 0;  // uneven pipeline split (pp_layout)
   bool grad_reduce_in_fp32 = true;
+  bool bf16_optimizer = false;  // bf16 moments and no separate master copy (NeMo's SFT recipe)
   bool cross_entropy_loss_fusion = false;  // memory only (the loss buffers)
   CrossEntropyFusionImpl cross_entropy_fusion_impl = CrossEntropyFusionImpl::kNative;
   std::string note;
@@ -297,8 +298,19 @@ struct Recipe {
 // llama3_8b.yaml: cross_entropy_loss_fusion: true; Megatron-Core 0.8 had only the native kernel);
 // the other 24.07 configs (gpt3/20b, gpt3/175b, llama/llama2_7b, llama/llama2_70b) leave it unset
 // (off).
+//
+// Gradient reduction of NeMo 24.07: the launcher's YAMLs leave `optim.grad_sync_dtype` unset
+// (Apex's DistributedFusedAdam then syncs in its fp32 dtype), but its H100 FP8 example scripts,
+// the published runs' recipes, add `+training.model.optim.grad_sync_dtype=bf16`
+// (NeMo-Framework-Launcher tag 24.07, examples/training/gpt/h100/{5b,20b,175b}_fp8_*.sh,
+// llama/h100/llama3_{8b,70b}_fp8.sh, llama2_70b_fp8.sh; the SFT recipe conf/peft/llama/sft.yaml
+// sets grad_sync_dtype: bf16 too). NeMo 1.0 with distributed_fused_adam keeps no separate fp32
+// main grads: `main_grad` is a view of Apex's contiguous gradient buffer in that dtype
+// (nemo/core/optim/distributed_adam.py, zero_grad). So every NeMo row reduces in bf16 (read in
+// session 13, after the rows' memory verdicts were known: docs/validation-memory.md).
 Recipe recipe_for(const std::string& table, const ModelSpec& m) {
   Recipe r;
+  if (table == "nemo") r.grad_reduce_in_fp32 = false;
   if (table == "nemo" && m.name == "Llama3-8B") r.cross_entropy_loss_fusion = true;  // native
   if (table != "bridge") return r;
   r.cross_entropy_loss_fusion = true;
@@ -343,6 +355,10 @@ Built build(const std::string& id, const ModelSpec& model, const Layout& l, cons
   s.training.global_batch_size = l.gbs;
   s.training.precision = l.precision;
   s.training.grad_reduce_in_fp32 = rc.grad_reduce_in_fp32;
+  if (rc.bf16_optimizer) {
+    s.training.main_params_dtype = DType::kBf16;  // no copy beside the bf16 weights
+    s.training.exp_avg_dtype = s.training.exp_avg_sq_dtype = DType::kBf16;
+  }
   s.training.cross_entropy_loss_fusion = rc.cross_entropy_loss_fusion;
   s.training.cross_entropy_fusion_impl = rc.cross_entropy_fusion_impl;
   ParallelSpec& p = s.parallel;
@@ -524,7 +540,7 @@ std::vector<Result> bridge_rows(const HardwareSpec& hw, const std::map<std::stri
 // Assumptions (all rows): as for Megatron-Bridge (distributed optimizer, overlapped DP
 // collectives, SP and TP comm overlap when TP > 1 -- the NeMo 24.07 recipes ran
 // userbuffers TP overlap for every TP > 1 GPT/Llama/Nemotron config), FP8 GEMMs, no
-// recompute (none stated), grad reduce in fp32 (NeMo 1.0 default). CP/VP blank -> 1.
+// recompute (none stated), grad reduce in bf16 (the FP8 example scripts; recipe_for). CP/VP blank -> 1.
 // SFT rows (packed sequences) are modelled as pre-training at the same sequence length.
 // ---------------------------------------------------------------------------------
 std::vector<Result> nemo_rows(const HardwareSpec& hw, const std::map<std::string, Row>& archs) {
@@ -559,7 +575,12 @@ std::vector<Result> nemo_rows(const HardwareSpec& hw, const std::map<std::string
     l.vp = static_cast<int>(num(r, "vp", 1));
     l.precision = Precision::kFp8;
     Recipe rc = recipe_for("nemo", m);
-    if (task == "SFT") rc.note = "SFT on packed sequences modelled as pre-training";
+    if (task == "SFT") {
+      rc.note = "SFT on packed sequences modelled as pre-training";
+      // conf/peft/llama/sft.yaml (launcher tag 24.07): distributed_fused_adam with `dtype: bf16`
+      // (NeMo then stores no master copy: optimizer dtype == model dtype) and bf16 moments.
+      rc.bf16_optimizer = true;
+    }
     Built b = build(res.id, m, l, rc, hw, /*tp_comm_overlap=*/true);
     b.s.flop_convention.causal_halved = false;
     res.reason = rc.note;
