@@ -53,7 +53,8 @@ ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
       precision_(new QComboBox(this)),
       experts_(new QSpinBox(this)),
       topk_(new QSpinBox(this)),
-      capacity_(new QDoubleSpinBox(this)) {
+      capacity_(new QDoubleSpinBox(this)),
+      skew_(new QDoubleSpinBox(this)) {
   auto* box = new QGroupBox("Scenario", this);
   auto* open = new QPushButton("Open…", box);
   auto* save = new QPushButton("Save as…", box);
@@ -105,6 +106,14 @@ ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
   capacity_->setSingleStep(0.25);
   capacity_->setDecimals(3);
   capacity_->setSpecialValueText("dropless");
+  skew_->setObjectName("moe_routing_skew");
+  skew_->setRange(0, 4);
+  skew_->setSingleStep(0.1);
+  skew_->setDecimals(2);
+  skew_->setSpecialValueText("balanced");
+  skew_->setPrefix("zipf:");
+  skew_->setToolTip("Routing skew the estimate assumes (model.moe_routing_skew): expert popularity ~ 1/i^S over a "
+                    "random placement; the busiest EP rank sets each MoE layer's time and memory");
 
   auto* form = new QFormLayout();
   form->addRow("model", model_);
@@ -116,6 +125,7 @@ ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
   form->addRow("num_experts", experts_);
   form->addRow("moe_router_topk", topk_);
   form->addRow("capacity factor", capacity_);
+  form->addRow("routing skew", skew_);
   auto* inner = new QVBoxLayout(box);
   inner->addLayout(buttons);
   inner->addWidget(path_);
@@ -130,7 +140,7 @@ ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
   for (QComboBox* c : {gpus_, seq_, precision_}) connect(c, &QComboBox::activated, this, [this] { apply_knobs(); });
   for (QSpinBox* s : {gbs_, experts_, topk_})
     connect(s, &QSpinBox::valueChanged, this, [this] { apply_knobs(); });
-  connect(capacity_, &QDoubleSpinBox::valueChanged, this, [this] { apply_knobs(); });
+  for (QDoubleSpinBox* d : {capacity_, skew_}) connect(d, &QDoubleSpinBox::valueChanged, this, [this] { apply_knobs(); });
   connect(session_, &Session::baseChanged, this, &ScenarioPanel::refresh);
   connect(session_, &Session::estimateChanged, this, &ScenarioPanel::refresh);
   refresh();
@@ -171,6 +181,8 @@ void ScenarioPanel::refresh() {
   topk_->setEnabled(has_moe(s.model));
   capacity_->setValue(std::max(0.0, s.model.moe_expert_capacity_factor));
   capacity_->setEnabled(has_moe(s.model));
+  skew_->setValue(s.model.moe_routing_skew);
+  skew_->setEnabled(has_moe(s.model));
   // Layout problems of the current document (a knob change can invalidate the layout).
   const auto& problems = session_->problems();
   if (!problems.empty()) {
@@ -197,6 +209,7 @@ void ScenarioPanel::apply_knobs() {
   s.model.num_experts = experts_->value();
   s.model.moe_router_topk = topk_->value();
   s.model.moe_expert_capacity_factor = capacity_->value();
+  s.model.moe_routing_skew = has_moe(s.model) ? skew_->value() : 0.0;
   show_error({}, {});
   session_->set_base(s, session_->hardware_ref());
 }

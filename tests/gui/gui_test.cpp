@@ -3,6 +3,7 @@
 #include <QBarSet>
 #include <QChart>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
@@ -77,6 +78,7 @@ class GuiTest : public QObject {
   void validation_counts_agree_with_lcm_plot();
   void validation_default_comes_from_the_data_dir();
   void help_needs_no_display();
+  void routing_skew_knob_prices_the_busiest_rank();
 };
 
 void GuiTest::changing_a_parallel_degree_updates_the_estimate() {
@@ -258,6 +260,26 @@ void GuiTest::bad_yaml_shows_the_error_with_its_key() {
   // A file that does not exist is an error too, not a crash.
   QVERIFY(!w.scenario_panel()->open_file(dir.filePath("missing.yaml")));
   QVERIFY(!w.scenario_panel()->error_text().isEmpty());
+}
+
+// The routing-skew knob sets model.moe_routing_skew; the estimate is the model's for it (the
+// default scenario's EP 8 Mixtral: one expert per rank, so its MoE layers slow down).
+void GuiTest::routing_skew_knob_prices_the_busiest_rank() {
+  gui::MainWindow w;
+  QVERIFY(w.scenario_panel()->open_file(kDefault));
+  QVERIFY(w.session()->has_estimate());
+  const double balanced = w.session()->estimate().time.step_s;
+  auto* skew = w.scenario_panel()->findChild<QDoubleSpinBox*>("moe_routing_skew");
+  QVERIFY(skew);
+  QCOMPARE(skew->value(), 0.0);
+  QCOMPARE(skew->text(), QString("balanced"));
+  skew->setValue(1.0);
+  QCOMPARE(w.session()->base().model.moe_routing_skew, 1.0);
+  QVERIFY(w.session()->has_estimate());
+  const Scenario& s = w.session()->base();
+  const Estimate direct = estimate(plan::apply_layout(s, w.session()->layout()));
+  QCOMPARE(w.session()->estimate().time.step_s, direct.time.step_s);
+  QVERIFY2(direct.time.step_s > 1.2 * balanced, qPrintable(QString("%1 vs %2").arg(direct.time.step_s).arg(balanced)));
 }
 
 void GuiTest::knob_change_that_breaks_the_layout_is_reported_with_its_key() {

@@ -52,6 +52,7 @@ class ScenarioPanel : public QWidget {
   QSpinBox* experts_;
   QSpinBox* topk_;
   QDoubleSpinBox* capacity_;
+  QDoubleSpinBox* skew_;  // model.moe_routing_skew, the Zipf exponent (0: balanced)
 };
 
 }  // namespace lcm::gui
