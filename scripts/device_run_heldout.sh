@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # One call on the nvidia-h200 device machine: build lcm-exec and measure a held-out set that
 # validation/measured/h200/heldout/DECLARATION.md (SET heldout, the default),
-# validation/measured/h200/heldout2/DECLARATION.md (SET heldout2) or
-# validation/measured/h200/heldout3/DECLARATION.md (SET heldout3) declares (never a calibration
+# validation/measured/h200/heldout2/DECLARATION.md (SET heldout2),
+# validation/measured/h200/heldout3/DECLARATION.md (SET heldout3) or
+# validation/measured/h200/heldout4/DECLARATION.md (SET heldout4) declares (never a calibration
 # input), or the MoE development re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|heldout3|moe_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|heldout3|heldout4|moe_dev]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -68,6 +69,16 @@ moe_dev)
   moe moe_mixtral_ep1_s10 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_dsv2lite_ep1_s10 8192 2048 1408 64 6 balanced,zipf:0.8,zipf:1.5
   ;;
+heldout4)
+  gemms bf16 80x8192x4096,224x5120x5120,40x14336x8192,512x2048x14336,8192x40x4096,16384x24x7168,6144x100x4096,\
+32768x16x2048,896x896x896,1792x1792x1792,3584x3584x3584,4096x13824x5120,8192x2816x2048,10240x5120x2560,2048x6400x3200
+  gemms fp8 384x5120x5120,2560x10240x2560,12288x4096x2048,768x14336x4096
+  copies 56K 14M
+  attention 1x20Kx32x8x128,2x6Kx40x8x128,1x80Kx32x4x128,1x36Kx64x8x128,1x10Kx24x8x64,3x3Kx32x8x128
+  moe moe_mixtral_t6k_ep1 6144 4096 14336 8 2 balanced,zipf:0.6
+  moe moe_qwen3_235b_slice_ep1 8192 4096 1536 32 8 balanced,zipf:1.0
+  moe moe_dsv2lite_t16k_ep1 16384 2048 1408 64 6 balanced,zipf:0.5
+  ;;
 heldout3)
   gemms bf16 64x14336x4096,160x8192x4096,320x6144x6144,48x4096x14336,16384x32x4096,8192x256x7168,4096x128x2048,\
 24576x60x5120,1280x1280x1280,2560x2560x2560,8192x6144x4096,2048x2048x8192,12288x4096x4096,4096x7168x2048,2048x1536x4096
@@ -98,6 +109,6 @@ heldout)
   moe moe_mixtral_ep1 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_qwen3_ep1 8192 2048 768 128 8 balanced,zipf:1.2
   ;;
-*) echo "unknown set ${1}: build, heldout, heldout2, heldout3 or moe_dev"; exit 2 ;;
+*) echo "unknown set ${1}: build, heldout, heldout2, heldout3, heldout4 or moe_dev"; exit 2 ;;
 esac
 section done
