@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "lcm/model/resolve.hpp"
+
 namespace lcm::report {
 
 namespace {
@@ -80,6 +82,17 @@ ordered_json mesh_json(const Mesh& m) {
 
 std::string gib(double b) { return fmt_bytes_gib(b); }
 
+// The routing the estimate assumed (model.moe_routing_skew) and what it makes of the busiest
+// EP rank (resolve.hpp; docs/moe-routing.md "Skew in the step").
+ordered_json routing_json(const Scenario& s, const Mesh& m) {
+  const RankShape r = resolve(s, m);
+  const double skew = s.model.moe_routing_skew;
+  ordered_json j{{"skew", skew > 0 ? fmt::format("zipf:{}", skew) : std::string("balanced")},
+                 {"busiest_ep_rank_factor", r.ep_busiest}};
+  if (r.skewed) j["routed_copies_per_token"] = r.routed_copies;
+  return j;
+}
+
 ordered_json time_json(const StepTime& t) {
   ordered_json compute, exposed;
   for (const StepTerm& term : step_terms(t)) {
@@ -118,6 +131,7 @@ nlohmann::ordered_json estimate_json(const Scenario& s, const Estimate& e) {
                                {"micro_batch_size", s.training.micro_batch_size},
                                {"global_batch_size", s.training.global_batch_size}};
   j["mesh"] = mesh_json(e.mesh);
+  if (has_moe(s.model)) j["routing"] = routing_json(s, e.mesh);
 
   ordered_json params;
   params["total"] = e.params.total.total();
@@ -253,6 +267,13 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
       {"memory needed / GPU (GiB)", memory_verdict(e.memory)},
       {"comm sent / GPU / step (GiB)", gib(e.comm.total_sent_bytes)},
   };
+  if (has_moe(s.model) && s.model.moe_routing_skew > 0) {
+    const RankShape r = resolve(s, m);
+    sum.rows.insert(sum.rows.begin() + 1,
+                    {"routing", fmt::format("zipf:{} (model.moe_routing_skew): the busiest EP rank's experts get {:.3f}x the "
+                                            "mean rank's tokens; {:.3g} routed copies per token",
+                                            s.model.moe_routing_skew, r.ep_busiest, r.routed_copies)});
+  }
   if (e.has_time) {
     const StepTime& t = e.time;
     const StepBand& b = e.band;
