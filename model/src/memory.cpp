@@ -56,7 +56,7 @@ struct Shape {
   double h = 0, a = 0, g = 0, dh = 0;
   double f = 0, fe = 0, fs = 0, E = 0, k = 0, etp = 1;
   double capacity = 1;  // expert-input multiplier from capacity padding
-  double copies = 0;    // skewed routing: routed copies per token (routing.hpp); 0: k
+  double copies = 0;    // skewed routing: routed copies per token (expert_load.hpp); 0: k
   double skew = 1;      // skewed routing: the busiest EP rank's copies over the mean rank's
   bool swiglu = false, unfused = false, hidden_drop = false, attn_drop = false;
   bool mla = false, qk_norm = false;
@@ -463,7 +463,7 @@ void memory_without_state(const Scenario& s, const Mesh& m, const std::vector<St
     } else if (x.skew > 1 && n_moe > 1) {
       // Skewed routing: the rank's saved expert activations over its n_moe layers, whose
       // popular experts fall on different ranks, exceed the mean by less than one layer's
-      // busiest rank does (routing.hpp, busiest_factor_over_layers); the working set is one
+      // busiest rank does (expert_load.hpp, busiest_factor_over_layers); the working set is one
       // layer's, at the per-layer factor.
       Shape xs = x;
       xs.skew = busiest_factor_over_layers(x.skew, n_moe);

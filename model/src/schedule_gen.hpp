@@ -555,7 +555,7 @@ void moe_block(Sink& out, const Ctx& x) {
     slots = md.moe_pad_expert_input_to_capacity ? E * capacity : std::min(E * capacity, Te * k);
   }
   // Skew: every rank waits for the busiest EP rank at the combine, so the layer's expert
-  // GEMMs and all-to-alls are that rank's, ep_busiest times the mean rank's (routing.hpp).
+  // GEMMs and all-to-alls are that rank's, ep_busiest times the mean rank's (expert_load.hpp).
   const double busiest = x.r.ep_busiest;
   const double tok = slots * h * busiest;  // elements of the slots the busiest rank receives
   const int n_tpep = m.etp * m.ep;  // the expert TPxEP group

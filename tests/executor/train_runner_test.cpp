@@ -214,6 +214,9 @@ TEST(TrainPlan, RefusesWhatTheRunnerDoesNotImplement) {
   EXPECT_NE(usage_error(with(single_gpu("llama3.1-8b"), {"--set", "training.precision=fp8"})).find("bf16 only"),
             std::string::npos);
   EXPECT_NE(usage_error(with(single_gpu("llama3.1-8b"), {"--layers", "40"})).find("exceeds"), std::string::npos);
+  EXPECT_NE(usage_error(with(single_gpu("mixtral-8x7b"), {"--set", "model.moe_routing_skew=zipf:1.0"}))
+                .find("model.moe_routing_skew is the routing the estimate assumes"),
+            std::string::npos);
   EXPECT_NE(usage_error(with(single_gpu("llama3.1-8b"), {"--set", "parallel.recompute_granularity=selective", "--set",
                                                           "parallel.recompute_num_layers=null", "--set",
                                                           "parallel.recompute_modules=[mla_up_proj]"}))

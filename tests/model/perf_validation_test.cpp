@@ -327,7 +327,7 @@ Recipe recipe_for(const std::string& table, const ModelSpec& m) {
   } else if (n == "Qwen3-235B-A22B") {
     r.ep_a2a_overlap = true;  // moe_a2a_overlap=True, alltoall dispatcher
   } else if (n == "Qwen3-30B-A3B") {
-    r.dispatcher = Dispatcher::kFlex;  // hybridep, moe_a2a_overlap=False
+    r.dispatcher = Dispatcher::kFlex;  // 26.02 on (H100: DeepEP, lcm's default backend); 25.x: bridge_rows
   } else if (n == "GPT-OSS-120B") {
     r.recompute = RecomputeGranularity::kSelective;
     r.recompute_modules = kRecomputeLayernorm | kRecomputeMoeAct;
@@ -513,6 +513,12 @@ std::vector<Result> bridge_rows(const HardwareSpec& hw, const std::map<std::stri
     l.fsdp = num(r, "fsdp", 0) > 0;
     l.precision = prec == "BF16" ? Precision::kBf16 : Precision::kFp8;
     Recipe rc = recipe_for("bridge", m);
+    // Qwen3-30B-A3B on H100 before 26.02: the presets set no flex backend, and Megatron-Bridge
+    // skips HybridEP on GPUs other than GB200/GB300 (v0.2.0 training/flex_dispatcher_backend.py),
+    // so the 25.09 and 25.11 runs used the alltoall dispatcher (25.09: run_script.py's token
+    // drop with alltoall); 26.02 on (v0.3.0 qwen3_workload_base_configs.py) use flex (DeepEP,
+    // lcm's default backend). Read in session 13, after these rows' errors were known.
+    if (m.name == "Qwen3-30B-A3B" && get(r, "release").rfind("25.", 0) == 0) rc.dispatcher = Dispatcher::kAllToAll;
     if (model.find("tokendrop") != std::string::npos) {
       rc.note = "token-drop run modelled as dropless: balanced routing drops nothing at capacity factor 1";
     }

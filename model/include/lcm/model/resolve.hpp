@@ -57,7 +57,7 @@ struct RankShape {
   double heads_rank = 0;      // a/t
   double kv_heads_rank = 0;   // max(1, g/t): with fewer groups than TP ranks each holds one
   int local_experts = 1;      // max(1, E/ep)
-  // Skewed routing (model.moe_routing_skew > 0; routing.hpp, routed_load), set only then: the
+  // Skewed routing (model.moe_routing_skew > 0; expert_load.hpp, routed_load), set only then: the
   // copies a routing group sends per token (k dropless; fewer where a capacity drops them),
   // the busiest EP rank's copies over the mean rank's (1: balanced) and its experts' loads.
   // Padding to capacity makes every expert's input C rows: balanced whatever the skew.

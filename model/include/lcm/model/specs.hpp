@@ -103,7 +103,7 @@ struct ModelSpec {
   bool moe_router_enable_expert_bias = false;
   // Routing skew, not a Megatron knob (lcm's model.moe_routing_skew: balanced | zipf:S): the
   // Zipf exponent S of expert popularity. 0 = balanced (every expert T*k/E copies). Prices the
-  // busiest EP rank's expert GEMMs, all-to-all and activations (routing.hpp, routed_load).
+  // busiest EP rank's expert GEMMs, all-to-all and activations (expert_load.hpp, routed_load).
   double moe_routing_skew = 0.0;
 
   // Multi-latent attention (DeepSeek-V2/V3).
