@@ -69,14 +69,17 @@ using namespace lcm;
 // Session 9 raised the Bridge and overall bounds (and lowered the within-20 % count by one)
 // after the loss's TE traffic (loss_traffic_per_logit, from the TE source) made the Bridge rows
 // faster: 30.6 -> 33.7 %, all 21.3 -> 23.0 % (docs/validation-performance.md says so).
-constexpr double kBridgeMaeBound = 34.0;       // tokens/s, %
+// Session 13 tightened the Bridge and overall bounds and the band floor after the recipe
+// corrections read from the releases' sources (NeMo 24.07 bf16 gradients, Qwen3-30B's alltoall
+// dispatcher before 26.02): Bridge 32.8 %, NeMo 10.2 %, all 22.6 %, band coverage 42 of 54.
+constexpr double kBridgeMaeBound = 33.0;       // tokens/s, %
 constexpr double kNemoMaeBound = 11.0;         // tokens/s, %
 constexpr double kWeakScalingMaeBound = 11.0;  // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 11.5;     // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 23.5;      // all counted rows, primary metric, %
+constexpr double kOverallMaeBound = 23.0;      // all counted rows, primary metric, %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
-// in-sample; issue 12 asks for 80 %). A floor, like the bounds above.
-constexpr int kMinBandCovered = 41;
+// in-sample; issue 12 asks for 80 %), 42 of 54 in session 13. A floor, like the bounds above.
+constexpr int kMinBandCovered = 42;
 constexpr int kMinWithin20Pct = 39;            // counted rows within 20 % on their primary metric
 constexpr int kMinCounted = 60;                // rows evaluated and counted
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)
