@@ -16,8 +16,8 @@
 #include <cassert>
 #include <cmath>
 
-#include "lcm/model/resolve.hpp"
 #include "lcm/model/expert_load.hpp"
+#include "lcm/model/resolve.hpp"
 
 namespace lcm {
 

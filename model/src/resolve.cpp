@@ -63,10 +63,9 @@ RankShape resolve(const Scenario& s, const Mesh& m) {
   r.local_experts = std::max(1, md.num_experts / std::max(1, m.ep));
   r.expert_ffn_rank = r.expert_ffn / m.etp;
   if (md.moe_routing_skew > 0 && r.moe && !(md.moe_expert_capacity_factor > 0 && md.moe_pad_expert_input_to_capacity)) {
-    // A capacity drops tokens only under the alltoall dispatcher (flex and allgather are
-    // dropless in the schedule); C per expert per routing group of sp_tokens tokens.
+    // C per expert per routing group of sp_tokens tokens, where the schedule applies one.
     double cap = 0;
-    if (md.moe_expert_capacity_factor > 0 && md.moe_token_dispatcher_type == Dispatcher::kAllToAll)
+    if (schedule_applies_capacity(md))
       cap = static_cast<double>(capacity_for_assignments(r.sp_tokens * r.topk, md.num_experts,
                                                          md.moe_expert_capacity_factor)) /
             r.sp_tokens;

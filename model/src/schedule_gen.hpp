@@ -550,7 +550,7 @@ void moe_block(Sink& out, const Ctx& x) {
   const double cf = md.moe_expert_capacity_factor;
   if (x.r.skewed) {
     slots = Te * x.r.routed_copies;
-  } else if (type == Dispatcher::kAllToAll && cf > 0.0) {
+  } else if (schedule_applies_capacity(md)) {
     const double capacity = static_cast<double>(capacity_for_assignments(Te * k, md.num_experts, cf));
     slots = md.moe_pad_expert_input_to_capacity ? E * capacity : std::min(E * capacity, Te * k);
   }

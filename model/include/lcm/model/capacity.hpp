@@ -21,6 +21,12 @@ int64_t capacity(int64_t tokens, int topk, int experts, double cf, int64_t min_c
 int64_t capacity_for_assignments(double assignments, int experts, double cf,
                                  int64_t min_capacity = 0);
 
+// Whether the op schedule applies the capacity factor: only the alltoall dispatcher drops or
+// pads to capacity there (flex and allgather are priced dropless).
+inline bool schedule_applies_capacity(const ModelSpec& m) {
+  return m.moe_expert_capacity_factor > 0.0 && m.moe_token_dispatcher_type == Dispatcher::kAllToAll;
+}
+
 // Tokens one router call sees on one rank: micro_batch * seq / cp, divided by tp when
 // sequence parallelism is in effect (MoE layers with TP need SP in Megatron).
 int64_t routing_group_tokens(const Scenario& s, const Mesh& m);
