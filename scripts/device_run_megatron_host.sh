@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Host time of Megatron-LM's own transformer and MoE layers, per layer and pass, on the device
+# machine (1 GPU): the input of the `host:` block's layer_overhead_us and moe_layer_overhead_us
+# (docs/time-model.md, "Host-bound regime").
+#
+# Method: Megatron-LM's pretrain_gpt.py (carried in .megatron/, fetched, never committed; local
+# transformer implementation, since the machine has no Transformer Engine; mock data) trains a
+# model so small (hidden 256, 256 tokens per micro-batch) that every kernel finishes before the
+# host enqueues the next one: the iteration time is the host's time. Two depths (2 and 10 layers)
+# give the time per layer as a slope, free of the embedding, the loss, the optimizer's fixed part
+# and the data loader. Variants:
+#   dense            GQA attention with QK layernorm + SwiGLU MLP (Qwen3-like), RMSNorm, RoPE
+#   dense, full recompute: one more forward per layer, so the slope difference is a forward pass
+#   moe E8 k8 / E16 k8 / E8 k2: the same attention + an MoE layer (softmax top-k router with the
+#                    aux loss, alltoall dispatcher at EP 1: its permute, device-to-host sync and
+#                    unpermute). The local implementation runs the experts as SequentialMLP (one
+#                    Python module call per expert), so E16 - E8 gives the per-expert Python to
+#                    remove; the router and dispatcher code is the same as with Transformer Engine.
+#   moe E8 k8, full recompute
+# Each run: 8 micro-batches per iteration, 12 iterations; the median of iterations 5-12 is used.
+# Writes $OUT/megatron_host/{runs.txt,summary.json}. Needs .megatron/ (pretrain_gpt.py).
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_megatron_host.sh
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+OUT=${OUT:-$ROOT/device-out}
+D=$OUT/megatron_host
+mkdir -p "$D"
+LOG=$D/runs.txt
+export PATH=/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+[ -f .megatron/pretrain_gpt.py ] || { echo ".megatron/ missing" | tee -a "$LOG"; exit 2; }
+{ echo "== host"; lscpu | grep -E "Model name|^CPU\(s\)|MHz" ; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader;
+  python3 -c "import torch; print('torch', torch.__version__)"; git -C .megatron log -1 --format=%H 2>/dev/null || true; } >> "$LOG" 2>&1
+
+BASE=(--hidden-size 256 --ffn-hidden-size 768 --num-attention-heads 4 --group-query-attention
+  --num-query-groups 2 --kv-channels 64 --seq-length 256 --max-position-embeddings 256
+  --position-embedding-type rope --normalization RMSNorm --swiglu --disable-bias-linear --qk-layernorm
+  --untie-embeddings-and-output-weights --hidden-dropout 0 --attention-dropout 0
+  --tokenizer-type NullTokenizer --vocab-size 1024 --micro-batch-size 1 --global-batch-size 8 --bf16
+  --use-distributed-optimizer --train-iters 12 --lr 1e-4 --min-lr 1e-5 --lr-decay-style constant
+  --log-interval 1 --eval-iters 0 --eval-interval 1000 --mock-data
+  --transformer-impl local --no-persist-layer-norm --no-gradient-accumulation-fusion
+  --no-masked-softmax-fusion --no-bias-swiglu-fusion --no-rope-fusion)
+FULL=(--recompute-granularity full --recompute-method uniform --recompute-num-layers 1)
+moe() {  # moe E K
+  echo --num-experts "$1" --moe-router-topk "$2" --moe-ffn-hidden-size 128 --moe-token-dispatcher-type alltoall \
+    --moe-router-load-balancing-type aux_loss --moe-aux-loss-coeff 1e-3 --expert-model-parallel-size 1
+}
+
+run() {  # run NAME LAYERS ARGS...
+  local name=$1 layers=$2; shift 2
+  echo "=== $name layers=$layers $*" >> "$LOG"
+  (cd .megatron && timeout 200 torchrun --nproc-per-node 1 --master-port $((6100 + RANDOM % 800)) pretrain_gpt.py \
+      --num-layers "$layers" "${BASE[@]}" "$@" 2>&1) > "$D/$name.log"
+  echo "exit $?" >> "$LOG"
+  grep -oE "elapsed time per iteration \(ms\): [0-9.]+" "$D/$name.log" | awk '{print $NF}' | tr '\n' ' ' >> "$LOG"
+  echo >> "$LOG"
+  grep -E "Error|error:|Traceback" "$D/$name.log" | head -5 >> "$LOG"
+}
+
+run dense_l2 2
+run dense_l10 10
+run dense_l10_full 10 "${FULL[@]}"
+# shellcheck disable=SC2046
+run moe_e8k8_l2 2 $(moe 8 8)
+# shellcheck disable=SC2046
+run moe_e8k8_l10 10 $(moe 8 8)
+# shellcheck disable=SC2046
+run moe_e16k8_l10 10 $(moe 16 8)
+# shellcheck disable=SC2046
+run moe_e8k2_l10 10 $(moe 8 2)
+# shellcheck disable=SC2046
+run moe_e8k8_l10_full 10 $(moe 8 8) "${FULL[@]}"
+
+python3 - "$D" <<'EOF' >> "$LOG" 2>&1
+import json, re, statistics, sys, pathlib
+d = pathlib.Path(sys.argv[1])
+med = {}
+for f in sorted(d.glob("*.log")):
+    its = [float(x) for x in re.findall(r"elapsed time per iteration \(ms\): ([0-9.]+)", f.read_text())]
+    if len(its) >= 8:
+        med[f.stem] = {"iterations_ms": its, "median_5_12_ms": statistics.median(its[4:])}
+out = {"runs": med, "micro_batches_per_iteration": 8}
+def slope(a, b):  # ms per layer per micro-batch between a 2- and a 10-layer run
+    return (med[b]["median_5_12_ms"] - med[a]["median_5_12_ms"]) / 8 / 8
+try:
+    out["dense_layer_fwd_bwd_us"] = 1e3 * slope("dense_l2", "dense_l10")
+    out["moe_layer_e8_fwd_bwd_us"] = 1e3 * slope("moe_e8k8_l2", "moe_e8k8_l10")
+    out["per_local_expert_fwd_bwd_us"] = 1e3 * (med["moe_e16k8_l10"]["median_5_12_ms"] - med["moe_e8k8_l10"]["median_5_12_ms"]) / 8 / 10 / 8
+    out["dense_fwd_pass_us"] = 1e3 * (med["dense_l10_full"]["median_5_12_ms"] - med["dense_l10"]["median_5_12_ms"]) / 8 / 10
+    out["moe_e8_fwd_pass_us"] = 1e3 * (med["moe_e8k8_l10_full"]["median_5_12_ms"] - med["moe_e8k8_l10"]["median_5_12_ms"]) / 8 / 10
+except KeyError as e:
+    out["missing"] = str(e)
+print(json.dumps(out, indent=1))
+(d / "summary.json").write_text(json.dumps(out, indent=1))
+EOF
+cat "$LOG"
