@@ -16,7 +16,7 @@
 #                    unpermute). The local implementation runs the experts as SequentialMLP (one
 #                    Python module call per expert), so E16 - E8 gives the per-expert Python to
 #                    remove; the router and dispatcher code is the same as with Transformer Engine.
-#   moe E8 k8, full recompute
+#   moe E8 k8 and E16 k8, full recompute (the per-expert Python of a forward pass)
 # Each run: 8 micro-batches per iteration, 12 iterations; the median of iterations 5-12 is used.
 # Writes $OUT/megatron_host/{runs.txt,summary.json}. Needs .megatron/ (pretrain_gpt.py).
 # Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_megatron_host.sh
@@ -72,6 +72,8 @@ run moe_e16k8_l10 10 $(moe 16 8)
 run moe_e8k2_l10 10 $(moe 8 2)
 # shellcheck disable=SC2046
 run moe_e8k8_l10_full 10 $(moe 8 8) "${FULL[@]}"
+# shellcheck disable=SC2046
+run moe_e16k8_l10_full 10 $(moe 16 8) "${FULL[@]}"
 
 python3 - "$D" <<'EOF' >> "$LOG" 2>&1
 import json, re, statistics, sys, pathlib
@@ -90,6 +92,7 @@ try:
     out["per_local_expert_fwd_bwd_us"] = 1e3 * (med["moe_e16k8_l10"]["median_5_12_ms"] - med["moe_e8k8_l10"]["median_5_12_ms"]) / 8 / 10 / 8
     out["dense_fwd_pass_us"] = 1e3 * (med["dense_l10_full"]["median_5_12_ms"] - med["dense_l10"]["median_5_12_ms"]) / 8 / 10
     out["moe_e8_fwd_pass_us"] = 1e3 * (med["moe_e8k8_l10_full"]["median_5_12_ms"] - med["moe_e8k8_l10"]["median_5_12_ms"]) / 8 / 10
+    out["moe_e16_fwd_pass_us"] = 1e3 * (med["moe_e16k8_l10_full"]["median_5_12_ms"] - med["moe_e16k8_l10"]["median_5_12_ms"]) / 8 / 10
 except KeyError as e:
     out["missing"] = str(e)
 print(json.dumps(out, indent=1))
