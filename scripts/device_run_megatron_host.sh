@@ -19,7 +19,7 @@
 #   moe E8 k8 and E16 k8, full recompute (the per-expert Python of a forward pass)
 # Each run: 8 micro-batches per iteration, 12 iterations; the median of iterations 5-12 is used.
 # Writes $OUT/megatron_host/{runs.txt,summary.json}. Needs .megatron/ (pretrain_gpt.py).
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_megatron_host.sh
+# Usage (device machine, repository root): OUT=/tmp/out [MEGATRON_HOST_SET=2] bash scripts/device_run_megatron_host.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -38,7 +38,7 @@ BASE=(--hidden-size 256 --ffn-hidden-size 768 --num-attention-heads 4 --group-qu
   --position-embedding-type rope --normalization RMSNorm --swiglu --disable-bias-linear --qk-layernorm
   --untie-embeddings-and-output-weights --hidden-dropout 0 --attention-dropout 0
   --tokenizer-type NullTokenizer --vocab-size 1024 --micro-batch-size 1 --global-batch-size 8 --bf16
-  --use-distributed-optimizer --train-iters 12 --lr 1e-4 --min-lr 1e-5 --lr-decay-style constant
+  --use-distributed-optimizer --train-iters ${MEGATRON_HOST_ITERS:-12} --lr 1e-4 --min-lr 1e-5 --lr-decay-style constant
   --log-interval 1 --eval-iters 0 --eval-interval 1000 --mock-data
   --transformer-impl local --no-persist-layer-norm --no-gradient-accumulation-fusion
   --no-masked-softmax-fusion --no-bias-swiglu-fusion --no-rope-fusion)
@@ -59,21 +59,38 @@ run() {  # run NAME LAYERS ARGS...
   grep -E "Error|error:|Traceback" "$D/$name.log" | head -5 >> "$LOG"
 }
 
-run dense_l2 2
-run dense_l10 10
-run dense_l10_full 10 "${FULL[@]}"
-# shellcheck disable=SC2046
-run moe_e8k8_l2 2 $(moe 8 8)
-# shellcheck disable=SC2046
-run moe_e8k8_l10 10 $(moe 8 8)
-# shellcheck disable=SC2046
-run moe_e16k8_l10 10 $(moe 16 8)
-# shellcheck disable=SC2046
-run moe_e8k2_l10 10 $(moe 8 2)
-# shellcheck disable=SC2046
-run moe_e8k8_l10_full 10 $(moe 8 8) "${FULL[@]}"
-# shellcheck disable=SC2046
-run moe_e16k8_l10_full 10 $(moe 16 8) "${FULL[@]}"
+if [ "${MEGATRON_HOST_SET:-1}" = 1 ]; then
+  run dense_l2 2
+  run dense_l10 10
+  run dense_l10_full 10 "${FULL[@]}"
+  # shellcheck disable=SC2046
+  run moe_e8k8_l2 2 $(moe 8 8)
+  # shellcheck disable=SC2046
+  run moe_e8k8_l10 10 $(moe 8 8)
+  # shellcheck disable=SC2046
+  run moe_e16k8_l10 10 $(moe 16 8)
+  # shellcheck disable=SC2046
+  run moe_e8k2_l10 10 $(moe 8 2)
+  # shellcheck disable=SC2046
+  run moe_e8k8_l10_full 10 $(moe 8 8) "${FULL[@]}"
+  # shellcheck disable=SC2046
+  run moe_e16k8_l10_full 10 $(moe 16 8) "${FULL[@]}"
+else
+  # Set 2: kernel and synchronisation counts per layer (torch.profiler over iteration 10, in
+  # Megatron's own --profile --use-pytorch-profiler), the same runs' iterations 5-8 repeating
+  # set 1's timings; and top-k 2 at both depths (set 1 had it at 10 layers only).
+  PROF=(--profile --use-pytorch-profiler --profile-step-start 10 --profile-step-end 11 --profile-ranks 0)
+  run prof_dense_l2 2 "${PROF[@]}" --tensorboard-dir "$D/prof_dense_l2/tb"
+  run prof_dense_l10 10 "${PROF[@]}" --tensorboard-dir "$D/prof_dense_l10/tb"
+  # shellcheck disable=SC2046
+  run prof_moe_e8k8_l2 2 $(moe 8 8) "${PROF[@]}" --tensorboard-dir "$D/prof_moe_e8k8_l2/tb"
+  # shellcheck disable=SC2046
+  run prof_moe_e8k8_l10 10 $(moe 8 8) "${PROF[@]}" --tensorboard-dir "$D/prof_moe_e8k8_l10/tb"
+  # shellcheck disable=SC2046
+  run moe_e8k2_l2 2 $(moe 8 2)
+  # shellcheck disable=SC2046
+  run moe_e8k2_l10 10 $(moe 8 2)
+fi
 
 python3 - "$D" <<'EOF' >> "$LOG" 2>&1
 import json, re, statistics, sys, pathlib
@@ -82,10 +99,34 @@ med = {}
 for f in sorted(d.glob("*.log")):
     its = [float(x) for x in re.findall(r"elapsed time per iteration \(ms\): ([0-9.]+)", f.read_text())]
     if len(its) >= 8:
-        med[f.stem] = {"iterations_ms": its, "median_5_12_ms": statistics.median(its[4:])}
-out = {"runs": med, "micro_batches_per_iteration": 8}
+        # profiled runs: the profiler warms up in iteration 10 and records 11; timing: 5-8
+        window = its[4:8] if f.stem.startswith("prof_") else its[4:]
+        med[f.stem.replace("prof_", "")] = {"iterations_ms": its, "median_5_12_ms": statistics.median(window)}
+import gzip
+counts = {}
+for t in sorted(d.glob("prof_*/torch_profile/rank-0.json.gz")):
+    ev = json.load(gzip.open(t))
+    ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+    c = {"gpu_kernels": 0, "launch_calls": 0, "syncs": 0, "memcpy_dtoh": 0, "cpu_ops": 0}
+    for e in ev:
+        cat, name = e.get("cat", ""), e.get("name", "")
+        if cat == "kernel": c["gpu_kernels"] += 1
+        elif cat == "cuda_runtime" or cat == "cuda_driver":
+            if "LaunchKernel" in name: c["launch_calls"] += 1
+            if "Synchronize" in name: c["syncs"] += 1
+        elif cat == "gpu_memcpy" and "DtoH" in name: c["memcpy_dtoh"] += 1
+        elif cat == "cpu_op": c["cpu_ops"] += 1
+    counts[t.parent.parent.name.replace("prof_", "")] = c
+out_counts = {}
+for kind in ("dense", "moe_e8k8"):
+    a, b = counts.get(kind + "_l2"), counts.get(kind + "_l10")
+    if a and b:  # one profiled iteration of 8 micro-batches: per layer and micro-batch
+        out_counts[kind] = {k: (b[k] - a[k]) / 8 / 8 for k in a}
+out = {"runs": med, "micro_batches_per_iteration": 8, "profile_counts": counts, "per_layer_counts": out_counts}
 def slope(a, b):  # ms per layer per micro-batch between a 2- and a 10-layer run
     return (med[b]["median_5_12_ms"] - med[a]["median_5_12_ms"]) / 8 / 8
+if "moe_e8k2_l2" in med:
+    out["moe_layer_e8k2_fwd_bwd_us"] = 1e3 * slope("moe_e8k2_l2", "moe_e8k2_l10")
 try:
     out["dense_layer_fwd_bwd_us"] = 1e3 * slope("dense_l2", "dense_l10")
     out["moe_layer_e8_fwd_bwd_us"] = 1e3 * slope("moe_e8k8_l2", "moe_e8k8_l10")
@@ -98,4 +139,5 @@ except KeyError as e:
 print(json.dumps(out, indent=1))
 (d / "summary.json").write_text(json.dumps(out, indent=1))
 EOF
+tar -C "$D" -czf "$D/logs.tar.gz" $(cd "$D" && ls -d ./*.log ./prof_* 2>/dev/null) && rm -rf "$D"/*.log "$D"/prof_*
 cat "$LOG"

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""The host block's per-layer Python from the Megatron-LM host-time runs
+(scripts/device_run_megatron_host.sh): layer_overhead_{fwd,bwd}_us and
+moe_layer_overhead_{fwd,bwd}_us, the host time per layer and pass that lcm's kernel count does not
+already explain (docs/time-model.md, "Host-bound regime").
+
+Inputs: the runs' summary.json (per layer and micro-batch: dense forward + backward, dense
+forward, 8-expert MoE forward + backward and forward, 16-expert forward + backward and forward)
+and lcm's own schedule of the same two layers (`lcm trace` of the runs' scenarios), whose ops
+per pass times kernel_launch_us is the host time lcm already counts.
+
+  dense:  layer_overhead_fwd = H_dense_fwd - K_dense_fwd * launch
+          layer_overhead_bwd = H_dense_bwd - K_dense_bwd * launch
+  MoE:    the local implementation runs one module call per expert (SequentialMLP), so the
+          per-expert slope (16 - 8 experts) is removed: H0 = H8 - 8 * (H16 - H8) / 8, the layer
+          without experts; lcm counts the experts' grouped GEMMs as one kernel per expert.
+          moe_overhead_fwd = H0_fwd - K0_fwd * launch - sync - layer_overhead_fwd
+          moe_overhead_bwd = H0_bwd - K0_bwd * launch - layer_overhead_bwd
+          (K0: the MoE layer's kernels without the grouped GEMMs; the forward's one
+          device-to-host sync is timed in the run and counted by lcm as idle, so it is removed.)
+
+Usage: python3 scripts/megatron_host_fit.py SUMMARY.json [--lcm build/bin/lcm] [--profile P]
+"""
+import argparse
+import json
+import pathlib
+import subprocess
+import tempfile
+
+
+HERE = pathlib.Path(__file__).resolve().parent.parent
+SCEN = HERE / "validation/measured/h200/megatron_host"
+
+
+def kernels_per_pass(lcm, scenario, sets, local_experts):
+    """lcm's kernels of layer 0, micro-batch 0, per pass, with and without grouped GEMMs."""
+    with tempfile.TemporaryDirectory() as d:
+        out = pathlib.Path(d) / "t.json"
+        cmd = [lcm, "trace", str(scenario), "-o", str(out)]
+        for s in sets:
+            cmd += ["--set", s]
+        subprocess.run(cmd, check=True, capture_output=True)
+        doc = json.loads(out.read_text())
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    k = {"fwd": 0, "bwd": 0, "fwd_grouped": 0, "bwd_grouped": 0}
+    for e in events:
+        if e.get("ph") != "X" or not e["name"].startswith("L."):
+            continue
+        a = e.get("args", {})
+        if a.get("layer") != 0 or a.get("micro_batch") != 0:
+            continue
+        name = e["name"]
+        p = "fwd" if name.endswith(".fwd") else ("rec" if ".recompute" in name else "bwd")
+        if p == "rec":
+            continue
+        grouped = ".experts.fc" in name and "fp8cast" not in name
+        k[p] += local_experts if grouped else 1
+        if grouped:
+            k[p + "_grouped"] += local_experts
+    return k
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("summary")
+    ap.add_argument("--lcm", default=str(HERE / "build/bin/lcm"))
+    ap.add_argument("--launch-us", type=float, default=10.87, help="the profile's kernel_launch_us")
+    ap.add_argument("--sync-us", type=float, default=16.66, help="the profile's sync_us")
+    a = ap.parse_args()
+    s = json.loads(pathlib.Path(a.summary).read_text())
+    L, S = a.launch_us, a.sync_us
+    kd = kernels_per_pass(a.lcm, SCEN / "scenario_dense.yaml", [], 1)
+    km = kernels_per_pass(a.lcm, SCEN / "scenario_moe.yaml", [], 8)
+    hd, hd_f = s["dense_layer_fwd_bwd_us"], s["dense_fwd_pass_us"]
+    h8, h8_f = s["moe_layer_e8_fwd_bwd_us"], s["moe_e8_fwd_pass_us"]
+    pe = s["per_local_expert_fwd_bwd_us"]
+    pe_f = (s["moe_e16_fwd_pass_us"] - h8_f) / 8
+    h0, h0_f = h8 - 8 * pe, h8_f - 8 * pe_f
+    lo_f = hd_f - kd["fwd"] * L
+    lo_b = (hd - hd_f) - kd["bwd"] * L
+    k0_f, k0_b = km["fwd"] - km["fwd_grouped"], km["bwd"] - km["bwd_grouped"]
+    mo_f = h0_f - k0_f * L - S - lo_f
+    mo_b = (h0 - h0_f) - k0_b * L - lo_b
+    out = {
+        "measured_us": {"dense_fwd_bwd": hd, "dense_fwd": hd_f, "moe_e8_fwd_bwd": h8, "moe_e8_fwd": h8_f,
+                        "per_expert_fwd_bwd": pe, "per_expert_fwd": pe_f, "moe_no_experts_fwd_bwd": h0,
+                        "moe_no_experts_fwd": h0_f},
+        "lcm_kernels": {"dense": kd, "moe_e8": km},
+        "kernel_launch_us": L, "sync_us": S,
+        "host_block": {"layer_overhead_fwd_us": round(lo_f, 1), "layer_overhead_bwd_us": round(lo_b, 1),
+                       "moe_layer_overhead_fwd_us": round(mo_f, 1), "moe_layer_overhead_bwd_us": round(mo_b, 1)},
+    }
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
