@@ -90,6 +90,31 @@ else
   run moe_e8k2_l2 2 $(moe 8 2)
   # shellcheck disable=SC2046
   run moe_e8k2_l10 10 $(moe 8 2)
+  # The host's speed next to a DGX H100's (Xeon Platinum 8480C): the host time of one torch
+  # nn.Linear forward (bf16, 2048 -> 2048, 8192 tokens) while the GPU is busy, the benchmark of
+  # NVIDIA/TransformerEngine issue 2053, which reports 13.48 us for it on a DGX H100.
+  python3 - >> "$LOG" 2>&1 <<'PY'
+import json, statistics, time, torch
+lin = torch.nn.Linear(2048, 2048, bias=False, device="cuda", dtype=torch.bfloat16)
+x = torch.randn(8192, 2048, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+def host_us(grad):
+    with torch.set_grad_enabled(grad):
+        for _ in range(50): lin(x)
+        torch.cuda.synchronize()
+        per = []
+        for _ in range(20):
+            torch.cuda._sleep(50_000_000)  # keep the GPU busy so only the host is timed
+            t0 = time.perf_counter()
+            for _ in range(100): y = lin(x)
+            per.append((time.perf_counter() - t0) / 100 * 1e6)
+            del y
+            torch.cuda.synchronize()
+    return statistics.median(per), min(per)
+g = host_us(True); n = host_us(False)
+print(json.dumps({"linear_fwd_host_us_autograd": g[0], "linear_fwd_host_us_autograd_min": g[1],
+                  "linear_fwd_host_us_no_grad": n[0], "linear_fwd_host_us_no_grad_min": n[1],
+                  "dgx_h100_reference_us": 13.48}))
+PY
 fi
 
 python3 - "$D" <<'EOF' >> "$LOG" 2>&1
