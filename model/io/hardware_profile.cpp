@@ -208,8 +208,14 @@ std::vector<Key> host_keys() {
       real_key("kernel_launch_us", kMicro, 0, false, 1000, [](HardwareSpec& h) -> double& { return h.host.kernel_launch; }),
       real_key("launch_latency_us", kMicro, 0, false, 1000, [](HardwareSpec& h) -> double& { return h.host.launch_latency; }),
       real_key("sync_us", kMicro, 0, false, 10000, [](HardwareSpec& h) -> double& { return h.host.sync; }),
-      real_key("layer_overhead_us", kMicro, 0, false, 100000,
-               [](HardwareSpec& h) -> double& { return h.host.layer_overhead; }),
+      real_key("layer_overhead_fwd_us", kMicro, 0, false, 100000,
+               [](HardwareSpec& h) -> double& { return h.host.layer_overhead_fwd; }),
+      real_key("layer_overhead_bwd_us", kMicro, 0, false, 100000,
+               [](HardwareSpec& h) -> double& { return h.host.layer_overhead_bwd; }),
+      real_key("moe_layer_overhead_fwd_us", kMicro, 0, false, 100000,
+               [](HardwareSpec& h) -> double& { return h.host.moe_overhead_fwd; }),
+      real_key("moe_layer_overhead_bwd_us", kMicro, 0, false, 100000,
+               [](HardwareSpec& h) -> double& { return h.host.moe_overhead_bwd; }),
   };
 }
 

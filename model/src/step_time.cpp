@@ -298,9 +298,15 @@ LayerTimes layer_times(const LayerOps& l, const ParallelSpec& par, const MeshTop
   t.fwd = pass_time(l.fwd, par, topo, hw);
   t.recompute = pass_time(l.recompute, par, topo, hw);
   t.bwd = pass_time(l.bwd, par, topo, hw);
-  // A layer's Python (module calls, hooks, autocast) on top of its kernels, per pass it runs.
-  for (PassTime* p : {&t.fwd, &t.recompute, &t.bwd})
-    if (p->total > 0 || p->host > 0) p->host += hw.host.layer_overhead;
+  // A layer's Python (module calls, hooks, autocast) on top of its kernels, per pass it runs;
+  // an MoE layer (its list routes tokens) adds its router's, dispatcher's and experts' Python.
+  const HostSpec& h = hw.host;
+  const bool moe = std::any_of(l.fwd.begin(), l.fwd.end(), [](const Op& o) { return o.id == OpId::kMoeRouter; });
+  const double over_fwd = h.layer_overhead_fwd + (moe ? h.moe_overhead_fwd : 0.0);
+  const double over_bwd = h.layer_overhead_bwd + (moe ? h.moe_overhead_bwd : 0.0);
+  for (PassTime* p : {&t.fwd, &t.recompute})
+    if (p->total > 0 || p->host > 0) p->host += over_fwd;
+  if (t.bwd.total > 0 || t.bwd.host > 0) t.bwd.host += over_bwd;
   return t;
 }
 

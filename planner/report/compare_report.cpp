@@ -354,7 +354,7 @@ io::Result<Scenario> load_compare_scenario(const std::string& scenario_path, con
     h.kernel_launch = m.host->gemm_enqueue_s;
     h.sync = m.host->sync_s;
     h.launch_latency = 0;
-    h.layer_overhead = 0;
+    h.layer_overhead_fwd = h.layer_overhead_bwd = h.moe_overhead_fwd = h.moe_overhead_bwd = 0;
   }
   const int64_t layers = s.value().model.num_layers + s.value().model.mtp_num_layers;
   const Estimate probe = estimate(s.value(), EstimateOptions{false});
@@ -490,8 +490,10 @@ std::vector<Table> compare_tables(const Comparison& c) {
                         "kernel enqueue (a cuBLASLt GEMM), {:.2f} us per device-to-host sync, no per-layer Python",
                         1e6 * c.host.kernel_launch, 1e6 * c.host.sync)
           : fmt::format("host costs of the prediction: the profile's (the summary records none): {:.2f} us per kernel "
-                        "enqueue, {:.2f} us per sync, {:.1f} us of per-layer Python per pass",
-                        1e6 * c.host.kernel_launch, 1e6 * c.host.sync, 1e6 * c.host.layer_overhead));
+                        "enqueue, {:.2f} us per sync, {:.1f} / {:.1f} us of per-layer Python per forward / backward (an MoE "
+                        "layer {:.1f} / {:.1f} more)",
+                        1e6 * c.host.kernel_launch, 1e6 * c.host.sync, 1e6 * c.host.layer_overhead_fwd,
+                        1e6 * c.host.layer_overhead_bwd, 1e6 * c.host.moe_overhead_fwd, 1e6 * c.host.moe_overhead_bwd));
   out.push_back(std::move(step));
 
   Table cls;
@@ -614,7 +616,10 @@ ordered_json compare_json(const Comparison& c) {
                            {"kernel_launch_s", c.host.kernel_launch},
                            {"sync_s", c.host.sync},
                            {"launch_latency_s", c.host.launch_latency},
-                           {"layer_overhead_s", c.host.layer_overhead}};
+                           {"layer_overhead_fwd_s", c.host.layer_overhead_fwd},
+                           {"layer_overhead_bwd_s", c.host.layer_overhead_bwd},
+                           {"moe_layer_overhead_fwd_s", c.host.moe_overhead_fwd},
+                           {"moe_layer_overhead_bwd_s", c.host.moe_overhead_bwd}};
   ordered_json classes = ordered_json::object();
   for (int i = 0; i < kNumCompareClasses; ++i)
     classes[to_string(static_cast<CompareClass>(i))] = total(c.classes[static_cast<size_t>(i)]);

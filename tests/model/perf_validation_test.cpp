@@ -72,15 +72,22 @@ using namespace lcm;
 // Session 13 tightened the Bridge and overall bounds and the band floor after the recipe
 // corrections read from the releases' sources (NeMo 24.07 bf16 gradients, Qwen3-30B's alltoall
 // dispatcher before 26.02): Bridge 32.8 %, NeMo 10.2 %, all 22.6 %, band coverage 42 of 54.
-constexpr double kBridgeMaeBound = 33.0;       // tokens/s, %
+// Session 14 tightened them after the host costs of Megatron-LM's own layers (measured with
+// Megatron-LM on the device machine's host, validation/measured/h200/megatron_host/; the H100
+// profile takes the MoE layer's part, not the dense layer's: docs/time-model.md): Bridge
+// 17.7 %, all 14.3 % (signed +8.5 %), 48 within 20 %, band coverage 45 of 54. Development-set
+// figures: the choice of what the H100 profile takes was made after both choices' figures on
+// these rows were seen.
+constexpr double kBridgeMaeBound = 18.0;       // tokens/s, %
 constexpr double kNemoMaeBound = 11.0;         // tokens/s, %
 constexpr double kWeakScalingMaeBound = 11.0;  // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 11.5;     // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 23.0;      // all counted rows, primary metric, %
+constexpr double kOverallMaeBound = 14.5;      // all counted rows, primary metric, %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
-// in-sample; issue 12 asks for 80 %), 42 of 54 in session 13. A floor, like the bounds above.
-constexpr int kMinBandCovered = 42;
-constexpr int kMinWithin20Pct = 39;            // counted rows within 20 % on their primary metric
+// in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 45 in session 14. A floor, like
+// the bounds above.
+constexpr int kMinBandCovered = 45;
+constexpr int kMinWithin20Pct = 48;            // counted rows within 20 % on their primary metric
 constexpr int kMinCounted = 60;                // rows evaluated and counted
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)
 constexpr int kMinNemoNonCausalMatches = 9;

@@ -791,7 +791,7 @@ HardwareSpec host_hw(double launch_ms, double sync_ms = 0, double latency_ms = 0
   hw.host.kernel_launch = launch_ms * kMs;
   hw.host.sync = sync_ms * kMs;
   hw.host.launch_latency = latency_ms * kMs;
-  hw.host.layer_overhead = layer_ms * kMs;
+  hw.host.layer_overhead_fwd = hw.host.layer_overhead_bwd = layer_ms * kMs;
   return hw;
 }
 
@@ -819,6 +819,33 @@ TEST(StepTimeRules, HostTimeCountsKernelsAndSyncs) {
   const LayerTimes t = layer_times(l, ParallelSpec{}, one_node(), hw);
   EXPECT_NEAR(t.fwd.host, 12 * kMs, kTol);  // 5 + 7 ms of Python
   EXPECT_NEAR(t.bwd.host, 0, kTol);         // an empty pass runs no module
+}
+
+// The per-layer Python differs by pass and by layer kind: a forward and its recompute take
+// layer_overhead_fwd, a backward layer_overhead_bwd; a list that routes tokens (it holds the
+// router) adds the MoE layer's own per pass.
+//   dense list (GEMM 2 ms, 1 kernel x 0.5 ms): fwd 0.5 + 3 = 3.5, recompute 3.5, bwd 0.5 + 5 = 5.5 ms
+//   MoE list (the same + a router GEMM, 2 kernels): fwd 1 + 3 + 2 = 6, bwd 1 + 5 + 4 = 10 ms
+TEST(StepTimeRules, LayerPythonByPassAndLayerKind) {
+  HardwareSpec hw = host_hw(0.5);
+  hw.host.layer_overhead_fwd = 3 * kMs;
+  hw.host.layer_overhead_bwd = 5 * kMs;
+  hw.host.moe_overhead_fwd = 2 * kMs;
+  hw.host.moe_overhead_bwd = 4 * kMs;
+  LayerOps dense;
+  dense.fwd = dense.recompute = dense.bwd = {gemm(2)};
+  const LayerTimes d = layer_times(dense, ParallelSpec{}, one_node(), hw);
+  EXPECT_NEAR(d.fwd.host, 3.5 * kMs, kTol);
+  EXPECT_NEAR(d.recompute.host, 3.5 * kMs, kTol);
+  EXPECT_NEAR(d.bwd.host, 5.5 * kMs, kTol);
+  Op router = gemm(1);
+  router.id = OpId::kMoeRouter;
+  LayerOps moe;
+  moe.fwd = moe.bwd = {gemm(2), router};
+  const LayerTimes m = layer_times(moe, ParallelSpec{}, one_node(), hw);
+  EXPECT_NEAR(m.fwd.host, 6 * kMs, kTol);
+  EXPECT_NEAR(m.recompute.host, 0, kTol);  // no recompute list: no pass
+  EXPECT_NEAR(m.bwd.host, 10 * kMs, kTol);
 }
 
 // A pass with syncs: the pass timed as (GPU total, host, syncs, sync idle).

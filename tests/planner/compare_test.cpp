@@ -427,7 +427,10 @@ TEST(CompareHost, TheRunsOwnHostCostsReplaceTheProfiles) {
   ASSERT_TRUE(s) << s.error().str();
   EXPECT_DOUBLE_EQ(s.value().hardware.host.kernel_launch, 4.5e-6);
   EXPECT_DOUBLE_EQ(s.value().hardware.host.sync, 1.2e-5);
-  EXPECT_EQ(s.value().hardware.host.layer_overhead, 0.0);
+  EXPECT_EQ(s.value().hardware.host.layer_overhead_fwd, 0.0);
+  EXPECT_EQ(s.value().hardware.host.layer_overhead_bwd, 0.0);
+  EXPECT_EQ(s.value().hardware.host.moe_overhead_fwd, 0.0);
+  EXPECT_EQ(s.value().hardware.host.moe_overhead_bwd, 0.0);
   EXPECT_EQ(s.value().hardware.host.launch_latency, 0.0);
   auto c = lcm::report::compare_run(s.value(), m.value());
   ASSERT_TRUE(c) << c.error().str();
@@ -449,7 +452,8 @@ TEST(CompareHost, TheRunsOwnHostCostsReplaceTheProfiles) {
     auto plain = lcm::io::load_scenario(scenario, lo);
     ASSERT_TRUE(plain) << plain.error().str();
     EXPECT_EQ(s0.value().hardware.host, plain.value().hardware.host);
-    EXPECT_GT(s0.value().hardware.host.layer_overhead, 0.0);  // the profile's per-layer Python
+    EXPECT_GT(s0.value().hardware.host.layer_overhead_fwd, 0.0);  // the profile's per-layer Python
+    EXPECT_GT(s0.value().hardware.host.layer_overhead_bwd, 0.0);
   }
 }
 

@@ -325,7 +325,14 @@ struct HostSpec {
   double kernel_launch = 0;   // host time per kernel enqueued (framework dispatch + cudaLaunchKernel)
   double launch_latency = 0;  // from enqueue to start of a kernel on an idle GPU
   double sync = 0;            // one device-to-host synchronisation round trip (.item(), .cpu(), event sync)
-  double layer_overhead = 0;  // Python per transformer layer per pass (module calls, hooks, autocast)
+  // Python per transformer layer per pass beyond its kernels' enqueue (module calls, hooks,
+  // autocast, the framework's bookkeeping): a forward (and a recomputed forward) and a backward.
+  double layer_overhead_fwd = 0;
+  double layer_overhead_bwd = 0;
+  // An MoE layer's extra Python beyond a dense layer's (router, token dispatcher, expert module)
+  // and beyond its kernels, per forward and per backward.
+  double moe_overhead_fwd = 0;
+  double moe_overhead_bwd = 0;
 
   bool operator==(const HostSpec&) const = default;
 };
