@@ -380,6 +380,18 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
     }
     tt.rows.push_back({"step", fmt_fixed(t.step_s, 4), "100.0"});
     tt.notes.push_back("Exposed DP communication includes the non-overlapped last bucket.");
+    // Host-bound time rests on the profile's host costs, which belong to one host and one
+    // framework: say which were assumed when they matter (over 1% of the step).
+    if (t.host_idle > 0.01 * t.step_s) {
+      const HostSpec& h = s.hardware.host;
+      tt.notes.push_back(fmt::format(
+          "Host-bound: the GPU waits on the host {:.1f}% of the step, with the profile's host costs ({:.2f} us per "
+          "kernel enqueue, {:.2f} us per sync, {:.0f} / {:.0f} us of Python per layer forward / backward, an MoE layer "
+          "{:.0f} / {:.0f} us more; docs/time-model.md \"Host-bound regime\"): they were measured on one host, and "
+          "another host or framework has other costs (give the profile its own host: block).",
+          100.0 * t.host_idle / t.step_s, 1e6 * h.kernel_launch, 1e6 * h.sync, 1e6 * h.layer_overhead_fwd,
+          1e6 * h.layer_overhead_bwd, 1e6 * h.moe_overhead_fwd, 1e6 * h.moe_overhead_bwd));
+    }
     out.push_back(tt);
   }
   return out;
