@@ -12,7 +12,8 @@
 #   docs/validation-performance.md  every table row and summary line PerfValidation prints, verbatim
 #   docs/planner.md                  the memory band's two ends (the memory spread)
 #   README.md                        the calibrated profile's in-sample / cross-validated shares
-#                                    = lcm calibrate's report
+#                                    = lcm calibrate's report; the published-table figure
+#                                    = PerfValidation's "Overall:" line
 #   model/src/uncertainty.cpp        the composition spread in use (lcm estimate's JSON) = the recomputed one
 # usage: docs_figures_check.sh REPO_ROOT BUILD_DIR
 set -uo pipefail
@@ -32,6 +33,8 @@ check() {  # check DESCRIPTION EXPECTED-TEXT FILE
 read -r rows mae signed within < <(sed -n 's/^Overall: \([0-9]*\) rows counted, mean |error| \([0-9.]*\) %, mean signed error \([-+0-9.]*\) %, \([0-9]*\) within 20 %.*/\1 \2 \3 \4/p' "$tmp/perf.txt")
 if [[ -z ${rows:-} ]]; then echo "no Overall line in PerfValidation's output"; fail=1; else
   check "published-table summary" "| **all** | **$rows** | **$mae %** | **${signed/-/−} %** | **$within** |" "$root/docs/validation-performance.md"
+  check "README published-table figure" "the model is within **$mae %** mean |error| ($signed % signed," "$root/README.md"
+  check "README published-table rows" "$within rows within 20 %): a **development-set** figure" "$root/README.md"
 fi
 
 # The tables of docs/validation-performance.md are the test's output verbatim: every row and
