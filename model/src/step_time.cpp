@@ -300,12 +300,25 @@ LayerTimes layer_times(const LayerOps& l, const ParallelSpec& par, const MeshTop
   t.bwd = pass_time(l.bwd, par, topo, hw);
   // A layer's Python (module calls, hooks, autocast) on top of its kernels, per pass it runs;
   // an MoE layer (its list routes tokens) adds its router's, dispatcher's and experts' Python.
+  // A recompute pass re-runs only the recomputed modules: the dense part in proportion to its
+  // kernels against the forward's, the MoE part when it re-runs the router (full recompute).
   const HostSpec& h = hw.host;
-  const bool moe = std::any_of(l.fwd.begin(), l.fwd.end(), [](const Op& o) { return o.id == OpId::kMoeRouter; });
+  const auto routes = [](const std::vector<Op>& ops) {
+    return std::any_of(ops.begin(), ops.end(), [](const Op& o) { return o.id == OpId::kMoeRouter; });
+  };
+  const auto kernels = [](const std::vector<Op>& ops) {
+    double k = 0;
+    for (const Op& o : ops) k += host_kernels(o);
+    return k;
+  };
+  const bool moe = routes(l.fwd);
   const double over_fwd = h.layer_overhead_fwd + (moe ? h.moe_overhead_fwd : 0.0);
   const double over_bwd = h.layer_overhead_bwd + (moe ? h.moe_overhead_bwd : 0.0);
-  for (PassTime* p : {&t.fwd, &t.recompute})
-    if (p->total > 0 || p->host > 0) p->host += over_fwd;
+  if (t.fwd.total > 0 || t.fwd.host > 0) t.fwd.host += over_fwd;
+  if (!l.recompute.empty()) {
+    const double share = std::min(1.0, kernels(l.recompute) / std::max(1.0, kernels(l.fwd)));
+    t.recompute.host += h.layer_overhead_fwd * share + (routes(l.recompute) ? h.moe_overhead_fwd : 0.0);
+  }
   if (t.bwd.total > 0 || t.bwd.host > 0) t.bwd.host += over_bwd;
   return t;
 }

@@ -77,16 +77,19 @@ using namespace lcm;
 // profile takes the MoE layer's part, not the dense layer's: docs/time-model.md): Bridge
 // 17.7 %, all 14.3 % (signed +8.5 %), 48 within 20 %, band coverage 45 of 54. Development-set
 // figures: the choice of what the H100 profile takes was made after both choices' figures on
-// these rows were seen.
-constexpr double kBridgeMaeBound = 18.0;       // tokens/s, %
+// these rows were seen. Then a selective recompute was charged only its modules' share of the
+// layer's Python (it had been charged a whole forward's), which made the GPT-OSS rows faster
+// and the figures worse: Bridge 19.8 %, all 15.4 % (+9.6 %), 48 within 20 %, band 44 of 54.
+// The bounds follow that (a physics fix kept though it scores worse on these rows).
+constexpr double kBridgeMaeBound = 20.0;       // tokens/s, %
 constexpr double kNemoMaeBound = 11.0;         // tokens/s, %
 constexpr double kWeakScalingMaeBound = 11.0;  // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 11.5;     // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 14.5;      // all counted rows, primary metric, %
+constexpr double kOverallMaeBound = 15.5;      // all counted rows, primary metric, %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
-// in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 45 in session 14. A floor, like
+// in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14. A floor, like
 // the bounds above.
-constexpr int kMinBandCovered = 45;
+constexpr int kMinBandCovered = 44;
 constexpr int kMinWithin20Pct = 48;            // counted rows within 20 % on their primary metric
 constexpr int kMinCounted = 60;                // rows evaluated and counted
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)

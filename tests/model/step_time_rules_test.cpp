@@ -821,7 +821,7 @@ TEST(StepTimeRules, HostTimeCountsKernelsAndSyncs) {
   EXPECT_NEAR(t.bwd.host, 0, kTol);         // an empty pass runs no module
 }
 
-// The per-layer Python differs by pass and by layer kind: a forward and its recompute take
+// The per-layer Python differs by pass and by layer kind: a forward and a full recompute take
 // layer_overhead_fwd, a backward layer_overhead_bwd; a list that routes tokens (it holds the
 // router) adds the MoE layer's own per pass.
 //   dense list (GEMM 2 ms, 1 kernel x 0.5 ms): fwd 0.5 + 3 = 3.5, recompute 3.5, bwd 0.5 + 5 = 5.5 ms
@@ -846,6 +846,13 @@ TEST(StepTimeRules, LayerPythonByPassAndLayerKind) {
   EXPECT_NEAR(m.fwd.host, 6 * kMs, kTol);
   EXPECT_NEAR(m.recompute.host, 0, kTol);  // no recompute list: no pass
   EXPECT_NEAR(m.bwd.host, 10 * kMs, kTol);
+  // A selective recompute re-runs only its modules: the dense Python in proportion to its
+  // kernels (1 of the forward's 2: 0.5 x 3 ms), the MoE part only when it re-runs the router.
+  //   recompute {GEMM}: 0.5 + 1.5 = 2 ms;  recompute {GEMM, router} (full): 1 + 3 + 2 = 6 ms
+  moe.recompute = {gemm(2)};
+  EXPECT_NEAR(layer_times(moe, ParallelSpec{}, one_node(), hw).recompute.host, 2 * kMs, kTol);
+  moe.recompute = moe.fwd;
+  EXPECT_NEAR(layer_times(moe, ParallelSpec{}, one_node(), hw).recompute.host, 6 * kMs, kTol);
 }
 
 // A pass with syncs: the pass timed as (GPU total, host, syncs, sync idle).
