@@ -59,7 +59,7 @@ M = [
  ("M38 precomputed micro-batch time ignored", ST, "if (st.microbatch_time) return stage_result(*st.microbatch_time, st, in);", ""),
  ("M39 step_time ignores mesh vp", ST, "in.vp = m.vp;", "in.vp = 1;"),
  # Host-bound regime (issue 12): kernel enqueue, synchronisations, segments.
- ("H01 host: one kernel per op", ST, "out.host += host_kernels(op) * hw.host.kernel_launch;", "out.host += hw.host.kernel_launch;"),
+ ("H01 host: one kernel per op", ST, "out.kernels += host_kernels(op);", "out.kernels += 1;"),
  ("H02 host: syncs not counted", ST, "out.syncs += op.host_syncs * op.calls;", "out.syncs += 0 * op.host_syncs;"),
  ("H03 host: sync idle without launch latency", ST, "out.syncs * (hw.host.sync + hw.host.launch_latency)", "out.syncs * hw.host.sync"),
  ("H04 host: no per-layer Python", ST, "if (t.fwd.total > 0 || t.fwd.host > 0) t.fwd.host += over_fwd;", ";"),

@@ -245,7 +245,7 @@ PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const Me
   double tp_last_chunks = 0;  // TP reduce-scatters / all-reduces: their last pipelined chunk
   for (const Op& op : ops) {
     const double t = op_time(op, topo, hw) * op.calls;
-    out.host += host_kernels(op) * hw.host.kernel_launch;
+    out.kernels += host_kernels(op);
     out.syncs += op.host_syncs * op.calls;
     if (is_comm(op)) {
       if (op.coll.dim == CommDim::kCp && op.overlappable) cp_overlappable += t;
@@ -285,6 +285,7 @@ PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const Me
   total_compute += contention;
   double total = total_compute;
   for (double e : exposed) total += e;
+  out.host = out.kernels * hw.host.kernel_launch;
   out.sync_idle = out.syncs * (hw.host.sync + hw.host.launch_latency);
   out.total = total;
   out.compute = compute;
@@ -306,17 +307,12 @@ LayerTimes layer_times(const LayerOps& l, const ParallelSpec& par, const MeshTop
   const auto routes = [](const std::vector<Op>& ops) {
     return std::any_of(ops.begin(), ops.end(), [](const Op& o) { return o.id == OpId::kMoeRouter; });
   };
-  const auto kernels = [](const std::vector<Op>& ops) {
-    double k = 0;
-    for (const Op& o : ops) k += host_kernels(o);
-    return k;
-  };
   const bool moe = routes(l.fwd);
   const double over_fwd = h.layer_overhead_fwd + (moe ? h.moe_overhead_fwd : 0.0);
   const double over_bwd = h.layer_overhead_bwd + (moe ? h.moe_overhead_bwd : 0.0);
   if (t.fwd.total > 0 || t.fwd.host > 0) t.fwd.host += over_fwd;
   if (!l.recompute.empty()) {
-    const double share = std::min(1.0, kernels(l.recompute) / std::max(1.0, kernels(l.fwd)));
+    const double share = std::min(1.0, t.recompute.kernels / std::max(1.0, t.fwd.kernels));
     t.recompute.host += h.layer_overhead_fwd * share + (routes(l.recompute) ? h.moe_overhead_fwd : 0.0);
   }
   if (t.bwd.total > 0 || t.bwd.host > 0) t.bwd.host += over_bwd;

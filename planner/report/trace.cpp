@@ -90,6 +90,7 @@ struct StageWriter {
         if (op.kind == OpKind::kGemm)
           args["gemm_mnk"] = {op.gemm.m, op.gemm.n, op.gemm.k}, args["groups"] = op.gemm.groups;
         if (op.flops > 0) args["flops"] = op.flops;
+        args["host_kernels"] = host_kernels(op);  // the kernels the host enqueues (host-bound regime)
         if (op.kind == OpKind::kMemoryBound) args["bytes"] = op.mem.bytes;
         if (comm) {
           args["group_size"] = op.coll.group_size;

@@ -326,7 +326,8 @@ struct HostSpec {
   double launch_latency = 0;  // from enqueue to start of a kernel on an idle GPU
   double sync = 0;            // one device-to-host synchronisation round trip (.item(), .cpu(), event sync)
   // Python per transformer layer per pass beyond its kernels' enqueue (module calls, hooks,
-  // autocast, the framework's bookkeeping): a forward (and a recomputed forward) and a backward.
+  // autocast, the framework's bookkeeping): a forward and a backward. A recompute pass takes the
+  // forward's in proportion to the kernels it re-runs (step_time.cpp, layer_times).
   double layer_overhead_fwd = 0;
   double layer_overhead_bwd = 0;
   // An MoE layer's extra Python beyond a dense layer's (router, token dispatcher, expert module)

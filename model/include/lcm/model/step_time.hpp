@@ -108,6 +108,7 @@ struct PassTime {
   // list's kernels (plus the per-layer Python overhead of a layer list), its device-to-host
   // synchronisations and the GPU time they leave idle (round trip + first launch latency).
   double host = 0;
+  double kernels = 0;  // kernels the host enqueues for the list (host_kernels of its ops)
   int syncs = 0;
   double sync_idle = 0;
   bool operator==(const PassTime&) const = default;
