@@ -154,6 +154,8 @@ std::vector<Key> efficiency_keys() {
                [](HardwareSpec& h) -> double& { return h.efficiency.attention_cta_tail; }),
       real_key("gemm_sm_fill_exponent", 1.0, 0, false, 4,
                [](HardwareSpec& h) -> double& { return h.efficiency.gemm_sm_fill_exponent; }),
+      real_key("gemm_accumulate_miss_bw", 1.0, 0, true, 1,
+               [](HardwareSpec& h) -> double& { return h.efficiency.gemm_accumulate_miss_bw; }),
   };
 }
 

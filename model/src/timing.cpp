@@ -142,6 +142,21 @@ double smooth_max(double a, double b, double p) {
 //   19-27 % too slow with all of C after (calibration inputs, session 10).
 // Why the two epilogues differ (cuBLASLt's kernel choice per output type is the candidate) is
 // not established; each rule rests on its own measurements.
+// - An accumulating BF16 C larger than L2 (gemm_accumulate_miss_bw < 1): C's traffic runs
+//   slower once its read no longer hits the cache (C was just written by the op before: the
+//   experts' path of dX). The miss share rises linearly from 0 at C = l2_bytes / 2 to 1 at
+//   l2_bytes; C's read and write then move at hbm_bw x hbm x gemm_accumulate_miss_bw. bench
+//   moe's router input gradients (K = 8-128 experts; heldout3/4 and session10, development
+//   sets) take 13-24 us up to C = 34 MB, priced within +-10 % at the full rate, and 43-57 us at
+//   C = 50-67 MB, 17-28 % slower than the full rate prices: their C moves at about 0.75 of it.
+double c_bandwidth_share(double c_bytes_resident, const HardwareSpec& hw) {
+  const double f = hw.efficiency.gemm_accumulate_miss_bw;
+  const double l2 = hw.gpu.l2_bytes;
+  if (!(f < 1.0) || !(l2 > 0)) return 1.0;
+  const double miss = std::clamp((c_bytes_resident - 0.5 * l2) / (0.5 * l2), 0.0, 1.0);
+  return 1.0 - miss * (1.0 - f);
+}
+
 double one_gemm_time(double m, double n, double k, DType dtype, const HardwareSpec& hw, double c_bytes = 2.0) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   const double t_compute = 2.0 * m * n * k / (peak_flops(dtype, hw) * dims_efficiency(m, n, k, dtype, hw));
@@ -150,10 +165,13 @@ double one_gemm_time(double m, double n, double k, DType dtype, const HardwareSp
   if (!(p > 0) || !(bw > 0)) return t_compute;
   const double width = dtype == DType::kFp8 ? 1.0 : dtype == DType::kFp32 ? 4.0 : 2.0;
   // C bytes inside the maximum and after it: a BF16 C written (2 B) inside; an accumulating
-  // BF16 C (4 B) its write inside and its read after; an accumulating FP32 C (8 B) all after.
-  const double c_after = c_bytes >= 8.0 ? c_bytes : c_bytes > 2.0 ? 0.5 * c_bytes : 0.0;
-  const double t_memory = ((m * k + k * n) * width + m * n * (c_bytes - c_after)) / bw;
-  return smooth_max(t_compute, t_memory, p) + m * n * c_after / bw;
+  // BF16 C (4 B) its write inside and its read after, both at the L2-miss share of the rate;
+  // an accumulating FP32 C (8 B) all after.
+  const bool bf16_accumulate = c_bytes > 2.0 && c_bytes < 8.0;
+  const double c_after = c_bytes >= 8.0 ? c_bytes : bf16_accumulate ? 0.5 * c_bytes : 0.0;
+  const double c_bw = bf16_accumulate ? bw * c_bandwidth_share(m * n * 0.5 * c_bytes, hw) : bw;
+  const double t_memory = (m * k + k * n) * width / bw + m * n * (c_bytes - c_after) / c_bw;
+  return smooth_max(t_compute, t_memory, p) + m * n * c_after / c_bw;
 }
 
 }  // namespace

@@ -286,10 +286,9 @@ std::optional<MeasuredOp> moe_phase_op(const json& p, const std::string& op, con
   const bool gated = moe.value("activation", "swiglu") == "swiglu";  // SwiGLU: gate, up
   switch (name && std::string_view(name->prefix) == kLayerPrefix ? name->id : OpId::kNone) {
     case OpId::kMoeRouter:
+      // Its input gradient is an accumulating GEMM (moe_router_shape's dgrad_c_bytes): lcm-exec
+      // adds it to the tokens' dX with beta 1 (executor/src/kernels/moe_layer.cpp).
       m = gemm(moe_router_shape(T, h, E));
-      // lcm-exec adds the router's input gradient to the tokens' dX (beta 1): C is read and
-      // written, 2 x 2 B per element (executor/src/kernels/moe_layer.cpp).
-      if (m && name->part == GemmPart::kDgrad) m->op.gemm.c_bytes = 4.0;
       break;
     case OpId::kMoeExpertsFc1: m = gemm(with_loads(moe_fc1_shape(rows, h, f, gated, El))); break;
     case OpId::kMoeExpertsFc2: m = gemm(with_loads(moe_fc2_shape(rows, h, f, El))); break;

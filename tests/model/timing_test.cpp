@@ -95,6 +95,53 @@ TEST(TimingGemm, AccumulatingGemmMovesCAfterItsKLoop) {
   EXPECT_NEAR(gemm_time(g, DType::kBf16, h), 25.1870e-6, 1e-10);
 }
 
+// An accumulating BF16 C that outgrows L2 (the router's input gradient, K = 8 experts): with
+// gemm_accumulate_miss_bw f = 0.75 C's read and write move at hbm_bw x hbm x (1 - miss (1 - f)),
+// miss rising from 0 at C = l2 / 2 (25 MiB here) to 1 at l2 (50 MiB). p = 64 (the maximum);
+// hbm_bw x hbm = 2.8475e12 B/s; A and B are 8 x (m + n) x 2 B.
+// - 8192 x 4096 x 8: C = 64 MiB, miss 1, C at 2.135625e12: write 67 108 864 B = 31.4236 us
+//   + operands 196 608 B = 0.0690 us = 31.4926 us inside the maximum (compute 6.2483 us: eff
+//   0.8 x (8192/8256)(4096/4160)(8/72)); the read after it, 31.4236 us: 62.9161 us (47.2043 us
+//   at f = 1, the full rate).
+// - 4800 x 4096 x 8: C = 37.5 MiB, miss 0.5, C at 0.875 of the rate: 15.8319 us inside and
+//   15.7819 us after: 31.6138 us (27.6683 at f = 1).
+// - 4096 x 2048 x 8: C = 16 MiB fits in half of L2: 11.8183 us whatever f.
+// A BF16 C written once (c_bytes 2) and an FP32 C accumulated (8) do not take the term.
+TEST(TimingGemm, AccumulatingBf16CPastL2RunsAtTheMissRate) {
+  HardwareSpec h = hw;
+  h.efficiency.gemm_roofline_exponent = 64;
+  auto t = [&](int64_t m, int64_t n, double c_bytes) {
+    GemmShape g{m, n, 8, 1};
+    g.c_bytes = c_bytes;
+    return gemm_time(g, DType::kBf16, h);
+  };
+  EXPECT_NEAR(t(8192, 4096, 4), 47.2043e-6, 1e-10);
+  EXPECT_NEAR(t(4800, 4096, 4), 27.6683e-6, 1e-10);
+  const double c2 = t(8192, 4096, 2), c8 = t(8192, 4096, 8);
+  h.efficiency.gemm_accumulate_miss_bw = 0.75;
+  EXPECT_NEAR(t(8192, 4096, 4), 62.9161e-6, 1e-10);
+  EXPECT_NEAR(t(4800, 4096, 4), 31.6138e-6, 1e-10);
+  EXPECT_NEAR(t(4096, 2048, 4), 11.8183e-6, 1e-10);
+  EXPECT_DOUBLE_EQ(t(8192, 4096, 2), c2);
+  EXPECT_DOUBLE_EQ(t(8192, 4096, 8), c8);
+  // Without an L2 size the term has nothing to miss.
+  h.gpu.l2_bytes = 0;
+  EXPECT_NEAR(t(8192, 4096, 4), 47.2043e-6, 1e-10);
+}
+
+// The router's input gradient adds into the tokens' dX (C read and written): its dgrad shape
+// carries c_bytes 4, its forward and weight gradient do not; other GEMMs' dgrads write once.
+TEST(TimingGemm, RouterInputGradientAccumulates) {
+  const GemmShape r = moe_router_shape(8192, 4096, 8);
+  EXPECT_EQ(r.c_bytes, 2.0);
+  EXPECT_EQ(dgrad_shape(r).c_bytes, 4.0);
+  EXPECT_EQ(dgrad_shape(r).m, 8192);
+  EXPECT_EQ(dgrad_shape(r).n, 4096);
+  EXPECT_EQ(dgrad_shape(r).k, 8);
+  EXPECT_EQ(wgrad_shape(r).c_bytes, r.grad_c_bytes);
+  EXPECT_EQ(dgrad_shape(moe_fc2_shape(4096, 4096, 14336, 8)).c_bytes, 2.0);
+}
+
 // SM fill: 512 x 512 x 4096 has 4 x 2 = 8 output tiles of 128 x 256 for 132 SMs; with g = 0.5
 // its efficiency is x sqrt(8 / 132) = 0.246183, so the time is 1 / 0.246183 = 4.06202 x that
 // without the term. 8192^3 has 64 x 32 = 2048 tiles: unchanged.

@@ -373,12 +373,18 @@ struct GemmShape {
   // fusion: the wgrad GEMM runs with beta 1 into main_grad), 2 x 4 B with fp32 main grads.
   double c_bytes = 2.0;
   double grad_c_bytes = 2.0;
+  // What the C of this GEMM's input gradient moves (dgrad_shape gives it to that GEMM): 4 when
+  // the input gradient is added to a gradient already there (the router's: the tokens' dX
+  // also gets the experts' path; lcm-exec runs that GEMM with beta 1, autograd adds it).
+  double dgrad_c_bytes = 2.0;
   bool operator==(const GemmShape&) const = default;
 };
 
 // The backward GEMMs of a forward C[m x n] = A[m x k] B[k x n]: the input gradient
 // dA[m x k] = dC[m x n] B^T and the weight gradient dB[k x n] = A^T dC (same groups and loads).
-inline GemmShape dgrad_shape(const GemmShape& g) { return GemmShape{g.m, g.k, g.n, g.groups, false, g.loads}; }
+inline GemmShape dgrad_shape(const GemmShape& g) {
+  return GemmShape{g.m, g.k, g.n, g.groups, false, g.loads, g.dgrad_c_bytes};
+}
 inline GemmShape wgrad_shape(const GemmShape& g) {
   return GemmShape{g.k, g.n, g.m, g.groups, g.groups > 1, g.loads, g.grad_c_bytes, g.grad_c_bytes};
 }
@@ -394,7 +400,9 @@ inline GemmShape gemm_in_pass(const GemmShape& fwd, GemmPart part) {
 // expert width on this rank (after ETP; whole columns are kept). The schedule and
 // calibration take the shapes from here.
 inline GemmShape moe_router_shape(int64_t tokens, int64_t hidden, int64_t experts) {
-  return GemmShape{tokens, experts, hidden, 1};
+  GemmShape g{tokens, experts, hidden, 1};
+  g.dgrad_c_bytes = 4.0;  // its input gradient adds into the tokens' dX (C read and written)
+  return g;
 }
 inline GemmShape moe_fc1_shape(int64_t expert_rows, int64_t hidden, double ffn, bool gated, int local_experts) {
   return GemmShape{expert_rows, static_cast<int64_t>((gated ? 2.0 : 1.0) * ffn), hidden, local_experts};

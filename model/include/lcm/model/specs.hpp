@@ -275,6 +275,11 @@ struct EfficiencySpec {
   // GEMM SM fill: with fewer output tiles (gemm_tile_m x gemm_tile_n) than SMs, efficiency x
   // (tiles / num_sms)^g (split-K recovers part of the idle SMs, so g < 1). 0 = off.
   double gemm_sm_fill_exponent = 0;
+  // Accumulating BF16 GEMM (C read and written, GemmShape::c_bytes 4: the router's input
+  // gradient added to the tokens' gradient): when its C no longer fits in L2 (m x n x 2 B from
+  // l2_bytes / 2 up to l2_bytes, a linear ramp), the read of C misses the cache and competes with
+  // the write stream; C's traffic then runs at this fraction of hbm_bw x hbm. 1 = off.
+  double gemm_accumulate_miss_bw = 1;
 
   bool operator==(const EfficiencySpec&) const = default;
 };
