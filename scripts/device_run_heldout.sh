@@ -3,10 +3,11 @@
 # validation/measured/h200/heldout/DECLARATION.md (SET heldout, the default),
 # validation/measured/h200/heldout2/DECLARATION.md (SET heldout2),
 # validation/measured/h200/heldout3/DECLARATION.md (SET heldout3) or
-# validation/measured/h200/heldout4/DECLARATION.md (SET heldout4) declares (never a calibration
+# validation/measured/h200/heldout4/DECLARATION.md (SET heldout4) or
+# validation/measured/h200/heldout5/DECLARATION.md (SET heldout5) declares (never a calibration
 # input), or the MoE development re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|heldout3|heldout4|moe_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|heldout3|heldout4|heldout5|moe_dev]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -69,6 +70,17 @@ moe_dev)
   moe moe_mixtral_ep1_s10 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_dsv2lite_ep1_s10 8192 2048 1408 64 6 balanced,zipf:0.8,zipf:1.5
   ;;
+heldout5)
+  gemms bf16 96x7168x4096,176x4096x8192,48x5120x14336,384x8192x2048,12288x48x4096,20480x16x5120,4096x96x6144,\
+24576x8x2048,640x640x640,1280x1280x2560,2816x2816x2816,6144x11008x4096,3072x8192x3072,16384x1408x2048,7168x7168x2048
+  gemms fp8 320x6144x4096,1536x12288x3072,9216x4096x4096,640x5120x13824
+  copies 72K 18M
+  attention 1x28Kx32x8x128,2x10Kx32x8x128,1x64Kx24x8x128,1x144Kx32x8x128,1x16Kx64x8x64,4x4Kx40x8x128
+  moe moe_gptoss_t32k_ep1 32768 2880 2880 128 4 balanced,zipf:1.2
+  moe moe_mixtral_t12k_ep1 12288 4096 14336 8 2 balanced,zipf:0.8
+  moe moe_dsv3slice64_ep1 4096 7168 2048 64 8 balanced,zipf:1.2
+  moe moe_qwen3_30b_t12k_ep1 12288 2048 768 128 8 balanced,zipf:0.8
+  ;;
 heldout4)
   gemms bf16 80x8192x4096,224x5120x5120,40x14336x8192,512x2048x14336,8192x40x4096,16384x24x7168,6144x100x4096,\
 32768x16x2048,896x896x896,1792x1792x1792,3584x3584x3584,4096x13824x5120,8192x2816x2048,10240x5120x2560,2048x6400x3200
@@ -109,6 +121,6 @@ heldout)
   moe moe_mixtral_ep1 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_qwen3_ep1 8192 2048 768 128 8 balanced,zipf:1.2
   ;;
-*) echo "unknown set ${1}: build, heldout, heldout2, heldout3, heldout4 or moe_dev"; exit 2 ;;
+*) echo "unknown set ${1}: build, heldout, heldout2, heldout3, heldout4, heldout5 or moe_dev"; exit 2 ;;
 esac
 section done
