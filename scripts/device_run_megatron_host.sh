@@ -31,7 +31,7 @@ export PATH=/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 [ -f .megatron/pretrain_gpt.py ] || { echo ".megatron/ missing" | tee -a "$LOG"; exit 2; }
 { echo "== host"; lscpu | grep -E "Model name|^CPU\(s\)|MHz" ; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader;
-  python3 -c "import torch; print('torch', torch.__version__)"; git -C .megatron log -1 --format=%H 2>/dev/null || cat .megatron/COMMIT 2>/dev/null || true; } >> "$LOG" 2>&1
+  python3 -c "import torch; print('torch', torch.__version__)"; cat .megatron/COMMIT 2>/dev/null || echo "Megatron-LM commit: not recorded (.megatron/COMMIT missing)"; } >> "$LOG" 2>&1
 
 BASE=(--hidden-size 256 --ffn-hidden-size 768 --num-attention-heads 4 --group-query-attention
   --num-query-groups 2 --kv-channels 64 --seq-length 256 --max-position-embeddings 256
