@@ -156,6 +156,8 @@ std::vector<Key> efficiency_keys() {
                [](HardwareSpec& h) -> double& { return h.efficiency.gemm_sm_fill_exponent; }),
       real_key("gemm_accumulate_miss_bw", 1.0, 0, true, 1,
                [](HardwareSpec& h) -> double& { return h.efficiency.gemm_accumulate_miss_bw; }),
+      real_key("gemm_c_write_exposed", 1.0, 0, false, 1,
+               [](HardwareSpec& h) -> double& { return h.efficiency.gemm_c_write_exposed; }),
   };
 }
 

@@ -118,6 +118,8 @@ Param p_cta_tail{"efficiency.attention_cta_tail", 1, Transform::kNonNegative,
                  [](HardwareSpec& h) -> double& { return h.efficiency.attention_cta_tail; }, 0.5};
 Param p_sm_fill{"efficiency.gemm_sm_fill_exponent", 1, Transform::kNonNegative,
                 [](HardwareSpec& h) -> double& { return h.efficiency.gemm_sm_fill_exponent; }, 0.5};
+Param p_c_exposed{"efficiency.gemm_c_write_exposed", 1, Transform::kFraction,
+                  [](HardwareSpec& h) -> double& { return h.efficiency.gemm_c_write_exposed; }, 0.5};
 Param p_hbm{"efficiency.hbm", 1, Transform::kFraction, [](HardwareSpec& h) -> double& { return h.efficiency.hbm; }};
 Param p_nvlink{"efficiency.nvlink", 1, Transform::kFraction,
                [](HardwareSpec& h) -> double& { return h.efficiency.nvlink; }};
@@ -252,9 +254,9 @@ std::vector<Param> class_params(CalibClass c, const std::vector<const MeasuredOp
       const auto grouped = count([](const MeasuredOp* m) { return m->op.gemm.groups >= 16; });
       if (grouped < 3) {
         *note = "fewer than 3 grouped GEMMs of 16 or more groups: grouped_gemm_fixed_us kept";
-        return {p_gemm, p_dim_half, p_roofline, p_kernel_fixed, p_sm_fill};
+        return {p_gemm, p_dim_half, p_roofline, p_kernel_fixed, p_sm_fill, p_c_exposed};
       }
-      return {p_gemm, p_dim_half, p_roofline, p_kernel_fixed, p_sm_fill, p_grouped_fixed};
+      return {p_gemm, p_dim_half, p_roofline, p_kernel_fixed, p_sm_fill, p_grouped_fixed, p_c_exposed};
     }
     case CalibClass::kGemmFp8:
       *note = "shape curve (gemm_dim_half, tiles) shared with the BF16 fit";

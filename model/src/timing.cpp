@@ -142,6 +142,12 @@ double smooth_max(double a, double b, double p) {
 //   19-27 % too slow with all of C after (calibration inputs, session 10).
 // Why the two epilogues differ (cuBLASLt's kernel choice per output type is the candidate) is
 // not established; each rule rests on its own measurements.
+// - A BF16 C written once (c_bytes 2): gemm_c_write_exposed of it follows the maximum. Each
+//   output tile's epilogue stores C after its k loop and a persistent kernel hides only part of
+//   the store under the next tile's math: lcm-exec's GEMMs of 6-201 MB outputs over k = 256-4096
+//   (validation/measured/h200/session15/short_k_gemm_bf16.json, a development set and a
+//   calibration input) run slower than the maximum prices by about 0.5-0.7 of their C write at
+//   the HBM rate, at every k; the time grows with the output, not with 1 / k.
 // - An accumulating BF16 C larger than L2 (gemm_accumulate_miss_bw < 1): C's traffic runs
 //   slower once its read no longer hits the cache (C was just written by the op before: the
 //   experts' path of dX). The miss share rises linearly from 0 at C = l2_bytes / 2 to 1 at
@@ -168,7 +174,9 @@ double one_gemm_time(double m, double n, double k, DType dtype, const HardwareSp
   // BF16 C (4 B) its write inside and its read after, both at the L2-miss share of the rate;
   // an accumulating FP32 C (8 B) all after.
   const bool bf16_accumulate = c_bytes > 2.0 && c_bytes < 8.0;
-  const double c_after = c_bytes >= 8.0 ? c_bytes : bf16_accumulate ? 0.5 * c_bytes : 0.0;
+  const double c_after = c_bytes >= 8.0    ? c_bytes
+                         : bf16_accumulate ? 0.5 * c_bytes
+                                           : hw.efficiency.gemm_c_write_exposed * c_bytes;
   const double c_bw = bf16_accumulate ? bw * c_bandwidth_share(m * n * 0.5 * c_bytes, hw) : bw;
   const double t_memory = (m * k + k * n) * width / bw + m * n * (c_bytes - c_after) / c_bw;
   return smooth_max(t_compute, t_memory, p) + m * n * c_after / c_bw;

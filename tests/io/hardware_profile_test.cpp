@@ -121,7 +121,7 @@ TEST_F(ProfileFile, MissingKeyAndBlock) {
                           "nvlink_alltoall_scale", "nvlink_sendrecv_scale", "nvlink_ramp_exponent",
                           // small-op regime (issue 12)
                           "gemm_roofline_exponent", "memory_fixed_us", "attention_cta_tail", "gemm_sm_fill_exponent",
-                          "grouped_gemm_fixed_us", "gemm_accumulate_miss_bw"}) {
+                          "grouped_gemm_fixed_us", "gemm_accumulate_miss_bw", "gemm_c_write_exposed"}) {
     std::ifstream in(profile_dir() + "/h100-sxm.yaml");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const size_t at = text.find(std::string("  ") + key + ":");

@@ -129,6 +129,29 @@ TEST(TimingGemm, AccumulatingBf16CPastL2RunsAtTheMissRate) {
   EXPECT_NEAR(t(8192, 4096, 4), 47.2043e-6, 1e-10);
 }
 
+// The exposed C store: gemm_c_write_exposed e of a BF16 C written once follows the roofline
+// maximum. 4096 x 4096 x 512 on the test H100 (p = 64): compute 25.1870 us, A and B 2.9460 us,
+// C 4096^2 x 2 B = 11.7838 us (hbm_bw x hbm = 2.8475e12 B/s). e = 0: all of C inside the
+// maximum, 25.1870 us; e = 0.5: half after, 25.1870 + 5.8919 = 31.0789 us; e = 1: all after,
+// 36.9708 us. The share does not depend on k: at k = 4096 the same e adds the same 5.8919 us.
+TEST(TimingGemm, ExposedShareOfTheCStoreFollowsTheMaximum) {
+  HardwareSpec h = hw;
+  h.efficiency.gemm_roofline_exponent = 64;
+  const GemmShape g{4096, 4096, 512, 1};
+  EXPECT_NEAR(gemm_time(g, DType::kBf16, h), 25.1870e-6, 1e-10);
+  HardwareSpec off = h;
+  h.efficiency.gemm_c_write_exposed = 0.5;
+  EXPECT_NEAR(gemm_time(g, DType::kBf16, h), 31.0789e-6, 1e-10);
+  const GemmShape long_k{4096, 4096, 4096, 1};
+  EXPECT_NEAR(gemm_time(long_k, DType::kBf16, h) - gemm_time(long_k, DType::kBf16, off), 5.8919e-6, 1e-10);
+  h.efficiency.gemm_c_write_exposed = 1.0;
+  EXPECT_NEAR(gemm_time(g, DType::kBf16, h), 36.9708e-6, 1e-10);
+  // An accumulating C (4 or 8 B) keeps its own rule.
+  GemmShape acc = g;
+  acc.c_bytes = 8.0;
+  EXPECT_DOUBLE_EQ(gemm_time(acc, DType::kBf16, h), gemm_time(acc, DType::kBf16, off));
+}
+
 // The router's input gradient adds into the tokens' dX (C read and written): its dgrad shape
 // carries c_bytes 4, its forward and weight gradient do not; other GEMMs' dgrads write once.
 TEST(TimingGemm, RouterInputGradientAccumulates) {

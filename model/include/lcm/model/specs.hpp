@@ -280,6 +280,10 @@ struct EfficiencySpec {
   // l2_bytes / 2 up to l2_bytes, a linear ramp), the read of C misses the cache and competes with
   // the write stream; C's traffic then runs at this fraction of hbm_bw x hbm. 1 = off.
   double gemm_accumulate_miss_bw = 1;
+  // Share of a GEMM's BF16 C write (c_bytes 2) that follows the roofline maximum instead of
+  // hiding under it: each output tile's epilogue stores C after its k loop, and a persistent
+  // kernel overlaps only part of that store with the next tile's math. 0 = all hidden.
+  double gemm_c_write_exposed = 0;
 
   bool operator==(const EfficiencySpec&) const = default;
 };
