@@ -3,11 +3,12 @@
 # validation/measured/h200/heldout/DECLARATION.md (SET heldout, the default),
 # validation/measured/h200/heldout2/DECLARATION.md (SET heldout2),
 # validation/measured/h200/heldout3/DECLARATION.md (SET heldout3) or
-# validation/measured/h200/heldout4/DECLARATION.md (SET heldout4) or
-# validation/measured/h200/heldout5/DECLARATION.md (SET heldout5) declares (never a calibration
+# validation/measured/h200/heldout4/DECLARATION.md (SET heldout4),
+# validation/measured/h200/heldout5/DECLARATION.md (SET heldout5) or
+# validation/measured/h200/heldout6/DECLARATION.md (SET heldout6) declares (never a calibration
 # input), or the MoE development re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|heldout3|heldout4|heldout5|moe_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|heldout3|heldout4|heldout5|heldout6|moe_dev]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -70,6 +71,17 @@ moe_dev)
   moe moe_mixtral_ep1_s10 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_dsv2lite_ep1_s10 8192 2048 1408 64 6 balanced,zipf:0.8,zipf:1.5
   ;;
+heldout6)
+  gemms bf16 112x6144x4096,208x8192x3072,72x12288x4096,320x4096x7168,10240x32x4096,28672x8x3072,6144x160x2048,\
+16384x24x4096,768x768x1536,1536x3072x1536,3328x3328x3328,5120x13824x4096,2560x7168x2048,12288x3072x1024,9216x5120x768
+  gemms fp8 448x4096x8192,3584x7168x2048,8192x2048x3584,6144x3072x1024
+  copies 88K 22M
+  attention 1x40Kx32x8x128,2x12Kx24x8x128,1x96Kx16x4x128,1x176Kx32x8x128,1x20Kx48x8x64,8x2Kx32x8x128
+  moe moe_qwen3_235b_slice64_ep1 8192 4096 1536 64 8 balanced,zipf:0.8
+  moe moe_dsv2lite_t24k_ep1 24576 2048 1408 64 6 balanced,zipf:1.0
+  moe moe_mixtral_t16k_ep1 16384 4096 14336 8 2 balanced,zipf:1.0
+  moe moe_gptoss_t16k_ep1 16384 2880 2880 128 4 balanced,zipf:0.8
+  ;;
 heldout5)
   gemms bf16 96x7168x4096,176x4096x8192,48x5120x14336,384x8192x2048,12288x48x4096,20480x16x5120,4096x96x6144,\
 24576x8x2048,640x640x640,1280x1280x2560,2816x2816x2816,6144x11008x4096,3072x8192x3072,16384x1408x2048,7168x7168x2048
@@ -121,6 +133,6 @@ heldout)
   moe moe_mixtral_ep1 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_qwen3_ep1 8192 2048 768 128 8 balanced,zipf:1.2
   ;;
-*) echo "unknown set ${1}: build, heldout, heldout2, heldout3, heldout4, heldout5 or moe_dev"; exit 2 ;;
+*) echo "unknown set ${1}: build, heldout, heldout2, heldout3, heldout4, heldout5, heldout6 or moe_dev"; exit 2 ;;
 esac
 section done
