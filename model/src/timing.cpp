@@ -170,9 +170,9 @@ double one_gemm_time(double m, double n, double k, DType dtype, const HardwareSp
   const double bw = hw.gpu.hbm_bw * hw.efficiency.hbm;
   if (!(p > 0) || !(bw > 0)) return t_compute;
   const double width = dtype == DType::kFp8 ? 1.0 : dtype == DType::kFp32 ? 4.0 : 2.0;
-  // C bytes inside the maximum and after it: a BF16 C written (2 B) inside; an accumulating
-  // BF16 C (4 B) its write inside and its read after, both at the L2-miss share of the rate;
-  // an accumulating FP32 C (8 B) all after.
+  // C bytes inside the maximum and after it: a BF16 C written once (2 B) inside, less the
+  // exposed share (gemm_c_write_exposed) after; an accumulating BF16 C (4 B) its write inside and
+  // its read after, both at the L2-miss share of the rate; an accumulating FP32 C (8 B) all after.
   const bool bf16_accumulate = c_bytes > 2.0 && c_bytes < 8.0;
   const double c_after = c_bytes >= 8.0    ? c_bytes
                          : bf16_accumulate ? 0.5 * c_bytes
