@@ -117,6 +117,13 @@ double shape_efficiency(const GemmShape& g, DType dtype, const HardwareSpec& hw)
   return dims_efficiency(m, static_cast<double>(g.n), k, dtype, hw);
 }
 
+// Share of a working set's re-reads that miss L2: 0 while it is at most `fits` bytes, rising
+// linearly to 1 at `misses` bytes (an LRU cache swept cyclically by more than it holds misses
+// throughout). The K/V streaming of attention and an accumulating GEMM's C use it.
+double l2_miss_share(double bytes, double fits, double misses) {
+  return std::clamp((bytes - fits) / (misses - fits), 0.0, 1.0);
+}
+
 // Smooth maximum (a^p + b^p)^(1/p) of two non-negative times, scaled by the larger so that
 // large p does not overflow; p = 1 is the sum, p -> infinity the maximum.
 double smooth_max(double a, double b, double p) {
@@ -159,8 +166,7 @@ double c_bandwidth_share(double c_bytes_resident, const HardwareSpec& hw) {
   const double f = hw.efficiency.gemm_accumulate_miss_bw;
   const double l2 = hw.gpu.l2_bytes;
   if (!(f < 1.0) || !(l2 > 0)) return 1.0;
-  const double miss = std::clamp((c_bytes_resident - 0.5 * l2) / (0.5 * l2), 0.0, 1.0);
-  return 1.0 - miss * (1.0 - f);
+  return 1.0 - l2_miss_share(c_bytes_resident, 0.5 * l2, l2) * (1.0 - f);
 }
 
 double one_gemm_time(double m, double n, double k, DType dtype, const HardwareSpec& hw, double c_bytes = 2.0) {
@@ -248,7 +254,7 @@ double attention_time(const AttentionShape& a, double flops, bool backward, cons
   // does 2.5x the FLOPs per byte and stays compute-bound.
   const double kv_head_bytes = 2.0 * static_cast<double>(a.seq_kv * (a.head_dim_qk + a.head_dim_v));
   if (!backward && hw.gpu.l2_bytes > 0 && kv_head_bytes > hw.gpu.l2_bytes && hw.gpu.hbm_bw > 0) {
-    const double miss = std::min(1.0, (kv_head_bytes - hw.gpu.l2_bytes) / hw.gpu.l2_bytes);
+    const double miss = l2_miss_share(kv_head_bytes, hw.gpu.l2_bytes, 2.0 * hw.gpu.l2_bytes);
     const double ctas = static_cast<double>(a.batch * a.heads_q) *
                         std::ceil(static_cast<double>(a.seq_q) / static_cast<double>(kAttentionBlockQ));
     const double bytes = miss * ctas * static_cast<double>(a.seq_kv) * wf * 2.0 *

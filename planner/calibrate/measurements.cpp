@@ -124,11 +124,11 @@ std::optional<std::vector<int64_t>> dims(const std::string& shape) {
 // hour, a message or copy of at most 1 TiB, GEMM and attention dimensions of at most 2^24.
 // Returns "" or what is wrong.
 std::string implausible(const MeasuredOp& m) {
-  constexpr double kMaxBytes = 1099511627776.0, kMaxDimD = static_cast<double>(kMaxDim);  // 2^24
+  constexpr double kMaxBytes = 1099511627776.0;
   if (!(m.measured_s >= 1e-8 && m.measured_s <= 3600.0))
     return fmt::format("time {:g} s is outside the physical range [10 ns, 1 h]", m.measured_s);
   const Op& op = m.op;
-  auto dim_ok = [&](double v) { return v >= 0 && v <= kMaxDimD; };
+  auto dim_ok = [&](double v) { return v >= 0 && v <= static_cast<double>(kMaxDim); };
   switch (op.kind) {
     case OpKind::kCollective:
     case OpKind::kSendRecv:
