@@ -5,10 +5,11 @@
 # validation/measured/h200/heldout3/DECLARATION.md (SET heldout3) or
 # validation/measured/h200/heldout4/DECLARATION.md (SET heldout4),
 # validation/measured/h200/heldout5/DECLARATION.md (SET heldout5) or
-# validation/measured/h200/heldout6/DECLARATION.md (SET heldout6) declares (never a calibration
-# input), or the MoE development re-measure (SET moe_dev).
+# validation/measured/h200/heldout6/DECLARATION.md (SET heldout6) or
+# validation/measured/h200/heldout7/DECLARATION.md (SET heldout7) declares (not a calibration
+# input before its one held-out score), or the MoE development re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|heldout3|heldout4|heldout5|heldout6|moe_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout7|moe_dev]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -56,9 +57,10 @@ attention() {  # attention SHAPES
   cp "$RES/attn/summary.json" "$OUT/attention.json"
 }
 kernels() {  # kernels BF16_SHAPES FP8_SHAPES COPY_FROM COPY_TO ATTENTION_SHAPES: a set's single-kernel runs
-  kernels "$1" \
-    "$2" "$3" "$4" \
-    "$5"
+  gemms bf16 "$1"
+  gemms fp8 "$2"
+  copies "$3" "$4"
+  attention "$5"
 }
 moe() {  # moe OUT_FILE TOKENS HIDDEN FFN EXPERTS TOPK SKEWS: one GPU (ep 1), dropless
   section "MoE $1"
@@ -75,6 +77,16 @@ moe_dev)
   moe moe_qwen3_ep1_s10 8192 2048 768 128 8 balanced,zipf:1.2
   moe moe_mixtral_ep1_s10 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_dsv2lite_ep1_s10 8192 2048 1408 64 6 balanced,zipf:0.8,zipf:1.5
+  ;;
+heldout7)
+  kernels 144x5120x4096,240x6144x2048,56x8192x6144,288x7168x4096,12288x40x4096,20480x8x6144,7168x96x3072,\
+36864x16x2048,1024x1024x2048,1664x1664x1664,2304x4608x2304,6144x8192x4096,3072x12288x2048,14336x4096x1280,10240x6144x896 \
+    576x6144x4096,2816x8192x2560,10240x3072x3072,5120x5120x1536 104K 26M \
+    1x56Kx32x8x128,3x10Kx32x8x128,1x112Kx24x8x128,1x200Kx32x8x128,1x24Kx48x8x64,6x2Kx32x8x128
+  moe moe_qwen3_30b_t16k_ep1 16384 2048 768 128 8 balanced,zipf:1.0
+  moe moe_dsv2lite_t12k_ep1 12288 2048 1408 64 6 balanced,zipf:1.2
+  moe moe_mixtral_t20k_ep1 20480 4096 14336 8 2 balanced,zipf:0.8
+  moe moe_gptoss_t24k_ep1 24576 2880 2880 128 4 balanced,zipf:1.0
   ;;
 heldout6)
   kernels 112x6144x4096,208x8192x3072,72x12288x4096,320x4096x7168,10240x32x4096,28672x8x3072,6144x160x2048,\
@@ -132,6 +144,6 @@ heldout)
   moe moe_mixtral_ep1 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_qwen3_ep1 8192 2048 768 128 8 balanced,zipf:1.2
   ;;
-*) echo "unknown set ${1}: build, heldout, heldout2, heldout3, heldout4, heldout5, heldout6 or moe_dev"; exit 2 ;;
+*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout7 or moe_dev"; exit 2 ;;
 esac
 section done

@@ -94,16 +94,17 @@ std::vector<Key> top_keys() {
   };
 }
 
-// gemm_roofline_exponent: 0 (no memory term) or a smooth-maximum exponent in [1, 64]; below 1
-// the "maximum" would exceed the sum of the two times.
+// gemm_roofline_exponent: 0 (no memory term) or a smooth-maximum exponent in [1, 1000]; below 1
+// the "maximum" would exceed the sum of the two times; from about 50 up it is the hard maximum
+// (a fit may go there: the H200 fit of session 16 gives ~90).
 Key roofline_exponent_key() {
-  Key k = real_key("gemm_roofline_exponent", 1.0, 0, false, 64,
+  Key k = real_key("gemm_roofline_exponent", 1.0, 0, false, 1000,
                    [](HardwareSpec& h) -> double& { return h.efficiency.gemm_roofline_exponent; });
   auto set = k.set;
   k.set = [set](const YAML::Node& n, HardwareSpec& h) -> std::string {
     if (std::string e = set(n, h); !e.empty()) return e;
     const double p = h.efficiency.gemm_roofline_exponent;
-    if (p > 0 && p < 1) return fmt::format("expected 0 (off) or a number in [1, 64], got {}", n.Scalar());
+    if (p > 0 && p < 1) return fmt::format("expected 0 (off) or a number in [1, 1000], got {}", n.Scalar());
     return {};
   };
   return k;
@@ -158,6 +159,8 @@ std::vector<Key> efficiency_keys() {
                [](HardwareSpec& h) -> double& { return h.efficiency.gemm_accumulate_miss_bw; }),
       real_key("gemm_c_write_exposed", 1.0, 0, false, 1,
                [](HardwareSpec& h) -> double& { return h.efficiency.gemm_c_write_exposed; }),
+      real_key("gemm_fill_bw_exponent", 1.0, 0, false, 4,
+               [](HardwareSpec& h) -> double& { return h.efficiency.gemm_fill_bw_exponent; }),
   };
 }
 
@@ -220,6 +223,8 @@ std::vector<Key> host_keys() {
                [](HardwareSpec& h) -> double& { return h.host.moe_overhead_fwd; }),
       real_key("moe_layer_overhead_bwd_us", kMicro, 0, false, 100000,
                [](HardwareSpec& h) -> double& { return h.host.moe_overhead_bwd; }),
+      real_key("exec_gemm_enqueue_us", kMicro, 0, false, 1000,
+               [](HardwareSpec& h) -> double& { return h.host.exec_gemm_enqueue; }),
   };
 }
 
@@ -387,23 +392,41 @@ Result<std::string> edit_hardware_profile(const std::string& text, const std::st
     if (!doc) return doc.error();
     const YAML::Node& root = doc.value();
     if (!root.IsMap()) return ConfigError{file, 1, 1, "", "expected a hardware profile mapping"};
-    const std::vector<Key> top_k = top_keys(), eff_k = efficiency_keys(), alw_k = allowance_keys();
+    const std::vector<Key> top_k = top_keys(), eff_k = efficiency_keys(), alw_k = allowance_keys(),
+                           host_k = host_keys();
     std::vector<std::string> lines;
     {
       std::istringstream in(text);
       for (std::string l; std::getline(in, l);) lines.push_back(l);
     }
+    // An edit's key ("efficiency.gemm", "host.sync_us", "name"): its block, name and Key.
+    struct Target {
+      std::string block, name;
+      const Key* key = nullptr;
+    };
+    auto target = [&](const std::string& dotted) {
+      Target t;
+      const auto dot = dotted.find('.');
+      t.block = dot == std::string::npos ? "" : dotted.substr(0, dot);
+      t.name = dot == std::string::npos ? dotted : dotted.substr(dot + 1);
+      const std::vector<Key>* keys = t.block.empty() ? &top_k : t.block == "efficiency" ? &eff_k
+                                                       : t.block == "allowances"           ? &alw_k
+                                                       : t.block == "host"                 ? &host_k
+                                                                                           : nullptr;
+      if (keys) {
+        const auto it = std::find_if(keys->begin(), keys->end(), [&](const Key& k) { return k.name == t.name; });
+        if (it != keys->end()) t.key = &*it;
+      }
+      return t;
+    };
     // New text of each edited line (0-based) and the comment lines to put above it.
     std::map<int, std::pair<std::string, std::vector<std::string>>> changed;
     for (const ProfileEdit& e : edits) {
-      const auto dot = e.key.find('.');
-      const std::string block = dot == std::string::npos ? "" : e.key.substr(0, dot);
-      const std::string name = dot == std::string::npos ? e.key : e.key.substr(dot + 1);
-      const std::vector<Key>* keys = block.empty() ? &top_k : block == "efficiency" ? &eff_k
-                                                        : block == "allowances" ? &alw_k : nullptr;
-      const auto it = keys ? std::find_if(keys->begin(), keys->end(), [&](const Key& k) { return k.name == name; })
-                           : top_k.end();
-      if (!keys || it == keys->end()) return ConfigError{file, 0, 0, e.key, "not a hardware profile key"};
+      const Target tg = target(e.key);
+      if (!tg.key) return ConfigError{file, 0, 0, e.key, "not a hardware profile key"};
+      const std::string& block = tg.block;
+      const std::string& name = tg.name;
+      const Key* it = tg.key;
       const YAML::Node map = block.empty() ? root : root[block];
       int line = -1;
       if (map && map.IsMap())
@@ -434,11 +457,7 @@ Result<std::string> edit_hardware_profile(const std::string& text, const std::st
     auto check = load_profile_text(out, file);
     if (!check) return check.error();
     for (const ProfileEdit& e : edits) {
-      const auto dot = e.key.find('.');
-      const std::string block = dot == std::string::npos ? "" : e.key.substr(0, dot);
-      const std::string name = dot == std::string::npos ? e.key : e.key.substr(dot + 1);
-      const std::vector<Key>& keys = block.empty() ? top_k : block == "efficiency" ? eff_k : alw_k;
-      const auto it = std::find_if(keys.begin(), keys.end(), [&](const Key& k) { return k.name == name; });
+      const Key* it = target(e.key).key;
       if (it->text(check.value()) != it->text(values))
         return ConfigError{file, 0, 0, e.key, "edited value did not survive a reload (internal error)"};
     }

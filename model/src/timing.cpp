@@ -76,6 +76,15 @@ MeshTopology mesh_topology(const Scenario& s, const Mesh& m) {
 
 namespace {
 
+// Share of the SMs a GEMM of m x n output keeps busy, to the power `exponent`: its output
+// tiles (gemm_tile_m x gemm_tile_n) over num_sms, at most 1; 1 with exponent 0 (off).
+double sm_fill(double m, double n, double exponent, const HardwareSpec& hw) {
+  if (!(exponent > 0) || hw.gpu.num_sms <= 0) return 1.0;
+  const EfficiencySpec& e = hw.efficiency;
+  const double tiles = std::ceil(m / std::max(1, e.gemm_tile_m)) * std::ceil(n / std::max(1, e.gemm_tile_n));
+  return std::pow(std::min(1.0, tiles / hw.gpu.num_sms), exponent);
+}
+
 // Efficiency of one GEMM of m x n x k (one expert of a group) relative to the dense peak of
 // its dtype.
 //  - Saturation in every dimension: d / (d + gemm_dim_half). Small m or n leave SMs or
@@ -99,11 +108,7 @@ double dims_efficiency(double m, double n, double k, DType dtype, const Hardware
     const double t = std::max(1, tile);
     return d / (std::ceil(d / t) * t);
   };
-  double fill = 1.0;
-  if (e.gemm_sm_fill_exponent > 0 && hw.gpu.num_sms > 0) {
-    const double tiles = std::ceil(m / std::max(1, e.gemm_tile_m)) * std::ceil(n / std::max(1, e.gemm_tile_n));
-    fill = std::pow(std::min(1.0, tiles / hw.gpu.num_sms), e.gemm_sm_fill_exponent);
-  }
+  const double fill = sm_fill(m, n, e.gemm_sm_fill_exponent, hw);
   return peak_fraction * sat(m, e.gemm_dim_half) * sat(n, e.gemm_dim_half) * sat(k, e.gemm_dim_half * k_half_scale) *
          edge(m, e.gemm_tile_m) * edge(n, e.gemm_tile_n) * fill;
 }
@@ -119,7 +124,7 @@ double shape_efficiency(const GemmShape& g, DType dtype, const HardwareSpec& hw)
 
 // Share of a working set's re-reads that miss L2: 0 while it is at most `fits` bytes, rising
 // linearly to 1 at `misses` bytes (an LRU cache swept cyclically by more than it holds misses
-// throughout). The K/V streaming of attention and an accumulating GEMM's C use it.
+// throughout). The K/V streaming of attention uses it.
 double l2_miss_share(double bytes, double fits, double misses) {
   return std::clamp((bytes - fits) / (misses - fits), 0.0, 1.0);
 }
@@ -155,25 +160,30 @@ double smooth_max(double a, double b, double p) {
 //   (validation/measured/h200/session15/short_k_gemm_bf16.json, a development set and a
 //   calibration input) run slower than the maximum prices by about 0.5-0.7 of their C write at
 //   the HBM rate, at every k; the time grows with the output, not with 1 / k.
-// - An accumulating BF16 C larger than L2 (gemm_accumulate_miss_bw < 1): C's traffic runs
-//   slower once its read no longer hits the cache (C was just written by the op before: the
-//   experts' path of dX). The miss share rises linearly from 0 at C = l2_bytes / 2 to 1 at
-//   l2_bytes; C's read and write then move at hbm_bw x hbm x gemm_accumulate_miss_bw. bench
-//   moe's router input gradients (K = 8-128 experts; heldout3/4 and session10, development
-//   sets) take 13-24 us up to C = 34 MB, priced within +-10 % at the full rate, and 43-57 us at
-//   C = 50-67 MB, 17-28 % slower than the full rate prices: their C moves at about 0.75 of it.
+// - An accumulating BF16 C larger than L2 (gemm_accumulate_miss_bw f < 1): C was just written
+//   by the op before (the experts' path of dX), so L2 still holds about l2_bytes / 2 of it; the
+//   rest of C's read misses, and the missing part's read-modify-write moves at f x the rate.
+//   The miss share 1 - (l2_bytes / 2) / C keeps growing with C (session 16: the earlier linear
+//   ramp, full at l2_bytes, priced C of 100-190 MB 13-14 % too fast); C's traffic takes
+//   (1 - miss) / rate + miss / (f x rate) per byte. bench moe's router input gradients (K = 8-128
+//   experts, C = 17-189 MB; every H200 set, development data) move 2C at 4.9 TB/s at 17 MB and
+//   at 2.6 TB/s from 130 MB up; `lcm calibrate` fits f.
 double c_bandwidth_share(double c_bytes_resident, const HardwareSpec& hw) {
   const double f = hw.efficiency.gemm_accumulate_miss_bw;
   const double l2 = hw.gpu.l2_bytes;
-  if (!(f < 1.0) || !(l2 > 0)) return 1.0;
-  return 1.0 - l2_miss_share(c_bytes_resident, 0.5 * l2, l2) * (1.0 - f);
+  if (!(f < 1.0) || !(f > 0) || !(l2 > 0) || !(c_bytes_resident > 0)) return 1.0;
+  const double miss = std::clamp(1.0 - 0.5 * l2 / c_bytes_resident, 0.0, 1.0);
+  return 1.0 / ((1.0 - miss) + miss / f);
 }
 
 double one_gemm_time(double m, double n, double k, DType dtype, const HardwareSpec& hw, double c_bytes = 2.0) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   const double t_compute = 2.0 * m * n * k / (peak_flops(dtype, hw) * dims_efficiency(m, n, k, dtype, hw));
   const double p = hw.efficiency.gemm_roofline_exponent;
-  const double bw = hw.gpu.hbm_bw * hw.efficiency.hbm;
+  // The memory stream is issued by the CTAs of the output tiles: fewer tiles than SMs leave
+  // part of the GPU's load bandwidth idle (gemm_fill_bw_exponent; bench moe's router GEMMs of
+  // 16-56 tiles move their operand at 2.4-3.3 TB/s, those of 64-128 tiles at 3.8-4.2).
+  const double bw = hw.gpu.hbm_bw * hw.efficiency.hbm * sm_fill(m, n, hw.efficiency.gemm_fill_bw_exponent, hw);
   if (!(p > 0) || !(bw > 0)) return t_compute;
   const double width = dtype == DType::kFp8 ? 1.0 : dtype == DType::kFp32 ? 4.0 : 2.0;
   // C bytes inside the maximum and after it: a BF16 C written once (2 B) inside, less the

@@ -95,16 +95,17 @@ TEST(TimingGemm, AccumulatingGemmMovesCAfterItsKLoop) {
   EXPECT_NEAR(gemm_time(g, DType::kBf16, h), 25.1870e-6, 1e-10);
 }
 
-// An accumulating BF16 C that outgrows L2 (the router's input gradient, K = 8 experts): with
-// gemm_accumulate_miss_bw f = 0.75 C's read and write move at hbm_bw x hbm x (1 - miss (1 - f)),
-// miss rising from 0 at C = l2 / 2 (25 MiB here) to 1 at l2 (50 MiB). p = 64 (the maximum);
-// hbm_bw x hbm = 2.8475e12 B/s; A and B are 8 x (m + n) x 2 B.
-// - 8192 x 4096 x 8: C = 64 MiB, miss 1, C at 2.135625e12: write 67 108 864 B = 31.4236 us
-//   + operands 196 608 B = 0.0690 us = 31.4926 us inside the maximum (compute 6.2483 us: eff
-//   0.8 x (8192/8256)(4096/4160)(8/72)); the read after it, 31.4236 us: 62.9161 us (47.2043 us
-//   at f = 1, the full rate).
-// - 4800 x 4096 x 8: C = 37.5 MiB, miss 0.5, C at 0.875 of the rate: 15.8319 us inside and
-//   15.7819 us after: 31.6138 us (27.6683 at f = 1).
+// An accumulating BF16 C that outgrows L2 (the router's input gradient, K = 8 experts): L2 holds
+// l2 / 2 (25 MiB here) of C, the rest of C's read misses (miss = 1 - 25 MiB / C), and with
+// gemm_accumulate_miss_bw f = 0.75 C's read and write take (1 - miss) / rate + miss / (f rate)
+// per byte: the rate times 1 / ((1 - miss) + miss / f). p = 64 (the maximum);
+// rate = hbm_bw x hbm = 2.8475e12 B/s; A and B are 8 x (m + n) x 2 B.
+// - 8192 x 4096 x 8: C = 64 MiB, miss 39/64 = 0.609375, share 1 / 1.203125 = 0.831169: write
+//   67 108 864 B = 28.3545 us + operands 196 608 B = 0.0690 us = 28.4239 us inside the maximum
+//   (compute 6.2483 us: eff 0.8 x (8192/8256)(4096/4160)(8/72)); the read after it, 28.3545 us:
+//   56.7787 us (47.2043 us at f = 1, the full rate).
+// - 4800 x 4096 x 8: C = 37.5 MiB, miss 1/3, share 0.9: 15.3935 us inside and 15.3435 us after:
+//   30.7370 us (27.6683 at f = 1).
 // - 4096 x 2048 x 8: C = 16 MiB fits in half of L2: 11.8183 us whatever f.
 // A BF16 C written once (c_bytes 2) and an FP32 C accumulated (8) do not take the term.
 TEST(TimingGemm, AccumulatingBf16CPastL2RunsAtTheMissRate) {
@@ -119,14 +120,32 @@ TEST(TimingGemm, AccumulatingBf16CPastL2RunsAtTheMissRate) {
   EXPECT_NEAR(t(4800, 4096, 4), 27.6683e-6, 1e-10);
   const double c2 = t(8192, 4096, 2), c8 = t(8192, 4096, 8);
   h.efficiency.gemm_accumulate_miss_bw = 0.75;
-  EXPECT_NEAR(t(8192, 4096, 4), 62.9161e-6, 1e-10);
-  EXPECT_NEAR(t(4800, 4096, 4), 31.6138e-6, 1e-10);
+  EXPECT_NEAR(t(8192, 4096, 4), 56.7787e-6, 1e-10);
+  EXPECT_NEAR(t(4800, 4096, 4), 30.7370e-6, 1e-10);
   EXPECT_NEAR(t(4096, 2048, 4), 11.8183e-6, 1e-10);
   EXPECT_DOUBLE_EQ(t(8192, 4096, 2), c2);
   EXPECT_DOUBLE_EQ(t(8192, 4096, 8), c8);
   // Without an L2 size the term has nothing to miss.
   h.gpu.l2_bytes = 0;
   EXPECT_NEAR(t(8192, 4096, 4), 47.2043e-6, 1e-10);
+}
+
+// The memory stream's SM fill (gemm_fill_bw_exponent f): with fewer output tiles than SMs the
+// operand traffic moves at the rate x (tiles / num_sms)^f. 2048 x 64 x 16384 on 64 x 64 tiles:
+// 32 tiles of the test H100's 132 SMs. Memory-bound: A 67 108 864 B + B 2 097 152 B + C 262 144 B
+// = 24.3962 us at 2.8475e12 B/s against 11.2 us of compute (eff 0.8 x (2048/2112)(64/128)
+// (16384/16448)); p = 64 (the maximum). f = 0.5 stretches it by (132 / 32)^0.5 = 2.0310 to
+// 49.5489 us. 16384 x 64 x 4096 has 256 tiles (all SMs busy): unchanged.
+TEST(TimingGemm, FewTilesSlowTheMemoryStream) {
+  HardwareSpec h = hw;
+  h.efficiency.gemm_roofline_exponent = 64;
+  h.efficiency.gemm_tile_m = h.efficiency.gemm_tile_n = 64;
+  const GemmShape few{2048, 64, 16384, 1}, many{16384, 64, 4096, 1};
+  EXPECT_NEAR(gemm_time(few, DType::kBf16, h), 24.3962e-6, 1e-10);
+  const double many_off = gemm_time(many, DType::kBf16, h);
+  h.efficiency.gemm_fill_bw_exponent = 0.5;
+  EXPECT_NEAR(gemm_time(few, DType::kBf16, h), 49.5489e-6, 1e-10);
+  EXPECT_DOUBLE_EQ(gemm_time(many, DType::kBf16, h), many_off);
 }
 
 // The exposed C store: gemm_c_write_exposed e of a BF16 C written once follows the roofline

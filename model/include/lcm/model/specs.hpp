@@ -284,6 +284,10 @@ struct EfficiencySpec {
   // hiding under it: each output tile's epilogue stores C after its k loop, and a persistent
   // kernel overlaps only part of that store with the next tile's math. 0 = all hidden.
   double gemm_c_write_exposed = 0;
+  // SM fill of a GEMM's memory stream: with fewer output tiles than SMs, the GEMM's operand
+  // traffic runs at hbm_bw x hbm x (tiles / num_sms)^f (each CTA's loads come from its own SM;
+  // split-K recovers part of the idle SMs, so f < 1). 0 = off.
+  double gemm_fill_bw_exponent = 0;
 
   bool operator==(const EfficiencySpec&) const = default;
 };
@@ -343,6 +347,11 @@ struct HostSpec {
   // and beyond its kernels, per forward and per backward.
   double moe_overhead_fwd = 0;
   double moe_overhead_bwd = 0;
+  // lcm-exec's host time per cuBLASLt GEMM it enqueues in its (ungated) benchmark loops: a
+  // measurement floor, not a training cost. Calibration predicts such a measured GEMM as the
+  // larger of its GPU time and this x its kernels (model/calibration.hpp, predict_time); the
+  // step time uses kernel_launch above. 0 = no floor.
+  double exec_gemm_enqueue = 0;
 
   bool operator==(const HostSpec&) const = default;
 };
