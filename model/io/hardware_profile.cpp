@@ -96,7 +96,7 @@ std::vector<Key> top_keys() {
 
 // gemm_roofline_exponent: 0 (no memory term) or a smooth-maximum exponent in [1, 1000]; below 1
 // the "maximum" would exceed the sum of the two times; from about 50 up it is the hard maximum
-// (a fit may go there: the H200 fit of session 16 gives ~90).
+// (a fit may go there: one H200 fit of session 16 gave 92).
 Key roofline_exponent_key() {
   Key k = real_key("gemm_roofline_exponent", 1.0, 0, false, 1000,
                    [](HardwareSpec& h) -> double& { return h.efficiency.gemm_roofline_exponent; });
@@ -161,6 +161,8 @@ std::vector<Key> efficiency_keys() {
                [](HardwareSpec& h) -> double& { return h.efficiency.gemm_c_write_exposed; }),
       real_key("gemm_fill_bw_exponent", 1.0, 0, false, 4,
                [](HardwareSpec& h) -> double& { return h.efficiency.gemm_fill_bw_exponent; }),
+      real_key("gemm_tile_small", 1.0, 0, false, 1024,
+               [](HardwareSpec& h) -> double& { return h.efficiency.gemm_tile_small; }),
   };
 }
 

@@ -148,6 +148,24 @@ TEST(TimingGemm, FewTilesSlowTheMemoryStream) {
   EXPECT_DOUBLE_EQ(gemm_time(many, DType::kBf16, h), many_off);
 }
 
+// The fallback tile (gemm_tile_small): each of m and n takes the lesser edge waste of its tile
+// and the small one. Compute only (no memory roofline), test H100 tiles 128 x 256:
+// - m = 160: 160 / 256 = 0.625 on 128-row tiles, 160 / 192 = 0.8333 on 64-row ones: the time
+//   x 0.625 / 0.8333 = 0.75;
+// - n = 320: 320 / 512 = 0.625 on 256-wide tiles, 320 / 320 = 1 on 64-wide ones: x 0.625;
+// - 4096 x 4096 (whole tiles either way): unchanged.
+TEST(TimingGemm, FallbackTileTakesTheLesserEdgeWaste) {
+  HardwareSpec h = hw;
+  h.efficiency.gemm_roofline_exponent = 0;
+  const GemmShape narrow_m{160, 4096, 4096, 1}, narrow_n{4096, 320, 4096, 1}, whole{4096, 4096, 4096, 1};
+  const double m0 = gemm_time(narrow_m, DType::kBf16, h), n0 = gemm_time(narrow_n, DType::kBf16, h),
+               w0 = gemm_time(whole, DType::kBf16, h);
+  h.efficiency.gemm_tile_small = 64;
+  EXPECT_NEAR(gemm_time(narrow_m, DType::kBf16, h) / m0, 0.75, 1e-12);
+  EXPECT_NEAR(gemm_time(narrow_n, DType::kBf16, h) / n0, 0.625, 1e-12);
+  EXPECT_DOUBLE_EQ(gemm_time(whole, DType::kBf16, h), w0);
+}
+
 // The exposed C store: gemm_c_write_exposed e of a BF16 C written once follows the roofline
 // maximum. 4096 x 4096 x 512 on the test H100 (p = 64): compute 25.1870 us, A and B 2.9460 us,
 // C 4096^2 x 2 B = 11.7838 us (hbm_bw x hbm = 2.8475e12 B/s). e = 0: all of C inside the

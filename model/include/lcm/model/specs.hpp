@@ -288,6 +288,10 @@ struct EfficiencySpec {
   // traffic runs at hbm_bw x hbm x (tiles / num_sms)^f (each CTA's loads come from its own SM;
   // split-K recovers part of the idle SMs, so f < 1). 0 = off.
   double gemm_fill_bw_exponent = 0;
+  // The smallest output-tile edge cuBLASLt falls back to (elements): a dimension's edge waste is
+  // the lesser of gemm_tile_m / _n's and this tile's (Hopper's WGMMA covers 64 rows per
+  // warpgroup; a kernel of 64-wide tiles wastes less on m = 160 or n = 320). 0 = off.
+  double gemm_tile_small = 0;
 
   bool operator==(const EfficiencySpec&) const = default;
 };
