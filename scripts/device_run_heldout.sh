@@ -6,10 +6,11 @@
 # validation/measured/h200/heldout4/DECLARATION.md (SET heldout4),
 # validation/measured/h200/heldout5/DECLARATION.md (SET heldout5) or
 # validation/measured/h200/heldout6/DECLARATION.md (SET heldout6) or
-# validation/measured/h200/heldout7/DECLARATION.md (SET heldout7) declares (not a calibration
+# validation/measured/h200/heldout7/DECLARATION.md (SET heldout7) or
+# validation/measured/h200/heldout8/DECLARATION.md (SET heldout8) declares (not a calibration
 # input before its one held-out score), or the MoE development re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout7|moe_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout8|moe_dev]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -78,6 +79,16 @@ moe_dev)
   moe moe_mixtral_ep1_s10 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_dsv2lite_ep1_s10 8192 2048 1408 64 6 balanced,zipf:0.8,zipf:1.5
   ;;
+heldout8)
+  kernels 176x6144x4096,104x8192x3072,264x5120x6144,40x12288x4096,14336x48x4096,9216x24x7168,26624x8x2048,\
+5120x192x4096,1152x1152x1152,896x1792x1792,2816x1408x2816,7168x6144x3072,3584x14336x2048,16384x3584x1536,8192x7168x640 \
+    704x5120x4096,3072x9216x2048,12288x2560x3584,4608x4608x1792 120K 30M \
+    1x72Kx32x8x128,2x14Kx40x8x128,1x136Kx16x4x128,1x168Kx32x8x128,1x28Kx32x8x64,5x3Kx32x8x128
+  moe moe_qwen3_30b_t20k_ep1 20480 2048 768 128 8 balanced,zipf:0.8
+  moe moe_dsv2lite_t20k_ep1 20480 2048 1408 64 6 balanced,zipf:1.0
+  moe moe_mixtral_t10k_ep1 10240 4096 14336 8 2 balanced,zipf:1.2
+  moe moe_gptoss_t12k_ep1 12288 2880 2880 128 4 balanced,zipf:0.8
+  ;;
 heldout7)
   kernels 144x5120x4096,240x6144x2048,56x8192x6144,288x7168x4096,12288x40x4096,20480x8x6144,7168x96x3072,\
 36864x16x2048,1024x1024x2048,1664x1664x1664,2304x4608x2304,6144x8192x4096,3072x12288x2048,14336x4096x1280,10240x6144x896 \
@@ -144,6 +155,6 @@ heldout)
   moe moe_mixtral_ep1 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_qwen3_ep1 8192 2048 768 128 8 balanced,zipf:1.2
   ;;
-*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout7 or moe_dev"; exit 2 ;;
+*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout8 or moe_dev"; exit 2 ;;
 esac
 section done
