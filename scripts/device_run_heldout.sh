@@ -1,14 +1,8 @@
 #!/usr/bin/env bash
-# One call on the nvidia-h200 device machine: build lcm-exec and measure a held-out set that
-# validation/measured/h200/heldout/DECLARATION.md (SET heldout, the default),
-# validation/measured/h200/heldout2/DECLARATION.md (SET heldout2),
-# validation/measured/h200/heldout3/DECLARATION.md (SET heldout3) or
-# validation/measured/h200/heldout4/DECLARATION.md (SET heldout4),
-# validation/measured/h200/heldout5/DECLARATION.md (SET heldout5) or
-# validation/measured/h200/heldout6/DECLARATION.md (SET heldout6) or
-# validation/measured/h200/heldout7/DECLARATION.md (SET heldout7) or
-# validation/measured/h200/heldout8/DECLARATION.md (SET heldout8) declares (not a calibration
-# input before its one held-out score), or the MoE development re-measure (SET moe_dev).
+# One call on the nvidia-h200 device machine: build lcm-exec and measure the held-out set that
+# validation/measured/h200/SET/DECLARATION.md declares (SET = heldout, the default, or heldout2
+# .. heldout8; not a calibration input before its one held-out score), or the MoE development
+# re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
 # Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout8|moe_dev]
 set -uo pipefail

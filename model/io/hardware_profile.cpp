@@ -230,6 +230,20 @@ std::vector<Key> host_keys() {
   };
 }
 
+// The keys of a profile's top level and of its keyed blocks; the loader and the editor both
+// look keys up here.
+struct ProfileKeys {
+  std::vector<Key> top = top_keys(), efficiency = efficiency_keys(), allowances = allowance_keys(), host = host_keys();
+  // A block's keys ("" = the top level), or nullptr for a name that is no keyed block.
+  const std::vector<Key>* block(std::string_view name) const {
+    return name.empty()              ? &top
+           : name == "efficiency"    ? &efficiency
+           : name == "allowances"    ? &allowances
+           : name == "host"          ? &host
+                                     : nullptr;
+  }
+};
+
 std::vector<std::string> names_of(const std::vector<Key>& keys) {
   std::vector<std::string> out;
   for (const Key& k : keys) out.emplace_back(k.name);
@@ -293,12 +307,12 @@ Result<HardwareSpec> load_profile_text(const std::string& text, const std::strin
 
   HardwareSpec h;
   std::set<std::string> seen;
-  const std::vector<Key> top_k = top_keys(), eff_k = efficiency_keys(), alw_k = allowance_keys(), host_k = host_keys();
-  if (auto e = parse_block(root, top_k, "", {"efficiency", "allowances", "uncertainty", "host"}, h, path, seen)) return *e;
-  for (const auto& [block, keys] :
-       {std::pair{"efficiency", &eff_k}, std::pair{"allowances", &alw_k}, std::pair{"host", &host_k}}) {
+  const ProfileKeys pk;
+  if (auto e = parse_block(root, pk.top, "", {"efficiency", "allowances", "uncertainty", "host"}, h, path, seen)) return *e;
+  for (const char* block : {"efficiency", "allowances", "host"}) {
+    const std::vector<Key>* keys = pk.block(block);
     const YAML::Node n = root[block];
-    if (!n && keys == &host_k) continue;  // optional: no host cost
+    if (!n && keys == &pk.host) continue;  // optional: no host cost
     if (!n) return error_at(top, block, fmt::format("missing required block '{}:'", block));
     Loc bl;
     for (const auto& kv : root)
@@ -334,7 +348,7 @@ Result<HardwareSpec> load_profile_text(const std::string& text, const std::strin
     return error_at(top, "hbm_capacity_GiB",
                     capacity == 0 ? "missing required key: one of hbm_capacity_GiB, hbm_capacity_GB, hbm_capacity_MiB"
                                   : "give the HBM capacity once (hbm_capacity_GiB, _GB or _MiB)");
-  for (const Key& k : top_k) {
+  for (const Key& k : pk.top) {
     const std::string name(k.name);
     if (name.rfind("hbm_capacity_", 0) == 0) continue;
     if (!seen.count(name)) return error_at(top, name, fmt::format("missing required key '{}'", name));
@@ -394,8 +408,7 @@ Result<std::string> edit_hardware_profile(const std::string& text, const std::st
     if (!doc) return doc.error();
     const YAML::Node& root = doc.value();
     if (!root.IsMap()) return ConfigError{file, 1, 1, "", "expected a hardware profile mapping"};
-    const std::vector<Key> top_k = top_keys(), eff_k = efficiency_keys(), alw_k = allowance_keys(),
-                           host_k = host_keys();
+    const ProfileKeys pk;
     std::vector<std::string> lines;
     {
       std::istringstream in(text);
@@ -411,11 +424,7 @@ Result<std::string> edit_hardware_profile(const std::string& text, const std::st
       const auto dot = dotted.find('.');
       t.block = dot == std::string::npos ? "" : dotted.substr(0, dot);
       t.name = dot == std::string::npos ? dotted : dotted.substr(dot + 1);
-      const std::vector<Key>* keys = t.block.empty() ? &top_k : t.block == "efficiency" ? &eff_k
-                                                       : t.block == "allowances"           ? &alw_k
-                                                       : t.block == "host"                 ? &host_k
-                                                                                           : nullptr;
-      if (keys) {
+      if (const std::vector<Key>* keys = pk.block(t.block)) {
         const auto it = std::find_if(keys->begin(), keys->end(), [&](const Key& k) { return k.name == t.name; });
         if (it != keys->end()) t.key = &*it;
       }
@@ -424,11 +433,8 @@ Result<std::string> edit_hardware_profile(const std::string& text, const std::st
     // New text of each edited line (0-based) and the comment lines to put above it.
     std::map<int, std::pair<std::string, std::vector<std::string>>> changed;
     for (const ProfileEdit& e : edits) {
-      const Target tg = target(e.key);
-      if (!tg.key) return ConfigError{file, 0, 0, e.key, "not a hardware profile key"};
-      const std::string& block = tg.block;
-      const std::string& name = tg.name;
-      const Key* it = tg.key;
+      const auto [block, name, it] = target(e.key);
+      if (!it) return ConfigError{file, 0, 0, e.key, "not a hardware profile key"};
       const YAML::Node map = block.empty() ? root : root[block];
       int line = -1;
       if (map && map.IsMap())

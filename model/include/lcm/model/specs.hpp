@@ -276,9 +276,10 @@ struct EfficiencySpec {
   // (tiles / num_sms)^g (split-K recovers part of the idle SMs, so g < 1). 0 = off.
   double gemm_sm_fill_exponent = 0;
   // Accumulating BF16 GEMM (C read and written, GemmShape::c_bytes 4: the router's input
-  // gradient added to the tokens' gradient): when its C no longer fits in L2 (m x n x 2 B from
-  // l2_bytes / 2 up to l2_bytes, a linear ramp), the read of C misses the cache and competes with
-  // the write stream; C's traffic then runs at this fraction of hbm_bw x hbm. 1 = off.
+  // gradient added to the tokens' gradient): L2 still holds about l2_bytes / 2 of the C the op
+  // before wrote; the rest of C's read misses (miss share 1 - (l2_bytes / 2) / C), and the
+  // missing part's traffic runs at this fraction of hbm_bw x hbm (timing.cpp,
+  // c_bandwidth_share). 1 = off.
   double gemm_accumulate_miss_bw = 1;
   // Share of a GEMM's BF16 C write (c_bytes 2) that follows the roofline maximum instead of
   // hiding under it: each output tile's epilogue stores C after its k loop, and a persistent
