@@ -89,6 +89,8 @@ std::vector<Key> top_keys() {
       real_key("nvlink_bw_GBps", kGiga, 0, true, 1e5, [](HardwareSpec& h) -> double& { return h.interconnect.nvlink_bw; }),
       real_key("nvlink_latency_us", kMicro, 0, false, 1e6,
                [](HardwareSpec& h) -> double& { return h.interconnect.nvlink_latency; }),
+      real_key("nvlink_ll_latency_us", kMicro, 0, false, 1e6,
+               [](HardwareSpec& h) -> double& { return h.interconnect.nvlink_ll_latency; }),
       real_key("nic_bw_GBps", kGiga, 0, true, 1e5, [](HardwareSpec& h) -> double& { return h.interconnect.nic_bw; }),
       real_key("nic_latency_us", kMicro, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.interconnect.nic_latency; }),
   };
@@ -145,6 +147,7 @@ std::vector<Key> efficiency_keys() {
                [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_sendrecv_scale; }),
       real_key("nvlink_ramp_exponent", 1.0, 0, true, 10,
                [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_ramp_exponent; }),
+      real_key("nvlink_ll", 1.0, 0, false, 1.0, [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_ll; }),
       real_key("kernel_fixed_us", kMicro, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.kernel_fixed; }),
       // Small-op regime (issue 12): GEMM memory roofline exponent, copy fixed time, attention CTA tail.
       roofline_exponent_key(),

@@ -148,6 +148,9 @@ Param p_a2a_scale{"efficiency.nvlink_alltoall_scale", 1, Transform::kPositive,
                   [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_alltoall_scale; }, 1.0};
 Param p_p2p_scale{"efficiency.nvlink_sendrecv_scale", 1, Transform::kPositive,
                   [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_sendrecv_scale; }, 1.0};
+// NCCL's LL protocol bandwidth (a fraction of nvlink_bw), from the small ring collectives.
+Param p_nvlink_ll{"efficiency.nvlink_ll", 1, Transform::kFraction,
+                  [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_ll; }, 0.2};
 Param p_ramp{"efficiency.nvlink_ramp_exponent", 1, Transform::kPositive,
              [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_ramp_exponent; }, 1.0};
 Param p_nic{"efficiency.nic", 1, Transform::kFraction, [](HardwareSpec& h) -> double& { return h.efficiency.nic; }};
@@ -355,6 +358,13 @@ std::vector<Param> class_params(CalibClass c, const std::vector<const MeasuredOp
       double lo = std::numeric_limits<double>::infinity();
       for (const MeasuredOp* m : pts) lo = std::min(lo, m->op.coll.message_bytes);
       if (lo <= 1 << 20) ps.push_back(p_coll_base);
+      // The LL protocol shows only in small ring collectives (all-reduce, all-gather,
+      // reduce-scatter): fitted where at least 3 of them are 1 MiB or smaller.
+      const auto small_ring = std::count_if(pts.begin(), pts.end(), [](const MeasuredOp* m) {
+        return m->op.coll.kind != Collective::kAllToAll && m->op.coll.kind != Collective::kSendRecv &&
+               m->op.coll.message_bytes <= (1 << 20);
+      });
+      if (small_ring >= 3) ps.push_back(p_nvlink_ll);
       if (pts.size() >= 12) ps.push_back(p_ramp);
       return ps;
     }

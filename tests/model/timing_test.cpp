@@ -335,6 +335,45 @@ TEST(TimingCollective, RingAllReduceNodeVsNodes) {
   EXPECT_NEAR(collective_time(ar16, GroupTopology{16, 2, 8}, hw), 30 * 10e-6 + 2.0 * 15 / 16 * S / bw16, 1e-12);
 }
 
+// NCCL's LL protocol (session 17): inside a node a ring collective takes the lesser of its
+// Simple time and collective_base + steps x nvlink_ll_latency + bus bytes / (nvlink_bw x
+// nvlink_ll). 256 KiB all-reduce on 8 GPUs, base 8 us, LL 0.2 x 450 = 90 GB/s, 0.6 us/step:
+//   Simple: 8 + 14 x 5 + 1.75 x 262144 / (369e9 x 262144 / (262144 + 8 MiB)) = 119.1 us
+//   LL:     8 + 14 x 0.6 + 1.75 x 262144 / 90e9                             =  21.5 us
+// A 1 GiB all-reduce stays Simple (LL: 20.9 ms of bytes); across nodes, all-to-all and
+// nvlink_ll = 0 keep the Simple time.
+TEST(TimingCollective, SmallRingCollectiveTakesTheLlProtocol) {
+  HardwareSpec h = hw;
+  h.efficiency.collective_base = 8e-6;
+  h.efficiency.nvlink_ll = 0.2;
+  h.interconnect.nvlink_ll_latency = 0.6e-6;
+  const double S = 262144;
+  const GroupTopology node{8, 1, 8};
+  const CollectiveShape ar{Collective::kAllReduce, CommDim::kTp, 8, S};
+  const double ll = 8e-6 + 14 * 0.6e-6 + 1.75 * S / 90e9;
+  EXPECT_NEAR(collective_time(ar, node, h), ll, 1e-12);
+  EXPECT_NEAR(ll, 21.5e-6, 0.1e-6);
+  const double nvl = 450e9 * 0.82 * S / (S + 8.0 * (1 << 20));
+  const double simple = 8e-6 + 14 * 5e-6 + 1.75 * S / nvl;
+  EXPECT_NEAR(simple, 119.1e-6, 0.1e-6);
+  // All-gather: n - 1 = 7 steps and 7/8 of S on the bus.
+  const CollectiveShape ag{Collective::kAllGather, CommDim::kTp, 8, S};
+  EXPECT_NEAR(collective_time(ag, node, h), 8e-6 + 7 * 0.6e-6 + 0.875 * S / 90e9, 1e-12);
+  // Large: Simple.
+  const double G = 1024.0 * 1024 * 1024;
+  const CollectiveShape big{Collective::kAllReduce, CommDim::kDp, 8, G};
+  EXPECT_NEAR(collective_time(big, node, h), 8e-6 + 14 * 5e-6 + 1.75 * G / (450e9 * 0.82 * G / (G + 8.0 * (1 << 20))), 1e-12);
+  // Across nodes: the NIC ring, no LL alternative (no multi-node measurements).
+  const double nic = 50e9 * 0.92 * S / (S + 4.0 * (1 << 20));
+  EXPECT_NEAR(collective_time(ar, GroupTopology{8, 8, 1}, h), 8e-6 + 14 * 10e-6 + 1.75 * S / nic, 1e-12);
+  // All-to-all keeps Simple.
+  const CollectiveShape a2a{Collective::kAllToAll, CommDim::kEp, 8, S};
+  EXPECT_NEAR(collective_time(a2a, node, h), 8e-6 + 5e-6 + S * 7 / 8 / nvl, 1e-12);
+  // Off: the Simple time.
+  h.efficiency.nvlink_ll = 0;
+  EXPECT_NEAR(collective_time(ar, node, h), simple, 1e-12);
+}
+
 // All-to-all of S bytes per rank over 16 ranks on 2 nodes: 7/16 of S over NVLink, 8/16
 // through the rank's own NIC, concurrently; the NIC share dominates.
 TEST(TimingCollective, AllToAllCrossingNodes) {

@@ -200,7 +200,10 @@ struct GpuSpec {
 struct InterconnectSpec {
   int gpus_per_node = 8;
   double nvlink_bw = 0;            // per GPU per direction, bytes/s
-  double nvlink_latency = 0;       // s
+  double nvlink_latency = 0;       // s, per ring step, NCCL's Simple protocol
+  // Per ring step over NVLink with NCCL's low-latency (LL) protocol, which NCCL picks for
+  // small ring collectives (timing.cpp); used only where efficiency.nvlink_ll > 0.
+  double nvlink_ll_latency = 0;    // s
   double nic_bw = 0;               // per GPU per direction, bytes/s
   double nic_latency = 0;          // s
 
@@ -253,6 +256,13 @@ struct EfficiencySpec {
   // plain hyperbola; g < 1 ramps more slowly (NCCL's bandwidth still grows from 64 MiB to
   // 1 GiB on H200).
   double nvlink_ramp_exponent = 1;
+  // Bus bandwidth of NCCL's low-latency (LL) protocol over NVLink as a fraction of
+  // nvlink_bw: LL sends 8-byte lines of 4 data bytes and 4 flag bytes, with no pipeline to
+  // fill, so small ring collectives (all-reduce, all-gather, reduce-scatter in one node)
+  // take the lesser of the Simple-protocol time and collective_base + steps x
+  // nvlink_ll_latency + bus bytes / (nvlink_bw x nvlink_ll), as NCCL's tuner picks the
+  // faster protocol. 0 = no LL alternative.
+  double nvlink_ll = 0;
   // --- Small-op regime (issue 12; timing.cpp, docs/time-model.md) ---
   // GEMM memory roofline: A, B (at the dtype's width) and C (bf16) moved at hbm_bw x hbm,
   // combined with the compute time as a smooth maximum (t_c^p + t_m^p)^(1/p): p = 1 adds
