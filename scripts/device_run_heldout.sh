@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One call on the nvidia-h200 device machine: build lcm-exec and measure the held-out set that
 # validation/measured/h200/SET/DECLARATION.md declares (SET = heldout, the default, or heldout2
-# .. heldout8; not a calibration input before its one held-out score), or the MoE development
+# .. heldout9; not a calibration input before its one held-out score), or the MoE development
 # re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout8|moe_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout9|moe_dev]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -72,6 +72,16 @@ moe_dev)
   moe moe_qwen3_ep1_s10 8192 2048 768 128 8 balanced,zipf:1.2
   moe moe_mixtral_ep1_s10 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_dsv2lite_ep1_s10 8192 2048 1408 64 6 balanced,zipf:0.8,zipf:1.5
+  ;;
+heldout9)
+  kernels 136x7168x4096,88x6144x5120,232x4096x6144,24x16384x4096,12288x56x4096,18432x16x5120,7168x128x3584,\
+30720x8x4096,1408x1408x1408,1024x2048x2560,2304x1152x2304,6656x5120x4096,4608x12288x2048,12288x4608x1280,10240x8192x512 \
+    832x6144x4096,2560x10240x2048,14336x3072x3072,5632x5632x2048 88K 28M \
+    1x88Kx32x8x128,1x120Kx24x8x128,1x152Kx32x8x128,1x208Kx16x8x128,1x96Kx32x8x192,1x184Kx32x8x64,1x60Kx32x8x128,2x24Kx32x8x128
+  moe moe_qwen3_30b_t28k_ep1 28672 2048 768 128 8 balanced,zipf:1.2
+  moe moe_dsv2lite_t18k_ep1 18432 2048 1408 64 6 balanced,zipf:0.8
+  moe moe_mixtral_t14k_ep1 14336 4096 14336 8 2 balanced,zipf:1.0
+  moe moe_gptoss_t20k_ep1 20480 2880 2880 128 4 balanced,zipf:1.2
   ;;
 heldout8)
   kernels 176x6144x4096,104x8192x3072,264x5120x6144,40x12288x4096,14336x48x4096,9216x24x7168,26624x8x2048,\
@@ -149,6 +159,6 @@ heldout)
   moe moe_mixtral_ep1 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_qwen3_ep1 8192 2048 768 128 8 balanced,zipf:1.2
   ;;
-*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout8 or moe_dev"; exit 2 ;;
+*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout9 or moe_dev"; exit 2 ;;
 esac
 section done
