@@ -266,10 +266,10 @@ double attention_time(const AttentionShape& a, double flops, bool backward, cons
   // fit. Hopper's L2 is two partitions, each caching the data its own SMs read, so data every
   // SM reads is held twice and a sweep fits in l2_bytes / 2; a cyclic sweep larger than an
   // LRU cache misses throughout, so the miss share rises from 0 at l2_bytes / 2 to 1 at
-  // l2_bytes (session 17: from l2_bytes to twice that before, which priced forwards of 98K-
-  // 180K tokens at d128, K/V of 1-1.8 x l2, 7-13 % too fast). The kernel then runs at the larger of its
-  // compute and its HBM time (TMA loads overlap the math: a hard maximum). The backward
-  // does 2.5x the FLOPs per byte and stays compute-bound.
+  // l2_bytes (session 17; from l2_bytes to twice that before, which priced forwards of
+  // 98K-180K tokens at d128, K/V of 1-1.8 x l2, 7-13 % too fast). The kernel then runs at the
+  // larger of its compute and its HBM time (TMA loads overlap the math: a hard maximum). The
+  // backward does 2.5x the FLOPs per byte and stays compute-bound.
   const double kv_head_bytes = 2.0 * static_cast<double>(a.seq_kv * (a.head_dim_qk + a.head_dim_v));
   if (!backward && hw.gpu.l2_bytes > 0 && kv_head_bytes > 0.5 * hw.gpu.l2_bytes && hw.gpu.hbm_bw > 0) {
     const double miss = l2_miss_share(kv_head_bytes, 0.5 * hw.gpu.l2_bytes, hw.gpu.l2_bytes);
@@ -319,7 +319,8 @@ double collective_time(const CollectiveShape& c, const GroupTopology& topo, cons
       // NCCL's tuner runs a small ring collective with the LL protocol when that is faster:
       // a shorter step latency, a lower bus bandwidth and no pipeline ramp (specs.hpp).
       if (intra && e.nvlink_ll > 0) {
-        const double ll = e.collective_base + steps * ic.nvlink_ll_latency + S * bus_factor(c.kind, n) / (ic.nvlink_bw * e.nvlink_ll);
+        const double ll = e.collective_base + steps * ic.nvlink_ll_latency +
+                          S * bus_factor(c.kind, n) / (ic.nvlink_bw * e.nvlink_ll);
         return std::min(simple, ll);
       }
       return simple;

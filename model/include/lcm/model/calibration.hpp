@@ -28,7 +28,7 @@ enum class CalibClass : uint8_t {
   kGemmFp8,     // efficiency.gemm_fp8
   kAttention,   // efficiency.attention_fwd, attention_bwd, attention_seq_half_tokens
   kMemory,      // efficiency.hbm
-  kNvlink,      // efficiency.nvlink, nvlink_half_MiB, nvlink_latency_us (groups on one node)
+  kNvlink,      // efficiency.nvlink, nvlink_half_MiB, nvlink_ll, ... (groups on one node)
   kNic,         // efficiency.nic, nic_half_MiB, nic_latency_us (groups across nodes)
 };
 inline constexpr int kNumCalibClasses = 6;
