@@ -314,16 +314,12 @@ double collective_time(const CollectiveShape& c, const GroupTopology& topo, cons
     case Collective::kReduceScatter: {
       const double busbw = intra ? nvl : std::min(nvl, nic * topo.per_node);
       const double steps = c.kind == Collective::kAllReduce ? 2.0 * (n - 1) : static_cast<double>(n - 1);
-      const double latency = e.collective_base + steps * (intra ? ic.nvlink_latency : ic.nic_latency);
-      const double simple = latency + S * bus_factor(c.kind, n) / busbw;
+      const double bus_bytes = S * bus_factor(c.kind, n);
+      const double simple = e.collective_base + steps * (intra ? ic.nvlink_latency : ic.nic_latency) + bus_bytes / busbw;
       // NCCL's tuner runs a small ring collective with the LL protocol when that is faster:
       // a shorter step latency, a lower bus bandwidth and no pipeline ramp (specs.hpp).
-      if (intra && e.nvlink_ll > 0) {
-        const double ll = e.collective_base + steps * ic.nvlink_ll_latency +
-                          S * bus_factor(c.kind, n) / (ic.nvlink_bw * e.nvlink_ll);
-        return std::min(simple, ll);
-      }
-      return simple;
+      if (!intra || e.nvlink_ll <= 0) return simple;
+      return std::min(simple, e.collective_base + steps * ic.nvlink_ll_latency + bus_bytes / (ic.nvlink_bw * e.nvlink_ll));
     }
     case Collective::kAllToAll: {
       // Each rank sends S/n to every peer: (per_node-1)/n of S over NVLink, the rest
