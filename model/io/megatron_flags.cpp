@@ -12,8 +12,6 @@ constexpr FlagRole kNote = FlagRole::kNoted, kReject = FlagRole::kUnsupported;
 
 constexpr FlagRule kRules[] = {
     // ---- accepted, reported as not modelled -----------------------------------------------
-    {"window-size", kNote, "", "sliding-window attention is counted as full causal attention (overestimates attention FLOPs)"},
-    {"window-attn-skip-freq", kNote, "", "sliding-window attention pattern is not modelled"},
     {"attention-output-gate", kNote, "", "the attention output gate (an extra h x heads*kv_channels weight per layer) is not counted"},
     {"num-distributed-optimizer-instances", kNote, "1", "optimizer sharding over partial data-parallel groups is modelled as one instance"},
     {"outer-dp-sharding-strategy", kNote, "no_shard", "hybrid (outer) data-parallel sharding is not modelled"},

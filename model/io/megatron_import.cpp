@@ -2,6 +2,7 @@
 // and the public import functions. Defaults are Megatron-LM's argparse/TransformerConfig
 // defaults @ d98e8a64 wherever a flag is absent (docs/scenario-format.md, "Megatron import").
 #include <algorithm>
+#include <charconv>
 #include <climits>
 #include <set>
 
@@ -29,7 +30,8 @@ constexpr std::string_view kMapped[] = {
     "moe-flex-dispatcher-backend", "moe-enable-deepep",
     "moe-router-score-function", "moe-router-num-groups", "moe-router-group-topk", "moe-router-enable-expert-bias",
     "moe-dispatch-fwd-dtype", "multi-latent-attention", "q-lora-rank", "kv-lora-rank", "qk-head-dim",
-    "qk-pos-emb-head-dim", "v-head-dim", "mtp-num-layers", "hidden-dropout", "attention-dropout",
+    "qk-pos-emb-head-dim", "v-head-dim", "mtp-num-layers", "hidden-dropout", "attention-dropout", "window-size",
+    "window-attn-skip-freq",
     // training
     "seq-length", "encoder-seq-length", "micro-batch-size", "global-batch-size", "step-batch-size-schedule", "bf16",
     "fp16", "fp8-format", "attention-backend", "transformer-impl", "use-flash-attn", "cross-entropy-loss-fusion",
@@ -251,9 +253,48 @@ void MegatronImporter::map_model() {
   from("model.hidden_dropout", "hidden-dropout");
   m.attention_dropout = real("attention-dropout", 0, false).value_or(0.1);
   from("model.attention_dropout", "attention-dropout");
+  map_window();
   map_position_embedding();
   map_vocab();
   map_moe();
+}
+
+// --window-size L,R (Megatron's tuple_type) and --window-attn-skip-freq N: sliding-window
+// attention. Only causal windows (R = 0) are modelled; L < 0 is no window. A list pattern of
+// --window-attn-skip-freq is not modelled.
+void MegatronImporter::map_window() {
+  ModelSpec& m = out_.draft.s.model;
+  if (const auto w = text("window-size")) {
+    std::string v = *w;
+    std::erase_if(v, [](char c) { return c == '(' || c == ')' || c == ' '; });
+    const size_t comma = v.find(',');
+    int64_t left = 0, right = -1;
+    const bool parsed = comma != std::string::npos &&
+                        std::from_chars(v.data(), v.data() + comma, left).ec == std::errc() &&
+                        std::from_chars(v.data() + comma + 1, v.data() + v.size(), right).ec == std::errc();
+    if (!parsed) {
+      fail("window-size", fmt::format("expected L,R (keys before and after each query), got '{}'", *w));
+      return;
+    }
+    if (right != 0) {
+      fail("window-size", fmt::format("only causal windows (R = 0) are modelled, got {},{}", left, right));
+      return;
+    }
+    if (left == 0) {
+      fail("window-size", "a window of 0 keys before each query leaves only the query itself; expected L >= 1 or -1");
+      return;
+    }
+    m.window_size = left < 0 ? 0 : left;
+    from("model.window_size", "window-size");
+  }
+  if (const auto f = text("window-attn-skip-freq")) {
+    if (f->find('[') != std::string::npos) {
+      fail("window-attn-skip-freq", fmt::format("a per-layer pattern ('{}') is not modelled; expected an integer N >= 1", *f));
+      return;
+    }
+    m.window_attn_skip_freq = static_cast<int>(integer("window-attn-skip-freq", 1).value_or(0));
+    from("model.window_attn_skip_freq", "window-attn-skip-freq");
+  }
 }
 
 void MegatronImporter::map_position_embedding() {

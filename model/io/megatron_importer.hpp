@@ -41,6 +41,7 @@ class MegatronImporter {
 
   void classify();
   void map_model();
+  void map_window();
   void map_position_embedding();
   void map_vocab();
   void map_moe();

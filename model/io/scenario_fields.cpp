@@ -153,6 +153,40 @@ std::string parse_rope_scaling(const YAML::Node& n, ScenarioDraft& d) {
   return {};
 }
 
+// window_size: Megatron's (left, right) pair [W, 0], or W alone; null or [-1, 0] = no window.
+// Only causal windows (right bound 0) are modelled.
+std::string parse_window_size(const YAML::Node& n, ScenarioDraft& d) {
+  const std::string expected = "expected a window of W >= 1 tokens before each query: W or [W, 0] (or null for none)";
+  int64_t& w = d.s.model.window_size;
+  if (n.IsNull()) return w = 0, std::string();
+  if (n.IsSequence()) {
+    if (n.size() != 2) return fmt::format("{}, got a list of {}", expected, n.size());
+    auto left = read_int(n[0], -1, limits::kSeqLength);
+    if (failed(left)) return expected + "; left bound: " + why(left);
+    auto right = read_int(n[1], 0);
+    if (failed(right)) return expected + "; right bound: " + why(right);
+    if (std::get<0>(right) != 0)
+      return fmt::format("only causal windows are modelled (right bound 0), got [{}, {}]", std::get<0>(left),
+                         std::get<0>(right));
+    if (std::get<0>(left) == 0) return expected + ", got [0, 0]";
+    w = std::get<0>(left) < 0 ? 0 : std::get<0>(left);
+    return {};
+  }
+  auto r = read_capped_int(n, 1, limits::kSeqLength);
+  if (failed(r)) return expected + "; " + why(r);
+  w = std::get<0>(r);
+  return {};
+}
+
+YAML::Node emit_window_size(const Scenario& s) {
+  if (s.model.window_size <= 0) return YAML::Node(YAML::NodeType::Null);
+  YAML::Node n(YAML::NodeType::Sequence);
+  n.push_back(s.model.window_size);
+  n.push_back(0);
+  n.SetStyle(YAML::EmitterStyle::Flow);
+  return n;
+}
+
 YAML::Node emit_rope_scaling(const Scenario& s) {
   YAML::Node n(YAML::NodeType::Map);
   const RopeScaling& rs = s.model.rope_scaling;
@@ -312,6 +346,9 @@ std::vector<FieldSpec> build() {
   f.push_back(optional_count(M, "max_position_embeddings", [](S& s) -> auto& { return s.model.max_position_embeddings; }, L::kSeqLength));
   f.push_back(real(M, "rotary_base", [](S& s) -> auto& { return s.model.rotary_base; }, 0.0, true));
   f.push_back({M, "rope_scaling", false, parse_rope_scaling, emit_rope_scaling});
+  f.push_back({M, "window_size", false, parse_window_size, emit_window_size});
+  f.push_back(optional_count(M, "window_attn_skip_freq", [](S& s) -> auto& { return s.model.window_attn_skip_freq; },
+                             L::kNumLayers));
   f.push_back(integer(M, "num_experts", [](S& s) -> auto& { return s.model.num_experts; }, 0, L::kNumExperts));
   f.push_back(integer(M, "moe_router_topk", [](S& s) -> auto& { return s.model.moe_router_topk; }, 1, L::kNumExperts));
   f.push_back(integer(M, "moe_ffn_hidden_size", [](S& s) -> auto& { return s.model.moe_ffn_hidden_size; }, 0, L::kFfnHiddenSize));

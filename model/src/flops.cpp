@@ -84,7 +84,11 @@ LayerFwd layer_fwd(const ModelSpec& m, int64_t seq, bool moe, bool causal_halved
   const double h = static_cast<double>(m.hidden_size);
   LayerFwd f;
   f.attn_proj = 2 * s * attn_proj_macs(m);
-  f.attn_core = 2 * s * s * attn_core_macs_per_pair(m) * (causal_halved ? 0.5 : 1.0);
+  // Causal pairs: s^2 / 2 (s^2 under the non-causal convention); a windowed layer's pairs
+  // (windowed_pair_fraction of s^2) are doubled the same way under that convention.
+  const double share = windowed_layer_share(m, moe);
+  const double pairs = (1.0 - share) * 0.5 + share * windowed_pair_fraction(m.window_size, seq);
+  f.attn_core = 2 * s * s * attn_core_macs_per_pair(m) * pairs * (causal_halved ? 1.0 : 2.0);
   if (moe) {
     const double topk = has_moe(m) ? m.moe_router_topk : 0;  // dense model: no experts
     f.routed = 2 * s * ffn_factor(m) * h * expert_ffn(m) * topk;
@@ -293,9 +297,49 @@ LayerFlops layer_forward_flops(const ModelSpec& model, int64_t seq, bool moe_lay
   return LayerFlops{f.attn_proj, f.attn_core, moe_layer ? f.routed + f.shared : f.dense_mlp};
 }
 
+double windowed_pair_fraction(int64_t window, int64_t seq) {
+  if (window <= 0 || seq <= 0 || window >= seq) return 0.5;
+  const double w = static_cast<double>(window), s = static_cast<double>(seq);
+  return (w * s - 0.5 * w * w) / (s * s);
+}
+
+double windowed_layer_share(const ModelSpec& m, bool moe_layers) {
+  if (m.window_size <= 0 || m.num_layers <= 0) return 0.0;
+  int kind = 0, windowed = 0;
+  for (int l = 1; l <= m.num_layers; ++l) {
+    const bool moe = has_moe(m) && (m.moe_layer_pattern.empty() || m.moe_layer_pattern[static_cast<size_t>(l - 1)] != 0);
+    if (moe != moe_layers) continue;
+    ++kind;
+    if (m.window_attn_skip_freq <= 0 || l % m.window_attn_skip_freq != 0) ++windowed;
+  }
+  // A kind without layers of its own (an MTP layer of the other kind): the model's share.
+  if (kind == 0) {
+    for (int l = 1; l <= m.num_layers; ++l)
+      if (m.window_attn_skip_freq <= 0 || l % m.window_attn_skip_freq != 0) ++windowed;
+    return static_cast<double>(windowed) / m.num_layers;
+  }
+  return static_cast<double>(windowed) / kind;
+}
+
+AttentionShape attention_windowed_view(const AttentionShape& a) {
+  AttentionShape w = a;
+  if (a.window > 0 && a.causal) w.work_fraction = windowed_pair_fraction(a.window, a.seq_kv);
+  w.windowed_share = a.window > 0 ? 1.0 : 0.0;
+  return w;
+}
+
+AttentionShape attention_full_view(const AttentionShape& a) {
+  AttentionShape f = a;
+  f.window = 0;
+  f.windowed_share = 0;
+  return f;
+}
+
 double attention_core_flops(const AttentionShape& a) {
-  const double pairs = static_cast<double>(a.seq_q) * static_cast<double>(a.seq_kv) * a.work_fraction *
-                       static_cast<double>(a.batch);
+  const double share = a.window > 0 ? std::clamp(a.windowed_share, 0.0, 1.0) : 0.0;
+  const double wf = share > 0 ? share * attention_windowed_view(a).work_fraction + (1.0 - share) * a.work_fraction
+                              : a.work_fraction;
+  const double pairs = static_cast<double>(a.seq_q) * static_cast<double>(a.seq_kv) * wf * static_cast<double>(a.batch);
   return 2.0 * pairs * static_cast<double>(a.heads_q) * static_cast<double>(a.head_dim_qk + a.head_dim_v);
 }
 

@@ -10,6 +10,7 @@
 
 #include "lcm/model/estimate.hpp"
 #include "lcm/model/flops.hpp"
+#include "lcm/model/limits.hpp"
 
 namespace lcm {
 
@@ -18,11 +19,28 @@ namespace {
 constexpr int64_t kProbeSeq = 4096;  // any s > 0 gives the same coefficients
 
 double crossover_for(const ModelSpec& model, bool moe_layer, bool causal_halved) {
-  const LayerFlops f = layer_forward_flops(model, kProbeSeq, moe_layer, causal_halved);
-  const double s = static_cast<double>(kProbeSeq);
-  const double c_attn = f.attn_core / (s * s);
-  const double c_mlp = f.mlp / s;
-  return c_attn > 0 ? c_mlp / c_attn : 0.0;
+  if (windowed_layer_share(model, moe_layer) <= 0) {
+    const LayerFlops f = layer_forward_flops(model, kProbeSeq, moe_layer, causal_halved);
+    const double s = static_cast<double>(kProbeSeq);
+    const double c_attn = f.attn_core / (s * s);
+    const double c_mlp = f.mlp / s;
+    return c_attn > 0 ? c_mlp / c_attn : 0.0;
+  }
+  // Sliding-window layers: a windowed layer's core grows linearly once s passes the window,
+  // so attention is no longer c_attn s^2 and the crossover is solved for: attention minus MLP
+  // grows with s (its per-token attention never shrinks), so bisect on the token count.
+  // Every layer windowed may never cross (per token, 2 W pairs against the MLP): 0.
+  const auto attention_leads = [&](int64_t s) {
+    const LayerFlops f = layer_forward_flops(model, s, moe_layer, causal_halved);
+    return f.attn_core > f.mlp;
+  };
+  int64_t lo = 1, hi = limits::kSeqLength;
+  if (!attention_leads(hi)) return 0.0;
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (attention_leads(mid) ? hi : lo) = mid;
+  }
+  return static_cast<double>(hi);
 }
 
 int count_moe_layers(const ModelSpec& model) {

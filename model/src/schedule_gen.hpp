@@ -341,7 +341,8 @@ void bda(Sink& out, OpId base, const Ctx& x) {
 // TP ranks every rank holds one, attention.py).
 // ---------------------------------------------------------------------------------
 template <class Sink>
-void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, double d_qk, double d_v) {
+void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, double d_qk, double d_v,
+                    double windowed_share) {
   const Scenario& s = *x.s;
   const double seq = x.r.seq;
   const int c = x.r.cp;
@@ -358,6 +359,10 @@ void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, do
   a.attn.heads_kv = static_cast<int64_t>(heads_kv);
   a.attn.seq_q = static_cast<int64_t>(seq / c);
   a.attn.seq_kv = static_cast<int64_t>(seq);
+  if (windowed_share > 0) {  // sliding-window layers among this kind's (windowed_layer_share)
+    a.attn.window = s.model.window_size;
+    a.attn.windowed_share = windowed_share;
+  }
 
   // Elements per token of Q, K, V, O on this rank, and bytes of its T tokens.
   const double q_tok = heads_q * d_qk, k_tok = heads_kv * d_qk, v_tok = heads_kv * d_v, o_tok = heads_q * d_v;
@@ -430,7 +435,7 @@ void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, do
 
 // Attention block forward: norm, TP enter, projections, core, out-proj, TP exit, bda.
 template <class Sink>
-void attention_block(Sink& out, const Ctx& x) {
+void attention_block(Sink& out, const Ctx& x, double windowed_share) {
   const ModelSpec& md = x.s->model;
   const double t = x.r.tp;
   const int64_t T = x.r.tokens_int;
@@ -463,7 +468,7 @@ void attention_block(Sink& out, const Ctx& x) {
       out(compute_el(gemm_op(OpId::kAttnQ, T, static_cast<int64_t>(a * (dn + dr) / t), h, 1, x), kUp));
     out(compute_el(gemm_op(OpId::kAttnKvUp, T, static_cast<int64_t>(a * (dn + dv) / t), md.kv_lora_rank, 1, x), kUp));
     out(compute_el(memory_op(OpId::kAttnRope, 2.0 * kAct * static_cast<double>(T) * (a / t + 1) * dr), kUp));
-    attention_core(out, x, a / t, a / t, dn + dr, dv);  // no GQA: every head has its own K, V
+    attention_core(out, x, a / t, a / t, dn + dr, dv, windowed_share);  // no GQA: every head has its own K, V
     out(compute_el(gemm_op(OpId::kAttnProj, T, h, static_cast<int64_t>(a * dv / t), 1, x)));
   } else {
     const double a = md.num_attention_heads;
@@ -477,7 +482,7 @@ void attention_block(Sink& out, const Ctx& x) {
       out(compute_el(memory_op(OpId::kAttnQkNorm, 2.0 * kAct * static_cast<double>(T) * (a + g) / t * dh)));
     if (md.position_embedding_type == PositionEmbedding::kRope)
       out(compute_el(memory_op(OpId::kAttnRope, 2.0 * kAct * static_cast<double>(T) * (a + g) / t * dh)));
-    attention_core(out, x, a / t, std::max(1.0, g / t), dh, dh);
+    attention_core(out, x, a / t, std::max(1.0, g / t), dh, dh, windowed_share);
     out(compute_el(gemm_op(OpId::kAttnProj, T, h, static_cast<int64_t>(a * dh / t), 1, x)));
   }
   tp_exit(out, OpId::kAttnSpReduceScatter, OpId::kAttnTpAllReduce, x.act, kTpLayer, x);
@@ -695,7 +700,7 @@ inline const Fp8Cast* fp8_cast_of(OpId gemm, const Scenario& s) {
 template <class Sink>
 void emit_layer(const Ctx& x, bool moe, Sink& out) {
   auto body = [&](auto& sink) {
-    attention_block(sink, x);
+    attention_block(sink, x, windowed_layer_share(x.s->model, moe));
     if (moe)
       moe_block(sink, x);
     else

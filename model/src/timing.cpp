@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lcm/model/comm.hpp"
+#include "lcm/model/flops.hpp"
 
 namespace lcm {
 
@@ -232,7 +233,10 @@ double gemm_time(const GemmShape& g, DType dtype, const HardwareSpec& hw) {
   return t + fixed;
 }
 
-double attention_time(const AttentionShape& a, double flops, bool backward, const HardwareSpec& hw) {
+namespace {
+
+// One fused attention kernel (every layer of the op alike).
+double one_attention_time(const AttentionShape& a, double flops, bool backward, const HardwareSpec& hw) {
   if (flops <= 0) return 0;
   const EfficiencySpec& e = hw.efficiency;
   const double kv = static_cast<double>(a.seq_kv) * a.work_fraction;
@@ -249,14 +253,18 @@ double attention_time(const AttentionShape& a, double flops, bool backward, cons
   const double rows = static_cast<double>(a.batch * a.heads_q * a.seq_q);  // query rows of all heads
   const double wf = std::clamp(a.work_fraction, 1e-9, 1.0);
   // CTA tail: a CTA computes kAttentionBlockQ query rows of one head; the longest attends
-  // min(1, 2 wf) of the keys (causal: the last block sees them all), so its share of the
-  // work is that over s_q x wf of one of b x heads (at most the whole head). Its time on one
+  // min(1, 2 wf) of the keys (causal: the last block sees them all; a sliding window: the
+  // window plus its own block), so its share of the work is that over s_q x wf of one of
+  // b x heads (at most the whole head). Its time on one
   // SM, at num_sms times less than the whole GPU's rate, is t x num_sms x its share; the
   // kernel ends at least when it does, and `attention_cta_tail` of it shows after the even
   // share.
   if (e.attention_cta_tail > 0 && hw.gpu.num_sms > 0 && rows > 0) {
     const double block = std::min<double>(kAttentionBlockQ, static_cast<double>(a.seq_q));
-    const double share = std::min(1.0, block * std::min(1.0, 2.0 * wf) / (static_cast<double>(a.seq_q) * wf)) /
+    const double keys = a.window > 0 ? std::min(1.0, static_cast<double>(a.window + kAttentionBlockQ) /
+                                                         static_cast<double>(a.seq_kv))
+                                     : std::min(1.0, 2.0 * wf);
+    const double share = std::min(1.0, block * keys / (static_cast<double>(a.seq_q) * wf)) /
                          static_cast<double>(a.batch * a.heads_q);
     const double longest = t * hw.gpu.num_sms * share;
     t = std::max(t + e.attention_cta_tail * longest, longest);
@@ -280,6 +288,21 @@ double attention_time(const AttentionShape& a, double flops, bool backward, cons
     t = std::max(t, bytes / (hw.gpu.hbm_bw * e.hbm));
   }
   return t + e.kernel_fixed;
+}
+
+}  // namespace
+
+// A sliding-window op stands for windowed_share of its layers windowed and the rest in full:
+// its time is the two populations' times weighted by the share, each at its own FLOPs (the
+// op's FLOPs per executed pair: the backward's factor included) and its own kernel shape.
+double attention_time(const AttentionShape& a, double flops, bool backward, const HardwareSpec& hw) {
+  if (flops <= 0) return 0;
+  if (a.window <= 0 || !(a.windowed_share > 0)) return one_attention_time(a, flops, backward, hw);
+  const double share = std::min(1.0, a.windowed_share);
+  const double per_flop = flops / attention_core_flops(a);
+  const AttentionShape w = attention_windowed_view(a), f = attention_full_view(a);
+  const double tw = one_attention_time(w, per_flop * attention_core_flops(w), backward, hw);
+  return share >= 1.0 ? tw : share * tw + (1.0 - share) * one_attention_time(f, per_flop * attention_core_flops(f), backward, hw);
 }
 
 double memory_time(double bytes, const HardwareSpec& hw) {

@@ -322,6 +322,17 @@ void check_attention_and_embeddings(const Scenario& s, Checker& check) {
   if (m.rope_scaling.type != RopeScalingType::kNone)
     check(m.position_embedding_type == PositionEmbedding::kRope || m.multi_latent_attention, "model.rope_scaling",
           "rope_scaling needs position_embedding_type: rope (or multi_latent_attention)");
+  // Transformer Engine runs sliding-window attention under CP with the a2a and all-gather
+  // implementations only (context_parallel.py: "No support for SWA with cp_comm_type p2p,
+  // a2a+p2p").
+  if (m.window_size > 0 && s.parallel.context_parallel_size > 1)
+    check(s.parallel.cp_comm_type == CpCommType::kA2A || s.parallel.cp_comm_type == CpCommType::kAllGather,
+          "parallel.cp_comm_type",
+          "sliding-window attention (model.window_size {}) runs under context parallelism with cp_comm_type a2a or "
+          "all_gather only, got {}",
+          m.window_size, s.parallel.cp_comm_type == CpCommType::kP2P ? "p2p" : "a2a+p2p");
+  if (m.window_attn_skip_freq > 0)
+    check(m.window_size > 0, "model.window_attn_skip_freq", "window_attn_skip_freq needs model.window_size");
   if (m.mtp_num_layers > 0)
     check(m.position_embedding_type != PositionEmbedding::kLearnedAbsolute, "model.mtp_num_layers",
           "Multi-Token Prediction (MTP) is not supported with learned_absolute position embedding type");

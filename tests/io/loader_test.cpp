@@ -193,6 +193,34 @@ TEST(Loader, MoeLayerFreqForms) {
   }
 }
 
+// window_size: W or Megatron's [W, 0]; null or [-1, 0] is no window; a right bound other than
+// 0 (a non-causal window) is refused, as is window_attn_skip_freq without a window.
+TEST(Loader, SlidingWindowForms) {
+  auto load_window = [&](const std::string& extra) {
+    return load_text(base_with("  position_embedding_type: rope\n", "  position_embedding_type: rope\n" + extra));
+  };
+  for (const std::string& form : {std::string("128"), std::string("[128, 0]")}) {
+    auto r = load_window("  window_size: " + form + "\n  window_attn_skip_freq: 2\n");
+    ASSERT_TRUE(r.ok()) << form << ": " << r.error().str();
+    EXPECT_EQ(r.value().model.window_size, 128) << form;
+    EXPECT_EQ(r.value().model.window_attn_skip_freq, 2) << form;
+  }
+  for (const std::string& off : {std::string("null"), std::string("[-1, 0]")}) {
+    auto r = load_window("  window_size: " + off + "\n");
+    ASSERT_TRUE(r.ok()) << off << ": " << r.error().str();
+    EXPECT_EQ(r.value().model.window_size, 0) << off;
+  }
+  const auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos ? ::testing::AssertionSuccess()
+                                                : ::testing::AssertionFailure() << "'" << text << "' lacks '" << part << "'";
+  };
+  EXPECT_TRUE(has(error_of(load_window("  window_size: [128, 4]\n")),
+                  "model.window_size: only causal windows are modelled (right bound 0), got [128, 4]"));
+  EXPECT_TRUE(has(error_of(load_window("  window_size: [128, 0, 1]\n")), "got a list of 3"));
+  EXPECT_TRUE(has(error_of(load_window("  window_attn_skip_freq: 2\n")),
+                  "model.window_attn_skip_freq: window_attn_skip_freq needs model.window_size"));
+}
+
 TEST(Loader, DistributedOptimizerAndShardingStrategy) {
   auto udo = load_text(kBaseScenario, {"use_distributed_optimizer=true"});
   ASSERT_TRUE(udo.ok());

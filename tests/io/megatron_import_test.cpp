@@ -327,12 +327,30 @@ TEST(MegatronImport, PipelineLayoutMapsOrIsApproximatedWithANote) {
               HasSubstr("places 2 transformer layers ('t') but num_layers is 4"));
 }
 
+// --window-size L,R and --window-attn-skip-freq N map to the model's sliding window; only
+// causal windows (R = 0) and an integer N are modelled, and they are no longer "ignored".
+TEST(MegatronImport, SlidingWindowAttention) {
+  auto r = import_line(kMinimal + "--window-size 127,0 --window-attn-skip-freq 2");
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(r.value().scenario.model.window_size, 127);
+  EXPECT_EQ(r.value().scenario.model.window_attn_skip_freq, 2);
+  EXPECT_TRUE(r.value().notes.empty());
+  EXPECT_THAT(r.value().ignored_flags, testing::Not(testing::Contains("--window-size")));
+  EXPECT_EQ(imported(kMinimal + "--window-size -1,0").model.window_size, 0);  // Megatron: no window
+  EXPECT_THAT(import_error(kMinimal + "--window-size 127,4"),
+              HasSubstr("--window-size: only causal windows (R = 0) are modelled, got 127,4"));
+  EXPECT_THAT(import_error(kMinimal + "--window-size 127"), HasSubstr("--window-size: expected L,R"));
+  EXPECT_THAT(import_error(kMinimal + "--window-size 128,0 --window-attn-skip-freq [1,0,1,0]"),
+              HasSubstr("--window-attn-skip-freq: a per-layer pattern ('[1,0,1,0]') is not modelled"));
+}
+
 TEST(MegatronImport, IgnoredNotedRejectedAndUnknownFlags) {
-  auto r = import_line(kMinimal + "--lr 1e-4 --data-path $DATA --log-interval 1 --window-size 127,0 --optimizer adam");
+  auto r = import_line(kMinimal + "--lr 1e-4 --data-path $DATA --log-interval 1 --attention-output-gate --optimizer adam");
   ASSERT_TRUE(r.ok()) << r.error().str();
   EXPECT_THAT(r.value().ignored_flags, testing::IsSupersetOf({"--lr", "--data-path", "--log-interval", "--optimizer"}));
   ASSERT_EQ(r.value().notes.size(), 1u);
-  EXPECT_THAT(r.value().notes[0], StartsWith("--window-size 127,0: sliding-window attention is counted as full causal"));
+  EXPECT_THAT(r.value().notes[0], StartsWith("--attention-output-gate"));
+  EXPECT_THAT(r.value().notes[0], HasSubstr("the attention output gate (an extra h x heads*kv_channels weight per layer) is not counted"));
   EXPECT_THAT(import_error(kMinimal + "--hybrid-layer-pattern M*M*"),
               HasSubstr("--hybrid-layer-pattern: not supported by lcm: hybrid Mamba/attention models are not modelled"));
   EXPECT_EQ(import_error(kMinimal + "--tensor-model-paralel-size 2"),

@@ -50,6 +50,25 @@ TEST(Validate, WorldDivisibleByTpPpCp) {
                  "context_parallel_size (2 * 1 * 3 = 6)");
 }
 
+// Transformer Engine runs a sliding window under CP with the a2a and all-gather
+// implementations only; all of them are fine without CP.
+TEST(Validate, SlidingWindowUnderContextParallelism) {
+  Scenario s = base();
+  s.model.window_size = 128;
+  s.model.window_attn_skip_freq = 2;
+  EXPECT_TRUE(validate_scenario(s).empty());
+  s.parallel.context_parallel_size = 2;
+  s.parallel.tensor_model_parallel_size = 1;
+  s.parallel.cp_comm_type = CpCommType::kP2P;
+  expect_problem(s, "parallel.cp_comm_type",
+                 "sliding-window attention (model.window_size 128) runs under context parallelism with cp_comm_type "
+                 "a2a or all_gather only, got p2p");
+  s.parallel.cp_comm_type = CpCommType::kAllGather;
+  EXPECT_TRUE(validate_scenario(s).empty());
+  s.model.window_size = 0;
+  expect_problem(s, "model.window_attn_skip_freq", "window_attn_skip_freq needs model.window_size");
+}
+
 TEST(Validate, HeadsDivisibleByTp) {
   Scenario s = base();
   s.model.num_attention_heads = 12;

@@ -172,6 +172,60 @@ TEST(Flops, CausalVersusFullAttention) {
   EXPECT_LT(rel(dn.model_flops - dc.model_flops, 3.0 * 64 * 4096 * 4096 * 62 * 128 * 320), 1e-9);
 }
 
+// Sliding-window attention (Megatron --window-size W,0 --window-attn-skip-freq N), hand-derived.
+// Query i attends min(i, W) + 1 keys; in the continuum that makes a causal square s^2 / 2, a
+// window covers W s - W^2 / 2 pairs: at s = 8192, W = 1024: 8388608 - 524288 = 7864320 pairs,
+// 0.1171875 of s^2 (0.234375 of the causal half).
+TEST(Flops, SlidingWindowAttention) {
+  EXPECT_DOUBLE_EQ(windowed_pair_fraction(1024, 8192), 7864320.0 / (8192.0 * 8192.0));
+  EXPECT_DOUBLE_EQ(windowed_pair_fraction(8192, 8192), 0.5);  // the window covers the sequence
+  EXPECT_DOUBLE_EQ(windowed_pair_fraction(0, 8192), 0.5);
+
+  // Which layers are windowed: layer l (1-based) unless N divides it.
+  ModelSpec m = llama3_8b(1, 1).model;  // 32 dense layers
+  EXPECT_DOUBLE_EQ(windowed_layer_share(m, false), 0.0);  // no window
+  m.window_size = 1024;
+  EXPECT_DOUBLE_EQ(windowed_layer_share(m, false), 1.0);  // N = 0: every layer
+  m.window_attn_skip_freq = 2;                            // GPT-OSS: layers 2, 4, ... full
+  EXPECT_DOUBLE_EQ(windowed_layer_share(m, false), 0.5);
+  m.window_attn_skip_freq = 3;  // layers 3, 6, ..., 30 full: 10 of 32
+  EXPECT_DOUBLE_EQ(windowed_layer_share(m, false), 22.0 / 32.0);
+  // By layer kind: 3 dense layers then 5 MoE layers, N = 2: dense 1, 3 windowed (2 of 3); MoE
+  // 4..8: 5 and 7 windowed (2 of 5).
+  ModelSpec moe = mixtral_8x7b(1, 1).model;
+  moe.num_layers = 8;
+  moe.moe_layer_pattern = {0, 0, 0, 1, 1, 1, 1, 1};
+  moe.window_size = 128;
+  moe.window_attn_skip_freq = 2;
+  EXPECT_DOUBLE_EQ(windowed_layer_share(moe, false), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(windowed_layer_share(moe, true), 2.0 / 5.0);
+
+  // The step's attention core: every layer windowed at W = 1024, s = 8192 does 0.234375 of the
+  // causal core's FLOPs; half the layers windowed, (1 + 0.234375) / 2 of it. Nothing else moves.
+  Scenario s = llama3_8b(8192, 128);
+  const Flops causal = count_flops(s, derive_mesh(s));
+  s.model.window_size = 1024;
+  const Flops all = count_flops(s, derive_mesh(s));
+  EXPECT_DOUBLE_EQ(all.fwd.attn_core, 0.234375 * causal.fwd.attn_core);
+  EXPECT_DOUBLE_EQ(all.fwd.attn_proj, causal.fwd.attn_proj);
+  EXPECT_DOUBLE_EQ(all.model_flops - causal.model_flops, 3 * (all.fwd.attn_core - causal.fwd.attn_core));
+  s.model.window_attn_skip_freq = 2;
+  EXPECT_DOUBLE_EQ(count_flops(s, derive_mesh(s)).fwd.attn_core, 0.5 * (1 + 0.234375) * causal.fwd.attn_core);
+  // The non-causal convention doubles a windowed layer's pairs as it doubles the causal half.
+  s.flop_convention.causal_halved = false;
+  EXPECT_DOUBLE_EQ(count_flops(s, derive_mesh(s)).fwd.attn_core, (1 + 0.234375) * causal.fwd.attn_core);
+
+  // One fused attention op (the schedule's): 1 x 8192 x 8192, 32 / 8 heads, d 128, half its
+  // layers windowed: 2 x pairs x 32 x (128 + 128), pairs = (8192^2 / 2 + 7864320) / 2.
+  AttentionShape a{1, 8192, 8192, 32, 8, 128, 128, true, 0.5};
+  a.window = 1024;
+  a.windowed_share = 0.5;
+  EXPECT_DOUBLE_EQ(attention_core_flops(a), 2.0 * (0.5 * 8192.0 * 8192.0 * 0.5 + 0.5 * 7864320.0) * 32 * 256);
+  EXPECT_DOUBLE_EQ(attention_windowed_view(a).work_fraction, 7864320.0 / (8192.0 * 8192.0));
+  EXPECT_DOUBLE_EQ(attention_full_view(a).work_fraction, 0.5);
+  EXPECT_EQ(attention_full_view(a).window, 0);
+}
+
 TEST(Flops, FullUniformRecomputeIsFourThirdsOnLayerGemms) {
   Scenario s = llama3_8b(8192, 128);
   s.parallel.recompute_granularity = RecomputeGranularity::kFull;

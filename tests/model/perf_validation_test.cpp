@@ -80,12 +80,15 @@ using namespace lcm;
 // these rows were seen. Then a selective recompute was charged only its modules' share of the
 // layer's Python (it had been charged a whole forward's), which made the GPT-OSS rows faster
 // and the figures worse: Bridge 19.8 %, all 15.4 % (+9.6 %), 48 within 20 %, band 44 of 54.
-// The bounds follow that (a physics fix kept though it scores worse on these rows).
-constexpr double kBridgeMaeBound = 20.0;       // tokens/s, %
+// The bounds follow that (a physics fix kept though it scores worse on these rows). Session 18
+// modelled GPT-OSS's sliding-window attention (window 128 on alternating layers, as the
+// architecture table states): less attention work makes those rows faster still, Bridge 20.1 %,
+// all 15.6 % (+9.8 %); the bounds follow again, for the same reason.
+constexpr double kBridgeMaeBound = 20.2;       // tokens/s, %
 constexpr double kNemoMaeBound = 11.0;         // tokens/s, %
 constexpr double kWeakScalingMaeBound = 11.0;  // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 11.5;     // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 15.5;      // all counted rows, primary metric, %
+constexpr double kOverallMaeBound = 15.7;      // all counted rows, primary metric, %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14. A floor, like
 // the bounds above.
@@ -250,6 +253,14 @@ ModelSpec model_from_arch(const Row& a) {
       m.moe_layer_pattern.insert(m.moe_layer_pattern.end(), static_cast<size_t>(e), 1);
     }
   }
+  // Sliding-window attention, as the source column states it (GPT-OSS: "window_attn_skip_freq=2
+  // (alternating SWA window 128 / full)").
+  std::smatch sw;
+  const std::string src = get(a, "source");
+  if (std::regex_search(src, sw, std::regex(R"(window_attn_skip_freq=(\d+) \(alternating SWA window (\d+))"))) {
+    m.window_attn_skip_freq = std::stoi(sw[1]);
+    m.window_size = std::stoll(sw[2]);
+  }
   const std::string mla = get(a, "mla");
   if (!mla.empty()) {
     m.multi_latent_attention = true;
@@ -344,7 +355,7 @@ Recipe recipe_for(const std::string& table, const ModelSpec& m) {
   } else if (n == "GPT-OSS-120B") {
     r.recompute = RecomputeGranularity::kSelective;
     r.recompute_modules = kRecomputeLayernorm | kRecomputeMoeAct;
-    r.note = "sliding-window attention (128) on half the layers not modelled: full causal attention assumed";
+    r.note = "learnable softmax offset (attention sinks) not modelled";
   }
   return r;
 }

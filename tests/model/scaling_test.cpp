@@ -1,6 +1,8 @@
 // Scaling table and the attention-vs-MLP crossover (hand-derived closed forms).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "../common/test_hardware.hpp"
 #include "../common/test_models.hpp"
 #include "lcm/model/scaling.hpp"
@@ -34,6 +36,21 @@ TEST(ScalingCrossover, DenseLlama3_8B) {
 
 // MoE layer: the MLP term uses the active experts, k·f_e (no shared experts in Mixtral):
 // s* = 3·4096·(2·14336) / (32·128) = 86016.
+// Sliding windows: with half the layers windowed (W = 4096) attention per layer is
+// K (s^2/2 + W s - W^2/2) / 2 against the MLP's m s, where m / K = 21504 (the causal crossover
+// 43008 = 2 m / K): s^2 - 4 (21504 - W / 2) s - W^2 = 0, s = (77824 + sqrt(77824^2 + 4 W^2)) / 2
+// = 78039.35. Every layer windowed at W = 4096 never crosses (per token 2 W = 8192 pairs' worth
+// against 43008): 0.
+TEST(ScalingCrossover, SlidingWindowLayers) {
+  ModelSpec m = testing::llama3_8b();
+  m.window_size = 4096;
+  m.window_attn_skip_freq = 2;
+  const double s = (77824.0 + std::sqrt(77824.0 * 77824.0 + 4.0 * 4096.0 * 4096.0)) / 2;
+  EXPECT_EQ(attention_mlp_crossover(m, true).dense_seq, std::ceil(s));
+  m.window_attn_skip_freq = 0;
+  EXPECT_EQ(attention_mlp_crossover(m, true).dense_seq, 0.0);
+}
+
 TEST(ScalingCrossover, MoeMixtral) {
   const Crossover x = attention_mlp_crossover(testing::mixtral_8x7b(), true);
   EXPECT_NEAR(x.moe_seq, 86016.0, 1e-6);

@@ -321,6 +321,38 @@ TEST(TimingAttention, ForwardStreamsKvPastL2) {
   EXPECT_NEAR(fwd(262144, true), bwd, 1e-9);
 }
 
+// Sliding-window attention (hand-derived): 1 x 4096 x 4096, 8 heads, d 128, window 512. A
+// windowed layer does 512 x 4096 - 512^2 / 2 = 1966080 pairs (0.1171875 of s^2): a query row
+// attends 480 keys on average, so the kernel runs at 0.65 x 480 / (480 + 512) of the peak, a
+// causal layer at 0.65 x 2048 / 2560. An op whose layers are half windowed takes the mean of
+// the two kernels' times, each with its fixed time.
+TEST(TimingAttention, SlidingWindowMixesWindowedAndFullLayers) {
+  HardwareSpec h = hw;
+  h.efficiency.attention_cta_tail = 0;
+  const double fixed = h.efficiency.kernel_fixed;
+  AttentionShape a{1, 4096, 4096, 8, 8, 128, 128, true, 0.5};
+  const double f_full = 2.0 * 4096.0 * 4096.0 * 0.5 * 8 * 256, f_win = 2.0 * 1966080.0 * 8 * 256;
+  const double t_full = f_full / (989.4e12 * 0.65 * 2048.0 / 2560.0) + fixed;
+  const double t_win = f_win / (989.4e12 * 0.65 * 480.0 / 992.0) + fixed;
+  EXPECT_NEAR(attention_time(a, f_full, false, h), t_full, 1e-15);
+  a.window = 512;
+  a.windowed_share = 1.0;
+  EXPECT_NEAR(attention_time(a, f_win, false, h), t_win, 1e-15);
+  a.windowed_share = 0.5;
+  EXPECT_NEAR(attention_time(a, 0.5 * (f_full + f_win), false, h), 0.5 * (t_full + t_win), 1e-15);
+  // The backward at 2.5x the FLOPs per pair: both populations at attention_bwd.
+  const double b_full = 2.5 * f_full / (989.4e12 * 0.5 * 2048.0 / 2560.0) + fixed;
+  const double b_win = 2.5 * f_win / (989.4e12 * 0.5 * 480.0 / 992.0) + fixed;
+  EXPECT_NEAR(attention_time(a, 2.5 * 0.5 * (f_full + f_win), true, h), 0.5 * (b_full + b_win), 1e-15);
+  // CTA tail of a windowed kernel: its longest CTA (128 queries) attends the window plus its own
+  // block, 640 of 4096 keys; its share of one of 8 heads' work is 128 x 640 / (4096 x 480) / 8 =
+  // 1 / 192, so on one of 132 SMs it takes 132 / 192 = 0.6875 of the even time: with a tail of
+  // 0.5 the kernel takes 1.34375 x its even compute time.
+  h.efficiency.attention_cta_tail = 0.5;
+  a.windowed_share = 1.0;
+  EXPECT_NEAR(attention_time(a, f_win, false, h), 1.34375 * (t_win - fixed) + fixed, 1e-15);
+}
+
 // Ring all-reduce of 1 GiB over 8 GPUs: inside one node (NVLink) vs one GPU on each of 8
 // nodes (NIC-bound). t = 2(n-1)·alpha + 2(n-1)/n · S / busbw.
 TEST(TimingCollective, RingAllReduceNodeVsNodes) {

@@ -102,6 +102,9 @@ TrainPlan plan_training(const TrainOptions& o, int gpus) {
   if (md.moe_routing_skew > 0)
     refuse("model.moe_routing_skew is the routing the estimate assumes; the runner routes with its own router, so a "
            "comparison would not be like for like: --set model.moe_routing_skew=balanced");
+  if (md.window_size > 0)
+    refuse("sliding-window attention is not implemented by the runner (full causal attention only): --set "
+           "model.window_size=null --set model.window_attn_skip_freq=null");
   if (s.training.attention_backend != AttentionBackend::kFused)
     refuse("the runner uses fused (cuDNN) attention only: --set training.attention_backend=fused");
   if (!s.training.grad_reduce_in_fp32 || s.training.main_params_dtype != DType::kFp32 ||

@@ -65,4 +65,17 @@ LayerFlops layer_forward_flops(const ModelSpec& model, int64_t seq, bool moe_lay
 double attention_core_flops(const AttentionShape& a);
 inline constexpr double kAttentionBackwardFlopFactor = 2.5;
 
+// Sliding-window attention. Query i of a causal sequence of `seq` tokens attends min(i, W) + 1
+// keys; as a fraction of the seq x seq matrix, in the continuum that makes a full causal
+// square 1/2: (W s - W^2 / 2) / s^2 for W < s, else 1/2 (the window covers the sequence).
+double windowed_pair_fraction(int64_t window, int64_t seq);
+// Share of a layer kind's layers (MoE or dense) that run windowed attention: layer l
+// (1-based) is windowed unless window_attn_skip_freq N > 0 divides l; 0 without a window.
+double windowed_layer_share(const ModelSpec& m, bool moe_layers);
+// The two layer populations of a mixed attention op (AttentionShape::windowed_share): every
+// layer windowed (work_fraction from the window over the seq_kv keys, the per-rank share of
+// the same pairs: seq_q / seq_kv of them), or every layer in full (no window).
+AttentionShape attention_windowed_view(const AttentionShape& a);
+AttentionShape attention_full_view(const AttentionShape& a);
+
 }  // namespace lcm

@@ -421,6 +421,12 @@ struct AttentionShape {
   int64_t head_dim_v = 0;
   bool causal = true;
   double work_fraction = 1.0;  // fraction of the seq_q x seq_kv score matrix computed
+  // Sliding-window attention (ModelSpec::window_size): in `windowed_share` of the layers this
+  // op stands for, each query attends the `window` keys before it (and itself) instead of
+  // work_fraction of the matrix; the other layers attend in full. One op prices the mix: its
+  // FLOPs and time are the two views' weighted by the share (attention_windowed_view). 0 = none.
+  int64_t window = 0;
+  double windowed_share = 0;
   bool operator==(const AttentionShape&) const = default;
 };
 

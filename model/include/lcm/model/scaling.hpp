@@ -36,7 +36,9 @@ struct ScalingRow {
 struct Crossover {
   // Sequence length where per-layer attention-core FLOPs equal MLP FLOPs:
   //   dense: s* = 2 * r * h * f / (c * a * d_qk_v) with the constants documented in
-  //   scaling.cpp; MoE uses the active experts (top-k routed + shared).
+  //   scaling.cpp; MoE uses the active experts (top-k routed + shared). With sliding-window
+  //   layers the crossover is solved for (the first token count where attention leads); 0
+  //   when attention never overtakes (every layer windowed with a short window).
   double dense_seq = 0;  // for the model's dense layers (0 if it has none)
   double moe_seq = 0;    // for its MoE layers (0 if none)
 };

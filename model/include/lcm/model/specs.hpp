@@ -86,6 +86,12 @@ struct ModelSpec {
   int64_t max_position_embeddings = 0;  // learned absolute only
   double rotary_base = 10000.0;
   RopeScaling rope_scaling;
+  // Sliding-window attention (Megatron --window-size W,0 and --window-attn-skip-freq N): in a
+  // windowed layer query i attends keys i-W .. i. With N > 0 every layer whose 1-based number
+  // is a multiple of N keeps full causal attention (GPT-OSS: N = 2, half the layers); N = 0:
+  // every layer is windowed. window_size 0 = no window.
+  int64_t window_size = 0;
+  int window_attn_skip_freq = 0;
 
   // Mixture of experts (num_experts == 0: dense model).
   int num_experts = 0;

@@ -38,8 +38,8 @@ Result<Scenario> import_megatron(const std::vector<MegatronFlag>& flags, int num
 
 // The same import plus what the importer did not take over one to one, for `lcm import` to
 // show: `notes` lists approximations and flags that change cost but that lcm does not model
-// (e.g. "--window-size 127,0: sliding-window attention is counted as full causal
-// attention"); `ignored_flags` lists the known Megatron flags without effect on cost (data
+// (e.g. "--attention-output-gate: the attention output gate ... is not counted");
+// `ignored_flags` lists the known Megatron flags without effect on cost (data
 // paths, logging, checkpointing, learning-rate schedule, ...).
 struct MegatronImportReport {
   Scenario scenario;
