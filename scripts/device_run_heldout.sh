@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One call on the nvidia-h200 device machine: build lcm-exec and measure the held-out set that
 # validation/measured/h200/SET/DECLARATION.md declares (SET = heldout, the default, or heldout2
-# .. heldout9; not a calibration input before its one held-out score), or the MoE development
+# .. heldout10; not a calibration input before its one held-out score), or the MoE development
 # re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout9|moe_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout10|moe_dev]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -51,6 +51,11 @@ attention() {  # attention SHAPES
   timeout 240 $MPI "$EXE" bench attention --point-ms 500 --out "$RES/attn" --shapes "$1"
   cp "$RES/attn/summary.json" "$OUT/attention.json"
 }
+attention_window() {  # attention_window WINDOW SHAPES: causal sliding-window attention
+  section "attention, window $1"
+  timeout 240 $MPI "$EXE" bench attention --point-ms 500 --window "$1" --out "$RES/attn_w$1" --shapes "$2"
+  cp "$RES/attn_w$1/summary.json" "$OUT/attention_w$1.json"
+}
 kernels() {  # kernels BF16_SHAPES FP8_SHAPES COPY_FROM COPY_TO ATTENTION_SHAPES: a set's single-kernel runs
   gemms bf16 "$1"
   gemms fp8 "$2"
@@ -65,6 +70,11 @@ moe() {  # moe OUT_FILE TOKENS HIDDEN FFN EXPERTS TOPK SKEWS: one GPU (ep 1), dr
 }
 
 case ${1:-heldout} in
+heldout10)
+  attention_window 128 1x4096x64x8x64,1x8192x64x8x64,1x32768x64x8x64,4x4096x64x8x64
+  attention_window 1024 1x16384x32x16x128,1x65536x32x8x128
+  attention_window 4096 1x32768x32x8x128,1x131072x32x8x128,1x16384x48x8x128
+  ;;
 moe_dev)
   # Development measurements (session 10): the grouped expert GEMMs of the first two held-out
   # sets' MoE shapes again, with the runner's per-shape-bucket cuBLASLt algorithm cache (the
@@ -159,6 +169,6 @@ heldout)
   moe moe_mixtral_ep1 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_qwen3_ep1 8192 2048 768 128 8 balanced,zipf:1.2
   ;;
-*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout9 or moe_dev"; exit 2 ;;
+*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout10 or moe_dev"; exit 2 ;;
 esac
 section done

@@ -352,6 +352,11 @@ std::optional<MeasuredOp> point_op(const json& p, const std::string& key, const 
       s.head_dim_v = a.contains("d_v") ? integer(a, "d_v", kMaxDim) : s.head_dim_qk;
       s.causal = a.value("causal", true);
       s.work_fraction = s.causal ? 0.5 : 1.0;
+      // A sliding window (lcm-exec --window W): every query attends W keys before it.
+      if (s.causal && a.contains("window") && integer(a, "window", kMaxDim) > 0) {
+        s.window = integer(a, "window", kMaxDim);
+        s.windowed_share = 1.0;
+      }
       const std::string op = p.value("op", "");
       m->op.pass = key.find("/bwd/") != std::string::npos || op.ends_with(".bwd") ? Pass::kBwd : Pass::kFwd;
     } else {

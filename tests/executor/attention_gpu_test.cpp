@@ -37,8 +37,9 @@ float bf16_value(uint64_t seed, uint64_t i) { return __bfloat162float(__float2bf
 
 // ---------------------------------------------------------------- reference vs float64
 
-TEST(AttentionRefOnGpu, MatchesCpuFloat64) {
-  LCM_REQUIRE_GPU();
+// The GPU reference against a CPU float64 computation from the definitions; with `window` > 0
+// query i attends keys max(0, i - window) .. i only (a sliding window).
+void reference_matches_cpu(int64_t window) {
   AttentionProblem p;
   p.b = 2;
   p.s = 70;  // not a multiple of anything the kernels chunk by
@@ -46,6 +47,8 @@ TEST(AttentionRefOnGpu, MatchesCpuFloat64) {
   p.hkv = 2;
   p.d = 32;
   p.scale = 0.6f;  // a peakier softmax than 1/sqrt(d)
+  p.window = window;
+  const auto first_key = [&](int64_t i) { return window > 0 ? std::max<int64_t>(0, i - window) : 0; };
   const size_t qn = static_cast<size_t>(p.q_elems()), kn = static_cast<size_t>(p.kv_elems());
   void *q, *k, *v, *g;
   ASSERT_EQ(cudaMalloc(&q, qn * 2), cudaSuccess);
@@ -67,8 +70,8 @@ TEST(AttentionRefOnGpu, MatchesCpuFloat64) {
       std::vector<double> P(static_cast<size_t>(S * S), 0.0);
       for (int64_t i = 0; i < S; ++i) {
         double mx = -1e300;
-        std::vector<double> sv(static_cast<size_t>(i + 1));
-        for (int64_t j = 0; j <= i; ++j) {
+        std::vector<double> sv(static_cast<size_t>(i + 1), -1e300);
+        for (int64_t j = first_key(i); j <= i; ++j) {
           double dot = 0;
           for (int64_t t = 0; t < D; ++t)
             dot += bf16_value(11, p.q_offset(b, h, i, t)) * static_cast<double>(bf16_value(12, p.kv_offset(b, hk, j, t)));
@@ -76,19 +79,19 @@ TEST(AttentionRefOnGpu, MatchesCpuFloat64) {
           mx = std::max(mx, sc * dot);
         }
         double z = 0;
-        for (double x : sv) z += std::exp(x - mx);
+        for (int64_t j = first_key(i); j <= i; ++j) z += std::exp(sv[static_cast<size_t>(j)] - mx);
         L[static_cast<size_t>(p.stat_offset(b, h, i))] = mx + std::log(z);
-        for (int64_t j = 0; j <= i; ++j) P[static_cast<size_t>(i * S + j)] = std::exp(sv[static_cast<size_t>(j)] - mx) / z;
+        for (int64_t j = first_key(i); j <= i; ++j) P[static_cast<size_t>(i * S + j)] = std::exp(sv[static_cast<size_t>(j)] - mx) / z;
         for (int64_t t = 0; t < D; ++t) {
           double o = 0;
-          for (int64_t j = 0; j <= i; ++j) o += P[static_cast<size_t>(i * S + j)] * bf16_value(13, p.kv_offset(b, hk, j, t));
+          for (int64_t j = first_key(i); j <= i; ++j) o += P[static_cast<size_t>(i * S + j)] * bf16_value(13, p.kv_offset(b, hk, j, t));
           O[static_cast<size_t>(p.q_offset(b, h, i, t))] = o;
         }
       }
       for (int64_t i = 0; i < S; ++i) {
         double Di = 0;
         for (int64_t t = 0; t < D; ++t) Di += bf16_value(14, p.q_offset(b, h, i, t)) * O[static_cast<size_t>(p.q_offset(b, h, i, t))];
-        for (int64_t j = 0; j <= i; ++j) {
+        for (int64_t j = first_key(i); j <= i; ++j) {
           double dp = 0;
           for (int64_t t = 0; t < D; ++t) dp += bf16_value(14, p.q_offset(b, h, i, t)) * static_cast<double>(bf16_value(13, p.kv_offset(b, hk, j, t)));
           const double pij = P[static_cast<size_t>(i * S + j)], ds = pij * (dp - Di);
@@ -117,7 +120,8 @@ TEST(AttentionRefOnGpu, MatchesCpuFloat64) {
   cudaMemcpy(dqr, qr.data(), qr.size() * 4, cudaMemcpyHostToDevice);
   cudaMemcpy(dkr, kr.data(), kr.size() * 4, cudaMemcpyHostToDevice);
   kernels::AttnRefDesc rd{static_cast<int32_t>(p.b), static_cast<int32_t>(p.s), static_cast<int32_t>(p.hq),
-                          static_cast<int32_t>(p.hkv), static_cast<int32_t>(p.d), p.scale, 1};
+                          static_cast<int32_t>(p.hkv), static_cast<int32_t>(p.d), p.scale, 1,
+                          static_cast<int32_t>(window)};
   kernels::attention_ref_fwd(rd, q, k, v, g, dqr, static_cast<int>(nq), o, om, lse, ds, da, nullptr);
   kernels::attention_ref_dq(rd, q, k, v, g, dqr, static_cast<int>(nq), lse, ds, da, gq, gqm, nullptr);
   // Full rows are in [b][h][i] order, so the compact row arrays are already [b][h_q][s].
@@ -166,6 +170,18 @@ TEST(AttentionRefOnGpu, MatchesCpuFloat64) {
   for (void* x : std::initializer_list<void*>{dqr, dkr, o, om, lse, ds, da, gq, gqm, gk, gkm, gv, gvm}) cudaFree(x);
 }
 
+TEST(AttentionRefOnGpu, MatchesCpuFloat64) {
+  LCM_REQUIRE_GPU();
+  reference_matches_cpu(0);
+}
+
+// A sliding window of 17 keys on 70 tokens: rows near the start see their whole prefix, the
+// rest 18 keys (the window and themselves).
+TEST(AttentionRefOnGpu, SlidingWindowMatchesCpuFloat64) {
+  LCM_REQUIRE_GPU();
+  reference_matches_cpu(17);
+}
+
 // ---------------------------------------------------------------- cuDNN vs reference
 
 #ifdef LCM_EXEC_HAVE_CUDNN
@@ -182,8 +198,9 @@ class CudnnAttentionOnGpu : public ::testing::Test {
   }
   // Sets up and runs forward + backward on every set; false if cuDNN has no engine for the
   // shape (the caller fails or skips).
-  bool run(int64_t b, int64_t s, int64_t hq, int64_t hkv, int64_t d, int sets = 1, float scale = 0) {
+  bool run(int64_t b, int64_t s, int64_t hq, int64_t hkv, int64_t d, int sets = 1, float scale = 0, int64_t window = 0) {
     AttentionProblem p;
+    p.window = window;
     p.b = b;
     p.s = s;
     p.hq = hq;
@@ -249,6 +266,14 @@ TEST_F(CudnnAttentionOnGpu, GqaD192EveryElementMatchesReference) {
 
 TEST_F(CudnnAttentionOnGpu, SequenceNotAMultipleOf64AndPeakySoftmax) {
   LCM_RUN_OR_SKIP(1, 1000, 8, 2, 64, 1, 0.5f);
+  expect_correct(runner_->verify(0, true, 1), true);
+}
+
+// cuDNN's sliding window (the left-bound diagonal band after the causal one), GPT-OSS's
+// geometry (64 / 8 heads of 64, window 128) at 1024 tokens: every element against the
+// windowed reference.
+TEST_F(CudnnAttentionOnGpu, SlidingWindowEveryElementMatchesReference) {
+  LCM_RUN_OR_FAIL(1, 1024, 64, 8, 64, 1, 0, 128);
   expect_correct(runner_->verify(0, true, 1), true);
 }
 

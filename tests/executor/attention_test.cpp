@@ -82,6 +82,31 @@ TEST(Attention, ShapesAndOptions) {
   EXPECT_THROW(parse({"bench", "attention", "--check", "some"}), UsageError);
 }
 
+// --window W: every query attends the W keys before it. GPT-OSS's geometry at 4096 tokens,
+// window 128: 128 x 4096 - 128^2 / 2 = 516096 pairs per head (the model's continuum count),
+// 2 x 516096 x 64 heads x (64 + 64) FLOPs forward; the key and label carry the window, the
+// problem the runner gets has it, and the model op it is scored against is windowed alone.
+TEST(Attention, SlidingWindowOption) {
+  const Options o = parse({"bench", "attention", "--shapes", "1x4096x64x8x64", "--window", "128"});
+  ASSERT_EQ(o.attn_points.size(), 1u);
+  EXPECT_EQ(o.attn_points[0].label, "gqa64/8.d64.s4k.w128");
+  EXPECT_EQ(o.attn_points[0].shape.window, 128);
+  EXPECT_DOUBLE_EQ(o.attn_points[0].shape.windowed_share, 1.0);
+  const AttentionProblem p = AttentionProblem::of(o.attn_points[0].shape, 0);
+  EXPECT_EQ(p.window, 128);
+  EXPECT_EQ(p.shape_text(), "1x4096x64x8x64w128");
+  EXPECT_DOUBLE_EQ(p.fwd_flops(), 2.0 * 516096.0 * 64 * 128);
+  EXPECT_DOUBLE_EQ(p.bwd_flops(), 2.5 * 2.0 * 516096.0 * 64 * 128);
+  EXPECT_EQ(p.shape().window, 128);
+  EXPECT_THROW(parse({"bench", "attention", "--window", "-1"}), UsageError);
+  EXPECT_THROW(parse({"bench", "attention", "--window", "128", "--no-causal"}), UsageError);
+  EXPECT_THROW(parse({"bench", "cp-attention", "--window", "128"}), UsageError);
+  // A schedule op that mixes windowed and full layers is not one kernel.
+  AttentionShape mixed = o.attn_points[0].shape;
+  mixed.windowed_share = 0.5;
+  EXPECT_THROW(AttentionProblem::of(mixed, 0), UsageError);
+}
+
 TEST(Attention, SampleCoversWhatTheCheckNeeds) {
   AttentionProblem p;
   p.b = 2;

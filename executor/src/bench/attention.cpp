@@ -176,6 +176,7 @@ std::array<PointRecord, 3> make_records(const AttnPointRun& pt, const AttnTiming
 
   const nlohmann::json shape_json = {{"b", p.b},           {"s", p.s},         {"hq", p.hq},
                                      {"hkv", p.hkv},       {"d", p.d},         {"causal", p.causal},
+                                     {"window", p.window},
                                      {"scale", p.softmax_scale()},            {"layout", "BSHD"},
                                      {"fwd_flops", p.fwd_flops()},            {"bwd_flops", p.bwd_flops()}};
   const nlohmann::json check_json = to_json(chk);

@@ -336,6 +336,7 @@ std::string usage() {
        "                       d192 at 4K, 16K, 64K, B = 1, 32 query / 8 KV heads [sweep]\n"
        "  --scale X            softmax scale [1/sqrt(D)]\n"
        "  --no-causal          no causal mask\n"
+       "  --window W           sliding window: each query attends the W keys before it (causal; 0 = none) [0]\n"
        "  --check MODE         auto (every row up to S = 2048, else sampled rows), full, sampled [auto]\n"
        "  --point-ms MS        stop adding timed repetitions past MS ms per point (at least 5) [2000]\n"
        "  --algos K            time the heuristic's first K finalizable plans per direction, keep the fastest [1]\n"
@@ -392,6 +393,7 @@ Options parse_args(int argc, const char* const* argv) {
   if (o.family == Family::kAttention) o.attn_points = attn_sweep_shapes();
   if (o.family == Family::kCpAttention) o.attn_points = cp_attn_default_shapes();
   bool causal = true;
+  int64_t window = 0;
   const bool is_moe = o.family == Family::kMoe;
   const auto moe_only = [&](const std::string& flag) {
     if (!is_moe) throw UsageError(flag + " is an option of bench moe");
@@ -502,6 +504,10 @@ Options parse_args(int argc, const char* const* argv) {
       if (o.attn_scale <= 0) throw UsageError("--scale must be positive");
     }
     else if (flag == "--no-causal") causal = false;
+    else if (flag == "--window") {
+      window = parse_int(flag, arg());
+      if (window < 0) throw UsageError("--window must be >= 0 (0: no window)");
+    }
     else if (flag == "--check") {
       const std::string v = arg();
       if (v == "auto") o.check = CheckMode::kAuto;
@@ -523,15 +529,22 @@ Options parse_args(int argc, const char* const* argv) {
   if (o.resume && o.out_dir.empty()) throw UsageError("--resume needs --out DIR");
   if (o.family == Family::kCollectives || o.family == Family::kMembw) (void)sweep_sizes(o.sweep);  // validates -b/-e/-f/-i
   if (is_moe) validate_moe(o.moe);
+  if (window > 0 && !causal) throw UsageError("--window needs the causal mask (drop --no-causal)");
   for (AttentionPoint& a : o.attn_points) {
     a.shape.causal = causal;
     a.shape.work_fraction = causal ? 0.5 : 1.0;
+    if (window > 0) {
+      a.shape.window = window;
+      a.shape.windowed_share = 1.0;
+      a.label += ".w" + std::to_string(window);
+    }
   }
   if (o.family == Family::kCpAttention) {
     if (!o.group_given) o.group = Group::kCp;
     for (const AttentionPoint& a : o.attn_points)
       if (a.shape.batch != 1) throw UsageError("cp-attention: --shapes '" + a.label + "': only B = 1 is supported");
     if (!causal) throw UsageError("cp-attention: --no-causal is not supported (load balancing is for causal masks)");
+    if (window > 0) throw UsageError("cp-attention: --window is not supported (the ring runs full causal blocks)");
   }
   return o;
 }

@@ -62,6 +62,7 @@ kernels::AttnRefDesc ref_desc(const AttentionProblem& p) {
   d.d = static_cast<int32_t>(p.d);
   d.scale = p.softmax_scale();
   d.causal = p.causal ? 1 : 0;
+  d.window = static_cast<int32_t>(p.causal ? p.window : 0);
   return d;
 }
 

@@ -185,7 +185,8 @@ class Builder {
 
 // Tensor UIDs of the variant packs.
 enum Uid : int64_t {
-  kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kScale, kNegInf, kOne, kSoftmaxSum, kDQAccum,
+  kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kScale, kNegInf, kOne, kSoftmaxSum, kDQAccum, kNegInfWindow,
+  kLeftBound,
 };
 
 int64_t align256(int64_t x) { return (x + 255) / 256 * 256; }
@@ -237,6 +238,7 @@ CudnnAttention::CudnnAttention(cudnnHandle_t handle, cudaStream_t stream, const 
     }
   }
   scale_ = p_.softmax_scale();
+  left_bound_ = static_cast<float>(p_.window + 1);
   // The frontend masks with the lowest float before cuDNN 9.10 and with -inf from then on.
   neg_inf_ = cudnnGetVersion() < 91000 ? std::numeric_limits<float>::lowest() : -std::numeric_limits<float>::infinity();
   const auto t0 = std::chrono::steady_clock::now();
@@ -319,20 +321,41 @@ void CudnnAttention::build_graph(Direction& dir, bool backward, const Variant& v
     g.pw(CUDNN_POINTWISE_MUL, S, scale, S1);
     return S1;
   };
-  const auto causal_mask = [&](const Tensor& S) {
-    if (!p_.causal) return S;
-    const Tensor neg_inf = g.scalar(kNegInf);
-    dir.by_value_uids.push_back(kNegInf);
-    const cudnnDataType_t gi_prec = v.gen_index_int32 ? CUDNN_DATA_INT32 : f32;
+  // One diagonal band of the frontend's composite mask: fresh row and column indices of S
+  // (GEN_INDEX on axes 2 and 3), a comparison, and S where it holds, else -inf.
+  const cudnnDataType_t gi_prec = v.gen_index_int32 ? CUDNN_DATA_INT32 : f32;
+  const auto band = [&](const Tensor& S, int64_t inf_uid, const auto& compare) {
+    const Tensor neg_inf = g.scalar(inf_uid);
+    dir.by_value_uids.push_back(inf_uid);
     const Tensor row = g.virt(CUDNN_DATA_INT32, sdims, sstr);
     g.pointwise(CUDNN_POINTWISE_GEN_INDEX, gi_prec, S, nullptr, nullptr, row, 2);
     const Tensor col = g.virt(CUDNN_DATA_INT32, sdims, sstr);
     g.pointwise(CUDNN_POINTWISE_GEN_INDEX, gi_prec, S, nullptr, nullptr, col, 3);
-    const Tensor keep = g.virt(CUDNN_DATA_BOOLEAN, sdims, sstr);
-    g.pointwise(CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, row, &col, nullptr, keep);
+    const Tensor keep = compare(row, col);
     const Tensor out = g.virt(f32, sdims, sstr);
     g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, f32, S, &neg_inf, &keep, out);
     return out;
+  };
+  const auto causal_mask = [&](const Tensor& S) {
+    if (!p_.causal) return S;
+    const Tensor causal = band(S, kNegInf, [&](const Tensor& row, const Tensor& col) {
+      const Tensor keep = g.virt(CUDNN_DATA_BOOLEAN, sdims, sstr);
+      g.pointwise(CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, row, &col, nullptr, keep);
+      return keep;
+    });
+    if (p_.window <= 0) return causal;
+    // Sliding window: the frontend's left-bound band after the right bound (attn_score_modifiers.h
+    // sliding_window_mask, CompositeDiagonalBandMaskNode before cuDNN 9.21): col + left_bound (a
+    // float scalar, window + 1) > row keeps the window.
+    const Tensor bound = g.scalar(kLeftBound);
+    dir.by_value_uids.push_back(kLeftBound);
+    return band(causal, kNegInfWindow, [&](const Tensor& row, const Tensor& col) {
+      const Tensor col_bound = g.virt(f32, sdims, sstr);
+      g.pointwise(CUDNN_POINTWISE_ADD, f32, col, &bound, nullptr, col_bound);
+      const Tensor keep = g.virt(CUDNN_DATA_BOOLEAN, sdims, sstr);
+      g.pointwise(CUDNN_POINTWISE_CMP_GT, CUDNN_DATA_BOOLEAN, col_bound, &row, nullptr, keep);
+      return keep;
+    });
   };
 
   if (!backward) {
@@ -547,7 +570,7 @@ CudnnDesc CudnnAttention::make_pack(const Direction& dir, const std::vector<std:
   }
   for (int64_t uid : dir.by_value_uids) {
     uids.push_back(uid);
-    const float* v = uid == kScale ? &scale_ : uid == kOne ? &one_ : &neg_inf_;
+    const float* v = uid == kScale ? &scale_ : uid == kOne ? &one_ : uid == kLeftBound ? &left_bound_ : &neg_inf_;
     data.push_back(const_cast<float*>(v));
   }
   CudnnDesc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);

@@ -17,7 +17,8 @@ float AttentionProblem::softmax_scale() const {
 
 std::string AttentionProblem::shape_text() const {
   return std::to_string(b) + "x" + std::to_string(s) + "x" + std::to_string(hq) + "x" + std::to_string(hkv) + "x" +
-         std::to_string(d) + (dv > 0 && dv != d ? "x" + std::to_string(dv) : "");
+         std::to_string(d) + (dv > 0 && dv != d ? "x" + std::to_string(dv) : "") +
+         (window > 0 ? "w" + std::to_string(window) : "");
 }
 
 void AttentionProblem::validate() const {
@@ -29,6 +30,8 @@ void AttentionProblem::validate() const {
   if (static_cast<double>(q_elems()) >= 9.2e18 / 4) throw UsageError(what + "too large");
   if (s_kv < 0 || stats_stride < 0 || (stats_stride > 0 && stats_stride < s)) throw UsageError(what + "bad s_kv / stats stride");
   if (causal && skv() != s) throw UsageError(what + "a causal mask needs as many keys as queries");
+  if (window < 0) throw UsageError(what + "the sliding window must be 0 (none) or positive");
+  if (window > 0 && !causal) throw UsageError(what + "a sliding window needs the causal mask");
 }
 
 AttentionProblem AttentionProblem::of(const AttentionShape& a, double scale) {
@@ -41,6 +44,14 @@ AttentionProblem AttentionProblem::of(const AttentionShape& a, double scale) {
   p.d = a.head_dim_qk;
   p.causal = a.causal;
   p.scale = static_cast<float>(scale);
+  // A sliding-window op stands for windowed and full layers (AttentionShape::windowed_share);
+  // one kernel runs one population.
+  if (a.window > 0 && a.windowed_share > 0) {
+    if (a.windowed_share < 1)
+      throw UsageError("attention shape " + p.shape_text() + ": an op mixing windowed and full layers (windowed share " +
+                       std::to_string(a.windowed_share) + ") is not one kernel");
+    p.window = a.window;
+  }
   return p;
 }
 
@@ -55,6 +66,10 @@ AttentionShape AttentionProblem::shape() const {
   a.head_dim_v = vdim();
   a.causal = causal;
   a.work_fraction = causal ? 0.5 : 1.0;  // causal as half the square
+  if (window > 0) {                      // every layer of the op windowed
+    a.window = window;
+    a.windowed_share = 1.0;
+  }
   return a;
 }
 

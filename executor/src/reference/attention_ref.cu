@@ -122,16 +122,17 @@ __global__ void __launch_bounds__(kThreads) ref_fwd_kernel(AttnRefDesc p, const 
   for (int t = tid; t < d; t += blockDim.x) qs[t] = __bfloat162float(Q[q_off(p, b, h, i) + t]);
   __syncthreads();
   const int jend = p.causal ? i + 1 : p.s;
+  const int jstart = p.causal && p.window > 0 ? max(0, i - p.window) : 0;  // a sliding window's first key
 
   float m = -INFINITY, l = 0.0f;
-  for (int j = tid; j < jend; j += blockDim.x) {
+  for (int j = jstart + tid; j < jend; j += blockDim.x) {
     const float x = p.scale * dot_row(qs, K + kv_off(p, b, hk, j), d);
     lse_combine(m, l, x, 1.0f);
   }
   const float row_lse = block_lse(m, l);
 
   float acc = 0.0f, mag = 0.0f;
-  for (int j0 = 0; j0 < jend; j0 += blockDim.x) {
+  for (int j0 = jstart; j0 < jend; j0 += blockDim.x) {
     const int j = j0 + tid;
     ps[tid] = j < jend ? expf(p.scale * dot_row(qs, K + kv_off(p, b, hk, j), d) - row_lse) : 0.0f;
     __syncthreads();
@@ -180,8 +181,9 @@ __global__ void __launch_bounds__(kThreads) ref_dq_kernel(AttnRefDesc p, const b
   __syncthreads();
   const float L = lse[r], D = dsum[r], Da = dabs[r];
   const int jend = p.causal ? i + 1 : p.s;
+  const int jstart = p.causal && p.window > 0 ? max(0, i - p.window) : 0;
   float acc = 0.0f, mag = 0.0f;
-  for (int j0 = 0; j0 < jend; j0 += blockDim.x) {
+  for (int j0 = jstart; j0 < jend; j0 += blockDim.x) {
     const int j = j0 + tid;
     float ds = 0.0f, dm = 0.0f;
     if (j < jend) {
@@ -231,13 +233,14 @@ __global__ void __launch_bounds__(kThreads) ref_dkv_kernel(AttnRefDesc p, const 
   __syncthreads();
   float acck = 0.0f, magk = 0.0f, accv = 0.0f, magv = 0.0f;
   const int istart = p.causal ? j : 0;
+  const int iend = p.causal && p.window > 0 ? min(p.s, j + p.window + 1) : p.s;  // queries whose window holds j
   const int64_t qstride = static_cast<int64_t>(p.hq) * d;
   for (int g = 0; g < G; ++g) {
     const int h = hk * G + g;
-    for (int i0 = istart; i0 < p.s; i0 += blockDim.x) {
+    for (int i0 = istart; i0 < iend; i0 += blockDim.x) {
       const int i = i0 + tid;
       float pr = 0.0f, ds = 0.0f, dm = 0.0f;
-      if (i < p.s) {
+      if (i < iend) {
         const int64_t so = stat_off(p, b, h, i);
         pr = expf(p.scale * dot_row(ks, Q + q_off(p, b, h, i), d) - lse_all[so]);
         float dp, dpa;
@@ -250,7 +253,7 @@ __global__ void __launch_bounds__(kThreads) ref_dkv_kernel(AttnRefDesc p, const 
       dm_s[tid] = dm;
       __syncthreads();
       if (tid < d) {
-        const int cnt = min(static_cast<int>(blockDim.x), p.s - i0);
+        const int cnt = min(static_cast<int>(blockDim.x), iend - i0);
         const bf16* qcol = Q + q_off(p, b, h, i0) + tid;
         const bf16* gcol = dO + q_off(p, b, h, i0) + tid;
         for (int ii = 0; ii < cnt; ++ii) {

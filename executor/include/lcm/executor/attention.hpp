@@ -27,6 +27,9 @@ struct AttentionProblem {
   int64_t dv = 0;  // head dim of V, O, dO, dV when it differs from d (MLA: 128 with d 192); 0: d
   int64_t vdim() const { return dv > 0 ? dv : d; }
   bool causal = true;
+  // Sliding window (causal only): query i attends keys i - window .. i (Transformer Engine's
+  // window (window, 0), cuDNN's left bound window + 1). 0 = the whole causal prefix.
+  int64_t window = 0;
   float scale = 0;  // softmax scale; 0 means 1 / sqrt(d)
   // Ring attention (cp_ring.hpp) runs blocks with fewer keys than queries and writes the
   // statistics of a query sub-range into a longer array: s_kv keys (0: s; causal needs

@@ -21,6 +21,7 @@ struct AttnRefDesc {
   int32_t b = 1, s = 1, hq = 1, hkv = 1, d = 64;
   float scale = 0.125f;
   int32_t causal = 1;
+  int32_t window = 0;  // causal only: query i attends keys i - window .. i; 0 = all of i's prefix
 };
 
 // Forward of query rows (b, h_q, i): o = softmax(scale q k^T) v, o_mag = sum_j p_j |v_j|,

@@ -150,6 +150,7 @@ class CudnnAttention {
   float scale_ = 1.0f;
   float one_ = 1.0f;
   float neg_inf_ = 0.0f;
+  float left_bound_ = 0.0f;  // window + 1: the sliding-window mask keeps col + left_bound > row
   std::vector<void*> set_workspace_;
 };
 
