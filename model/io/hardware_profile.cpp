@@ -156,6 +156,8 @@ std::vector<Key> efficiency_keys() {
                [](HardwareSpec& h) -> double& { return h.efficiency.grouped_gemm_fixed; }),
       real_key("attention_cta_tail", 1.0, 0, false, 4,
                [](HardwareSpec& h) -> double& { return h.efficiency.attention_cta_tail; }),
+      real_key("attention_window_extra_tokens", 1.0, 0, false, 1e6,
+               [](HardwareSpec& h) -> double& { return h.efficiency.attention_window_extra; }),
       real_key("gemm_sm_fill_exponent", 1.0, 0, false, 4,
                [](HardwareSpec& h) -> double& { return h.efficiency.gemm_sm_fill_exponent; }),
       real_key("gemm_accumulate_miss_bw", 1.0, 0, true, 1,

@@ -235,8 +235,11 @@ double gemm_time(const GemmShape& g, DType dtype, const HardwareSpec& hw) {
 
 namespace {
 
-// One fused attention kernel (every layer of the op alike).
-double one_attention_time(const AttentionShape& a, double flops, bool backward, const HardwareSpec& hw) {
+// One fused attention kernel (every layer of the op alike). `window_keys` > 0: a sliding-window
+// kernel whose 128-query CTAs each process that many keys per row (its longest CTA, and the
+// K/V working set of a head that its CTAs share in L2).
+double one_attention_time(const AttentionShape& a, double flops, bool backward, const HardwareSpec& hw,
+                          double window_keys = 0) {
   if (flops <= 0) return 0;
   const EfficiencySpec& e = hw.efficiency;
   const double kv = static_cast<double>(a.seq_kv) * a.work_fraction;
@@ -261,9 +264,8 @@ double one_attention_time(const AttentionShape& a, double flops, bool backward, 
   // share.
   if (e.attention_cta_tail > 0 && hw.gpu.num_sms > 0 && rows > 0) {
     const double block = std::min<double>(kAttentionBlockQ, static_cast<double>(a.seq_q));
-    const double keys = a.window > 0 ? std::min(1.0, static_cast<double>(a.window + kAttentionBlockQ) /
-                                                         static_cast<double>(a.seq_kv))
-                                     : std::min(1.0, 2.0 * wf);
+    const double keys = window_keys > 0 ? std::min(1.0, window_keys / static_cast<double>(a.seq_kv))
+                                        : std::min(1.0, 2.0 * wf);
     const double share = std::min(1.0, block * keys / (static_cast<double>(a.seq_q) * wf)) /
                          static_cast<double>(a.batch * a.heads_q);
     const double longest = t * hw.gpu.num_sms * share;
@@ -278,7 +280,11 @@ double one_attention_time(const AttentionShape& a, double flops, bool backward, 
   // 98K-180K tokens at d128, K/V of 1-1.8 x l2, 7-13 % too fast). The kernel then runs at the
   // larger of its compute and its HBM time (TMA loads overlap the math: a hard maximum). The
   // backward does 2.5x the FLOPs per byte and stays compute-bound.
-  const double kv_head_bytes = 2.0 * static_cast<double>(a.seq_kv * (a.head_dim_qk + a.head_dim_v));
+  // A sliding window's CTAs of one head read overlapping key ranges in order: the working set
+  // is the keys one CTA touches (window_keys), not the head's whole K and V.
+  const double kv_keys = window_keys > 0 ? std::min(window_keys, static_cast<double>(a.seq_kv))
+                                         : static_cast<double>(a.seq_kv);
+  const double kv_head_bytes = 2.0 * kv_keys * static_cast<double>(a.head_dim_qk + a.head_dim_v);
   if (!backward && hw.gpu.l2_bytes > 0 && kv_head_bytes > 0.5 * hw.gpu.l2_bytes && hw.gpu.hbm_bw > 0) {
     const double miss = l2_miss_share(kv_head_bytes, 0.5 * hw.gpu.l2_bytes, hw.gpu.l2_bytes);
     const double ctas = static_cast<double>(a.batch * a.heads_q) *
@@ -300,8 +306,18 @@ double attention_time(const AttentionShape& a, double flops, bool backward, cons
   if (a.window <= 0 || !(a.windowed_share > 0)) return one_attention_time(a, flops, backward, hw);
   const double share = std::min(1.0, a.windowed_share);
   const double per_flop = flops / attention_core_flops(a);
-  const AttentionShape w = attention_windowed_view(a), f = attention_full_view(a);
-  const double tw = one_attention_time(w, per_flop * attention_core_flops(w), backward, hw);
+  const AttentionShape f = attention_full_view(a);
+  // The windowed kernel: each query row processes its window and attention_window_extra keys
+  // more (the key tiles its 128-query block touches, partly masked), at the causal curve's
+  // efficiency for that many keys; a window that covers the sequence is the causal kernel.
+  AttentionShape w = attention_full_view(a);
+  double keys = 0;
+  if (a.window < a.seq_kv) {
+    const double extra = hw.efficiency.attention_window_extra;
+    w.work_fraction = std::min(0.5, attention_windowed_view(a).work_fraction + extra / static_cast<double>(a.seq_kv));
+    keys = static_cast<double>(a.window) + std::max(extra, static_cast<double>(kAttentionBlockQ));
+  }
+  const double tw = one_attention_time(w, per_flop * attention_core_flops(w), backward, hw, keys);
   return share >= 1.0 ? tw : share * tw + (1.0 - share) * one_attention_time(f, per_flop * attention_core_flops(f), backward, hw);
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "../common/test_hardware.hpp"
+#include "lcm/model/flops.hpp"
 #include "lcm/model/step_time.hpp"
 #include "lcm/model/timing.hpp"
 
@@ -351,6 +352,35 @@ TEST(TimingAttention, SlidingWindowMixesWindowedAndFullLayers) {
   h.efficiency.attention_cta_tail = 0.5;
   a.windowed_share = 1.0;
   EXPECT_NEAR(attention_time(a, f_win, false, h), 1.34375 * (t_win - fixed) + fixed, 1e-15);
+}
+
+// The windowed kernel processes attention_window_extra E keys per row beyond its window (the
+// key tiles its 128-query blocks touch): with E = 192 the shape above (window 512, s 4096) runs
+// as the causal kernel over work 0.1171875 + 192 / 4096 = 0.1640625, kv = 672 keys per row, at
+// 0.65 x 672 / (672 + 512) of the peak, for 0.1640625 / 0.1171875 = 1.4 x the op's FLOPs. A
+// window that covers the sequence is the causal kernel, E or not. At s = 262144 (K/V of one
+// head 128 MiB, past L2) a windowed forward does not stream K/V from HBM: its CTAs share the
+// keys of the window in L2, so its time is compute alone.
+TEST(TimingAttention, WindowedKernelProcessesExtraKeys) {
+  HardwareSpec h = hw;
+  h.efficiency.attention_cta_tail = 0;
+  h.efficiency.attention_window_extra = 192;
+  const double fixed = h.efficiency.kernel_fixed;
+  AttentionShape a{1, 4096, 4096, 8, 8, 128, 128, true, 0.5};
+  a.window = 512;
+  a.windowed_share = 1.0;
+  const double f_win = 2.0 * 1966080.0 * 8 * 256, f_exec = 2.0 * 4096.0 * 4096.0 * 0.1640625 * 8 * 256;
+  EXPECT_NEAR(attention_time(a, f_win, false, h), f_exec / (989.4e12 * 0.65 * 672.0 / 1184.0) + fixed, 1e-15);
+  a.window = 4096;  // covers the sequence: the causal kernel
+  const double f_full = 2.0 * 4096.0 * 4096.0 * 0.5 * 8 * 256;
+  EXPECT_NEAR(attention_time(a, f_full, false, h), f_full / (989.4e12 * 0.65 * 2048.0 / 2560.0) + fixed, 1e-15);
+  AttentionShape l{1, 262144, 262144, 32, 8, 128, 128, true, 0.5};
+  l.window = 4096;
+  l.windowed_share = 1.0;
+  const double wf = (4096.0 * 262144.0 - 0.5 * 4096.0 * 4096.0) / (262144.0 * 262144.0) + 192.0 / 262144.0;
+  const double fl = 2.0 * 262144.0 * 262144.0 * wf * 32 * 256;
+  const double kv = 262144.0 * wf;
+  EXPECT_NEAR(attention_time(l, attention_core_flops(l), false, h), fl / (989.4e12 * 0.65 * kv / (kv + 512)) + fixed, 1e-12);
 }
 
 // Ring all-reduce of 1 GiB over 8 GPUs: inside one node (NVLink) vs one GPU on each of 8

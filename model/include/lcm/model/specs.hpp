@@ -288,6 +288,10 @@ struct EfficiencySpec {
   // attends) left exposed after the even share of the work: greedy scheduling of unequal
   // causal CTAs ends with a tail when there are few CTAs per SM. 0 = off.
   double attention_cta_tail = 0;
+  // Sliding-window attention: keys each query row's kernel processes beyond its window (the key
+  // tiles a 128-query block touches, partly masked), in tokens; the windowed kernel runs at the
+  // causal curve's efficiency for W + this keys per row (timing.cpp). 0 = none.
+  double attention_window_extra = 0;
   // GEMM SM fill: with fewer output tiles (gemm_tile_m x gemm_tile_n) than SMs, efficiency x
   // (tiles / num_sms)^g (split-K recovers part of the idle SMs, so g < 1). 0 = off.
   double gemm_sm_fill_exponent = 0;
