@@ -383,6 +383,21 @@ TEST(TimingAttention, WindowedKernelProcessesExtraKeys) {
   EXPECT_NEAR(attention_time(l, attention_core_flops(l), false, h), fl / (989.4e12 * 0.65 * kv / (kv + 512)) + fixed, 1e-12);
 }
 
+// Head dims run in whole 64-wide tiles: d = 96 is priced as d = 128's kernel (its FLOPs x
+// 128 / 96 at d 128's efficiency), so it takes exactly d 128's time; d = 64 and 128 are whole.
+TEST(TimingAttention, HeadDimRunsInWholeTiles) {
+  HardwareSpec h = hw;
+  h.efficiency.attention_head_dim_half = 49.31;  // the H200 fit's curve, so d matters
+  const AttentionShape d96{1, 4096, 4096, 8, 8, 96, 96, true, 0.5}, d128{1, 4096, 4096, 8, 8, 128, 128, true, 0.5};
+  const double f96 = 4.0 * 8 * 4096.0 * 4096.0 * 96 * 0.5, f128 = f96 * 128.0 / 96.0;
+  EXPECT_NEAR(attention_time(d96, f96, false, h), attention_time(d128, f128, false, h), 1e-15);
+  EXPECT_NEAR(attention_time(d96, 2.5 * f96, true, h), attention_time(d128, 2.5 * f128, true, h), 1e-15);
+  const AttentionShape d64{1, 4096, 4096, 8, 8, 64, 64, true, 0.5};
+  const double f64 = f96 * 64.0 / 96.0;
+  const double eff64 = 0.65 * 2048.0 / 2560.0 * (64.0 / 113.31) / (128.0 / 177.31);
+  EXPECT_NEAR(attention_time(d64, f64, false, h), f64 / (989.4e12 * eff64) + h.efficiency.kernel_fixed, 1e-12);
+}
+
 // Ring all-reduce of 1 GiB over 8 GPUs: inside one node (NVLink) vs one GPU on each of 8
 // nodes (NIC-bound). t = 2(n-1)·alpha + 2(n-1)/n · S / busbw.
 TEST(TimingCollective, RingAllReduceNodeVsNodes) {

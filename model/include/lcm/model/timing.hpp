@@ -54,6 +54,9 @@ GroupTopology group_topology(const std::vector<int>& node_of_rank);
 // Query rows one fused-attention CTA computes (FlashAttention-3 / cuDNN forward tiles on
 // Hopper): the unit of attention_time's CTA tail and K/V streaming terms.
 inline constexpr int64_t kAttentionBlockQ = 128;
+// Fused attention runs head dims in whole tiles of this width (cuDNN on Hopper: a d = 96 kernel
+// takes d = 128's time); timing.cpp prices a head dim padded up to it.
+inline constexpr int64_t kAttentionHeadDimTile = 64;
 
 // Time of one op (one call; Op::calls repetitions are the caller's to multiply).
 double gemm_time(const GemmShape& g, DType dtype, const HardwareSpec& hw);
