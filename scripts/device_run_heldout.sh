@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One call on the nvidia-h200 device machine: build lcm-exec and measure the held-out set that
 # validation/measured/h200/SET/DECLARATION.md declares (SET = heldout, the default, or heldout2
-# .. heldout11; not a calibration input before its one held-out score), or the MoE development
+# .. heldout12; not a calibration input before its one held-out score), or the MoE development
 # re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout11|moe_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout12|moe_dev]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -70,6 +70,13 @@ moe() {  # moe OUT_FILE TOKENS HIDDEN FFN EXPERTS TOPK SKEWS: one GPU (ep 1), dr
 }
 
 case ${1:-heldout} in
+heldout12)
+  attention 1x16384x32x8x80,1x24576x16x4x112,1x8192x32x8x160
+  attention_window 256 1x20480x32x8x128,1x6144x24x8x64
+  attention_window 384 1x16384x32x8x128
+  attention_window 1536 1x24576x40x8x128
+  attention_window 3072 1x32768x32x8x80
+  ;;
 heldout11)
   attention_window 128 2x16384x64x8x64
   attention_window 256 1x12288x40x8x128,2x8192x32x4x128
@@ -176,6 +183,6 @@ heldout)
   moe moe_mixtral_ep1 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_qwen3_ep1 8192 2048 768 128 8 balanced,zipf:1.2
   ;;
-*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout11 or moe_dev"; exit 2 ;;
+*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout12 or moe_dev"; exit 2 ;;
 esac
 section done
