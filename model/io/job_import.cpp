@@ -123,6 +123,12 @@ Result<std::vector<MegatronFlag>> parse_megatron_bridge_yaml(const std::string& 
             return error_at(loc, dotted, "Megatron-LM's multi-latent attention fixes the yarn original length at 4096");
           continue;
         }
+        if (dotted == "model.window_size" && v.IsSequence()) {  // TransformerConfig's (left, right) pair
+          std::string pair;
+          for (const auto& e : v) pair += (pair.empty() ? "" : ",") + e.Scalar();
+          add(loc, "window-size", pair);
+          continue;
+        }
         if (dotted == "model.moe_layer_freq" && v.IsSequence()) {
           std::string list;
           for (const auto& e : v) list += (list.empty() ? "" : ",") + e.Scalar();

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "lcm/model/mesh.hpp"
 #include "lcm/model/resolve.hpp"
 
 namespace lcm {
@@ -307,8 +308,7 @@ double windowed_layer_share(const ModelSpec& m, bool moe_layers) {
   if (m.window_size <= 0 || m.num_layers <= 0) return 0.0;
   int kind = 0, windowed = 0;
   for (int l = 1; l <= m.num_layers; ++l) {
-    const bool moe = has_moe(m) && (m.moe_layer_pattern.empty() || m.moe_layer_pattern[static_cast<size_t>(l - 1)] != 0);
-    if (moe != moe_layers) continue;
+    if (is_moe_layer(m, l - 1) != moe_layers) continue;
     ++kind;
     if (m.window_attn_skip_freq <= 0 || l % m.window_attn_skip_freq != 0) ++windowed;
   }

@@ -316,7 +316,9 @@ double attention_time(const AttentionShape& a, double flops, bool backward, cons
   if (flops <= 0) return 0;
   if (a.window <= 0 || !(a.windowed_share > 0)) return one_attention_time(a, flops, backward, hw);
   const double share = std::min(1.0, a.windowed_share);
-  const double per_flop = flops / attention_core_flops(a);
+  const double useful = attention_core_flops(a);
+  if (!(useful > 0)) return one_attention_time(a, flops, backward, hw);
+  const double per_flop = flops / useful;
   const AttentionShape f = attention_full_view(a);
   // The windowed kernel: each query row processes its window and attention_window_extra keys
   // more (the key tiles its 128-query block touches, partly masked), at the causal curve's

@@ -158,6 +158,9 @@ ArgBlock megatron_model_args(const Scenario& s) {
   if (!m.add_bias_linear) b.add("--disable-bias-linear");
   if (m.add_qkv_bias && !m.add_bias_linear) b.add("--add-qkv-bias");
   if (m.qk_layernorm) b.add("--qk-layernorm");
+  if (m.window_size > 0) b.add("--window-size", num(m.window_size) + ",0", "sliding window (causal)");
+  if (m.window_size > 0 && m.window_attn_skip_freq > 0)
+    b.add("--window-attn-skip-freq", num(m.window_attn_skip_freq), "every Nth layer full attention");
   if (m.untie_embeddings_and_output_weights) b.add("--untie-embeddings-and-output-weights");
   b.add("--hidden-dropout", real(m.hidden_dropout));
   b.add("--attention-dropout", real(m.attention_dropout));
@@ -356,6 +359,8 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
   model.add("add_bias_linear", yes(m.add_bias_linear));
   model.add("add_qkv_bias", yes(m.add_qkv_bias));
   model.add("qk_layernorm", yes(m.qk_layernorm));
+  if (m.window_size > 0) model.add("window_size", "[" + num(m.window_size) + ", 0]", "sliding window (causal)");
+  if (m.window_size > 0 && m.window_attn_skip_freq > 0) model.add("window_attn_skip_freq", num(m.window_attn_skip_freq));
   model.add("normalization", std::string(to_string(m.normalization)));
   const RopeScaling& r = m.rope_scaling;
   const bool yarn = r.type == RopeScalingType::kYarn;
@@ -540,6 +545,7 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
     cannot("low-precision optimizer state: TorchTitan keeps float32 master weights and Adam moments");
   if (t.attention_backend == AttentionBackend::kUnfused)
     cannot("unfused attention: TorchTitan runs SDPA / flex attention (fused)");
+  if (m.window_size > 0) cannot("sliding-window attention: TorchTitan's job config has no window for its models");
   if (t.cross_entropy_loss_fusion && t.cross_entropy_fusion_impl == CrossEntropyFusionImpl::kTe)
     cannot("cross_entropy_fusion_impl te: TorchTitan has no Transformer Engine cross-entropy (its loss keeps the "
            "fp32 logits the estimate leaves out)");

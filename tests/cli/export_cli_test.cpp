@@ -112,6 +112,15 @@ TEST(ExportRoundTrip, PlannerLayouts) {
       {"mixtral-8x7b", 64, "--layout 'tp2 cp2(allgather) pp2 ep8 etp1 full optim_grads_params'"},
   };
   for (const Case& c : titan) expect_round_trip("torchtitan", c);
+  // A sliding window (GPT-OSS-style: 128 keys, every second layer full) survives both
+  // round trips; TorchTitan has none to express it.
+  const Case windowed{"llama3.1-8b", 8, "--set model.window_size=128 --set model.window_attn_skip_freq=2 "
+                                         "--layout 'tp1 cp1 no-rc no_shard'"};
+  expect_round_trip("megatron", windowed);
+  expect_round_trip("nemo", windowed);
+  const lcm::test::LcmRun t = lcm::test::run_lcm("export torchtitan scenarios/llama3.1-8b.yaml " + windowed.args, kTag);
+  EXPECT_NE(t.code, 0);
+  EXPECT_NE(t.err.find("sliding-window attention: TorchTitan's job config has no window"), std::string::npos) << t.err;
 }
 
 std::string exported(const std::string& args) {
