@@ -306,19 +306,16 @@ double windowed_pair_fraction(int64_t window, int64_t seq) {
 
 double windowed_layer_share(const ModelSpec& m, bool moe_layers) {
   if (m.window_size <= 0 || m.num_layers <= 0) return 0.0;
-  int kind = 0, windowed = 0;
+  const auto windowed = [&](int l) { return m.window_attn_skip_freq <= 0 || l % m.window_attn_skip_freq != 0; };
+  int kind = 0, kind_windowed = 0, all_windowed = 0;
   for (int l = 1; l <= m.num_layers; ++l) {
+    all_windowed += windowed(l) ? 1 : 0;
     if (is_moe_layer(m, l - 1) != moe_layers) continue;
     ++kind;
-    if (m.window_attn_skip_freq <= 0 || l % m.window_attn_skip_freq != 0) ++windowed;
+    kind_windowed += windowed(l) ? 1 : 0;
   }
   // A kind without layers of its own (an MTP layer of the other kind): the model's share.
-  if (kind == 0) {
-    for (int l = 1; l <= m.num_layers; ++l)
-      if (m.window_attn_skip_freq <= 0 || l % m.window_attn_skip_freq != 0) ++windowed;
-    return static_cast<double>(windowed) / m.num_layers;
-  }
-  return static_cast<double>(windowed) / kind;
+  return kind > 0 ? static_cast<double>(kind_windowed) / kind : static_cast<double>(all_windowed) / m.num_layers;
 }
 
 AttentionShape attention_windowed_view(const AttentionShape& a) {

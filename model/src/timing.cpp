@@ -323,7 +323,7 @@ double attention_time(const AttentionShape& a, double flops, bool backward, cons
   // The windowed kernel: each query row processes its window and attention_window_extra keys
   // more (the key tiles its 128-query block touches, partly masked), at the causal curve's
   // efficiency for that many keys; a window that covers the sequence is the causal kernel.
-  AttentionShape w = attention_full_view(a);
+  AttentionShape w = f;
   double keys = 0;
   if (a.window < a.seq_kv) {
     const double extra = hw.efficiency.attention_window_extra;

@@ -222,6 +222,12 @@ TEST(TrainPlan, RefusesWhatTheRunnerDoesNotImplement) {
                                                           "parallel.recompute_modules=[mla_up_proj]"}))
                 .find("only supported with multi_latent_attention"),
             std::string::npos);
+  // The runner's cuDNN graph is full causal attention: a windowed model is refused by name, with
+  // the fix (the estimate would price a window the run does not have).
+  EXPECT_NE(usage_error(with(single_gpu("llama3.1-8b"), {"--set", "model.window_size=128"}))
+                .find("sliding-window attention is not implemented by the runner (full causal attention only): --set "
+                      "model.window_size=null"),
+            std::string::npos);
 }
 
 TEST(TrainPlan, ShapesComeFromResolve) {
