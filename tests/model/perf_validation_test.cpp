@@ -84,17 +84,21 @@ using namespace lcm;
 // modelled GPT-OSS's sliding-window attention (window 128 on alternating layers, as the
 // architecture table states): less attention work makes those rows faster still, Bridge 20.1 %,
 // all 15.6 % (+9.8 %); the bounds follow again, for the same reason.
+// Session 19 added NeMo 24.07's three Nemotron rows (architectures from the launcher's YAMLs),
+// declared before lcm first evaluated them (validation/published/DECLARATION_nemotron_nemo2407.md)
+// with the model frozen: first prediction +20.8 % (8B), +22.4 % (22B), -10.3 % (340B); NeMo
+// 10.3 -> 11.8 %, all 15.6 -> 15.7 % over 63 rows. The NeMo and overall bounds take the new rows.
 constexpr double kBridgeMaeBound = 20.2;       // tokens/s, %
-constexpr double kNemoMaeBound = 11.0;         // tokens/s, %
+constexpr double kNemoMaeBound = 11.9;         // tokens/s, %
 constexpr double kWeakScalingMaeBound = 11.0;  // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 11.5;     // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 15.7;      // all counted rows, primary metric, %
+constexpr double kOverallMaeBound = 15.8;      // all counted rows, primary metric, %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14. A floor, like
 // the bounds above.
 constexpr int kMinBandCovered = 44;
 constexpr int kMinWithin20Pct = 48;            // counted rows within 20 % on their primary metric
-constexpr int kMinCounted = 60;                // rows evaluated and counted
+constexpr int kMinCounted = 63;                // rows evaluated and counted
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)
 constexpr int kMinNemoNonCausalMatches = 9;
 
@@ -201,6 +205,9 @@ std::string arch_name(const std::string& table_model) {
       {"LLAMA2-70B", "Llama2-70B"},
       {"LLAMA3-8B", "Llama3-8B"},
       {"LLAMA3-70B", "Llama3-70B"},
+      {"Nemotron-8B", "Nemotron-8B"},
+      {"Nemotron-22B", "Nemotron-22B"},
+      {"Nemotron-340B", "Nemotron-340B"},
   };
   auto it = m.find(table_model);
   return it == m.end() ? "" : it->second;
@@ -231,8 +238,10 @@ ModelSpec model_from_arch(const Row& a) {
   m.swiglu = act.find("SwiGLU") != std::string::npos || act.find("gated") == 0;
   const bool gpt3 = m.name.rfind("GPT3", 0) == 0;
   // GPT3 (NeMo GPTConfig): LayerNorm, biases, learned absolute positions, tied embeddings.
+  // Nemotron (the launcher's layernorm1p, as the source column says): LayerNorm, RoPE, untied.
   // Llama / Qwen / DeepSeek / GPT-OSS: RMSNorm, RoPE, untied ("tied_embeddings: no").
-  m.normalization = gpt3 ? Normalization::kLayerNorm : Normalization::kRMSNorm;
+  const bool layernorm = gpt3 || get(a, "source").find("layernorm1p") != std::string::npos;
+  m.normalization = layernorm ? Normalization::kLayerNorm : Normalization::kRMSNorm;
   m.position_embedding_type = gpt3 ? PositionEmbedding::kLearnedAbsolute : PositionEmbedding::kRope;
   m.untie_embeddings_and_output_weights = get(a, "tied_embeddings") == "no";
   m.add_bias_linear = gpt3 || act.find("biases on") != std::string::npos;
@@ -305,6 +314,7 @@ struct Recipe {
   bool bf16_optimizer = false;  // bf16 moments and no separate master copy (NeMo's SFT recipe)
   bool cross_entropy_loss_fusion = false;  // memory only (the loss buffers)
   CrossEntropyFusionImpl cross_entropy_fusion_impl = CrossEntropyFusionImpl::kNative;
+  bool tp_comm_overlap = true;  // NeMo rows with TP > 1: userbuffers overlap unless the recipe turns it off
   std::string note;
 };
 
@@ -336,6 +346,22 @@ Recipe recipe_for(const std::string& table, const ModelSpec& m) {
   Recipe r;
   if (table == "nemo") r.grad_reduce_in_fp32 = false;
   if (table == "nemo" && m.name == "Llama3-8B") r.cross_entropy_loss_fusion = true;  // native
+  // Nemotron (launcher tag 24.07, conf/training/nemotron/nemotron_{8b,22b,340b}.yaml and the FP8
+  // scripts examples/training/nemotron/h100/nemotron_{8b,22b}_fp8.sh; declared in
+  // validation/published/DECLARATION_nemotron_nemo2407.md before lcm first evaluated the rows):
+  // 8B and 22B set no grad_sync_dtype (fp32 sync) and run userbuffers TP overlap; 340B syncs in
+  // bf16, turns TP overlap off and recomputes core attention (selective). 340B's optimizer also
+  // runs in bf16 (`optim.dtype: bf16`: no master copy, bf16 moments), which the declaration
+  // missed: read in the same YAML after its first verdict (out of memory) was seen.
+  if (table == "nemo" && m.name.rfind("Nemotron-", 0) == 0) {
+    r.grad_reduce_in_fp32 = m.name != "Nemotron-340B";
+    if (m.name == "Nemotron-340B") {
+      r.bf16_optimizer = true;
+      r.tp_comm_overlap = false;
+      r.recompute = RecomputeGranularity::kSelective;
+      r.recompute_modules = kRecomputeCoreAttn;
+    }
+  }
   if (table != "bridge") return r;
   r.cross_entropy_loss_fusion = true;
   r.cross_entropy_fusion_impl = CrossEntropyFusionImpl::kTe;
@@ -570,7 +596,8 @@ std::vector<Result> bridge_rows(const HardwareSpec& hw, const std::map<std::stri
 // Assumptions (all rows): as for Megatron-Bridge (distributed optimizer, overlapped DP
 // collectives, SP and TP comm overlap when TP > 1 -- the NeMo 24.07 recipes ran
 // userbuffers TP overlap for every TP > 1 GPT/Llama/Nemotron config), FP8 GEMMs, no
-// recompute (none stated), grad reduce in bf16 (the FP8 example scripts; recipe_for). CP/VP blank -> 1.
+// recompute (none stated), grad reduce in bf16 (the FP8 example scripts; recipe_for; Nemotron rows:
+// their own YAMLs, recipe_for). CP/VP blank -> 1.
 // SFT rows (packed sequences) are modelled as pre-training at the same sequence length.
 // ---------------------------------------------------------------------------------
 std::vector<Result> nemo_rows(const HardwareSpec& hw, const std::map<std::string, Row>& archs) {
@@ -587,7 +614,7 @@ std::vector<Result> nemo_rows(const HardwareSpec& hw, const std::map<std::string
     if (task == "LoRA") {
       res.reason = "LoRA: frozen base weights and adapters are not expressible";
     } else if (arch_name(model).empty() || !archs.count(arch_name(model))) {
-      res.reason = "architecture not in model_architectures.csv (Nemotron-4: squared-ReLU MLP, vocab 256000 not given)";
+      res.reason = "architecture not in model_architectures.csv";
     }
     if (!res.reason.empty()) {
       out.push_back(res);
@@ -611,7 +638,7 @@ std::vector<Result> nemo_rows(const HardwareSpec& hw, const std::map<std::string
       // (NeMo then stores no master copy: optimizer dtype == model dtype) and bf16 moments.
       rc.bf16_optimizer = true;
     }
-    Built b = build(res.id, m, l, rc, hw, /*tp_comm_overlap=*/true);
+    Built b = build(res.id, m, l, rc, hw, /*tp_comm_overlap=*/rc.tp_comm_overlap);
     b.s.flop_convention.causal_halved = false;
     res.reason = rc.note;
     if (!b.problem.empty()) {
