@@ -9,7 +9,8 @@
 #   docs/time-model.md, "Error bands" the composition spread (10th/90th percentile of the
 #                                    PerfValidation rows' step residuals) and the memory spread
 #                                    (of the MegatronCi rows), recomputed from those outputs
-#   docs/validation-performance.md  every table row and summary line PerfValidation prints, verbatim
+#   docs/validation-performance.md  every table row and summary line PerfValidation prints, verbatim,
+#                                    and MegatronCiStepTime's table (CI iteration times)
 #   docs/planner.md                  the memory band's two ends (the memory spread)
 #   README.md                        the calibrated profile's in-sample / cross-validated shares
 #                                    = lcm calibrate's report; the published-table figure
@@ -27,7 +28,8 @@ check() {  # check DESCRIPTION EXPECTED-TEXT FILE
 }
 
 "$build/bin/lcm_model_tests" --gtest_filter='PerfValidation.*' >"$tmp/perf.txt" 2>&1
-"$build/bin/lcm_model_tests" --gtest_filter='MegatronCi*' >"$tmp/mem.txt" 2>&1
+"$build/bin/lcm_model_tests" --gtest_filter='MegatronCiMemory.*' >"$tmp/mem.txt" 2>&1
+"$build/bin/lcm_model_tests" --gtest_filter='MegatronCiStepTime.*' >"$tmp/ci_step.txt" 2>&1
 
 # Performance: "Overall: 60 rows counted, mean |error| 19.5 %, mean signed error +15.0 %, 41 within 20 %"
 read -r rows mae signed within < <(sed -n 's/^Overall: \([0-9]*\) rows counted, mean |error| \([0-9.]*\) %, mean signed error \([-+0-9.]*\) %, \([0-9]*\) within 20 %.*/\1 \2 \3 \4/p' "$tmp/perf.txt")
@@ -44,6 +46,13 @@ while IFS= read -r line; do
   grep -qxF -- "$line" "$root/docs/validation-performance.md" || { echo "STALE: validation-performance.md table line: $line"; stale_rows=1; }
 done < <(grep -E '^\| [0-9]|^\| [a-z]|rows counted|^Error bands:|outside its band' "$tmp/perf.txt")
 if [[ $stale_rows == 0 ]]; then echo "ok: validation-performance.md tables are PerfValidation's output"; else fail=1; fi
+# The CI iteration-time table (MegatronCiStepTime) is in the same doc verbatim.
+stale_rows=0
+while IFS= read -r line; do
+  grep -qxF -- "$line" "$root/docs/validation-performance.md" || { echo "STALE: validation-performance.md CI step line: $line"; stale_rows=1; }
+done < <(grep -E '^\| [a-z].* \| tp[0-9]|^Megatron-LM CI iteration times' "$tmp/ci_step.txt")
+if grep -q '^Megatron-LM CI iteration times' "$tmp/ci_step.txt" && [[ $stale_rows == 0 ]]; then
+  echo "ok: validation-performance.md CI iteration-time table is MegatronCiStepTime's output"; else fail=1; fi
 
 # Memory: "... N of M rows evaluated: mean |error| X %, worst Y % ..." as the test prints it.
 python3 - "$tmp/mem.txt" "$tmp/perf.txt" >"$tmp/figures.txt" <<'PY' || fail=1

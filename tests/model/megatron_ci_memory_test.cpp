@@ -24,11 +24,13 @@
 #include <string>
 #include <vector>
 
+#include "lcm/model/estimate.hpp"
 #include "lcm/model/io/megatron_import.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
 #include "lcm/model/memory.hpp"
 #include "lcm/model/mesh.hpp"
 #include "lcm/model/params.hpp"
+#include "lcm/model/uncertainty.hpp"
 #include "published_scenarios.hpp"
 
 namespace {
@@ -269,7 +271,66 @@ std::vector<lcm::test::PublishedScenario> lcm::test::published_ci_scenarios() {
     if (unsupported) continue;
     auto sc = lcm::io::import_megatron(row_flags(r, line), std::stoi(r.get("num_gpus_assumed")), hw.value(),
                                        r.get("test_case"));
-    if (sc.ok()) out.push_back({.table = "ci", .id = r.get("test_case"), .scenario = sc.value()});
+    if (!sc.ok()) continue;
+    const std::string& t = r.get("iter_time_s_median_excl_first");
+    out.push_back({.table = "ci",
+                   .id = r.get("test_case"),
+                   .scenario = sc.value(),
+                   .published_step_s = t.empty() ? 0.0 : std::stod(t)});
   }
   return out;
 }
+
+#ifndef LCM_PUBLISHED_SCENARIOS_ONLY
+// Step time against the CI rows' iteration times (iter_time_s_median_excl_first: the median of
+// Megatron-LM's golden `iteration-time` values, first logged step excluded). Declared before
+// the first score (validation/published/DECLARATION_ci_step_time.md): every row
+// published_ci_scenarios() returns, lcm::estimate's whole step on the H100 profile, error =
+// predicted / measured - 1 (negative: lcm predicts a shorter step). Tiny models (12 layers,
+// hidden 512, 1024 tokens, one micro-batch per step): the host side dominates.
+// docs/validation-performance.md ("Megatron-LM CI iteration times") records the table.
+TEST(MegatronCiStepTime, IterationTimeWithinRecordedBounds) {
+  const std::vector<lcm::test::PublishedScenario> rows = lcm::test::published_ci_scenarios();
+  ASSERT_FALSE(rows.empty());
+  std::printf("\n| CI row | layout | predicted s | measured s | error %% | band s | host-bound idle s |\n"
+              "|---|---|---:|---:|---:|---|---:|\n");
+  int n = 0, within20 = 0, within50 = 0, in_band = 0;
+  double sum_abs = 0, sum_signed = 0;
+  for (const lcm::test::PublishedScenario& p : rows) {
+    if (p.published_step_s <= 0) continue;
+    const lcm::Estimate e = lcm::estimate(p.scenario);
+    ASSERT_TRUE(e.has_time) << p.id;
+    const double pred = e.time.step_s, meas = p.published_step_s;
+    const double err = 100.0 * (pred / meas - 1.0);
+    const lcm::Range band = lcm::time_range(pred, e.band);
+    ++n;
+    sum_abs += std::fabs(err);
+    sum_signed += err;
+    within20 += std::fabs(err) <= 20.0 ? 1 : 0;
+    within50 += std::fabs(err) <= 50.0 ? 1 : 0;
+    const bool covered = meas >= band.low && meas <= band.high;
+    in_band += covered ? 1 : 0;
+    const lcm::Mesh& m = e.mesh;
+    const std::string layout = "tp" + std::to_string(m.tp) + " cp" + std::to_string(m.cp) + " pp" + std::to_string(m.pp) +
+                               (m.vp > 1 ? " vp" + std::to_string(m.vp) : "") +
+                               (m.ep > 1 ? " ep" + std::to_string(m.ep) : "") + " dp" + std::to_string(m.dp) +
+                               " mb" + std::to_string(m.num_micro_batches);
+    std::printf("| %s | %s | %.4f | %.4f | %+.1f | %.4f-%.4f%s | %.4f |\n", p.id.c_str(), layout.c_str(), pred, meas,
+                err, band.low, band.high, covered ? "" : " (outside)", e.time.host_idle);
+  }
+  ASSERT_GT(n, 0);
+  const double mae = sum_abs / n, signed_err = sum_signed / n;
+  // Recorded bounds. First prediction (model frozen, declared at dbea8c7): 38 rows, mean |error|
+  // 46.7 %, signed -35.6 %, 4 within 20 %, 21 within 50 %, 5 inside their band: the host-bound
+  // regime of these tiny steps is predicted too short. Tighten when a fix lands.
+  constexpr int kMinRows = 38;
+  constexpr double kMaeBoundPct = 47.0;
+  constexpr int kMinWithin50 = 21;
+  std::printf("Megatron-LM CI iteration times (H100): %d rows, mean |error| %.1f %%, mean signed error %+.1f %%, "
+              "%d within 20 %%, %d within 50 %%, %d inside their band\n",
+              n, mae, signed_err, within20, within50, in_band);
+  EXPECT_GE(n, kMinRows);
+  EXPECT_LE(mae, kMaeBoundPct);
+  EXPECT_GE(within50, kMinWithin50);
+}
+#endif  // LCM_PUBLISHED_SCENARIOS_ONLY

@@ -15,6 +15,7 @@ struct PublishedScenario {
   std::string table;  // "bridge", "nemo", "weak", "ci"
   std::string id;     // the row as perf_validation_test names it
   Scenario scenario;
+  double published_step_s = 0;  // CI rows: iter_time_s_median_excl_first (0: none published)
 };
 
 // Every evaluated row of the three tables (rows the model cannot express are left out).
