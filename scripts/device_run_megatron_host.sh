@@ -19,7 +19,7 @@
 #   moe E8 k8 and E16 k8, full recompute (the per-expert Python of a forward pass)
 # Each run: 8 micro-batches per iteration, 12 iterations; the median of iterations 5-12 is used.
 # Writes $OUT/megatron_host/{runs.txt,summary.json}. Needs .megatron/ (pretrain_gpt.py).
-# Usage (device machine, repository root): OUT=/tmp/out [MEGATRON_HOST_SET=2] bash scripts/device_run_megatron_host.sh
+# Usage (device machine, repository root): OUT=/tmp/out [MEGATRON_HOST_SET=2|3] bash scripts/device_run_megatron_host.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -59,7 +59,17 @@ run() {  # run NAME LAYERS ARGS...
   grep -E "Error|error:|Traceback" "$D/$name.log" | head -5 >> "$LOG"
 }
 
-if [ "${MEGATRON_HOST_SET:-1}" = 1 ]; then
+if [ "${MEGATRON_HOST_SET:-1}" = 3 ]; then
+  # Set 3 (session 19): the host time outside the layers. Dense model at 2 and 10 layers with 1,
+  # 2 and 8 micro-batches per iteration (global batch = micro-batches, micro-batch 1): the
+  # intercept of each micro-batch count after the layers' slope is removed splits into a part
+  # per iteration (optimizer step, training loop, logging) and a part per micro-batch
+  # (embedding, loss, the schedule's Python). Run with MEGATRON_HOST_ITERS=20.
+  for m in 1 2 8; do
+    run "fixed_l2_m$m" 2 --global-batch-size "$m"
+    run "fixed_l10_m$m" 10 --global-batch-size "$m"
+  done
+elif [ "${MEGATRON_HOST_SET:-1}" = 1 ]; then
   run dense_l2 2
   run dense_l10 10
   run dense_l10_full 10 "${FULL[@]}"
