@@ -230,6 +230,8 @@ std::vector<Key> host_keys() {
                [](HardwareSpec& h) -> double& { return h.host.moe_overhead_fwd; }),
       real_key("moe_layer_overhead_bwd_us", kMicro, 0, false, 100000,
                [](HardwareSpec& h) -> double& { return h.host.moe_overhead_bwd; }),
+      real_key("microbatch_overhead_us", kMicro, 0, false, 1000000,
+               [](HardwareSpec& h) -> double& { return h.host.microbatch_overhead; }),
       real_key("exec_gemm_enqueue_us", kMicro, 0, false, 1000,
                [](HardwareSpec& h) -> double& { return h.host.exec_gemm_enqueue; }),
   };

@@ -504,8 +504,7 @@ void IncrementalEstimator::Impl::compose() {
       [&](const EdgeEntry& e, EdgeEntry::Timed& out) {
         for (const auto& id : e.identities) {
           const auto& l = id.lists;
-          out.times.push_back({pass_time(l[0], par, t, hw), pass_time(l[1], par, t, hw), pass_time(l[2], par, t, hw),
-                               pass_time(l[3], par, t, hw)});
+          out.times.push_back(edge_times({&l[0], &l[1], &l[2], &l[3]}, par, t, hw));
         }
       });
   const size_t nc = st.classes.size();

@@ -319,6 +319,19 @@ LayerTimes layer_times(const LayerOps& l, const ParallelSpec& par, const MeshTop
   return t;
 }
 
+std::array<PassTime, 4> edge_times(const std::array<const std::vector<Op>*, 4>& lists, const ParallelSpec& par,
+                                   const MeshTopology& topo, const HardwareSpec& hw) {
+  std::array<PassTime, 4> t;
+  for (size_t i = 0; i < 4; ++i) t[i] = pass_time(*lists[i], par, topo, hw);
+  const auto holds = [](const std::vector<Op>& ops, OpId id) {
+    return std::any_of(ops.begin(), ops.end(), [id](const Op& o) { return o.id == id; });
+  };
+  const double half = 0.5 * hw.host.microbatch_overhead;
+  if (holds(*lists[0], OpId::kEmbed)) t[0].host += half;  // batch fetch, embedding
+  if (holds(*lists[1], OpId::kLoss)) t[1].host += half;       // batch fetch, output layer, loss
+  return t;
+}
+
 std::vector<StepOpTime> step_op_times(const std::vector<Op>& step, const MeshTopology& topo, const HardwareSpec& hw) {
   std::vector<StepOpTime> out;
   out.reserve(step.size());
@@ -432,8 +445,7 @@ StepTime step_time(const Scenario& s, const Mesh& m, const Schedule& sched, cons
     const StageSchedule& st = sched.stages[r];
     StageInputs& in = stages[r];
     copy_layer_counts(st, in);
-    edges[r] = {pass_time(st.pre_fwd, par, topo, hw), pass_time(st.post_fwd, par, topo, hw),
-                pass_time(st.post_bwd, par, topo, hw), pass_time(st.pre_bwd, par, topo, hw)};
+    edges[r] = edge_times({&st.pre_fwd, &st.post_fwd, &st.post_bwd, &st.pre_bwd}, par, topo, hw);
     in.pre_fwd = &edges[r][0];
     in.post_fwd = &edges[r][1];
     in.post_bwd = &edges[r][2];

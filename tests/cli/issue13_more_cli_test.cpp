@@ -264,12 +264,15 @@ TEST(AccountForEmbeddingAndLoss, MegatronCiConfigImportsValidatesAndEstimates) {
   EXPECT_EQ(st[2].at("terms").at("weights").get<double>(), 2 * (2 * layer));
   EXPECT_EQ(st[3].at("terms").at("weights").get<double>(), 2 * (layer + out));
   // Time follows the split: the two middle ranks run the same two layers; rank 0 one layer
-  // plus the embedding lookup, less than two layers.
+  // plus the embedding lookup, less than two layers in the forward. (Its backward, which holds
+  // the micro-batch's host-bound idle, also carries half of the per-micro-batch Python outside
+  // the layers, host.microbatch_overhead: on this host-bound model about one layer's worth,
+  // which is what the split accounts for.)
   const json& ts = e.at("time").at("stages");
   ASSERT_EQ(ts.size(), 4u);
   EXPECT_DOUBLE_EQ(ts[1].at("fwd_s").get<double>(), ts[2].at("fwd_s").get<double>());
+  EXPECT_DOUBLE_EQ(ts[1].at("bwd_s").get<double>(), ts[2].at("bwd_s").get<double>());
   EXPECT_LT(ts[0].at("fwd_s").get<double>(), ts[1].at("fwd_s").get<double>());
-  EXPECT_LT(ts[0].at("bwd_s").get<double>(), ts[1].at("bwd_s").get<double>());
 
   // Megatron rejects the flags together with an uneven first/last stage; so does lcm, on
   // import (naming the flag) and on a scenario.

@@ -322,10 +322,13 @@ TEST(MegatronCiStepTime, IterationTimeWithinRecordedBounds) {
   const double mae = sum_abs / n, signed_err = sum_signed / n;
   // Recorded bounds. First prediction (model frozen, declared at dbea8c7): 38 rows, mean |error|
   // 46.7 %, signed -35.6 %, 4 within 20 %, 21 within 50 %, 5 inside their band: the host-bound
-  // regime of these tiny steps is predicted too short. Tighten when a fix lands.
+  // regime of these tiny steps is predicted too short. Then (development set) the per-micro-batch
+  // Python outside the layers, measured with Megatron-LM (host runs set 3, declared before
+  // measuring; hwprofiles host: microbatch_overhead_us): 40.3 %, signed -27.6 %, 7 within 20 %,
+  // 25 within 50 %, 8 inside their band.
   constexpr int kMinRows = 38;
-  constexpr double kMaeBoundPct = 47.0;
-  constexpr int kMinWithin50 = 21;
+  constexpr double kMaeBoundPct = 40.5;
+  constexpr int kMinWithin50 = 25;
   std::printf("Megatron-LM CI iteration times (H100): %d rows, mean |error| %.1f %%, mean signed error %+.1f %%, "
               "%d within 20 %%, %d within 50 %%, %d inside their band\n",
               n, mae, signed_err, within20, within50, in_band);

@@ -855,6 +855,40 @@ TEST(StepTimeRules, LayerPythonByPassAndLayerKind) {
   EXPECT_NEAR(layer_times(moe, ParallelSpec{}, one_node(), hw).recompute.host, 6 * kMs, kTol);
 }
 
+// The Python per micro-batch outside the layers (HostSpec::microbatch_overhead: batch fetch,
+// embedding, output layer, loss, the schedule's calls): half on the forward edge list that
+// holds the embedding, half on the one that holds the loss; the backward edges and lists
+// holding neither take none. Kernels as before (0.5 ms each).
+//   overhead 8 ms, embedding list {embed (1 ms)}: 0.5 + 4 = 4.5 ms; loss list {logits GEMM,
+//   loss}: 1 + 4 = 5 ms; a pipeline stage's receive list (no embedding): 0.5 ms; backward
+//   edges: kernels only.
+TEST(StepTimeRules, MicroBatchPythonOnTheEmbeddingAndLossStages) {
+  HardwareSpec hw = host_hw(0.5);
+  hw.host.microbatch_overhead = 8 * kMs;
+  Op embed = mem(1);
+  embed.id = OpId::kEmbed;
+  Op logits = gemm(2);
+  logits.id = OpId::kLogits;
+  Op loss = mem(1);
+  loss.id = OpId::kLoss;
+  const std::vector<Op> pre_fwd{embed}, post_fwd{logits, loss}, post_bwd{mem(1)}, pre_bwd{mem(2)};
+  const std::array<PassTime, 4> t =
+      edge_times({&pre_fwd, &post_fwd, &post_bwd, &pre_bwd}, ParallelSpec{}, one_node(), hw);
+  EXPECT_NEAR(t[0].host, 4.5 * kMs, kTol);
+  EXPECT_NEAR(t[1].host, 5 * kMs, kTol);
+  EXPECT_NEAR(t[2].host, 0.5 * kMs, kTol);
+  EXPECT_NEAR(t[3].host, 0.5 * kMs, kTol);
+  // GPU time is unchanged.
+  EXPECT_NEAR(t[1].total, pass_time(post_fwd, ParallelSpec{}, one_node(), hw).total, kTol);
+  // A middle pipeline stage (p2p lists, no embedding, no loss) pays none of it.
+  Op recv = mem(1);
+  recv.id = OpId::kPpRecv;
+  const std::vector<Op> mid{recv}, empty{};
+  const std::array<PassTime, 4> m = edge_times({&mid, &empty, &empty, &mid}, ParallelSpec{}, one_node(), hw);
+  EXPECT_NEAR(m[0].host, 0.5 * kMs, kTol);
+  EXPECT_NEAR(m[1].host, 0, kTol);
+}
+
 // A pass with syncs: the pass timed as (GPU total, host, syncs, sync idle).
 PassTime host_pass(double gpu_ms, double host_ms, int syncs = 0, double sync_idle_ms = 0) {
   PassTime p = timed(gpu_ms);

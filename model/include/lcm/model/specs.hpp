@@ -372,6 +372,11 @@ struct HostSpec {
   // and beyond its kernels, per forward and per backward.
   double moe_overhead_fwd = 0;
   double moe_overhead_bwd = 0;
+  // Python per micro-batch outside the layers, forward + backward, beyond its kernels: the
+  // batch fetch, the embedding, the output layer, the loss and the schedule's per-micro-batch
+  // calls. Half is charged to the stage holding the embedding, half to the stage holding the
+  // loss (the same stage without pipelining; step_time.cpp, edge_times).
+  double microbatch_overhead = 0;
   // lcm-exec's host time per cuBLASLt GEMM it enqueues in its (ungated) benchmark loops: a
   // measurement floor, not a training cost. Calibration predicts such a measured GEMM as the
   // larger of its GPU time and this x its kernels (model/calibration.hpp, predict_time); the

@@ -115,6 +115,11 @@ struct PassTime {
 };
 PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const MeshTopology& topo,
                    const HardwareSpec& hw);
+// pass_time of a stage's four edge lists (StageSchedule pre_fwd, post_fwd, post_bwd, pre_bwd),
+// with the per-micro-batch Python outside the layers (HostSpec::microbatch_overhead): half on
+// the forward list that holds the embedding, half on the one that holds the loss.
+std::array<PassTime, 4> edge_times(const std::array<const std::vector<Op>*, 4>& lists, const ParallelSpec& par,
+                                   const MeshTopology& topo, const HardwareSpec& hw);
 
 // Cache key (cache_key.hpp) of pass_time and step_op_times of one op list, besides the
 // list itself and the hardware: the overlap switches pass_time reads and the topology of

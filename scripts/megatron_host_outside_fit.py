@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""The host block's microbatch_overhead_us from Megatron-LM host runs set 3
+(MEGATRON_HOST_SET=3 scripts/device_run_megatron_host.sh; declared in
+validation/measured/h200/megatron_host/DECLARATION_set3.md).
+
+Per micro-batch count M (runs fixed_l{2,10}_m{M}, median iteration times t):
+  s(M) = (t(10, M) - t(2, M)) / (8 M)        the layers' host time per layer and micro-batch
+  I(M) = t(2, M) - 2 M s(M)                   the time outside the layers
+and a least-squares line I(M) = a + b M over the micro-batch counts: `a` per iteration,
+`b` per micro-batch. lcm already counts the kernels of the ops outside the layers (the embedding,
+the final norm, the logits, the loss; forward and backward) at kernel_launch_us each, so
+microbatch_overhead_us = b - those kernels x kernel_launch_us. The standard errors come from
+the line's residuals.
+
+Usage: python3 scripts/megatron_host_outside_fit.py SUMMARY.json [--lcm build/bin/lcm]
+"""
+import argparse
+import json
+import math
+import pathlib
+import subprocess
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent.parent
+SCEN = HERE / "validation/measured/h200/megatron_host/scenario_dense.yaml"
+PROFILE = HERE / "hwprofiles/h200-sxm.yaml"
+
+
+def outside_kernels(lcm):
+    """Kernels of micro-batch 0's ops outside the layers (not `L.`, not the optimizer step)."""
+    with tempfile.TemporaryDirectory() as d:
+        out = pathlib.Path(d) / "t.json"
+        subprocess.run([lcm, "trace", str(SCEN), "--set", "num_layers=2", "--set", "global_batch_size=1",
+                        "-o", str(out)], check=True)
+        ev = json.loads(out.read_text())
+        ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+    return sum(e.get("args", {}).get("host_kernels", 0) for e in ev
+               if e.get("ph") == "X" and not e["name"].startswith("L.") and not e["name"].startswith("optimizer"))
+
+
+def kernel_launch_us():
+    for line in PROFILE.read_text().splitlines():
+        if line.strip().startswith("kernel_launch_us:"):
+            return float(line.split(":")[1])
+    raise SystemExit("kernel_launch_us not in " + str(PROFILE))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("summary")
+    ap.add_argument("--lcm", default=str(HERE / "build/bin/lcm"))
+    a = ap.parse_args()
+    runs = json.loads(pathlib.Path(a.summary).read_text())["runs"]
+    t = {}
+    for name, r in runs.items():
+        if name.startswith("fixed_l"):
+            layers, m = name[len("fixed_l"):].split("_m")
+            t[(int(layers), int(m))] = r["median_5_12_ms"]
+    ms = sorted({m for (_, m) in t if (2, m) in t and (10, m) in t})
+    if len(ms) < 3:
+        raise SystemExit("need fixed_l2_mM and fixed_l10_mM for at least three M")
+    slope = {m: (t[(10, m)] - t[(2, m)]) / (8 * m) for m in ms}
+    inter = {m: t[(2, m)] - 2 * m * slope[m] for m in ms}
+    mbar = sum(ms) / len(ms)
+    ibar = sum(inter.values()) / len(ms)
+    sxx = sum((m - mbar) ** 2 for m in ms)
+    b = sum((m - mbar) * (inter[m] - ibar) for m in ms) / sxx
+    a0 = ibar - b * mbar
+    res = [inter[m] - (a0 + b * m) for m in ms]
+    sigma = math.sqrt(sum(r * r for r in res) / (len(ms) - 2))
+    se_b = sigma / math.sqrt(sxx)
+    se_a = sigma * math.sqrt(1 / len(ms) + mbar * mbar / sxx)
+    k = outside_kernels(a.lcm)
+    launch = kernel_launch_us()
+    out = {
+        "median_ms": {f"l{l}_m{m}": v for (l, m), v in sorted(t.items())},
+        "layer_slope_ms": slope,
+        "outside_layers_ms": inter,
+        "per_iteration_ms": round(a0, 3), "per_iteration_se_ms": round(se_a, 3),
+        "per_micro_batch_ms": round(b, 4), "per_micro_batch_se_ms": round(se_b, 3),
+        "lcm_outside_kernels": k, "kernel_launch_us": launch,
+        "host_block": {"microbatch_overhead_us": round(1000 * b - k * launch, 1)},
+    }
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
