@@ -328,7 +328,7 @@ std::array<PassTime, 4> edge_times(const std::array<const std::vector<Op>*, 4>& 
   };
   const double half = 0.5 * hw.host.microbatch_overhead;
   if (holds(*lists[0], OpId::kEmbed)) t[0].host += half;  // batch fetch, embedding
-  if (holds(*lists[1], OpId::kLoss)) t[1].host += half;       // batch fetch, output layer, loss
+  if (holds(*lists[1], OpId::kLoss)) t[1].host += half;  // batch fetch, output layer, loss
   return t;
 }
 
