@@ -19,7 +19,7 @@
 #   moe E8 k8 and E16 k8, full recompute (the per-expert Python of a forward pass)
 # Each run: 8 micro-batches per iteration, 12 iterations; the median of iterations 5-12 is used.
 # Writes $OUT/megatron_host/{runs.txt,summary.json}. Needs .megatron/ (pretrain_gpt.py).
-# Usage (device machine, repository root): OUT=/tmp/out [MEGATRON_HOST_SET=2|3] bash scripts/device_run_megatron_host.sh
+# Usage (device machine, repository root): OUT=/tmp/out [MEGATRON_HOST_SET=2|3|4] bash scripts/device_run_megatron_host.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -48,18 +48,37 @@ moe() {  # moe E K
     --moe-router-load-balancing-type aux_loss --moe-aux-loss-coeff 1e-3 --expert-model-parallel-size 1
 }
 
+# Set 4: the model of the CI row gpt3_mcore_tp1_pp2 (GPT-3 style: LayerNorm, GeLU, biases, learned
+# positions, tied embeddings, GPT-2 vocabulary size, 1024 tokens, micro-batch 4), without pipelining.
+BASE4=(--hidden-size 512 --num-attention-heads 8 --seq-length 1024 --max-position-embeddings 1024
+  --position-embedding-type learned_absolute --hidden-dropout 0 --attention-dropout 0
+  --tokenizer-type NullTokenizer --vocab-size 50257 --micro-batch-size 4 --global-batch-size 4 --bf16
+  --train-iters ${MEGATRON_HOST_ITERS:-12} --lr 1e-4 --min-lr 1e-5 --lr-decay-style constant
+  --log-interval 1 --eval-iters 0 --eval-interval 1000 --mock-data
+  --transformer-impl local --no-persist-layer-norm --no-gradient-accumulation-fusion
+  --no-masked-softmax-fusion --no-bias-gelu-fusion)
+
 run() {  # run NAME LAYERS ARGS...
   local name=$1 layers=$2; shift 2
+  local base=("${BASE[@]}")
+  [ "${MEGATRON_HOST_SET:-1}" = 4 ] && base=("${BASE4[@]}")
   echo "=== $name layers=$layers $*" >> "$LOG"
   (cd .megatron && timeout 200 torchrun --nproc-per-node 1 --master-port $((6100 + RANDOM % 800)) pretrain_gpt.py \
-      --num-layers "$layers" "${BASE[@]}" "$@" 2>&1) > "$D/$name.log"
+      --num-layers "$layers" "${base[@]}" "$@" 2>&1) > "$D/$name.log"
   echo "exit $?" >> "$LOG"
   grep -oE "elapsed time per iteration \(ms\): [0-9.]+" "$D/$name.log" | awk '{print $NF}' | tr '\n' ' ' >> "$LOG"
   echo >> "$LOG"
   grep -E "Error|error:|Traceback" "$D/$name.log" | head -5 >> "$LOG"
 }
 
-if [ "${MEGATRON_HOST_SET:-1}" = 3 ]; then
+if [ "${MEGATRON_HOST_SET:-1}" = 4 ]; then
+  # Set 4 (session 19): a held-out check of the host model on another architecture, the CI
+  # GPT model at 12 layers with 1, 2 and 8 micro-batches of 4 sequences. Run with
+  # MEGATRON_HOST_ITERS=20.
+  for m in 1 2 8; do
+    run "gptci_l12_m$m" 12 --global-batch-size $((4 * m))
+  done
+elif [ "${MEGATRON_HOST_SET:-1}" = 3 ]; then
   # Set 3 (session 19): the host time outside the layers. Dense model at 2 and 10 layers with 1,
   # 2 and 8 micro-batches per iteration (global batch = micro-batches, micro-batch 1): the
   # intercept of each micro-batch count after the layers' slope is removed splits into a part
