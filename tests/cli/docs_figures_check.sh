@@ -16,6 +16,7 @@
 #                                    = lcm calibrate's report; the published-table figure
 #                                    = PerfValidation's "Overall:" line
 #   model/src/uncertainty.cpp        the composition spread in use (lcm estimate's JSON) = the recomputed one
+#   docs/validation-memory.md, docs/memory-model.md  the no-false-OOM counts = lcm_no_false_oom_tests' summary
 # usage: docs_figures_check.sh REPO_ROOT BUILD_DIR
 set -uo pipefail
 root=${1:?usage: docs_figures_check.sh REPO_ROOT BUILD_DIR}
@@ -114,5 +115,13 @@ m, s = c["log_center"], c["log_half_width"]
 print("%+.2f%% %+.2f%%" % (100 * math.expm1(m - s), 100 * math.expm1(m + s)))' "$tmp/est.json")
 if [[ $used == "$p10 $p90" ]]; then echo "ok: composition spread in use: $used"; else
   echo "STALE: composition spread in use ($used) is not the current one ($p10 $p90): model/src/uncertainty.cpp"; fail=1
+fi
+# No false out-of-memory: "90 of 95 published runs fit or are tight (15 tight); 5 flagged" as
+# docs/validation-memory.md and docs/memory-model.md quote it.
+"$build/bin/lcm_no_false_oom_tests" >"$tmp/oom.txt" 2>&1
+read -r kept total tight flagged < <(sed -n 's/^\([0-9]*\) of \([0-9]*\) published runs fit or are tight (\([0-9]*\) tight); \([0-9]*\) flagged.*/\1 \2 \3 \4/p' "$tmp/oom.txt")
+if [[ -z ${kept:-} ]]; then echo "no summary line in lcm_no_false_oom_tests' output"; fail=1; else
+  check "no-false-OOM summary" "**$kept of $total runs are kept: $((kept - tight)) fit, $tight are tight; $flagged are flagged**" "$root/docs/validation-memory.md"
+  check "no-false-OOM in memory-model.md" "$kept of $total kept, $((kept - tight)) fit and $tight tight; the $flagged flagged" "$root/docs/memory-model.md"
 fi
 exit $fail
