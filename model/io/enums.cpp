@@ -14,6 +14,11 @@ constexpr Spelling<Normalization> kNormalization[] = {
     {"LayerNorm", Normalization::kLayerNorm},
     {"RMSNorm", Normalization::kRMSNorm},
 };
+constexpr Spelling<Activation> kActivation[] = {
+    {"default", Activation::kDefault},
+    {"squared_relu", Activation::kSquaredRelu},
+    {"quick_gelu", Activation::kQuickGelu},
+};
 constexpr Spelling<PositionEmbedding> kPositionEmbedding[] = {
     {"rope", PositionEmbedding::kRope},
     {"learned_absolute", PositionEmbedding::kLearnedAbsolute},
@@ -110,6 +115,7 @@ std::string_view name_of(const Spelling<E> (&table)[N], E v) {
   template <>                    \
   std::span<const Spelling<E>> spellings<E>() { return table; }
 LCM_ENUM_TABLE(Normalization, kNormalization)
+LCM_ENUM_TABLE(Activation, kActivation)
 LCM_ENUM_TABLE(PositionEmbedding, kPositionEmbedding)
 LCM_ENUM_TABLE(RopeScalingType, kRopeScalingType)
 LCM_ENUM_TABLE(Precision, kPrecision)
@@ -135,6 +141,7 @@ using io::name_of;
 using io::parse_enum;
 
 std::string_view to_string(Normalization v) { return name_of(io::kNormalization, v); }
+std::string_view to_string(Activation v) { return name_of(io::kActivation, v); }
 std::string_view to_string(PositionEmbedding v) { return name_of(io::kPositionEmbedding, v); }
 std::string_view to_string(RopeScalingType v) { return name_of(io::kRopeScalingType, v); }
 std::string_view to_string(Precision v) { return name_of(io::kPrecision, v); }

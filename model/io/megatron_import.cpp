@@ -204,6 +204,13 @@ void MegatronImporter::map_model() {
   if (swiglu && (on("squared-relu") || on("quick-geglu")))
     fail("swiglu", "--swiglu cannot be combined with --squared-relu or --quick-geglu (Megatron asserts)");
   from("model.swiglu", swiglu ? "swiglu" : "quick-geglu");
+  if (on("squared-relu")) {
+    m.activation = Activation::kSquaredRelu;
+    from("model.activation", "squared-relu");
+  } else if (on("quick-geglu")) {
+    m.activation = Activation::kQuickGelu;
+    from("model.activation", "quick-geglu");
+  }
   if (const auto f = integer("ffn-hidden-size", 1)) {
     m.ffn_hidden_size = *f;
     from("model.ffn_hidden_size", "ffn-hidden-size");

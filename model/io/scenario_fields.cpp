@@ -337,6 +337,15 @@ std::vector<FieldSpec> build() {
   f.push_back(boolean(M, "untie_embeddings_and_output_weights",
                       [](S& s) -> auto& { return s.model.untie_embeddings_and_output_weights; }));
   f.push_back(boolean(M, "swiglu", [](S& s) -> auto& { return s.model.swiglu; }));
+  {
+    // Written only when not Megatron's default for the gate (GeLU; SiLU with swiglu).
+    FieldSpec act = enumeration(M, "activation", [](S& s) -> auto& { return s.model.activation; });
+    act.emit = [](const S& s) {
+      return s.model.activation == Activation::kDefault ? YAML::Node(YAML::NodeType::Undefined)
+                                                        : YAML::Node(std::string(to_string(s.model.activation)));
+    };
+    f.push_back(std::move(act));
+  }
   f.push_back(boolean(M, "add_bias_linear", [](S& s) -> auto& { return s.model.add_bias_linear; }));
   f.push_back(boolean(M, "add_qkv_bias", [](S& s) -> auto& { return s.model.add_qkv_bias; }));
   f.push_back(boolean(M, "qk_layernorm", [](S& s) -> auto& { return s.model.qk_layernorm; }));

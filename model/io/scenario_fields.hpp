@@ -41,7 +41,8 @@ struct FieldSpec {
   bool required = false;
   // Parse `n` into the draft; returns "" or what was expected.
   std::function<std::string(const YAML::Node& n, ScenarioDraft& d)> parse;
-  // The value as a YAML node; empty function: not written by scenario_to_yaml.
+  // The value as a YAML node; empty function (or an undefined node): not written by
+  // scenario_to_yaml.
   std::function<YAML::Node(const Scenario& s)> emit;
   // Enumerations (and other string knobs): values for the tests that vary every knob; null otherwise.
   std::vector<std::string> (*values)() = nullptr;

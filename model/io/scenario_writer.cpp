@@ -17,8 +17,11 @@ std::string scenario_to_yaml(const Scenario& s, const std::string& hardware_ref)
     if (sec == Section::kTop) continue;
     out << YAML::Key << std::string(section_name(sec)) << YAML::Value << YAML::BeginMap;
     if (sec == Section::kHardware) out << YAML::Key << "profile" << YAML::Value << hardware_ref;
-    for (const FieldSpec& f : scenario_fields())
-      if (f.section == sec && f.emit) out << YAML::Key << std::string(f.key) << YAML::Value << f.emit(s);
+    for (const FieldSpec& f : scenario_fields()) {
+      if (f.section != sec || !f.emit) continue;
+      const YAML::Node v = f.emit(s);
+      if (v.IsDefined()) out << YAML::Key << std::string(f.key) << YAML::Value << v;  // undefined: left out
+    }
     out << YAML::EndMap;
   }
   out << YAML::EndMap;

@@ -333,6 +333,12 @@ void check_attention_and_embeddings(const Scenario& s, Checker& check) {
           m.window_size, s.parallel.cp_comm_type == CpCommType::kP2P ? "p2p" : "a2a+p2p");
   if (m.window_attn_skip_freq > 0)
     check(m.window_size > 0, "model.window_attn_skip_freq", "window_attn_skip_freq needs model.window_size");
+  // Megatron's flags: --squared-relu has no gate (it asserts against --swiglu), --quick-geglu is
+  // gated (it sets gated_linear_unit).
+  if (m.activation == Activation::kSquaredRelu)
+    check(!m.swiglu, "model.activation", "squared_relu is not gated (Megatron --squared-relu): set model.swiglu false");
+  if (m.activation == Activation::kQuickGelu)
+    check(m.swiglu, "model.activation", "quick_gelu is gated (Megatron --quick-geglu): set model.swiglu true");
   if (m.mtp_num_layers > 0)
     check(m.position_embedding_type != PositionEmbedding::kLearnedAbsolute, "model.mtp_num_layers",
           "Multi-Token Prediction (MTP) is not supported with learned_absolute position embedding type");

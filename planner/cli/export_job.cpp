@@ -154,7 +154,9 @@ ArgBlock megatron_model_args(const Scenario& s) {
     b.add("--rotary-seq-len-interpolation-factor", real(r.factor));
   }
   b.add("--normalization", std::string(to_string(m.normalization)));
-  if (m.swiglu) b.add("--swiglu");
+  if (m.activation == Activation::kQuickGelu) b.add("--quick-geglu", {}, "gated quick-GELU");
+  else if (m.activation == Activation::kSquaredRelu) b.add("--squared-relu", {}, "no gate");
+  else if (m.swiglu) b.add("--swiglu");
   if (!m.add_bias_linear) b.add("--disable-bias-linear");
   if (m.add_qkv_bias && !m.add_bias_linear) b.add("--add-qkv-bias");
   if (m.qk_layernorm) b.add("--qk-layernorm");
@@ -355,7 +357,11 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
   model.add("vocab_size", num(m.vocab_size), "the scenario's; the recipe's tokenizer must match");
   model.add("make_vocab_size_divisible_by", num(m.make_vocab_size_divisible_by));
   model.add("share_embeddings_and_output_weights", yes(!m.untie_embeddings_and_output_weights));
-  model.add("gated_linear_unit", yes(m.swiglu), m.swiglu ? "SwiGLU with the recipe's activation_func (silu)" : "");
+  model.add("gated_linear_unit", yes(m.swiglu),
+            m.activation == Activation::kQuickGelu   ? "gated quick-GELU: the recipe's activation_func must be quick_gelu"
+            : m.activation == Activation::kSquaredRelu ? "no gate: the recipe's activation_func must be squared_relu"
+            : m.swiglu                                ? "SwiGLU with the recipe's activation_func (silu)"
+                                                      : "");
   model.add("add_bias_linear", yes(m.add_bias_linear));
   model.add("add_qkv_bias", yes(m.add_qkv_bias));
   model.add("qk_layernorm", yes(m.qk_layernorm));
@@ -546,6 +552,8 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
   if (t.attention_backend == AttentionBackend::kUnfused)
     cannot("unfused attention: TorchTitan runs SDPA / flex attention (fused)");
   if (m.window_size > 0) cannot("sliding-window attention: TorchTitan's job config has no window for its models");
+  if (m.activation != Activation::kDefault)
+    cannot(fmt::format("activation {}: TorchTitan's models run SwiGLU (or GeLU) MLPs", to_string(m.activation)));
   if (t.cross_entropy_loss_fusion && t.cross_entropy_fusion_impl == CrossEntropyFusionImpl::kTe)
     cannot("cross_entropy_fusion_impl te: TorchTitan has no Transformer Engine cross-entropy (its loss keeps the "
            "fp32 logits the estimate leaves out)");

@@ -121,6 +121,28 @@ TEST(ExportRoundTrip, PlannerLayouts) {
   const lcm::test::LcmRun t = lcm::test::run_lcm("export torchtitan scenarios/llama3.1-8b.yaml " + windowed.args, kTag);
   EXPECT_NE(t.code, 0);
   EXPECT_NE(t.err.find("sliding-window attention: TorchTitan's job config has no window"), std::string::npos) << t.err;
+  // The MLP's function (Nemotron-4's squared ReLU, GPT-OSS's gated quick-GELU) survives the
+  // Megatron round trip as --squared-relu / --quick-geglu; the Megatron-Bridge YAML cannot set
+  // activation_func and says so; TorchTitan refuses.
+  const Case squared{"llama3.1-8b", 8, "--set model.swiglu=false --set model.activation=squared_relu "
+                                        "--layout 'tp1 cp1 no-rc no_shard'"};
+  const Case quick{"llama3.1-8b", 8, "--set model.activation=quick_gelu --layout 'tp1 cp1 no-rc no_shard'"};
+  expect_round_trip("megatron", squared);
+  expect_round_trip("megatron", quick);
+  const std::string sq = lcm::test::run_lcm("export megatron scenarios/llama3.1-8b.yaml " + squared.args, kTag).out;
+  EXPECT_NE(sq.find("\n    --squared-relu  # no gate\n"), std::string::npos) << sq;
+  EXPECT_EQ(sq.find("--swiglu"), std::string::npos);
+  const std::string qg = lcm::test::run_lcm("export megatron scenarios/llama3.1-8b.yaml " + quick.args, kTag).out;
+  EXPECT_NE(qg.find("\n    --quick-geglu  # gated quick-GELU\n"), std::string::npos) << qg;
+  EXPECT_EQ(qg.find("--swiglu"), std::string::npos);
+  const std::string br = lcm::test::run_lcm("export nemo scenarios/llama3.1-8b.yaml " + squared.args, kTag).out;
+  EXPECT_NE(br.find("gated_linear_unit: false  # no gate: the recipe's activation_func must be squared_relu"),
+            std::string::npos)
+      << br;
+  const lcm::test::LcmRun tt = lcm::test::run_lcm("export torchtitan scenarios/llama3.1-8b.yaml " + squared.args, kTag);
+  EXPECT_NE(tt.code, 0);
+  EXPECT_NE(tt.err.find("activation squared_relu: TorchTitan's models run SwiGLU (or GeLU) MLPs"), std::string::npos)
+      << tt.err;
 }
 
 std::string exported(const std::string& args) {

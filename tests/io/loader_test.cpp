@@ -195,6 +195,35 @@ TEST(Loader, MoeLayerFreqForms) {
 
 // window_size: W or Megatron's [W, 0]; null or [-1, 0] is no window; a right bound other than
 // 0 (a non-causal window) is refused, as is window_attn_skip_freq without a window.
+// model.activation names the MLP's function where it is not the gate's default; it must agree
+// with the gate (Megatron's flags); it is written only when not `default`.
+TEST(Loader, ActivationNamesTheFunctionAndFollowsTheGate) {
+  auto load_act = [&](const std::string& extra) {
+    return load_text(base_with("  position_embedding_type: rope\n", "  position_embedding_type: rope\n" + extra));
+  };
+  auto r = load_act("  activation: squared_relu\n");  // the base scenario has no gate
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(r.value().model.activation, Activation::kSquaredRelu);
+  auto q = load_act("  swiglu: true\n  activation: quick_gelu\n");
+  ASSERT_TRUE(q.ok()) << q.error().str();
+  EXPECT_EQ(q.value().model.activation, Activation::kQuickGelu);
+  EXPECT_EQ(load_text(kBaseScenario).value().model.activation, Activation::kDefault);
+  const std::string ungated = error_of(load_act("  activation: quick_gelu\n"));
+  EXPECT_NE(ungated.find("model.activation: quick_gelu is gated (Megatron --quick-geglu): set model.swiglu true"),
+            std::string::npos)
+      << ungated;
+  const std::string gated = error_of(load_act("  swiglu: true\n  activation: squared_relu\n"));
+  EXPECT_NE(gated.find("model.activation: squared_relu is not gated (Megatron --squared-relu): set model.swiglu false"),
+            std::string::npos)
+      << gated;
+  const std::string bad = error_of(load_act("  activation: relu\n"));
+  EXPECT_NE(bad.find("model.activation: expected one of: default, squared_relu, quick_gelu; got 'relu'"),
+            std::string::npos)
+      << bad;
+  EXPECT_EQ(scenario_to_yaml(load_text(kBaseScenario).value(), "h200-sxm").find("activation:"), std::string::npos);
+  EXPECT_NE(scenario_to_yaml(r.value(), "h200-sxm").find("activation: squared_relu"), std::string::npos);
+}
+
 TEST(Loader, SlidingWindowForms) {
   auto load_window = [&](const std::string& extra) {
     return load_text(base_with("  position_embedding_type: rope\n", "  position_embedding_type: rope\n" + extra));

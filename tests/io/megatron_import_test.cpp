@@ -344,6 +344,23 @@ TEST(MegatronImport, SlidingWindowAttention) {
               HasSubstr("--window-attn-skip-freq: a per-layer pattern ('[1,0,1,0]') is not modelled"));
 }
 
+// --squared-relu (no gate) and --quick-geglu (gated) name the MLP's function: the gate sets the
+// costs, the name is kept for exports; --swiglu with either is Megatron's assertion.
+TEST(MegatronImport, ActivationFlags) {
+  const Scenario sq = imported(kMinimal + "--squared-relu");
+  EXPECT_FALSE(sq.model.swiglu);
+  EXPECT_EQ(sq.model.activation, Activation::kSquaredRelu);
+  const Scenario qg = imported(kMinimal + "--quick-geglu");
+  EXPECT_TRUE(qg.model.swiglu);
+  EXPECT_EQ(qg.model.activation, Activation::kQuickGelu);
+  const Scenario sw = imported(kMinimal + "--swiglu");
+  EXPECT_TRUE(sw.model.swiglu);
+  EXPECT_EQ(sw.model.activation, Activation::kDefault);
+  EXPECT_EQ(imported(kMinimal).model.activation, Activation::kDefault);
+  EXPECT_THAT(import_error(kMinimal + "--swiglu --squared-relu"),
+              HasSubstr("--swiglu cannot be combined with --squared-relu or --quick-geglu"));
+}
+
 TEST(MegatronImport, IgnoredNotedRejectedAndUnknownFlags) {
   auto r = import_line(kMinimal + "--lr 1e-4 --data-path $DATA --log-interval 1 --attention-output-gate --optimizer adam");
   ASSERT_TRUE(r.ok()) << r.error().str();

@@ -24,6 +24,7 @@ void expect_same(const Scenario& a, const Scenario& b) {
   EXPECT_EQ(m.make_vocab_size_divisible_by, n.make_vocab_size_divisible_by);
   EXPECT_EQ(m.untie_embeddings_and_output_weights, n.untie_embeddings_and_output_weights);
   EXPECT_EQ(m.swiglu, n.swiglu);
+  EXPECT_EQ(m.activation, n.activation);
   EXPECT_EQ(m.add_bias_linear, n.add_bias_linear);
   EXPECT_EQ(m.add_qkv_bias, n.add_qkv_bias);
   EXPECT_EQ(m.qk_layernorm, n.qk_layernorm);
@@ -117,6 +118,7 @@ TEST(RoundTrip, EveryFieldAwayFromItsDefault) {
   s.model.make_vocab_size_divisible_by = 64;
   s.model.untie_embeddings_and_output_weights = true;
   s.model.swiglu = true;
+  s.model.activation = Activation::kQuickGelu;  // gated, as swiglu above
   s.model.add_bias_linear = false;
   s.model.add_qkv_bias = true;
   s.model.qk_layernorm = true;

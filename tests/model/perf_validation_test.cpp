@@ -238,6 +238,8 @@ ModelSpec model_from_arch(const Row& a) {
   m.vocab_size = num(a, "vocab", 0);
   const std::string act = get(a, "activation");
   m.swiglu = act.find("SwiGLU") != std::string::npos || act.find("gated") == 0;
+  if (act.find("squared ReLU") != std::string::npos) m.activation = Activation::kSquaredRelu;
+  if (act.find("quick_gelu") != std::string::npos) m.activation = Activation::kQuickGelu;
   const bool gpt3 = m.name.rfind("GPT3", 0) == 0;
   // GPT3 (NeMo GPTConfig): LayerNorm, biases, learned absolute positions, tied embeddings.
   // Nemotron (the launcher's layernorm1p, as the source column says): LayerNorm, RoPE, untied.

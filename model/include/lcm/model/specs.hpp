@@ -21,6 +21,11 @@ namespace lcm {
 // Enumerations. Strings exist only in the YAML <-> enum table (model/io/enums.cpp).
 // ---------------------------------------------------------------------------------
 enum class Normalization { kLayerNorm, kRMSNorm };
+// The MLP's elementwise function where it is not Megatron's default for the gate setting
+// (GeLU; SiLU with swiglu): squared ReLU (--squared-relu, no gate: Nemotron-4) or quick-GELU
+// (--quick-geglu, gated: GPT-OSS). lcm's costs depend on the gate only; the name is kept so
+// that exports launch the same model.
+enum class Activation { kDefault, kSquaredRelu, kQuickGelu };
 enum class PositionEmbedding { kRope, kLearnedAbsolute, kNone };
 enum class RopeScalingType { kNone, kLinear, kLlama3, kYarn, kDynamicNtk };
 enum class Precision { kBf16, kFp8 };
@@ -78,6 +83,7 @@ struct ModelSpec {
   int make_vocab_size_divisible_by = 128;
   bool untie_embeddings_and_output_weights = false;
   bool swiglu = false;              // gated linear unit in MLPs and experts
+  Activation activation = Activation::kDefault;
   bool add_bias_linear = true;      // Megatron-Core default; Llama-style models set false
   bool add_qkv_bias = false;
   bool qk_layernorm = false;

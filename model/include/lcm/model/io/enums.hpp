@@ -20,6 +20,7 @@
 namespace lcm {
 
 std::string_view to_string(Normalization v);
+std::string_view to_string(Activation v);
 std::string_view to_string(PositionEmbedding v);
 std::string_view to_string(RopeScalingType v);
 std::string_view to_string(Precision v);
