@@ -8,7 +8,7 @@
 # of the local transformer implementation (the kernels it lacks: persistent layer norm,
 # gradient-accumulation / softmax / SwiGLU / RoPE fusions).
 # Needs build/bin/lcm. Leaves $OUT/export_runs.txt and the exported scripts in $OUT/export/.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_export.sh
+# Usage (device machine, repository root): OUT=/tmp/out [EXPORT_JOBS="name ..."] bash scripts/device_run_export.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -42,5 +42,13 @@ run_job() {  # run_job NAME SCENARIO LAYOUT [--set ...]
   } 2>&1 | tee -a "$LOG"
 }
 
-run_job llama8b_l2_s4k scenarios/llama3.1-8b.yaml "tp1 pp1 dp1 mbs1 sel"
-run_job mixtral_e4_l2_s4k scenarios/mixtral-8x7b.yaml "tp1 pp1 ep1 dp1 mbs1 sel" --set num_experts=4
+# EXPORT_JOBS="name ...": run only those jobs (default: all).
+want() { [ -z "${EXPORT_JOBS:-}" ] || [[ " $EXPORT_JOBS " == *" $1 "* ]]; }
+want llama8b_l2_s4k && run_job llama8b_l2_s4k scenarios/llama3.1-8b.yaml "tp1 pp1 dp1 mbs1 sel"
+want mixtral_e4_l2_s4k && run_job mixtral_e4_l2_s4k scenarios/mixtral-8x7b.yaml "tp1 pp1 ep1 dp1 mbs1 sel" --set num_experts=4
+# Session 19: the MLP's function (model.activation): Nemotron-4's squared ReLU without a gate
+# (--squared-relu) and GPT-OSS's gated quick-GELU (--quick-geglu, on a Llama slice), in BF16.
+want nemotron4_l2_s4k && run_job nemotron4_l2_s4k scenarios/nemotron4-15b.yaml "tp1 cp1 pp1 dp1 mbs1 sel" \
+  --set precision=bf16 --set tp_comm_overlap=false
+want llama8b_quickgeglu_l2_s4k && run_job llama8b_quickgeglu_l2_s4k scenarios/llama3.1-8b.yaml "tp1 pp1 dp1 mbs1 sel" \
+  --set model.activation=quick_gelu
