@@ -54,11 +54,9 @@ const KnownFlagged kKnownFlagged[] = {
     // Out of memory even at the bottom of the memory band (peak x (1 - 4.10%) > 79.6 GiB).
     // The rows that only the band's top misses (Llama 3.1 405B, Llama 3 70B pre-training and
     // SFT, NeMo's Llama 2 7B and Llama 3 70B) are tight, kept by the planner (session 12).
-    {"25.11 Qwen3_30B_a3B Pre-Training 16GPU",
-     "pp2 vp12 mbs2 rows (25.09/25.11): peak 84.8 GiB on the last stage with TE's fused CE (2.3 GiB of logits, "
-     "was 7.0 unfused); unsharded expert optimizer state (edp 1) and 1.96 x 16.7 GiB of activations. 25.11's code "
-     "(v0.2.0, commit 8aed9a229) runs mbs 1, not the published 2"},
-    {"25.09 Qwen3_30B_a3B (tokendrop) Pre-Training 16GPU", "as the Qwen3 30B pp2 vp12 mbs2 rows"},
+    // (The Qwen3-30B-A3B pp2 vp24 mbs2 rows of 25.09 and 25.11 were listed here until session 19:
+    // with the presets' bf16 gradient reduction, read from every release's configs, they are
+    // tight, 84.7 GiB at the band's top.)
     {"25.11 GPT OSS 120B Pre-Training 64GPU",
      "mbs 4 as published: 4 x 14.6 GiB of activations on stage 0; the release's code (Megatron-Bridge v0.2.0 "
      "gpt_oss/workload_base_configs.py) sets mbs 1, with which the stage needs about a quarter of that"},
