@@ -19,7 +19,7 @@
 #   moe E8 k8 and E16 k8, full recompute (the per-expert Python of a forward pass)
 # Each run: 8 micro-batches per iteration, 12 iterations; the median of iterations 5-12 is used.
 # Writes $OUT/megatron_host/{runs.txt,summary.json}. Needs .megatron/ (pretrain_gpt.py).
-# Usage (device machine, repository root): OUT=/tmp/out [MEGATRON_HOST_SET=2|3|4] bash scripts/device_run_megatron_host.sh
+# Usage (device machine, repository root): OUT=/tmp/out [MEGATRON_HOST_SET=2|3|4|5] bash scripts/device_run_megatron_host.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -71,7 +71,16 @@ run() {  # run NAME LAYERS ARGS...
   grep -E "Error|error:|Traceback" "$D/$name.log" | head -5 >> "$LOG"
 }
 
-if [ "${MEGATRON_HOST_SET:-1}" = 4 ]; then
+if [ "${MEGATRON_HOST_SET:-1}" = 5 ]; then
+  # Set 5 (session 19): the host time per iteration. The dense model at 2 and 10 layers with 1,
+  # 4 and 16 micro-batches: t = a + c L + M (b + s L) separates a part per iteration (a), per
+  # layer and iteration (c: the optimizer's per-tensor work), per micro-batch (b) and per layer
+  # and micro-batch (s). Run with MEGATRON_HOST_ITERS=20.
+  for m in 1 4 16; do
+    run "iter_l2_m$m" 2 --global-batch-size "$m"
+    run "iter_l10_m$m" 10 --global-batch-size "$m"
+  done
+elif [ "${MEGATRON_HOST_SET:-1}" = 4 ]; then
   # Set 4 (session 19): a held-out check of the host model on another architecture, the CI
   # GPT model at 12 layers with 1, 2 and 8 micro-batches of 4 sequences. Run with
   # MEGATRON_HOST_ITERS=20.
