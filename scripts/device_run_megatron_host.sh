@@ -71,15 +71,22 @@ run() {  # run NAME LAYERS ARGS...
   grep -E "Error|error:|Traceback" "$D/$name.log" | head -5 >> "$LOG"
 }
 
+# The dense model at 2 and 10 layers for each micro-batch count M (global batch = M,
+# micro-batch 1): runs PREFIX_l2_mM and PREFIX_l10_mM.
+grid() {  # grid PREFIX M...
+  local prefix=$1 m; shift
+  for m in "$@"; do
+    run "${prefix}_l2_m$m" 2 --global-batch-size "$m"
+    run "${prefix}_l10_m$m" 10 --global-batch-size "$m"
+  done
+}
+
 if [ "${MEGATRON_HOST_SET:-1}" = 5 ]; then
   # Set 5 (session 19): the host time per iteration. The dense model at 2 and 10 layers with 1,
   # 4 and 16 micro-batches: t = a + c L + M (b + s L) separates a part per iteration (a), per
   # layer and iteration (c: the optimizer's per-tensor work), per micro-batch (b) and per layer
   # and micro-batch (s). Run with MEGATRON_HOST_ITERS=20.
-  for m in 1 4 16; do
-    run "iter_l2_m$m" 2 --global-batch-size "$m"
-    run "iter_l10_m$m" 10 --global-batch-size "$m"
-  done
+  grid iter 1 4 16
 elif [ "${MEGATRON_HOST_SET:-1}" = 4 ]; then
   # Set 4 (session 19): a held-out check of the host model on another architecture, the CI
   # GPT model at 12 layers with 1, 2 and 8 micro-batches of 4 sequences. Run with
@@ -93,10 +100,7 @@ elif [ "${MEGATRON_HOST_SET:-1}" = 3 ]; then
   # intercept of each micro-batch count after the layers' slope is removed splits into a part
   # per iteration (optimizer step, training loop, logging) and a part per micro-batch
   # (embedding, loss, the schedule's Python). Run with MEGATRON_HOST_ITERS=20.
-  for m in 1 2 8; do
-    run "fixed_l2_m$m" 2 --global-batch-size "$m"
-    run "fixed_l10_m$m" 10 --global-batch-size "$m"
-  done
+  grid fixed 1 2 8
 elif [ "${MEGATRON_HOST_SET:-1}" = 1 ]; then
   run dense_l2 2
   run dense_l10 10

@@ -35,17 +35,24 @@ HERE = pathlib.Path(__file__).resolve().parent.parent
 SCEN = HERE / "validation/measured/h200/megatron_host"
 
 
+def trace_ops(lcm, scenario, *overrides):
+    """The op events ("X") of `lcm trace` of a scenario (with --set overrides)."""
+    sets = [a for o in overrides for a in ("--set", o)]
+    with tempfile.TemporaryDirectory() as d:
+        out = pathlib.Path(d) / "t.json"
+        subprocess.run([lcm, "trace", str(scenario), *sets, "-o", str(out)], check=True, capture_output=True)
+        doc = json.loads(out.read_text())
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    return [e for e in events if e.get("ph") == "X"]
+
+
 def kernels_per_pass(lcm, scenario):
     """lcm's kernels of layer 0, micro-batch 0, per pass (the trace's `host_kernels`, the model's
     own count), and those of its grouped expert GEMMs."""
-    with tempfile.TemporaryDirectory() as d:
-        out = pathlib.Path(d) / "t.json"
-        subprocess.run([lcm, "trace", str(scenario), "-o", str(out)], check=True, capture_output=True)
-        doc = json.loads(out.read_text())
-    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    events = trace_ops(lcm, scenario)
     k = {"fwd": 0, "bwd": 0, "fwd_grouped": 0, "bwd_grouped": 0}
     for e in events:
-        if e.get("ph") != "X" or not e["name"].startswith("L."):
+        if not e["name"].startswith("L."):
             continue
         a = e.get("args", {})
         if a.get("layer") != 0 or a.get("micro_batch") != 0:

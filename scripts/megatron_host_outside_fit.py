@@ -12,43 +12,28 @@ the final norm, the logits, the loss; forward and backward) at kernel_launch_us 
 microbatch_overhead_us = b - those kernels x kernel_launch_us. The standard errors come from
 the line's residuals.
 
-Usage: python3 scripts/megatron_host_outside_fit.py SUMMARY.json [--lcm build/bin/lcm]
+Usage: python3 scripts/megatron_host_outside_fit.py SUMMARY.json [--lcm build/bin/lcm] [--launch-us K]
 """
 import argparse
 import json
 import math
 import pathlib
-import subprocess
-import tempfile
 
-HERE = pathlib.Path(__file__).resolve().parent.parent
-SCEN = HERE / "validation/measured/h200/megatron_host/scenario_dense.yaml"
-PROFILE = HERE / "hwprofiles/h200-sxm.yaml"
+from megatron_host_fit import HERE, SCEN, trace_ops
 
 
 def outside_kernels(lcm):
     """Kernels of micro-batch 0's ops outside the layers (not `L.`, not the optimizer step)."""
-    with tempfile.TemporaryDirectory() as d:
-        out = pathlib.Path(d) / "t.json"
-        subprocess.run([lcm, "trace", str(SCEN), "--set", "num_layers=2", "--set", "global_batch_size=1",
-                        "-o", str(out)], check=True)
-        ev = json.loads(out.read_text())
-        ev = ev["traceEvents"] if isinstance(ev, dict) else ev
-    return sum(e.get("args", {}).get("host_kernels", 0) for e in ev
-               if e.get("ph") == "X" and not e["name"].startswith("L.") and not e["name"].startswith("optimizer"))
-
-
-def kernel_launch_us():
-    for line in PROFILE.read_text().splitlines():
-        if line.strip().startswith("kernel_launch_us:"):
-            return float(line.split(":")[1])
-    raise SystemExit("kernel_launch_us not in " + str(PROFILE))
+    ops = trace_ops(lcm, SCEN / "scenario_dense.yaml", "num_layers=2", "global_batch_size=1")
+    return sum(e.get("args", {}).get("host_kernels", 0) for e in ops
+               if not e["name"].startswith("L.") and not e["name"].startswith("optimizer"))
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("summary")
     ap.add_argument("--lcm", default=str(HERE / "build/bin/lcm"))
+    ap.add_argument("--launch-us", type=float, default=10.87, help="the profile's kernel_launch_us")
     a = ap.parse_args()
     runs = json.loads(pathlib.Path(a.summary).read_text())["runs"]
     t = {}
@@ -71,7 +56,7 @@ def main():
     se_b = sigma / math.sqrt(sxx)
     se_a = sigma * math.sqrt(1 / len(ms) + mbar * mbar / sxx)
     k = outside_kernels(a.lcm)
-    launch = kernel_launch_us()
+    launch = a.launch_us
     out = {
         "median_ms": {f"l{l}_m{m}": v for (l, m), v in sorted(t.items())},
         "layer_slope_ms": slope,

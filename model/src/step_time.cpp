@@ -294,6 +294,14 @@ PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const Me
   return out;
 }
 
+namespace {
+// Whether an op list holds an op of schedule identity `id` (the router: an MoE layer's list; the
+// embedding and the loss: the stage edges that carry the per-micro-batch Python).
+bool holds(const std::vector<Op>& ops, OpId id) {
+  return std::any_of(ops.begin(), ops.end(), [id](const Op& o) { return o.id == id; });
+}
+}  // namespace
+
 LayerTimes layer_times(const LayerOps& l, const ParallelSpec& par, const MeshTopology& topo, const HardwareSpec& hw) {
   LayerTimes t;
   t.fwd = pass_time(l.fwd, par, topo, hw);
@@ -304,16 +312,13 @@ LayerTimes layer_times(const LayerOps& l, const ParallelSpec& par, const MeshTop
   // A recompute pass re-runs only the recomputed modules: the dense part in proportion to its
   // kernels against the forward's, the MoE part when it re-runs the router (full recompute).
   const HostSpec& h = hw.host;
-  const auto routes = [](const std::vector<Op>& ops) {
-    return std::any_of(ops.begin(), ops.end(), [](const Op& o) { return o.id == OpId::kMoeRouter; });
-  };
-  const bool moe = routes(l.fwd);
+  const bool moe = holds(l.fwd, OpId::kMoeRouter);
   const double over_fwd = h.layer_overhead_fwd + (moe ? h.moe_overhead_fwd : 0.0);
   const double over_bwd = h.layer_overhead_bwd + (moe ? h.moe_overhead_bwd : 0.0);
   if (t.fwd.total > 0 || t.fwd.host > 0) t.fwd.host += over_fwd;
   if (!l.recompute.empty()) {
     const double share = std::min(1.0, t.recompute.kernels / std::max(1.0, t.fwd.kernels));
-    t.recompute.host += h.layer_overhead_fwd * share + (routes(l.recompute) ? h.moe_overhead_fwd : 0.0);
+    t.recompute.host += h.layer_overhead_fwd * share + (holds(l.recompute, OpId::kMoeRouter) ? h.moe_overhead_fwd : 0.0);
   }
   if (t.bwd.total > 0 || t.bwd.host > 0) t.bwd.host += over_bwd;
   return t;
@@ -323,9 +328,6 @@ std::array<PassTime, 4> edge_times(const std::array<const std::vector<Op>*, 4>& 
                                    const MeshTopology& topo, const HardwareSpec& hw) {
   std::array<PassTime, 4> t;
   for (size_t i = 0; i < 4; ++i) t[i] = pass_time(*lists[i], par, topo, hw);
-  const auto holds = [](const std::vector<Op>& ops, OpId id) {
-    return std::any_of(ops.begin(), ops.end(), [id](const Op& o) { return o.id == id; });
-  };
   const double half = 0.5 * hw.host.microbatch_overhead;
   if (holds(*lists[0], OpId::kEmbed)) t[0].host += half;  // batch fetch, embedding
   if (holds(*lists[1], OpId::kLoss)) t[1].host += half;  // batch fetch, output layer, loss
