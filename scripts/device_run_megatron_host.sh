@@ -19,7 +19,7 @@
 #   moe E8 k8 and E16 k8, full recompute (the per-expert Python of a forward pass)
 # Each run: 8 micro-batches per iteration, 12 iterations; the median of iterations 5-12 is used.
 # Writes $OUT/megatron_host/{runs.txt,summary.json}. Needs .megatron/ (pretrain_gpt.py).
-# Usage (device machine, repository root): OUT=/tmp/out [MEGATRON_HOST_SET=2|3|4|5] bash scripts/device_run_megatron_host.sh
+# Usage (device machine, repository root): OUT=/tmp/out [MEGATRON_HOST_SET=2|3|4|5|6] bash scripts/device_run_megatron_host.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -81,7 +81,30 @@ grid() {  # grid PREFIX M...
   done
 }
 
-if [ "${MEGATRON_HOST_SET:-1}" = 5 ]; then
+if [ "${MEGATRON_HOST_SET:-1}" = 6 ]; then
+  # Set 6 (session 20): CUDA graphs (DECLARATION_set6.md). Megatron's local implementation:
+  # whole layers, attention only, the MoE router + preprocessing, and a full-iteration graph,
+  # each next to the eager run of the same depth in the same call. Two calls (a, b) to stay
+  # within the device's 10 minutes per command. Run with MEGATRON_HOST_ITERS=20.
+  G=(--cuda-graph-impl local)
+  if [ "${MEGATRON_HOST_PART:-a}" = a ]; then
+    run g6_dense_l2 2
+    run g6_dense_l10 10
+    run g6_dense_layer_l2 2 "${G[@]}"
+    run g6_dense_layer_l10 10 "${G[@]}"
+    run g6_dense_attn_l10 10 "${G[@]}" --cuda-graph-modules attn
+    run g6_dense_full_l10 10 --cuda-graph-impl full_iteration --no-check-for-nan-in-loss-and-grad
+  else
+    # shellcheck disable=SC2046
+    run g6_moe_l2 2 $(moe 8 2)
+    # shellcheck disable=SC2046
+    run g6_moe_l10 10 $(moe 8 2)
+    # shellcheck disable=SC2046
+    run g6_moe_router_l2 2 $(moe 8 2) "${G[@]}" --cuda-graph-modules moe_router moe_preprocess
+    # shellcheck disable=SC2046
+    run g6_moe_router_l10 10 $(moe 8 2) "${G[@]}" --cuda-graph-modules moe_router moe_preprocess
+  fi
+elif [ "${MEGATRON_HOST_SET:-1}" = 5 ]; then
   # Set 5 (session 19): the host time per iteration. The dense model at 2 and 10 layers with 1,
   # 4 and 16 micro-batches: t = a + c L + M (b + s L) separates a part per iteration (a), per
   # layer and iteration (c: the optimizer's per-tensor work), per micro-batch (b) and per layer
