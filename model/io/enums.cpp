@@ -102,6 +102,22 @@ constexpr Spelling<RecomputeModule> kRecomputeModule[] = {
     {"shared_experts", kRecomputeSharedExperts},
 };
 
+constexpr Spelling<CudaGraphImpl> kCudaGraphImpl[] = {
+    {"none", CudaGraphImpl::kNone},
+    {"local", CudaGraphImpl::kLocal},
+    {"transformer_engine", CudaGraphImpl::kTransformerEngine},
+    {"full_iteration", CudaGraphImpl::kFullIteration},
+};
+// Megatron CudaGraphModule names (megatron/core/transformer/enums.py) that lcm models; mamba
+// layers are not expressible.
+constexpr Spelling<CudaGraphModule> kCudaGraphModule[] = {
+    {"attn", kCudaGraphAttn},
+    {"mlp", kCudaGraphMlp},
+    {"moe", kCudaGraphMoe},
+    {"moe_router", kCudaGraphMoeRouter},
+    {"moe_preprocess", kCudaGraphMoePreprocess},
+};
+
 template <class E, size_t N>
 std::string_view name_of(const Spelling<E> (&table)[N], E v) {
   for (const auto& sp : table)
@@ -131,6 +147,8 @@ LCM_ENUM_TABLE(AttentionBackend, kAttentionBackend)
 LCM_ENUM_TABLE(CrossEntropyFusionImpl, kCrossEntropyFusionImpl)
 LCM_ENUM_TABLE(Dim, kDim)
 LCM_ENUM_TABLE(RecomputeModule, kRecomputeModule)
+LCM_ENUM_TABLE(CudaGraphImpl, kCudaGraphImpl)
+LCM_ENUM_TABLE(CudaGraphModule, kCudaGraphModule)
 #undef LCM_ENUM_TABLE
 
 }  // namespace lcm::io
@@ -156,6 +174,7 @@ std::string_view to_string(RecomputeMethod v) { return name_of(io::kRecomputeMet
 std::string_view to_string(AttentionBackend v) { return name_of(io::kAttentionBackend, v); }
 std::string_view to_string(CrossEntropyFusionImpl v) { return name_of(io::kCrossEntropyFusionImpl, v); }
 std::string_view to_string(Dim v) { return name_of(io::kDim, v); }
+std::string_view to_string(CudaGraphImpl v) { return name_of(io::kCudaGraphImpl, v); }
 std::string_view to_string(RecomputeModule m) { return name_of(io::kRecomputeModule, m); }
 
 std::optional<Normalization> parse_normalization(std::string_view s) { return parse_enum<Normalization>(s); }
@@ -187,6 +206,15 @@ std::optional<CrossEntropyFusionImpl> parse_cross_entropy_fusion_impl(std::strin
 std::optional<Dim> parse_dim(std::string_view s) { return parse_enum<Dim>(s); }
 std::optional<RecomputeModule> parse_recompute_module(std::string_view s) {
   return parse_enum<RecomputeModule>(s);
+}
+
+std::optional<CudaGraphImpl> parse_cuda_graph_impl(std::string_view s) { return parse_enum<CudaGraphImpl>(s); }
+std::optional<CudaGraphModule> parse_cuda_graph_module(std::string_view s) { return parse_enum<CudaGraphModule>(s); }
+std::vector<std::string> cuda_graph_module_names(uint32_t modules) {
+  std::vector<std::string> out;
+  for (const auto& sp : io::kCudaGraphModule)
+    if (modules & sp.value) out.emplace_back(sp.name);
+  return out;
 }
 
 std::vector<std::string> recompute_module_names(uint32_t modules) {

@@ -232,6 +232,7 @@ std::vector<Key> host_keys() {
                [](HardwareSpec& h) -> double& { return h.host.moe_overhead_bwd; }),
       real_key("microbatch_overhead_us", kMicro, 0, false, 1000000,
                [](HardwareSpec& h) -> double& { return h.host.microbatch_overhead; }),
+      real_key("graph_replay_us", kMicro, 0, false, 100000, [](HardwareSpec& h) -> double& { return h.host.graph_replay; }),
       real_key("exec_gemm_enqueue_us", kMicro, 0, false, 1000,
                [](HardwareSpec& h) -> double& { return h.host.exec_gemm_enqueue; }),
   };

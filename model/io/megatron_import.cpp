@@ -47,7 +47,8 @@ constexpr std::string_view kMapped[] = {
     "megatron-fsdp-version", "data-parallel-sharding-strategy", "use-torch-fsdp2", "recompute-granularity",
     "recompute-method", "recompute-num-layers", "recompute-modules", "recompute-activations", "moe-layer-recompute",
     "use-tp-pp-dp-mapping", "overlap-grad-reduce", "overlap-param-gather", "tp-comm-overlap",
-    "overlap-moe-expert-parallel-comm",
+    "overlap-moe-expert-parallel-comm", "cuda-graph-impl", "cuda-graph-modules", "cuda-graph-scope",
+    "enable-cuda-graph", "external-cuda-graph",
 };
 
 bool is_mapped(std::string_view name) { return std::find(std::begin(kMapped), std::end(kMapped), name) != std::end(kMapped); }

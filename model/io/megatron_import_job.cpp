@@ -183,6 +183,7 @@ void MegatronImporter::map_parallel() {
   map_pipeline();
   map_optimizer_sharding();
   map_recompute();
+  map_cuda_graphs();
   // Megatron requires an interleaved schedule for EP comm overlap with PP; without one lcm
   // cannot model the overlap's schedule either.
   if (p.overlap_moe_expert_parallel_comm && interleave_dropped_ && p.pipeline_model_parallel_size > 1) {
@@ -369,6 +370,76 @@ void MegatronImporter::map_recompute() {
     from("parallel.recompute_modules", "recompute-modules");
   }
   if (on("moe-layer-recompute")) p.recompute_modules |= kRecomputeMoe;
+}
+
+// CUDA graphs (megatron/training/arguments.py and TransformerConfig.__post_init__): the
+// deprecated --enable-cuda-graph / --external-cuda-graph name the local / transformer_engine
+// implementation; --cuda-graph-modules (formerly --cuda-graph-scope) the captured modules,
+// where "full" or nothing is the whole layer and the deprecated "full_iteration" selects
+// cuda_graph_impl full_iteration. The local implementation captures the router and the
+// dispatcher's preprocessing together.
+void MegatronImporter::map_cuda_graphs() {
+  ParallelSpec& p = out_.draft.s.parallel;
+  const auto impl_text = text("cuda-graph-impl");
+  const bool legacy_local = on("enable-cuda-graph"), legacy_te = on("external-cuda-graph");
+  if ((legacy_local || legacy_te) && impl_text && *impl_text != "none")
+    fail(legacy_local ? "enable-cuda-graph" : "external-cuda-graph",
+         "Do not use --enable-cuda-graph or --external-cuda-graph with --cuda-graph-impl.");
+  if (legacy_local && legacy_te)
+    fail("external-cuda-graph", "--enable-cuda-graph and --external-cuda-graph cannot be enabled at the same time.");
+  p.cuda_graph_impl = CudaGraphImpl::kNone;
+  if (impl_text) {
+    const auto impl = parse_cuda_graph_impl(*impl_text);
+    if (!impl)
+      fail("cuda-graph-impl",
+           fmt::format("Invalid cuda graph implementation: {}; expected none, local, transformer_engine or "
+                       "full_iteration",
+                       *impl_text));
+    p.cuda_graph_impl = *impl;
+    from("parallel.cuda_graph_impl", "cuda-graph-impl");
+  } else if (legacy_local || legacy_te) {
+    p.cuda_graph_impl = legacy_local ? CudaGraphImpl::kLocal : CudaGraphImpl::kTransformerEngine;
+    from("parallel.cuda_graph_impl", legacy_local ? "enable-cuda-graph" : "external-cuda-graph");
+  }
+  const bool given_modules = get("cuda-graph-modules") != nullptr, given_scope = get("cuda-graph-scope") != nullptr;
+  if (given_modules && given_scope)
+    fail("cuda-graph-scope", "cuda_graph_scope and cuda_graph_modules cannot be set together.");
+  const char* flag = given_scope ? "cuda-graph-scope" : "cuda-graph-modules";
+  p.cuda_graph_modules = 0;
+  if (const auto mods = text(flag)) {
+    const std::vector<std::string> names = words(*mods);
+    for (const std::string& w : names) {
+      if (w == "full") {
+        if (names.size() != 1) fail(flag, "full scope cannot be used with other scopes.");
+      } else if (w == "full_iteration") {
+        if (p.cuda_graph_impl != CudaGraphImpl::kNone && p.cuda_graph_impl != CudaGraphImpl::kLocal &&
+            p.cuda_graph_impl != CudaGraphImpl::kFullIteration)
+          fail(flag, fmt::format("cuda_graph_modules='full_iteration' cannot be combined with cuda_graph_impl='{}'.",
+                                 to_string(p.cuda_graph_impl)));
+        p.cuda_graph_impl = CudaGraphImpl::kFullIteration;
+        from("parallel.cuda_graph_impl", flag);
+      } else if (w == "full_iteration_inference" || w == "mamba") {
+        note(fmt::format("--{} {}: {} lcm does not model; ignored", flag, w,
+                         w == "mamba" ? "captures Mamba layers, which" : "is an inference scope, which"));
+      } else if (const auto bit = parse_cuda_graph_module(w)) {
+        p.cuda_graph_modules |= *bit;
+      } else {
+        fail(flag, fmt::format("'{}' is not a CUDA graph module; expected attn, mlp, moe, moe_router, moe_preprocess, "
+                               "mamba or full",
+                               w));
+      }
+    }
+    from("parallel.cuda_graph_modules", flag);
+  }
+  if (p.cuda_graph_impl == CudaGraphImpl::kNone && p.cuda_graph_modules != 0) {
+    note(fmt::format("--{} has no effect without --cuda-graph-impl (as in Megatron); ignored", flag));
+    p.cuda_graph_modules = 0;
+  }
+  if (p.cuda_graph_impl == CudaGraphImpl::kLocal && (p.cuda_graph_modules & (kCudaGraphMoeRouter | kCudaGraphMoePreprocess)))
+    p.cuda_graph_modules |= kCudaGraphMoeRouter | kCudaGraphMoePreprocess;  // local captures both together
+  if (p.cuda_graph_impl != CudaGraphImpl::kNone)
+    note("CUDA graphs: the host time they save is modelled (docs/time-model.md); their static buffers and private "
+         "memory pool are not in the memory estimate");
 }
 
 }  // namespace lcm::io

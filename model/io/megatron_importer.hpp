@@ -50,6 +50,7 @@ class MegatronImporter {
   void map_pipeline();
   void map_optimizer_sharding();
   void map_recompute();
+  void map_cuda_graphs();
 
   std::map<std::string, const MegatronFlag*, std::less<>> by_name_;
   bool interleave_dropped_ = false;  // Megatron interleaves, lcm's mapping could not

@@ -233,8 +233,8 @@ YAML::Node emit_moe_layer_freq(const Scenario& s) {
   return YAML::Node(list_pattern_string(p));
 }
 
-std::string parse_recompute_modules(const YAML::Node& n, ScenarioDraft& d) {
-  std::vector<std::string> names;
+// A list of module names, as YAML (`[a, b]`) or in Megatron's CLI form ("a b", "a,b").
+std::string read_name_list(const YAML::Node& n, std::vector<std::string>& names) {
   if (n.IsSequence()) {
     for (const auto& e : n) {
       auto r = read_string(e);
@@ -253,6 +253,12 @@ std::string parse_recompute_modules(const YAML::Node& n, ScenarioDraft& d) {
   } else {
     return "expected a list of module names, got " + describe(n);
   }
+  return {};
+}
+
+std::string parse_recompute_modules(const YAML::Node& n, ScenarioDraft& d) {
+  std::vector<std::string> names;
+  if (std::string e = read_name_list(n, names); !e.empty()) return e;
   uint32_t bits = 0;
   for (const std::string& name : names) {
     const auto m = parse_recompute_module(name);
@@ -261,6 +267,36 @@ std::string parse_recompute_modules(const YAML::Node& n, ScenarioDraft& d) {
   }
   d.s.parallel.recompute_modules = bits;
   return {};
+}
+
+// Megatron --cuda-graph-modules: an empty list (or Megatron's deprecated "full") is the whole
+// layer. The deprecated "full_iteration" entry is Megatron's cuda_graph_impl: full_iteration.
+std::string parse_cuda_graph_modules(const YAML::Node& n, ScenarioDraft& d) {
+  std::vector<std::string> names;
+  if (std::string e = read_name_list(n, names); !e.empty()) return e;
+  uint32_t bits = 0;
+  for (const std::string& name : names) {
+    if (name == "full" && names.size() == 1) break;
+    if (name == "full_iteration")
+      return "'full_iteration' is not a module: set cuda_graph_impl: full_iteration (Megatron's replacement for this "
+             "deprecated scope) and leave cuda_graph_modules empty";
+    const auto m = parse_cuda_graph_module(name);
+    if (!m)
+      return fmt::format("unknown CUDA graph module '{}'; expected any of: {} (an empty list captures the whole layer)",
+                         name, spelling_list<CudaGraphModule>());
+    bits |= *m;
+  }
+  d.s.parallel.cuda_graph_modules = bits;
+  return {};
+}
+
+YAML::Node emit_cuda_graph_modules(const Scenario& s) {
+  if (s.parallel.cuda_graph_impl == CudaGraphImpl::kNone && s.parallel.cuda_graph_modules == 0)
+    return YAML::Node(YAML::NodeType::Undefined);
+  YAML::Node n(YAML::NodeType::Sequence);
+  for (const std::string& name : cuda_graph_module_names(s.parallel.cuda_graph_modules)) n.push_back(name);
+  n.SetStyle(YAML::EmitterStyle::Flow);
+  return n;
 }
 
 YAML::Node emit_recompute_modules(const Scenario& s) {
@@ -476,6 +512,16 @@ std::vector<FieldSpec> build() {
   f.push_back(boolean(P, "overlap_moe_expert_parallel_comm",
                       [](S& s) -> auto& { return s.parallel.overlap_moe_expert_parallel_comm; }));
   f.push_back(boolean(P, "moe_fp8_dispatch", [](S& s) -> auto& { return s.parallel.moe_fp8_dispatch; }));
+  {
+    FieldSpec impl = enumeration(P, "cuda_graph_impl", [](S& s) -> auto& { return s.parallel.cuda_graph_impl; });
+    impl.emit = [](const S& s) {
+      return s.parallel.cuda_graph_impl == CudaGraphImpl::kNone
+                 ? YAML::Node(YAML::NodeType::Undefined)
+                 : YAML::Node(std::string(to_string(s.parallel.cuda_graph_impl)));
+    };
+    f.push_back(std::move(impl));
+  }
+  f.push_back({P, "cuda_graph_modules", false, parse_cuda_graph_modules, emit_cuda_graph_modules});
   // ---- hardware (the profile itself is resolved by the loader; not emitted from here) ----
   f.push_back({H, "profile", true,
                [](const YAML::Node& n, ScenarioDraft& d) -> std::string {
@@ -507,6 +553,7 @@ const std::vector<FieldAlias>& field_aliases() {
       {"decoder_first_pipeline_num_layers", "parallel.num_layers_in_first_pipeline_stage", AliasKind::kRename},
       {"decoder_last_pipeline_num_layers", "parallel.num_layers_in_last_pipeline_stage", AliasKind::kRename},
       {"recompute_activations", "parallel.recompute_granularity", AliasKind::kRecomputeActivations},
+      {"cuda_graph_scope", "parallel.cuda_graph_modules", AliasKind::kRename},  // Megatron's former name
   };
   return v;
 }

@@ -515,22 +515,6 @@ void dense_mlp_block(Sink& out, const Ctx& x) {
 // shard: T_e per rank. Balanced routing.
 // ---------------------------------------------------------------------------------
 
-// Whether the dispatcher copies its per-expert token counts to the host in the forward
-// (a device-to-host synchronisation per MoE layer per forward and recompute; Megatron-LM
-// megatron/core/transformer/moe/token_dispatcher.py, fused_a2a.py): the allgather
-// dispatcher always (tokens_per_expert .cpu()); alltoall unless the counts are static
-// (moe_pad_expert_input_to_capacity: drop_and_pad); flex with DeepEP always (its normal
-// kernels hand the received counts to the CPU as a list); flex with HybridEP unless padded
-// to capacity (num_permuted_tokens known: non_blocking). The backward reuses the splits.
-inline bool dispatcher_syncs(const ModelSpec& md) {
-  switch (md.moe_token_dispatcher_type) {
-    case Dispatcher::kAllGather: return true;
-    case Dispatcher::kAllToAll: return !md.moe_pad_expert_input_to_capacity;
-    case Dispatcher::kFlex:
-      return md.moe_flex_dispatcher_backend == FlexBackend::kDeepEp || !md.moe_pad_expert_input_to_capacity;
-  }
-  return true;
-}
 
 template <class Sink>
 void moe_block(Sink& out, const Ctx& x) {

@@ -209,7 +209,8 @@ bool overlaps_compute(const Op& op, const ParallelSpec& par) {
 }
 
 PassTimeSwitches pass_time_switches(const ParallelSpec& par) {
-  return {par.tp_comm_overlap, par.overlap_moe_expert_parallel_comm};
+  return {par.tp_comm_overlap, par.overlap_moe_expert_parallel_comm, static_cast<int32_t>(par.cuda_graph_impl),
+          par.cuda_graph_modules};
 }
 
 uint32_t comm_uses(const std::vector<Op>& ops) {
@@ -300,6 +301,95 @@ namespace {
 bool holds(const std::vector<Op>& ops, OpId id) {
   return std::any_of(ops.begin(), ops.end(), [id](const Op& o) { return o.id == id; });
 }
+
+// Which part of a layer an op belongs to, in the vocabulary of Megatron's CUDA graph modules.
+enum class GraphPart { kAttn, kMlp, kPreMlpNorm, kRouter, kPreprocess, kSharedExperts, kMoeRest, kOther };
+
+GraphPart graph_part(OpId id, bool moe_layer) {
+  if (id >= OpId::kAttnNorm && id <= OpId::kAttnKvUpFp8Cast) return GraphPart::kAttn;
+  if (id == OpId::kMlpNorm) return moe_layer ? GraphPart::kPreMlpNorm : GraphPart::kMlp;
+  if (id >= OpId::kMlpSpAllGather && id <= OpId::kMlpFc2Fp8Cast) return moe_layer ? GraphPart::kMoeRest : GraphPart::kMlp;
+  if (id == OpId::kMoeRouter || id == OpId::kMoeTopk) return GraphPart::kRouter;
+  if (id == OpId::kMoePermute) return GraphPart::kPreprocess;
+  if ((id >= OpId::kMoeSharedSpAllGather && id <= OpId::kMoeSharedTpAllReduce) || id == OpId::kMoeSharedFc1Fp8Cast ||
+      id == OpId::kMoeSharedFc2Fp8Cast)
+    return GraphPart::kSharedExperts;
+  if (id >= OpId::kMoeRouter && id <= OpId::kMoeSharedFc2Fp8Cast) return GraphPart::kMoeRest;
+  return GraphPart::kOther;
+}
+
+}  // namespace
+
+// Megatron's captured regions (transformer_layer.py): attn = input norm, attention and its
+// bias-dropout-add; mlp = a dense layer's MLP; moe = the whole MoE block; moe_router = the
+// pre-MLP norm, the router and, not overlapped, the shared experts; moe_preprocess = the
+// dispatcher's permutation. No modules = the whole layer; full_iteration = everything.
+bool graph_captures(OpId id, bool moe_layer, const ParallelSpec& par) {
+  if (par.cuda_graph_impl == CudaGraphImpl::kNone) return false;
+  const uint32_t m = par.cuda_graph_modules;
+  if (par.cuda_graph_impl == CudaGraphImpl::kFullIteration || m == 0) return true;
+  switch (graph_part(id, moe_layer)) {
+    case GraphPart::kAttn: return m & kCudaGraphAttn;
+    case GraphPart::kMlp: return m & kCudaGraphMlp;
+    case GraphPart::kPreMlpNorm:
+    case GraphPart::kRouter:
+    case GraphPart::kSharedExperts: return m & (kCudaGraphMoe | kCudaGraphMoeRouter);
+    case GraphPart::kPreprocess: return m & (kCudaGraphMoe | kCudaGraphMoePreprocess);
+    case GraphPart::kMoeRest: return m & kCudaGraphMoe;
+    case GraphPart::kOther: return false;
+  }
+  return false;
+}
+
+namespace {
+
+// A pass's kernels split by what a CUDA graph captures: all of the layer's and the MoE block's.
+struct GraphSplit {
+  double kernels = 0, captured = 0;          // the whole list
+  double moe_kernels = 0, moe_captured = 0;  // the MoE block's ops (router to unpermute)
+};
+
+GraphSplit graph_split(const std::vector<Op>& ops, bool moe_layer, const ParallelSpec& par) {
+  GraphSplit g;
+  for (const Op& op : ops) {
+    const double k = host_kernels(op);
+    const bool in = graph_captures(op.id, moe_layer, par);
+    const GraphPart part = graph_part(op.id, moe_layer);
+    const bool moe_op = part == GraphPart::kRouter || part == GraphPart::kPreprocess ||
+                        part == GraphPart::kSharedExperts || (part == GraphPart::kMoeRest && op.id >= OpId::kMoeRouter);
+    g.kernels += k;
+    if (in) g.captured += k;
+    if (moe_op) {
+      g.moe_kernels += k;
+      if (in) g.moe_captured += k;
+    }
+  }
+  return g;
+}
+
+// A pass's host time under CUDA graphs: the captured kernels are replayed, not enqueued (one
+// graph launch, kernel_launch + graph_replay, per pass for the per-layer implementations,
+// nothing per layer for a full-iteration graph), and the captured modules' Python does not run, in proportion to their
+// kernels (the layer's Python over the layer's kernels, the MoE block's over the block's). A
+// full-iteration graph holds no host synchronisation.
+void apply_graphs(PassTime& t, const GraphSplit& g, double layer_python, double moe_python, const ParallelSpec& par,
+                  const HostSpec& h) {
+  double python = layer_python + moe_python;
+  if (g.captured > 0) {
+    const bool full = par.cuda_graph_impl == CudaGraphImpl::kFullIteration;
+    const double launches = full ? 0.0 : 1.0;
+    t.kernels += launches - g.captured;
+    t.host += (launches - g.captured) * h.kernel_launch + launches * h.graph_replay;
+    python = layer_python * (1.0 - g.captured / std::max(1.0, g.kernels)) +
+             moe_python * (g.moe_kernels > 0 ? 1.0 - g.moe_captured / g.moe_kernels : 1.0);
+    if (full) {
+      t.syncs = 0;
+      t.sync_idle = 0;
+    }
+  }
+  t.host += python;
+}
+
 }  // namespace
 
 LayerTimes layer_times(const LayerOps& l, const ParallelSpec& par, const MeshTopology& topo, const HardwareSpec& hw) {
@@ -311,24 +401,29 @@ LayerTimes layer_times(const LayerOps& l, const ParallelSpec& par, const MeshTop
   // an MoE layer (its list routes tokens) adds its router's, dispatcher's and experts' Python.
   // A recompute pass re-runs only the recomputed modules: the dense part in proportion to its
   // kernels against the forward's, the MoE part when it re-runs the router (full recompute).
+  // CUDA graphs then take the captured modules' enqueue and Python off each pass (apply_graphs).
   const HostSpec& h = hw.host;
   const bool moe = holds(l.fwd, OpId::kMoeRouter);
-  const double over_fwd = h.layer_overhead_fwd + (moe ? h.moe_overhead_fwd : 0.0);
-  const double over_bwd = h.layer_overhead_bwd + (moe ? h.moe_overhead_bwd : 0.0);
-  if (t.fwd.total > 0 || t.fwd.host > 0) t.fwd.host += over_fwd;
-  if (!l.recompute.empty()) {
-    const double share = std::min(1.0, t.recompute.kernels / std::max(1.0, t.fwd.kernels));
-    t.recompute.host += h.layer_overhead_fwd * share + (holds(l.recompute, OpId::kMoeRouter) ? h.moe_overhead_fwd : 0.0);
-  }
-  if (t.bwd.total > 0 || t.bwd.host > 0) t.bwd.host += over_bwd;
+  const double share = std::min(1.0, t.recompute.kernels / std::max(1.0, t.fwd.kernels));
+  if (t.fwd.total > 0 || t.fwd.host > 0)
+    apply_graphs(t.fwd, graph_split(l.fwd, moe, par), h.layer_overhead_fwd, moe ? h.moe_overhead_fwd : 0.0, par, h);
+  if (!l.recompute.empty())
+    apply_graphs(t.recompute, graph_split(l.recompute, moe, par), h.layer_overhead_fwd * share,
+                 holds(l.recompute, OpId::kMoeRouter) ? h.moe_overhead_fwd : 0.0, par, h);
+  if (t.bwd.total > 0 || t.bwd.host > 0)
+    apply_graphs(t.bwd, graph_split(l.bwd, moe, par), h.layer_overhead_bwd, moe ? h.moe_overhead_bwd : 0.0, par, h);
   return t;
 }
 
 std::array<PassTime, 4> edge_times(const std::array<const std::vector<Op>*, 4>& lists, const ParallelSpec& par,
                                    const MeshTopology& topo, const HardwareSpec& hw) {
   std::array<PassTime, 4> t;
-  for (size_t i = 0; i < 4; ++i) t[i] = pass_time(*lists[i], par, topo, hw);
-  const double half = 0.5 * hw.host.microbatch_overhead;
+  const bool full = par.cuda_graph_impl == CudaGraphImpl::kFullIteration;
+  for (size_t i = 0; i < 4; ++i) {
+    t[i] = pass_time(*lists[i], par, topo, hw);
+    if (full) t[i].host = t[i].kernels = t[i].sync_idle = 0, t[i].syncs = 0;  // replayed: no enqueue, no sync
+  }
+  const double half = full ? 0.0 : 0.5 * hw.host.microbatch_overhead;
   if (holds(*lists[0], OpId::kEmbed)) t[0].host += half;  // batch fetch, embedding
   if (holds(*lists[1], OpId::kLoss)) t[1].host += half;  // batch fetch, output layer, loss
   return t;

@@ -14,6 +14,7 @@
 
 #include "lcm/model/limits.hpp"
 #include "lcm/model/mesh.hpp"
+#include "lcm/model/schedule.hpp"
 
 namespace lcm {
 
@@ -365,6 +366,63 @@ void check_recompute_and_overlap(const Scenario& s, Checker& check) {
         "tensor_model_parallel_size > 1)");
 }
 
+// CUDA graphs: Megatron-LM's rules (TransformerConfig.__post_init__, megatron/core/transformer/
+// transformer_config.py, and transformer_layer.py), plus lcm's: a graph cannot hold a
+// device-to-host synchronisation, so capturing a whole MoE block needs static token counts.
+void check_cuda_graphs(const Scenario& s, Checker& check) {
+  const ParallelSpec& p = s.parallel;
+  const ModelSpec& m = s.model;
+  const uint32_t mods = p.cuda_graph_modules;
+  const char* key = "parallel.cuda_graph_modules";
+  if (p.cuda_graph_impl == CudaGraphImpl::kNone) {
+    check(mods == 0, key, "cuda_graph_modules has no effect without cuda_graph_impl (local or transformer_engine)");
+    return;
+  }
+  const bool moe = has_moe(m);
+  bool all_moe = moe;
+  for (int f : m.moe_layer_pattern) all_moe = all_moe && f == 1;
+  const bool full = p.cuda_graph_impl == CudaGraphImpl::kFullIteration;
+  const bool whole_layer = !full && mods == 0;
+  const bool static_moe = !moe || !dispatcher_syncs(m);
+  if (full) {
+    check(mods == 0, key, "cuda_graph_modules must be empty when cuda_graph_impl is full_iteration");
+    check(static_moe, "parallel.cuda_graph_impl",
+          "a full_iteration graph cannot hold the token dispatcher's device-to-host copy of its per-expert counts: set "
+          "moe_pad_expert_input_to_capacity with moe_expert_capacity_factor (alltoall, or flex with hybridep)");
+  } else {
+    check(!(mods & kCudaGraphMoe) || !(mods & kCudaGraphMoeRouter), key,
+          "cuda_graph_modules must not contain both moe and moe_router.");
+    check(!(mods & kCudaGraphMoePreprocess) || (mods & kCudaGraphMoeRouter), key,
+          "moe_preprocess cuda graph is only supported with moe_router cuda graph.");
+    if (!moe) {
+      check(!(mods & (kCudaGraphMoe | kCudaGraphMoeRouter | kCudaGraphMoePreprocess)), key,
+            "moe cuda graph is only supported for MoE.");
+    } else {
+      check(!all_moe || !(mods & kCudaGraphMlp), key,
+            "mlp cuda graph is only supported for dense layers, but not found in the model.");
+      check(!(mods & kCudaGraphMoe) || (m.moe_expert_capacity_factor > 0 && m.moe_pad_expert_input_to_capacity), key,
+            "moe cuda graph is only supported with drop-padding MoE.");
+      check(!(mods & kCudaGraphMoePreprocess) ||
+                !(m.moe_token_dispatcher_type == Dispatcher::kAllToAll && m.moe_expert_capacity_factor > 0),
+            key, "moe_preprocess cuda graph is not supported when there are DtoH copies and synchronizations in the "
+                 "preprocess step.");
+      check(!whole_layer || static_moe, key,
+            "an empty cuda_graph_modules captures whole layers, and an MoE layer's dispatcher copies its per-expert "
+            "counts to the host: list the modules to capture (e.g. [attn, moe_router, moe_preprocess]) or pad to "
+            "capacity");
+    }
+    check(!(whole_layer || (moe && (mods & kCudaGraphMoe))) || !p.overlap_moe_expert_parallel_comm,
+          "parallel.overlap_moe_expert_parallel_comm",
+          "EP overlap must be disabled when CUDA graph captures the whole MLP/MoE part.");
+    if (p.cuda_graph_impl == CudaGraphImpl::kTransformerEngine &&
+        p.recompute_granularity == RecomputeGranularity::kSelective && (p.recompute_modules & kRecomputeMoe))
+      check(!(mods & kCudaGraphMoeRouter), key,
+            "moe recompute is not supported with moe_router CUDA graph with: --cuda-graph-impl transformer_engine.");
+  }
+  check(p.recompute_granularity != RecomputeGranularity::kFull || full, "parallel.recompute_granularity",
+        "full recompute is only supported with full iteration CUDA graph.");
+}
+
 // The only rules that read the data-parallel sharding knobs (data_parallel_sharding_strategy,
 // use_distributed_optimizer, overlap_param_gather); they run last (validate_sharding).
 void check_sharding(const Scenario& s, Checker& check) {
@@ -392,6 +450,7 @@ LayoutValidation validate_layout(const Scenario& s) {
   check_moe(s, check);
   check_attention_and_embeddings(s, check);
   check_recompute_and_overlap(s, check);
+  check_cuda_graphs(s, check);
   return LayoutValidation{std::move(check.problems), true};
 }
 

@@ -472,6 +472,11 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
   }
   model.add("tp_comm_overlap", yes(p.tp_comm_overlap));
   model.add("overlap_moe_expert_parallel_comm", yes(p.overlap_moe_expert_parallel_comm));
+  if (p.cuda_graph_impl != CudaGraphImpl::kNone) {
+    model.add("cuda_graph_impl", std::string(to_string(p.cuda_graph_impl)));
+    if (p.cuda_graph_modules != 0)
+      model.add("cuda_graph_scope", fmt::format("[{}]", fmt::join(cuda_graph_module_names(p.cuda_graph_modules), ", ")));
+  }
   model.add("attention_backend", t.attention_backend == AttentionBackend::kUnfused ? "unfused" : "auto");
   // Megatron-Bridge's GPTModelProvider defaults the fusion on: always written.
   model.add("cross_entropy_loss_fusion", yes(t.cross_entropy_loss_fusion));
@@ -566,6 +571,9 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
     cannot(
         "uneven first/last pipeline stages: TorchTitan splits by layers per stage (express it with "
         "account_for_embedding/loss or an even split)");
+  if (p.cuda_graph_impl != CudaGraphImpl::kNone)
+    cannot(fmt::format("cuda_graph_impl {}: TorchTitan's training loop has no CUDA graph capture",
+                       to_string(p.cuda_graph_impl)));
   if (p.recompute_granularity == RecomputeGranularity::kSelective)
     cannot(
         "selective recompute: TorchTitan's selective modes (op-level SAC, every-Nth layer) recompute other "

@@ -356,6 +356,7 @@ io::Result<Scenario> load_compare_scenario(const std::string& scenario_path, con
     h.launch_latency = 0;
     h.layer_overhead_fwd = h.layer_overhead_bwd = h.moe_overhead_fwd = h.moe_overhead_bwd = 0;
     h.microbatch_overhead = 0;  // lcm-exec's runner has no Python per micro-batch either
+    h.graph_replay = 0;
   }
   const int64_t layers = s.value().model.num_layers + s.value().model.mtp_num_layers;
   const Estimate probe = estimate(s.value(), EstimateOptions{false});

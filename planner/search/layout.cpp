@@ -82,6 +82,8 @@ void apply_layout_into(const Scenario& base, const Layout& l, Scenario& out) {
                                        l.dispatcher != Dispatcher::kAllGather &&
                                        l.recompute != RecomputeGranularity::kFull && (l.pp == 1 || l.vl > 0);
   p.moe_fp8_dispatch = b.moe_fp8_dispatch;
+  p.cuda_graph_impl = b.cuda_graph_impl;
+  p.cuda_graph_modules = b.cuda_graph_modules;
   out.model.moe_token_dispatcher_type = has_moe(base.model) ? l.dispatcher : base.model.moe_token_dispatcher_type;
   out.training.micro_batch_size = l.mbs;
   out.num_gpus = base.num_gpus;
@@ -396,6 +398,13 @@ std::vector<std::string> megatron_flags(const Scenario& s) {
   if (p.overlap_param_gather) add("--overlap-param-gather");
   if (p.tp_comm_overlap) add("--tp-comm-overlap");
   if (p.overlap_moe_expert_parallel_comm) add("--overlap-moe-expert-parallel-comm");
+  if (p.cuda_graph_impl != CudaGraphImpl::kNone) {
+    add("--cuda-graph-impl", std::string(to_string(p.cuda_graph_impl)));
+    if (p.cuda_graph_modules != 0) {
+      f.push_back("--cuda-graph-modules");
+      for (const std::string& m : cuda_graph_module_names(p.cuda_graph_modules)) f.push_back(m);
+    }
+  }
   return f;
 }
 

@@ -7,6 +7,8 @@
 namespace lcm::io::test {
 namespace {
 
+using testing::HasSubstr;
+
 TEST(Loader, BaseScenarioExactValuesAndDerivedDefaults) {
   auto r = load_text(kBaseScenario);
   ASSERT_TRUE(r.ok()) << r.error().str();
@@ -222,6 +224,64 @@ TEST(Loader, ActivationNamesTheFunctionAndFollowsTheGate) {
       << bad;
   EXPECT_EQ(scenario_to_yaml(load_text(kBaseScenario).value(), "h200-sxm").find("activation:"), std::string::npos);
   EXPECT_NE(scenario_to_yaml(r.value(), "h200-sxm").find("activation: squared_relu"), std::string::npos);
+}
+
+// parallel.cuda_graph_impl / cuda_graph_modules: Megatron's names and rules (an empty list is
+// the whole layer; Megatron's deprecated "full" is accepted, "full_iteration" is the impl now);
+// nothing is written without graphs. `--set cuda_graph_scope=...` is Megatron's former name.
+TEST(Loader, CudaGraphKnobsAndMegatronsRules) {
+  const std::string moe_model = "  num_experts: 8\n  moe_router_topk: 2\n";
+  auto load_graphs = [&](const std::string& model_extra, const std::string& parallel_extra) {
+    std::string s = base_with("  position_embedding_type: rope\n", "  position_embedding_type: rope\n" + model_extra);
+    const std::string from = "  sequence_parallel: true\n";
+    s.replace(s.find(from), from.size(), from + parallel_extra);
+    return load_text(s);
+  };
+  auto r = load_graphs(moe_model, "  cuda_graph_impl: transformer_engine\n  cuda_graph_modules: [moe_router, moe_preprocess]\n");
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(r.value().parallel.cuda_graph_impl, CudaGraphImpl::kTransformerEngine);
+  EXPECT_EQ(r.value().parallel.cuda_graph_modules, kCudaGraphMoeRouter | kCudaGraphMoePreprocess);
+  auto whole = load_graphs("", "  cuda_graph_impl: local\n  cuda_graph_modules: full\n");
+  ASSERT_TRUE(whole.ok()) << whole.error().str();
+  EXPECT_EQ(whole.value().parallel.cuda_graph_modules, 0u);
+  EXPECT_EQ(scenario_to_yaml(load_text(kBaseScenario).value(), "h200-sxm").find("cuda_graph"), std::string::npos);
+  auto err = [&](const std::string& m, const std::string& p) { return error_of(load_graphs(m, p)); };
+  EXPECT_THAT(err("", "  cuda_graph_impl: cudagraph\n"),
+              HasSubstr("parallel.cuda_graph_impl: expected one of: none, local, transformer_engine, full_iteration; "
+                        "got 'cudagraph'"));
+  EXPECT_THAT(err("", "  cuda_graph_impl: local\n  cuda_graph_modules: [attn, mamba]\n"),
+              HasSubstr("unknown CUDA graph module 'mamba'; expected any of: attn, mlp, moe, moe_router, moe_preprocess"));
+  EXPECT_THAT(err("", "  cuda_graph_modules: [full_iteration]\n"),
+              HasSubstr("'full_iteration' is not a module: set cuda_graph_impl: full_iteration"));
+  EXPECT_THAT(err("", "  cuda_graph_modules: [attn]\n"),
+              HasSubstr("parallel.cuda_graph_modules: cuda_graph_modules has no effect without cuda_graph_impl"));
+  EXPECT_THAT(err("", "  cuda_graph_impl: local\n  cuda_graph_modules: [moe_router]\n"),
+              HasSubstr("moe cuda graph is only supported for MoE."));
+  EXPECT_THAT(err(moe_model, "  cuda_graph_impl: transformer_engine\n  cuda_graph_modules: [moe_preprocess]\n"),
+              HasSubstr("moe_preprocess cuda graph is only supported with moe_router cuda graph."));
+  EXPECT_THAT(err(moe_model, "  cuda_graph_impl: transformer_engine\n  cuda_graph_modules: [moe, moe_router]\n"),
+              HasSubstr("cuda_graph_modules must not contain both moe and moe_router."));
+  EXPECT_THAT(err(moe_model, "  cuda_graph_impl: transformer_engine\n  cuda_graph_modules: [moe]\n"),
+              HasSubstr("moe cuda graph is only supported with drop-padding MoE."));
+  EXPECT_THAT(err(moe_model, "  cuda_graph_impl: transformer_engine\n  cuda_graph_modules: [mlp]\n"),
+              HasSubstr("mlp cuda graph is only supported for dense layers"));
+  EXPECT_THAT(err(moe_model, "  cuda_graph_impl: local\n"),
+              HasSubstr("an empty cuda_graph_modules captures whole layers, and an MoE layer's dispatcher copies"));
+  EXPECT_THAT(err(moe_model, "  cuda_graph_impl: full_iteration\n"),
+              HasSubstr("a full_iteration graph cannot hold the token dispatcher's device-to-host copy"));
+  EXPECT_THAT(err("", "  cuda_graph_impl: full_iteration\n  cuda_graph_modules: [attn]\n"),
+              HasSubstr("cuda_graph_modules must be empty when cuda_graph_impl is full_iteration"));
+  EXPECT_THAT(err("", "  cuda_graph_impl: local\n  recompute_granularity: full\n  recompute_num_layers: 1\n"),
+              HasSubstr("full recompute is only supported with full iteration CUDA graph."));
+  // Drop-and-pad MoE: the whole block and a full-iteration graph are possible.
+  const std::string padded = moe_model + "  moe_expert_capacity_factor: 1.0\n  moe_pad_expert_input_to_capacity: true\n";
+  EXPECT_TRUE(load_graphs(padded, "  cuda_graph_impl: transformer_engine\n  cuda_graph_modules: [attn, moe]\n").ok());
+  EXPECT_TRUE(load_graphs(padded, "  cuda_graph_impl: full_iteration\n").ok());
+  EXPECT_THAT(err(padded, "  cuda_graph_impl: transformer_engine\n  cuda_graph_modules: [moe_router, moe_preprocess]\n"),
+              HasSubstr("moe_preprocess cuda graph is not supported when there are DtoH copies"));
+  auto set = load_text(kBaseScenario, {"cuda_graph_impl=local", "cuda_graph_scope=[attn]"});
+  ASSERT_TRUE(set.ok()) << set.error().str();
+  EXPECT_EQ(set.value().parallel.cuda_graph_modules, kCudaGraphAttn);
 }
 
 TEST(Loader, SlidingWindowForms) {

@@ -344,6 +344,36 @@ TEST(MegatronImport, SlidingWindowAttention) {
               HasSubstr("--window-attn-skip-freq: a per-layer pattern ('[1,0,1,0]') is not modelled"));
 }
 
+// CUDA graphs: --cuda-graph-impl and --cuda-graph-modules (or the deprecated --cuda-graph-scope,
+// --enable-cuda-graph = local, --external-cuda-graph = transformer_engine, scope full_iteration =
+// the impl). The local implementation captures the router and the preprocessing together.
+TEST(MegatronImport, CudaGraphFlags) {
+  const std::string moe = kMinimal + "--num-experts 8 --moe-router-topk 2 ";
+  const Scenario te = imported(moe + "--cuda-graph-impl transformer_engine --cuda-graph-scope moe_router moe_preprocess");
+  EXPECT_EQ(te.parallel.cuda_graph_impl, CudaGraphImpl::kTransformerEngine);
+  EXPECT_EQ(te.parallel.cuda_graph_modules, kCudaGraphMoeRouter | kCudaGraphMoePreprocess);
+  const Scenario local = imported(moe + "--cuda-graph-impl local --cuda-graph-modules attn moe_router");
+  EXPECT_EQ(local.parallel.cuda_graph_modules, kCudaGraphAttn | kCudaGraphMoeRouter | kCudaGraphMoePreprocess);
+  const Scenario legacy = imported(kMinimal + "--enable-cuda-graph");
+  EXPECT_EQ(legacy.parallel.cuda_graph_impl, CudaGraphImpl::kLocal);
+  EXPECT_EQ(legacy.parallel.cuda_graph_modules, 0u);
+  EXPECT_EQ(imported(kMinimal + "--external-cuda-graph --cuda-graph-scope full").parallel.cuda_graph_impl,
+            CudaGraphImpl::kTransformerEngine);
+  EXPECT_EQ(imported(kMinimal + "--cuda-graph-scope full_iteration").parallel.cuda_graph_impl,
+            CudaGraphImpl::kFullIteration);
+  EXPECT_EQ(imported(kMinimal).parallel.cuda_graph_impl, CudaGraphImpl::kNone);
+  EXPECT_EQ(imported(kMinimal + "--cuda-graph-modules attn").parallel.cuda_graph_modules, 0u);  // no impl: no effect
+  EXPECT_THAT(import_error(kMinimal + "--enable-cuda-graph --cuda-graph-impl local"),
+              HasSubstr("Do not use --enable-cuda-graph or --external-cuda-graph with --cuda-graph-impl."));
+  EXPECT_THAT(import_error(kMinimal + "--cuda-graph-impl local --cuda-graph-scope attn --cuda-graph-modules attn"),
+              HasSubstr("cuda_graph_scope and cuda_graph_modules cannot be set together."));
+  EXPECT_THAT(import_error(kMinimal + "--cuda-graph-impl graphs"), HasSubstr("Invalid cuda graph implementation: graphs"));
+  EXPECT_THAT(import_error(kMinimal + "--cuda-graph-impl local --cuda-graph-modules full attn"),
+              HasSubstr("full scope cannot be used with other scopes."));
+  EXPECT_THAT(import_error(kMinimal + "--cuda-graph-impl local --cuda-graph-modules router"),
+              HasSubstr("'router' is not a CUDA graph module"));
+}
+
 // --squared-relu (no gate) and --quick-geglu (gated) name the MLP's function: the gate sets the
 // costs, the name is kept for exports; --swiglu with either is Megatron's assertion.
 TEST(MegatronImport, ActivationFlags) {

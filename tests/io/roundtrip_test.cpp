@@ -92,6 +92,8 @@ void expect_same(const Scenario& a, const Scenario& b) {
   EXPECT_EQ(p.tp_comm_overlap, q.tp_comm_overlap);
   EXPECT_EQ(p.overlap_moe_expert_parallel_comm, q.overlap_moe_expert_parallel_comm);
   EXPECT_EQ(p.moe_fp8_dispatch, q.moe_fp8_dispatch);
+  EXPECT_EQ(p.cuda_graph_impl, q.cuda_graph_impl);
+  EXPECT_EQ(p.cuda_graph_modules, q.cuda_graph_modules);
   EXPECT_EQ(a.flop_convention.causal_halved, b.flop_convention.causal_halved);
   EXPECT_EQ(a.flop_convention.include_recompute, b.flop_convention.include_recompute);
   EXPECT_EQ(a.hardware.name, b.hardware.name);
@@ -185,6 +187,24 @@ TEST(RoundTrip, EveryFieldAwayFromItsDefault) {
   s.model.num_layers = 6;
   s.model.moe_layer_pattern.clear();
   expect_same(s, roundtrip(s, "h200-sxm"));
+  // CUDA graphs (per-layer graphs need a recompute other than full; the router and the
+  // dispatcher's preprocessing of a dropless alltoall MoE), then the whole layer of a dense model.
+  p.recompute_granularity = RecomputeGranularity::kSelective;
+  p.recompute_num_layers = 0;
+  s.model.moe_token_dispatcher_type = Dispatcher::kAllToAll;
+  p.cuda_graph_impl = CudaGraphImpl::kTransformerEngine;
+  p.cuda_graph_modules = kCudaGraphAttn | kCudaGraphMoeRouter | kCudaGraphMoePreprocess;
+  ASSERT_TRUE(validate_scenario(s).empty()) << validate_scenario(s)[0].key << ": " << validate_scenario(s)[0].message;
+  expect_same(s, roundtrip(s, "h200-sxm"));
+  EXPECT_NE(scenario_to_yaml(s, "h200-sxm").find("cuda_graph_modules: [attn, moe_router, moe_preprocess]"),
+            std::string::npos);
+  s.model.num_experts = 0;
+  p.expert_model_parallel_size = 1;
+  p.cuda_graph_impl = CudaGraphImpl::kLocal;
+  p.cuda_graph_modules = 0;
+  ASSERT_TRUE(validate_scenario(s).empty()) << validate_scenario(s)[0].key << ": " << validate_scenario(s)[0].message;
+  expect_same(s, roundtrip(s, "h200-sxm"));
+  EXPECT_NE(scenario_to_yaml(s, "h200-sxm").find("cuda_graph_modules: []"), std::string::npos);
 }
 
 TEST(RoundTrip, BundledScenarios) {

@@ -964,18 +964,18 @@ TEST(NodeDedup, DedupAllToAllCrossesTheNicOncePerNode) {
 TEST(HostSyncs, DispatcherSyncsPerConfiguration) {
   ModelSpec m;
   m.moe_token_dispatcher_type = Dispatcher::kAllGather;
-  EXPECT_TRUE(sched::dispatcher_syncs(m));
+  EXPECT_TRUE(dispatcher_syncs(m));
   m.moe_token_dispatcher_type = Dispatcher::kAllToAll;
-  EXPECT_TRUE(sched::dispatcher_syncs(m));
+  EXPECT_TRUE(dispatcher_syncs(m));
   m.moe_pad_expert_input_to_capacity = true;
-  EXPECT_FALSE(sched::dispatcher_syncs(m));
+  EXPECT_FALSE(dispatcher_syncs(m));
   m.moe_token_dispatcher_type = Dispatcher::kFlex;
   m.moe_flex_dispatcher_backend = FlexBackend::kDeepEp;
-  EXPECT_TRUE(sched::dispatcher_syncs(m));
+  EXPECT_TRUE(dispatcher_syncs(m));
   m.moe_flex_dispatcher_backend = FlexBackend::kHybridEp;
-  EXPECT_FALSE(sched::dispatcher_syncs(m));
+  EXPECT_FALSE(dispatcher_syncs(m));
   m.moe_pad_expert_input_to_capacity = false;
-  EXPECT_TRUE(sched::dispatcher_syncs(m));
+  EXPECT_TRUE(dispatcher_syncs(m));
   // The backward reuses the forward's counts: no sync.
   Op permute;
   permute.kind = OpKind::kMemoryBound;

@@ -855,6 +855,96 @@ TEST(StepTimeRules, LayerPythonByPassAndLayerKind) {
   EXPECT_NEAR(layer_times(moe, ParallelSpec{}, one_node(), hw).recompute.host, 6 * kMs, kTol);
 }
 
+// CUDA graphs (ParallelSpec::cuda_graph_impl / cuda_graph_modules) take the captured kernels'
+// enqueue and the captured modules' Python off the host: the layer's Python in proportion to
+// the captured share of the layer's kernels, the MoE part in proportion to the captured share
+// of the MoE block's kernels; each pass with captured ops pays one graph launch (kernel_launch,
+// plus graph_replay, the replay's own host time: 0 here, then 0.25 ms).
+// Kernels 0.5 ms each; layer Python 3 / 5 ms (fwd / bwd); MoE Python 2 / 4 ms.
+//   MoE list: attn.qkv GEMM, attn.core, mlp.norm (pre-MLP norm), router GEMM, topk, permute
+//   (1 sync), experts fc1 (grouped, 4 groups) = 10 kernels, 4 of them in the MoE block
+//   besides the experts' (router, topk, permute + 4 expert kernels = 7 MoE kernels).
+//   eager forward: 10 x 0.5 + 3 + 2 = 10 ms.
+//   modules [moe_router, moe_preprocess]: captured = norm, router, topk, permute = 4 kernels,
+//     3 of the 7 MoE kernels: host = (10 - 4 + 1) x 0.5 + 3 x (1 - 4/10) + 2 x (1 - 3/7)
+//     = 3.5 + 1.8 + 8/7 = 6.442857 ms; the sync stays (Megatron syncs outside the graph).
+//   modules [attn]: qkv + core = 2 kernels, 0 MoE: (10 - 2 + 1) x 0.5 + 3 x 0.8 + 2 = 8.9 ms.
+//   full_iteration: no enqueue, no Python, no sync: 0 ms.
+TEST(StepTimeRules, CudaGraphsTakeCapturedKernelsAndPythonOffTheHost) {
+  HardwareSpec hw = host_hw(0.5, 2, 1);
+  hw.host.layer_overhead_fwd = 3 * kMs;
+  hw.host.layer_overhead_bwd = 5 * kMs;
+  hw.host.moe_overhead_fwd = 2 * kMs;
+  hw.host.moe_overhead_bwd = 4 * kMs;
+  auto with = [](Op o, OpId id) {
+    o.id = id;
+    return o;
+  };
+  Op experts = with(gemm(1), OpId::kMoeExpertsFc1);
+  experts.gemm.groups = 4;
+  Op permute = with(mem(1), OpId::kMoePermute);
+  permute.host_syncs = 1;
+  LayerOps l;
+  l.fwd = {with(gemm(2), OpId::kAttnQkv),  with(mem(1), OpId::kAttnCore),  with(mem(1), OpId::kMlpNorm),
+           with(gemm(1), OpId::kMoeRouter), with(mem(1), OpId::kMoeTopk), permute, experts};
+  ParallelSpec eager;
+  const LayerTimes e = layer_times(l, eager, one_node(), hw);
+  EXPECT_NEAR(e.fwd.host, 10 * kMs, kTol);
+  ParallelSpec router = eager;
+  router.cuda_graph_impl = CudaGraphImpl::kTransformerEngine;
+  router.cuda_graph_modules = kCudaGraphMoeRouter | kCudaGraphMoePreprocess;
+  const LayerTimes r = layer_times(l, router, one_node(), hw);
+  EXPECT_NEAR(r.fwd.host, (3.5 + 1.8 + 8.0 / 7.0) * kMs, kTol);
+  EXPECT_NEAR(r.fwd.kernels, 7, 1e-12);
+  EXPECT_EQ(r.fwd.syncs, 1);
+  EXPECT_NEAR(r.fwd.total, e.fwd.total, kTol);  // graphs change the host, not the GPU time
+  ParallelSpec attn = router;
+  attn.cuda_graph_modules = kCudaGraphAttn;
+  EXPECT_NEAR(layer_times(l, attn, one_node(), hw).fwd.host, 8.9 * kMs, kTol);
+  ParallelSpec full = eager;
+  full.cuda_graph_impl = CudaGraphImpl::kFullIteration;
+  const LayerTimes f = layer_times(l, full, one_node(), hw);
+  EXPECT_NEAR(f.fwd.host, 0, kTol);
+  EXPECT_EQ(f.fwd.syncs, 0);
+  EXPECT_NEAR(f.fwd.sync_idle, 0, kTol);
+  // Which module captures what: the pre-MLP norm goes with the router in an MoE layer and
+  // with the MLP in a dense one; moe captures the whole block, mlp only dense layers.
+  EXPECT_TRUE(graph_captures(OpId::kMlpNorm, true, router));
+  EXPECT_FALSE(graph_captures(OpId::kMlpNorm, false, router));
+  EXPECT_FALSE(graph_captures(OpId::kMoeExpertsFc1, true, router));
+  ParallelSpec moe_block = router;
+  moe_block.cuda_graph_modules = kCudaGraphMoe;
+  EXPECT_TRUE(graph_captures(OpId::kMoeExpertsFc1, true, moe_block));
+  EXPECT_TRUE(graph_captures(OpId::kMlpBda, true, moe_block));
+  EXPECT_FALSE(graph_captures(OpId::kAttnQkv, true, moe_block));
+  ParallelSpec whole = router;
+  whole.cuda_graph_modules = 0;  // the whole layer
+  EXPECT_TRUE(graph_captures(OpId::kAttnQkv, false, whole));
+  EXPECT_FALSE(graph_captures(OpId::kAttnQkv, false, eager));
+  // A dense layer captured whole: one launch, no Python. Backward: 1 kernel -> 1 launch.
+  LayerOps d;
+  d.fwd = d.bwd = {with(gemm(2), OpId::kMlpFc1), with(mem(1), OpId::kMlpAct)};
+  const LayerTimes w = layer_times(d, whole, one_node(), hw);
+  EXPECT_NEAR(w.fwd.host, 0.5 * kMs, kTol);
+  EXPECT_NEAR(w.bwd.host, 0.5 * kMs, kTol);
+  // The replay's own host time (HostSpec::graph_replay) comes on top of the launch, per pass.
+  hw.host.graph_replay = 0.25 * kMs;
+  EXPECT_NEAR(layer_times(d, whole, one_node(), hw).fwd.host, 0.75 * kMs, kTol);
+  EXPECT_NEAR(layer_times(l, router, one_node(), hw).fwd.host, (3.75 + 1.8 + 8.0 / 7.0) * kMs, kTol);
+  EXPECT_NEAR(layer_times(l, full, one_node(), hw).fwd.host, 0, kTol);  // no per-layer replay
+  hw.host.graph_replay = 0;
+  // The edges: a full-iteration graph also replays the embedding and loss, with their Python.
+  hw.host.microbatch_overhead = 8 * kMs;
+  Op embed = with(mem(1), OpId::kEmbed);
+  Op recv = with(mem(1), OpId::kPpRecv);
+  recv.host_syncs = 1;
+  const std::vector<Op> pre_fwd{recv, embed}, none{};
+  EXPECT_NEAR(edge_times({&pre_fwd, &none, &none, &none}, whole, one_node(), hw)[0].host, 5 * kMs, kTol);
+  const std::array<PassTime, 4> fe = edge_times({&pre_fwd, &none, &none, &none}, full, one_node(), hw);
+  EXPECT_NEAR(fe[0].host, 0, kTol);
+  EXPECT_EQ(fe[0].syncs, 0);
+}
+
 // The Python per micro-batch outside the layers (HostSpec::microbatch_overhead: batch fetch,
 // embedding, output layer, loss, the schedule's calls): half on the forward edge list that
 // holds the embedding, half on the one that holds the loss; the backward edges and lists

@@ -56,6 +56,20 @@ enum RecomputeModule : uint32_t {
   kRecomputeSharedExperts = 1u << 6,
 };
 
+// Megatron --cuda-graph-impl (TransformerConfig.cuda_graph_impl): per-layer graphs of
+// Megatron's own CudaGraphManager (local) or Transformer Engine's make_graphed_callables
+// (transformer_engine), or one graph of the whole forward-backward (full_iteration).
+enum class CudaGraphImpl { kNone, kLocal, kTransformerEngine, kFullIteration };
+// Megatron --cuda-graph-modules (formerly --cuda-graph-scope; CudaGraphModule): the parts of
+// each layer a per-layer implementation captures, as a bit set. Empty = the whole layer.
+enum CudaGraphModule : uint32_t {
+  kCudaGraphAttn = 1u << 0,           // input norm, attention, its bias-dropout-add
+  kCudaGraphMlp = 1u << 1,            // a dense layer's MLP
+  kCudaGraphMoe = 1u << 2,            // a whole MoE block (drop-and-pad MoE only)
+  kCudaGraphMoeRouter = 1u << 3,      // pre-MLP norm, router, top-k (and non-overlapped shared experts)
+  kCudaGraphMoePreprocess = 1u << 4,  // the dispatcher's preprocessing / permutation (needs moe_router)
+};
+
 // Parallel dimensions, in the vocabulary of Megatron's rank order string "tp-cp-ep-dp-pp".
 enum class Dim : uint8_t { kTp, kCp, kEp, kDp, kPp };
 inline constexpr int kNumOrderDims = 5;
@@ -190,6 +204,10 @@ struct ParallelSpec {
   bool tp_comm_overlap = false;
   bool overlap_moe_expert_parallel_comm = false;
   bool moe_fp8_dispatch = false;  // 1-byte dispatch payload (DeepSeek-V3 style)
+  // CUDA graphs: captured kernels cost the host no enqueue and their modules no Python; each
+  // captured region costs one graph launch per pass (step_time.cpp, layer_times).
+  CudaGraphImpl cuda_graph_impl = CudaGraphImpl::kNone;
+  uint32_t cuda_graph_modules = 0;  // CudaGraphModule bits; 0 = whole layer (local / transformer_engine)
 
   bool operator==(const ParallelSpec&) const = default;
 };
@@ -383,6 +401,10 @@ struct HostSpec {
   // calls. Half is charged to the stage holding the embedding, half to the stage holding the
   // loss (the same stage without pipelining; step_time.cpp, edge_times).
   double microbatch_overhead = 0;
+  // Host time of replaying one CUDA graph beyond its cudaGraphLaunch (kernel_launch): the
+  // framework's Python around the replay (input copies into the static buffers, bookkeeping),
+  // per captured region per pass (step_time.cpp, apply_graphs). 0 = free.
+  double graph_replay = 0;
   // lcm-exec's host time per cuBLASLt GEMM it enqueues in its (ungated) benchmark loops: a
   // measurement floor, not a training cost. Calibration predicts such a measured GEMM as the
   // larger of its GPU time and this x its kernels (model/calibration.hpp, predict_time); the

@@ -126,6 +126,8 @@ std::array<PassTime, 4> edge_times(const std::array<const std::vector<Op>*, 4>& 
 // each group the list's communication runs on.
 struct PassTimeSwitches {
   int32_t tp_comm_overlap = 0, overlap_moe_expert_parallel_comm = 0;
+  int32_t cuda_graph_impl = 0;  // CudaGraphImpl; layer_times and edge_times read it with the modules
+  uint32_t cuda_graph_modules = 0;
   bool operator==(const PassTimeSwitches&) const = default;
 };
 PassTimeSwitches pass_time_switches(const ParallelSpec& par);
@@ -149,6 +151,9 @@ struct LayerTimes {
   bool operator==(const LayerTimes&) const = default;
 };
 LayerTimes layer_times(const LayerOps& l, const ParallelSpec& par, const MeshTopology& topo, const HardwareSpec& hw);
+// Whether the scenario's CUDA graphs (ParallelSpec::cuda_graph_impl / cuda_graph_modules)
+// capture op `id` of a layer; `moe_layer`: the op belongs to an MoE layer's list.
+bool graph_captures(OpId id, bool moe_layer, const ParallelSpec& par);
 
 // A once-per-step op (StageSchedule::step) reduced to its time and how it may overlap.
 enum class StepOpRole : uint8_t {

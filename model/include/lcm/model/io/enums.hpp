@@ -35,6 +35,7 @@ std::string_view to_string(RecomputeMethod v);
 std::string_view to_string(AttentionBackend v);
 std::string_view to_string(CrossEntropyFusionImpl v);
 std::string_view to_string(Dim v);
+std::string_view to_string(CudaGraphImpl v);
 
 std::optional<Normalization> parse_normalization(std::string_view s);
 std::optional<PositionEmbedding> parse_position_embedding(std::string_view s);
@@ -51,12 +52,16 @@ std::optional<RecomputeMethod> parse_recompute_method(std::string_view s);
 std::optional<AttentionBackend> parse_attention_backend(std::string_view s);
 std::optional<CrossEntropyFusionImpl> parse_cross_entropy_fusion_impl(std::string_view s);
 std::optional<Dim> parse_dim(std::string_view s);
+std::optional<CudaGraphImpl> parse_cuda_graph_impl(std::string_view s);
 
 // One Megatron --recompute-modules name ("core_attn", "moe_act", ...) <-> its bit.
 std::optional<RecomputeModule> parse_recompute_module(std::string_view s);
 std::string_view to_string(RecomputeModule m);
 // The names of the bits set in `modules`, in bit order.
 std::vector<std::string> recompute_module_names(uint32_t modules);
+// One Megatron --cuda-graph-modules name ("attn", "moe_router", ...) <-> its bit.
+std::optional<CudaGraphModule> parse_cuda_graph_module(std::string_view s);
+std::vector<std::string> cuda_graph_module_names(uint32_t modules);
 
 // Rank order "tp-cp-ep-dp-pp" (fastest-varying first): any permutation of the five dims.
 std::optional<std::array<Dim, kNumOrderDims>> parse_rank_order(std::string_view s);
