@@ -90,11 +90,18 @@ using namespace lcm;
 // 10.3 -> 11.8 %, all 15.6 -> 15.7 % over 63 rows. The NeMo and overall bounds take the new rows.
 // Then the per-micro-batch Python outside the layers (Megatron host runs set 3, measured for the
 // CI iteration times, not for these rows): Bridge 20.1 -> 19.9 %, all 15.6 % (+9.6 %).
-constexpr double kBridgeMaeBound = 20.2;       // tokens/s, %
+// Session 20 modelled CUDA graphs (ParallelSpec::cuda_graph_impl / cuda_graph_modules, from
+// Megatron-LM's code) and gave Qwen3-30B-A3B's rows after 25.09 their presets' Transformer
+// Engine graphs of the router and the dispatcher's preprocessing (read after the errors were
+// known). With a free replay the four consistent 26.x rows went -16..-18 % -> -10.5..-11.8 %;
+// with the replay cost measured on Megatron's local graphs (host runs set 6, graph_replay_us)
+// -13.3..-15.9 %, 26.02's inconsistent cell +48 -> +49 %; Bridge 20.0 -> 19.6 %, all 15.6 ->
+// 15.5 % (signed +9.7 -> +9.9 %). Tightened.
+constexpr double kBridgeMaeBound = 19.8;       // tokens/s, %
 constexpr double kNemoMaeBound = 11.9;         // tokens/s, %
 constexpr double kWeakScalingMaeBound = 11.0;  // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 11.5;     // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 15.8;      // all counted rows, primary metric, %
+constexpr double kOverallMaeBound = 15.6;      // all counted rows, primary metric, %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14. A floor, like
 // the bounds above.
@@ -319,6 +326,8 @@ struct Recipe {
   bool cross_entropy_loss_fusion = false;  // memory only (the loss buffers)
   CrossEntropyFusionImpl cross_entropy_fusion_impl = CrossEntropyFusionImpl::kNative;
   bool tp_comm_overlap = true;  // NeMo rows with TP > 1: userbuffers overlap unless the recipe turns it off
+  CudaGraphImpl cuda_graph_impl = CudaGraphImpl::kNone;
+  uint32_t cuda_graph_modules = 0;
   std::string note;
 };
 
@@ -435,6 +444,8 @@ Built build(const std::string& id, const ModelSpec& model, const Layout& l, cons
   p.overlap_moe_expert_parallel_comm = rc.ep_a2a_overlap && l.ep > 1 && std::getenv("LCM_WHATIF_NO_EP_OVERLAP") == nullptr;
   p.recompute_granularity = rc.recompute;
   p.recompute_modules = rc.recompute_modules;
+  p.cuda_graph_impl = rc.cuda_graph_impl;
+  p.cuda_graph_modules = rc.cuda_graph_modules;
   if (rc.first_stage_layers > 0 && l.pp > 1) {
     p.num_layers_in_first_pipeline_stage = rc.first_stage_layers;
     p.num_layers_in_last_pipeline_stage = rc.last_stage_layers;
@@ -578,6 +589,17 @@ std::vector<Result> bridge_rows(const HardwareSpec& hw, const std::map<std::stri
     // drop with alltoall); 26.02 on (v0.3.0 qwen3_workload_base_configs.py) use flex (DeepEP,
     // lcm's default backend). Read in session 13, after these rows' errors were known.
     if (m.name == "Qwen3-30B-A3B" && get(r, "release").rfind("25.", 0) == 0) rc.dispatcher = Dispatcher::kAllToAll;
+    // Qwen3-30B-A3B's H100 BF16 preset captures the router and the dispatcher's preprocessing in
+    // Transformer Engine CUDA graphs in every release after 25.09 (Megatron-Bridge v0.2.0
+    // scripts/performance/configs/qwen3/workload_base_configs.py QWEN3_30B_A3B_H100_BF16_BASE_CONFIG;
+    // v0.3.0-v0.5.0 qwen/qwen3_workload_base_configs.py QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_BF16_V1:
+    // cuda_graph_impl="transformer_engine", cuda_graph_scope=["moe_router", "moe_preprocess"]);
+    // 25.09's (v0.1.0rc4 qwen3_30b_a3b_llm_pretrain.yaml, h100: cuda_graphs false) has none, nor
+    // has any other H100 preset of these rows. Read in session 20, after the rows' errors were known.
+    if (m.name == "Qwen3-30B-A3B" && get(r, "release") != "25.09") {
+      rc.cuda_graph_impl = CudaGraphImpl::kTransformerEngine;
+      rc.cuda_graph_modules = kCudaGraphMoeRouter | kCudaGraphMoePreprocess;
+    }
     if (model.find("tokendrop") != std::string::npos) {
       rc.note = "token-drop run modelled as dropless: balanced routing drops nothing at capacity factor 1";
     }
