@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "enum_tables.hpp"
 #include "lcm/model/io/enums.hpp"
 #include "megatron_importer.hpp"
 
@@ -392,9 +393,8 @@ void MegatronImporter::map_cuda_graphs() {
     const auto impl = parse_cuda_graph_impl(*impl_text);
     if (!impl)
       fail("cuda-graph-impl",
-           fmt::format("Invalid cuda graph implementation: {}; expected none, local, transformer_engine or "
-                       "full_iteration",
-                       *impl_text));
+           fmt::format("Invalid cuda graph implementation: {}; expected one of: {}", *impl_text,
+                       spelling_list<CudaGraphImpl>()));
     p.cuda_graph_impl = *impl;
     from("parallel.cuda_graph_impl", "cuda-graph-impl");
   } else if (legacy_local || legacy_te) {

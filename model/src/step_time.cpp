@@ -302,6 +302,9 @@ bool holds(const std::vector<Op>& ops, OpId id) {
   return std::any_of(ops.begin(), ops.end(), [id](const Op& o) { return o.id == id; });
 }
 
+// An op of the MoE block (router to unpermute, shared experts, their FP8 casts).
+bool in_moe_block(OpId id) { return id >= OpId::kMoeRouter && id <= OpId::kMoeSharedFc2Fp8Cast; }
+
 // Which part of a layer an op belongs to, in the vocabulary of Megatron's CUDA graph modules.
 enum class GraphPart { kAttn, kMlp, kPreMlpNorm, kRouter, kPreprocess, kSharedExperts, kMoeRest, kOther };
 
@@ -314,7 +317,7 @@ GraphPart graph_part(OpId id, bool moe_layer) {
   if ((id >= OpId::kMoeSharedSpAllGather && id <= OpId::kMoeSharedTpAllReduce) || id == OpId::kMoeSharedFc1Fp8Cast ||
       id == OpId::kMoeSharedFc2Fp8Cast)
     return GraphPart::kSharedExperts;
-  if (id >= OpId::kMoeRouter && id <= OpId::kMoeSharedFc2Fp8Cast) return GraphPart::kMoeRest;
+  if (in_moe_block(id)) return GraphPart::kMoeRest;
   return GraphPart::kOther;
 }
 
@@ -354,12 +357,9 @@ GraphSplit graph_split(const std::vector<Op>& ops, bool moe_layer, const Paralle
   for (const Op& op : ops) {
     const double k = host_kernels(op);
     const bool in = graph_captures(op.id, moe_layer, par);
-    const GraphPart part = graph_part(op.id, moe_layer);
-    const bool moe_op = part == GraphPart::kRouter || part == GraphPart::kPreprocess ||
-                        part == GraphPart::kSharedExperts || (part == GraphPart::kMoeRest && op.id >= OpId::kMoeRouter);
     g.kernels += k;
     if (in) g.captured += k;
-    if (moe_op) {
+    if (in_moe_block(op.id)) {
       g.moe_kernels += k;
       if (in) g.moe_captured += k;
     }
@@ -421,7 +421,10 @@ std::array<PassTime, 4> edge_times(const std::array<const std::vector<Op>*, 4>& 
   const bool full = par.cuda_graph_impl == CudaGraphImpl::kFullIteration;
   for (size_t i = 0; i < 4; ++i) {
     t[i] = pass_time(*lists[i], par, topo, hw);
-    if (full) t[i].host = t[i].kernels = t[i].sync_idle = 0, t[i].syncs = 0;  // replayed: no enqueue, no sync
+    if (full) {  // replayed inside the iteration's graph: no enqueue, no synchronisation
+      t[i].host = t[i].kernels = t[i].sync_idle = 0;
+      t[i].syncs = 0;
+    }
   }
   const double half = full ? 0.0 : 0.5 * hw.host.microbatch_overhead;
   if (holds(*lists[0], OpId::kEmbed)) t[0].host += half;  // batch fetch, embedding

@@ -37,6 +37,12 @@ bool any_moe_layer(const ModelSpec& m) {
   return std::find(m.moe_layer_pattern.begin(), m.moe_layer_pattern.end(), 1) != m.moe_layer_pattern.end();
 }
 
+// A layer with a dense MLP: every layer without experts, the pattern's 0s with them.
+bool any_dense_layer(const ModelSpec& m) {
+  if (!has_moe(m)) return true;
+  return std::find(m.moe_layer_pattern.begin(), m.moe_layer_pattern.end(), 0) != m.moe_layer_pattern.end();
+}
+
 // lcm's caps (lcm/model/limits.hpp). The loader reads every key against its cap already;
 // this covers scenarios built in code and by the Megatron importer.
 void check_caps(const Scenario& s, Checker& check) {
@@ -101,10 +107,7 @@ void check_sizes(const Scenario& s, Checker& check) {
   check(m.make_vocab_size_divisible_by > 0, "model.make_vocab_size_divisible_by",
         "make_vocab_size_divisible_by must be positive");
   check(m.num_experts >= 0, "model.num_experts", "num_experts must be non-negative");
-  const bool has_dense_layer = !has_moe(m) || (!m.moe_layer_pattern.empty() &&
-                                                      std::find(m.moe_layer_pattern.begin(), m.moe_layer_pattern.end(),
-                                                                0) != m.moe_layer_pattern.end());
-  check(!has_dense_layer || m.ffn_hidden_size > 0, "model.ffn_hidden_size",
+  check(!any_dense_layer(m) || m.ffn_hidden_size > 0, "model.ffn_hidden_size",
         "ffn_hidden_size must be positive (the model has dense MLP layers)");
   check(t.seq_length > 0, "training.seq_length", "seq_length must be positive");
   check(t.micro_batch_size > 0, "training.micro_batch_size", "micro_batch_size must be positive");
@@ -379,8 +382,6 @@ void check_cuda_graphs(const Scenario& s, Checker& check) {
     return;
   }
   const bool moe = has_moe(m);
-  bool all_moe = moe;
-  for (int f : m.moe_layer_pattern) all_moe = all_moe && f == 1;
   const bool full = p.cuda_graph_impl == CudaGraphImpl::kFullIteration;
   const bool whole_layer = !full && mods == 0;
   const bool static_moe = !moe || !dispatcher_syncs(m);
@@ -398,7 +399,7 @@ void check_cuda_graphs(const Scenario& s, Checker& check) {
       check(!(mods & (kCudaGraphMoe | kCudaGraphMoeRouter | kCudaGraphMoePreprocess)), key,
             "moe cuda graph is only supported for MoE.");
     } else {
-      check(!all_moe || !(mods & kCudaGraphMlp), key,
+      check(any_dense_layer(m) || !(mods & kCudaGraphMlp), key,
             "mlp cuda graph is only supported for dense layers, but not found in the model.");
       check(!(mods & kCudaGraphMoe) || (m.moe_expert_capacity_factor > 0 && m.moe_pad_expert_input_to_capacity), key,
             "moe cuda graph is only supported with drop-padding MoE.");
