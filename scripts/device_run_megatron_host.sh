@@ -19,7 +19,7 @@
 #   moe E8 k8 and E16 k8, full recompute (the per-expert Python of a forward pass)
 # Each run: 8 micro-batches per iteration, 12 iterations; the median of iterations 5-12 is used.
 # Writes $OUT/megatron_host/{runs.txt,summary.json}. Needs .megatron/ (pretrain_gpt.py).
-# Usage (device machine, repository root): OUT=/tmp/out [MEGATRON_HOST_SET=2|3|4|5|6] bash scripts/device_run_megatron_host.sh
+# Usage (device machine, repository root): OUT=/tmp/out [MEGATRON_HOST_SET=2|3|4|5|6|7] bash scripts/device_run_megatron_host.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -81,7 +81,36 @@ grid() {  # grid PREFIX M...
   done
 }
 
-if [ "${MEGATRON_HOST_SET:-1}" = 6 ]; then
+if [ "${MEGATRON_HOST_SET:-1}" = 7 ]; then
+  # Set 7 (session 21): the host time per iteration, from Megatron's own timers
+  # (DECLARATION_set7.md). One micro-batch per iteration. --timing-log-level 1 prints the
+  # forward-backward and optimizer timers (each start and stop synchronises the device) every
+  # iteration; the parameter tensors per run are counted from the gradient buckets' listing.
+  # The logging options every Megatron CI row sets (--log-params-norm, --log-num-zeros-in-grad
+  # and the TensorBoard writers) are measured against the plain run at two depths. Two calls
+  # (MEGATRON_HOST_PART=a|b) to stay within the device's 10 minutes per command; run with
+  # MEGATRON_HOST_ITERS=20.
+  T=(--timing-log-level 1 --global-batch-size 1)
+  P=(--timing-log-level 0 --global-batch-size 1)
+  TB=(--tensorboard-dir "$D/tb" --log-timers-to-tensorboard --log-memory-to-tensorboard
+    --log-validation-ppl-to-tensorboard)
+  if [ "${MEGATRON_HOST_PART:-a}" = a ]; then
+    run i7_dense_l2 2 "${T[@]}"
+    run i7_dense_l10 10 "${T[@]}"
+    run i7_dense_l40 40 "${T[@]}"
+    # shellcheck disable=SC2046
+    run i7_moe_e32_l10 10 $(moe 32 2) "${T[@]}"
+    run i7_plain_l10 10 "${P[@]}"
+    run i7_plain_l40 40 "${P[@]}"
+  else
+    run i7_pnorm_l10 10 "${P[@]}" --log-params-norm
+    run i7_pnorm_l40 40 "${P[@]}" --log-params-norm
+    run i7_zeros_l10 10 "${P[@]}" --log-num-zeros-in-grad
+    run i7_zeros_l40 40 "${P[@]}" --log-num-zeros-in-grad
+    run i7_logs_tb_l10 10 "${P[@]}" --log-params-norm --log-num-zeros-in-grad "${TB[@]}"
+    rm -rf "$D/tb"
+  fi
+elif [ "${MEGATRON_HOST_SET:-1}" = 6 ]; then
   # Set 6 (session 20): CUDA graphs (DECLARATION_set6.md). Megatron's local implementation:
   # whole layers, attention only, the MoE router + preprocessing, and a full-iteration graph,
   # each next to the eager run of the same depth in the same call. Two calls (a, b) to stay
@@ -192,6 +221,16 @@ for f in sorted(d.glob("*.log")):
         # profiled runs: the profiler warms up in iteration 10 and records 11; timing: 5-8
         window = its[4:8] if f.stem.startswith("prof_") else its[4:]
         med[f.stem.replace("prof_", "")] = {"iterations_ms": its, "median_5_12_ms": statistics.median(window)}
+        text = f.read_text()
+        # Megatron's timers (--timing-log-level 1): "name ...: (min, max)" once per iteration
+        timers = {}
+        for name, v in re.findall(r"^\s+([a-z][a-z0-9-]+) \.+: \(([0-9.]+), [0-9.]+\)", text, re.M):
+            timers.setdefault(name, []).append(float(v))
+        timers = {k: v for k, v in timers.items() if len(v) == len(its)}
+        if timers:
+            med[f.stem]["timers_median_ms"] = {k: statistics.median(v[4:]) for k, v in timers.items()}
+        # parameter tensors: the gradient buckets' listing, one line per tensor
+        med[f.stem.replace("prof_", "")]["param_tensors"] = len(re.findall(r"^\tmodule\.", text, re.M))
 import gzip
 counts = {}
 for t in sorted(d.glob("prof_*/torch_profile/rank-0.json.gz")):
