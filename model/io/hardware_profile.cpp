@@ -233,6 +233,10 @@ std::vector<Key> host_keys() {
       real_key("microbatch_overhead_us", kMicro, 0, false, 1000000,
                [](HardwareSpec& h) -> double& { return h.host.microbatch_overhead; }),
       real_key("graph_replay_us", kMicro, 0, false, 100000, [](HardwareSpec& h) -> double& { return h.host.graph_replay; }),
+      real_key("optimizer_tensor_us", kMicro, 0, false, 100000,
+               [](HardwareSpec& h) -> double& { return h.host.optimizer_tensor; }),
+      real_key("iteration_overhead_us", kMicro, 0, false, 10000000,
+               [](HardwareSpec& h) -> double& { return h.host.iteration_overhead; }),
       real_key("exec_gemm_enqueue_us", kMicro, 0, false, 1000,
                [](HardwareSpec& h) -> double& { return h.host.exec_gemm_enqueue; }),
   };

@@ -26,6 +26,10 @@ struct Split {
   double replicated = 0;  // whole copy on every TP rank (norms, router, row-parallel biases)
   double expert = 0;      // sharded over EP x ETP (expert weights, expert fc1 biases)
   double expert_ep = 0;   // sharded over EP only (expert fc2 biases, row-parallel in ETP)
+  // Parameter tensors (nn.Parameter objects, whatever their sharding): the non-expert ones
+  // and all routed experts' (a GPU holds 1/EP of those).
+  double tensors = 0;
+  double expert_tensors = 0;
 
   double total() const { return tp + replicated + expert + expert_ep; }
   Split& operator+=(const Split& o) {
@@ -33,9 +37,13 @@ struct Split {
     replicated += o.replicated;
     expert += o.expert;
     expert_ep += o.expert_ep;
+    tensors += o.tensors;
+    expert_tensors += o.expert_tensors;
     return *this;
   }
-  Split operator*(double k) const { return {tp * k, replicated * k, expert * k, expert_ep * k}; }
+  Split operator*(double k) const {
+    return {tp * k, replicated * k, expert * k, expert_ep * k, tensors * k, expert_tensors * k};
+  }
   Split operator+(const Split& o) const {
     Split r = *this;
     return r += o;
@@ -55,9 +63,13 @@ Split gqa_attention(const ModelSpec& m) {
   const double g = query_groups(m);
   Split s;
   s.tp = h * dh * (2 * a + 2 * g);
-  if (m.add_bias_linear || m.add_qkv_bias) s.tp += (a + 2 * g) * dh;
-  if (m.add_bias_linear) s.replicated += h;
-  if (m.qk_layernorm) s.replicated += 2 * dh * norm_size(m);  // q_layernorm + k_layernorm
+  s.tensors = 2;  // linear_qkv, linear_proj weights
+  if (m.add_bias_linear || m.add_qkv_bias) s.tp += (a + 2 * g) * dh, s.tensors += 1;
+  if (m.add_bias_linear) s.replicated += h, s.tensors += 1;
+  if (m.qk_layernorm) {  // q_layernorm + k_layernorm
+    s.replicated += 2 * dh * norm_size(m);
+    s.tensors += 2 * norm_size(m);
+  }
   return s;
 }
 
@@ -75,15 +87,18 @@ Split mla_attention(const ModelSpec& m) {
   if (m.q_lora_rank > 0) {
     s.replicated += h * rq;        // linear_q_down_proj
     s.tp += rq * a * (dn + dr);    // linear_q_up_proj
-    if (m.qk_layernorm) s.replicated += rq * norm_size(m);  // q_layernorm
+    s.tensors += 2;
+    if (m.qk_layernorm) s.replicated += rq * norm_size(m), s.tensors += norm_size(m);  // q_layernorm
   } else {
     s.tp += h * a * (dn + dr);     // linear_q_proj
+    s.tensors += 1;
   }
   s.replicated += h * (rkv + dr);  // linear_kv_down_proj (latent + shared rotary key)
   s.tp += rkv * a * (dn + dv);     // linear_kv_up_proj
-  if (m.qk_layernorm) s.replicated += rkv * norm_size(m);  // kv_layernorm
+  if (m.qk_layernorm) s.replicated += rkv * norm_size(m), s.tensors += norm_size(m);  // kv_layernorm
   s.tp += a * dv * h;              // linear_proj
-  if (m.add_bias_linear) s.replicated += h;
+  s.tensors += 3;                  // kv down, kv up, proj
+  if (m.add_bias_linear) s.replicated += h, s.tensors += 1;
   return s;
 }
 
@@ -98,9 +113,11 @@ Split mlp(const ModelSpec& m, double w) {
   const double fc1_out = m.swiglu ? 2 * w : w;
   Split s;
   s.tp = h * fc1_out + w * h;
+  s.tensors = 2;
   if (m.add_bias_linear) {
     s.tp += fc1_out;
     s.replicated += h;
+    s.tensors += 2;
   }
   return s;
 }
@@ -109,13 +126,17 @@ Split mlp(const ModelSpec& m, double w) {
 Split routed_experts(const ModelSpec& m) {
   const Split one = mlp(m, expert_ffn(m));
   const double e = m.num_experts;
-  return Split{0, 0, one.tp * e, one.replicated * e};
+  Split s{0, 0, one.tp * e, one.replicated * e};
+  s.expert_tensors = one.tensors * e;  // TE GroupedLinear and SequentialMLP: one weight per expert
+  return s;
 }
 
 // Router h x E (+E bias with add_bias_linear), replicated. moe/router.py TopKRouter.
 Split router(const ModelSpec& m) {
   const double e = m.num_experts;
-  return Split{0, static_cast<double>(m.hidden_size) * e + (m.add_bias_linear ? e : 0), 0, 0};
+  Split s{0, static_cast<double>(m.hidden_size) * e + (m.add_bias_linear ? e : 0), 0, 0};
+  s.tensors = m.add_bias_linear ? 2 : 1;
+  return s;
 }
 
 Split shared_experts(const ModelSpec& m) {
@@ -124,14 +145,18 @@ Split shared_experts(const ModelSpec& m) {
 }
 
 Split layer_norms(const ModelSpec& m) {  // input_layernorm + pre_mlp_layernorm
-  return Split{0, 2 * norm_size(m) * static_cast<double>(m.hidden_size), 0, 0};
+  Split s{0, 2 * norm_size(m) * static_cast<double>(m.hidden_size), 0, 0};
+  s.tensors = 2 * norm_size(m);  // RMSNorm: weight; LayerNorm: weight and bias
+  return s;
 }
 
 // MTP extras per depth besides its transformer layer: enorm, hnorm, final_layernorm and
 // eh_proj (column-parallel, no bias). multi_token_prediction.py MultiTokenPredictionLayer.
 Split mtp_extras(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden_size);
-  return Split{2 * h * h, 3 * norm_size(m) * h, 0, 0};
+  Split s{2 * h * h, 3 * norm_size(m) * h, 0, 0};
+  s.tensors = 1 + 3 * norm_size(m);
+  return s;
 }
 
 // Fraction of the routed experts a token touches.
@@ -205,7 +230,8 @@ std::vector<GpuParams> gpu_params(const Scenario& s, const Mesh& m,
   assert(m.tp > 0 && m.ep > 0 && m.etp > 0);
   auto on_gpu = [&](const Split& x) {
     return GpuParams{x.tp / m.tp + x.replicated,
-                     x.expert / (static_cast<double>(m.ep) * m.etp) + x.expert_ep / m.ep};
+                     x.expert / (static_cast<double>(m.ep) * m.etp) + x.expert_ep / m.ep, x.tensors,
+                     x.expert_tensors / m.ep};
   };
   const bool mtp_moe = mtp_is_moe(model);
   const Split dense_layer = layer(model, false, 1.0);
@@ -224,14 +250,18 @@ std::vector<GpuParams> gpu_params(const Scenario& s, const Mesh& m,
     const bool holds_embedding = st.has_embedding || st.num_mtp_layers > 0;
     if (holds_embedding) {
       held.tp += vocab * h;
-      if (model.position_embedding_type == PositionEmbedding::kLearnedAbsolute)
+      held.tensors += 1;
+      if (model.position_embedding_type == PositionEmbedding::kLearnedAbsolute) {
         held.replicated += static_cast<double>(model.max_position_embeddings) * h;
+        held.tensors += 1;
+      }
     }
     if (st.has_output) {
       held.replicated += norm_size(model) * h;  // final layernorm
+      held.tensors += norm_size(model);
       // Untied: the output layer. Tied: the head reuses the embedding where this stage
       // holds one, else the stage keeps its own copy of the word embedding.
-      if (model.untie_embeddings_and_output_weights || !holds_embedding) held.tp += vocab * h;
+      if (model.untie_embeddings_and_output_weights || !holds_embedding) held.tp += vocab * h, held.tensors += 1;
     }
     out.push_back(on_gpu(held));
   }

@@ -865,25 +865,32 @@ void emit_step(const Ctx& x, bool first, bool last, const GpuParams& p, double t
   };
   struct Group {
     double params;
+    double tensors;
     CommDim dim;
     int size;
     OpId ar, rs, ag, ag_bwd;                 // ops
     CommItemId ar_item, rs_item, ag_item;  // Comm items
   };
   const Group groups[2] = {
-      {p.dense, CommDim::kDp, m.dp * m.cp, OpId::kDpGradsAllReduce, OpId::kDpGradsReduceScatter, OpId::kDpParamsAllGather,
+      {p.dense, p.dense_tensors, CommDim::kDp, m.dp * m.cp, OpId::kDpGradsAllReduce, OpId::kDpGradsReduceScatter, OpId::kDpParamsAllGather,
        OpId::kDpParamsAllGatherBwd, CommItemId::kDpAllReduceGrads, CommItemId::kDpReduceScatterGrads,
        CommItemId::kDpAllGatherParams},
-      {p.expert, CommDim::kEdp, x.r.moe ? m.edp : 1, OpId::kEdpGradsAllReduce, OpId::kEdpGradsReduceScatter,
+      {p.expert, p.expert_tensors, CommDim::kEdp, x.r.moe ? m.edp : 1, OpId::kEdpGradsAllReduce, OpId::kEdpGradsReduceScatter,
        OpId::kEdpParamsAllGather, OpId::kEdpParamsAllGatherBwd, CommItemId::kEdpAllReduceGrads,
        CommItemId::kEdpReduceScatterGrads, CommItemId::kEdpAllGatherParams}};
-  double optimizer_params = 0;
+  // The optimizer's per-tensor host work walks the tensors of the rank's shard: all of them
+  // without sharding and under Megatron-FSDP (every parameter is sharded over the group), a
+  // 1/DP share with the distributed optimizer (a tensor belongs to the rank its buffer range
+  // falls in; the few that straddle two ranks are ignored).
+  double optimizer_params = 0, optimizer_tensors = 0;
   for (const Group& g : groups) {
+    if (g.params <= 0) continue;
     const double grads = g.params * gb, weights = g.params * kAct;
     switch (how) {
       case DpSharding::kNoShard:  // DDP: one all-reduce of the main grads per step
         add(g.ar, Collective::kAllReduce, g.dim, g.size, grads, g.ar_item, 1, par.overlap_grad_reduce);
         optimizer_params += g.params;
+        optimizer_tensors += g.tensors;
         continue;
       case DpSharding::kOptim:  // ZeRO-1 / distributed optimizer: RS grads, AG params
         add(g.rs, Collective::kReduceScatter, g.dim, g.size, grads, g.rs_item, 1, par.overlap_grad_reduce);
@@ -900,6 +907,7 @@ void emit_step(const Ctx& x, bool first, bool last, const GpuParams& p, double t
         break;
     }
     optimizer_params += g.params / std::max(1, g.size);
+    optimizer_tensors += how == DpSharding::kOptim ? g.tensors / std::max(1, g.size) : g.tensors;
   }
   add(OpId::kTpGradsAllReduce, Collective::kAllReduce, CommDim::kTp, x.r.tp, tp_replicated * gb, CommItemId::kTpAllReduceGrads,
       1, false);
@@ -915,6 +923,7 @@ void emit_step(const Ctx& x, bool first, bool last, const GpuParams& p, double t
   // copy: 30 B. (The runner's optimizer.step, which times both, ran 12-13 % above 30 B per
   // parameter at the HBM rate on the Mixtral slices, validation/measured/h200/train_suite*/.)
   Op opt = memory_op(OpId::kOptimizerStep, (4.0 + 30.0) * optimizer_params);
+  opt.mem.tensors = optimizer_tensors;
   opt.pass = Pass::kStep;
   f(opt);
 }

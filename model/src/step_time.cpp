@@ -438,6 +438,8 @@ std::vector<StepOpTime> step_op_times(const std::vector<Op>& step, const MeshTop
   for (const Op& op : step) {
     StepOpTime t;
     t.time = op_time(op, topo, hw) * op.calls;
+    // The optimizer step's per-tensor host work and its kernels overlap: the larger wins.
+    if (op.kind == OpKind::kMemoryBound) t.time = std::max(t.time, op.mem.tensors * hw.host.optimizer_tensor);
     t.calls = op.calls;
     if (op.kind == OpKind::kMemoryBound) t.role = StepOpRole::kOptimizer;
     else if (!op.overlappable) t.role = StepOpRole::kExposed;
@@ -512,8 +514,9 @@ StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops&
   out.pipeline = mb * fb_max + fill;
   out.bubble = fill;
   // The step closes with a synchronisation (the gradient norm's .item() before the optimizer
-  // update); the next step's first kernel waits for its launch.
-  const double step_sync = hw.host.sync + hw.host.launch_latency;
+  // update) and the training loop's own Python (host.iteration_overhead); the next step's
+  // first kernel waits for its launch.
+  const double step_sync = hw.host.sync + hw.host.launch_latency + hw.host.iteration_overhead;
   out.host_idle = mb * bn.host_idle + step_sync;
   out.step_s = out.pipeline + out.dp_exposed + out.optimizer + step_sync;
   for (size_t i = 0; i < kNumOpClasses; ++i) out.compute[i] = mb * bn.compute[i];

@@ -357,6 +357,7 @@ io::Result<Scenario> load_compare_scenario(const std::string& scenario_path, con
     h.layer_overhead_fwd = h.layer_overhead_bwd = h.moe_overhead_fwd = h.moe_overhead_bwd = 0;
     h.microbatch_overhead = 0;  // lcm-exec's runner has no Python per micro-batch either
     h.graph_replay = 0;
+    h.optimizer_tensor = h.iteration_overhead = 0;  // its fused optimizer, no training loop's Python
   }
   const int64_t layers = s.value().model.num_layers + s.value().model.mtp_num_layers;
   const Estimate probe = estimate(s.value(), EstimateOptions{false});
@@ -493,10 +494,11 @@ std::vector<Table> compare_tables(const Comparison& c) {
                         1e6 * c.host.kernel_launch, 1e6 * c.host.sync)
           : fmt::format("host costs of the prediction: the profile's (the summary records none): {:.2f} us per kernel "
                         "enqueue, {:.2f} us per sync, {:.1f} / {:.1f} us of per-layer Python per forward / backward (an MoE "
-                        "layer {:.1f} / {:.1f} more), {:.1f} us per micro-batch outside the layers",
+                        "layer {:.1f} / {:.1f} more), {:.1f} us per micro-batch outside the layers, {:.1f} us per "
+                        "optimizer tensor, {:.1f} us per iteration",
                         1e6 * c.host.kernel_launch, 1e6 * c.host.sync, 1e6 * c.host.layer_overhead_fwd,
                         1e6 * c.host.layer_overhead_bwd, 1e6 * c.host.moe_overhead_fwd, 1e6 * c.host.moe_overhead_bwd,
-                        1e6 * c.host.microbatch_overhead));
+                        1e6 * c.host.microbatch_overhead, 1e6 * c.host.optimizer_tensor, 1e6 * c.host.iteration_overhead));
   out.push_back(std::move(step));
 
   Table cls;
@@ -623,7 +625,9 @@ ordered_json compare_json(const Comparison& c) {
                            {"layer_overhead_bwd_s", c.host.layer_overhead_bwd},
                            {"moe_layer_overhead_fwd_s", c.host.moe_overhead_fwd},
                            {"moe_layer_overhead_bwd_s", c.host.moe_overhead_bwd},
-                           {"microbatch_overhead_s", c.host.microbatch_overhead}};
+                           {"microbatch_overhead_s", c.host.microbatch_overhead},
+                           {"optimizer_tensor_s", c.host.optimizer_tensor},
+                           {"iteration_overhead_s", c.host.iteration_overhead}};
   ordered_json classes = ordered_json::object();
   for (int i = 0; i < kNumCompareClasses; ++i)
     classes[to_string(static_cast<CompareClass>(i))] = total(c.classes[static_cast<size_t>(i)]);

@@ -387,11 +387,12 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
       tt.notes.push_back(fmt::format(
           "Host-bound: the GPU waits on the host {:.1f}% of the step, with the profile's host costs ({:.2f} us per "
           "kernel enqueue, {:.2f} us per sync, {:.0f} / {:.0f} us of Python per layer forward / backward, an MoE layer "
-          "{:.0f} / {:.0f} us more, {:.0f} us per micro-batch outside the layers; docs/time-model.md \"Host-bound "
-          "regime\"): they were measured on one host, and another host or framework has other costs (give the profile "
-          "its own host: block).",
+          "{:.0f} / {:.0f} us more, {:.0f} us per micro-batch outside the layers, {:.1f} us per optimizer tensor, "
+          "{:.0f} us per iteration; docs/time-model.md \"Host-bound regime\"): they were measured on one host, and "
+          "another host or framework has other costs (give the profile its own host: block).",
           100.0 * t.host_idle / t.step_s, 1e6 * h.kernel_launch, 1e6 * h.sync, 1e6 * h.layer_overhead_fwd,
-          1e6 * h.layer_overhead_bwd, 1e6 * h.moe_overhead_fwd, 1e6 * h.moe_overhead_bwd, 1e6 * h.microbatch_overhead));
+          1e6 * h.layer_overhead_bwd, 1e6 * h.moe_overhead_fwd, 1e6 * h.moe_overhead_bwd, 1e6 * h.microbatch_overhead,
+          1e6 * h.optimizer_tensor, 1e6 * h.iteration_overhead));
     }
     out.push_back(tt);
   }

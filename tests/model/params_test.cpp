@@ -358,5 +358,85 @@ TEST(Params, GpuParamsDeepSeekExpertShard) {
   EXPECT_DOUBLE_EQ(g[7].expert, (6 + 1) * expert_layer / 64);  // + MTP's MoE layer
 }
 
+// ---------------------------------------------------------------------------------
+// Parameter tensors per GPU: the counts Megatron-LM's gradient buckets listed (one line per
+// tensor) in the host runs' logs (validation/measured/h200/megatron_host/, sets 4 and 7).
+// ---------------------------------------------------------------------------------
+Scenario host_run_model(int layers, int experts) {  // scenario_dense.yaml / scenario_moe.yaml
+  Scenario s;
+  ModelSpec& m = s.model;
+  m.num_layers = layers;
+  m.hidden_size = 256;
+  m.ffn_hidden_size = 768;
+  m.num_attention_heads = 4;
+  m.num_query_groups = 2;
+  m.kv_channels = 64;
+  m.vocab_size = 1024;
+  m.untie_embeddings_and_output_weights = true;
+  m.swiglu = true;
+  m.add_bias_linear = false;
+  m.qk_layernorm = true;
+  m.normalization = Normalization::kRMSNorm;
+  m.position_embedding_type = PositionEmbedding::kRope;
+  if (experts > 0) {
+    m.num_experts = experts;
+    m.moe_router_topk = 2;
+    m.moe_ffn_hidden_size = 128;
+  }
+  s.training.seq_length = 256;
+  s.training.global_batch_size = 1;
+  s.num_gpus = 1;
+  return s;
+}
+
+double tensors_on_gpu0(const Scenario& s) {
+  const Mesh m = derive_mesh(s);
+  const GpuParams g = gpu_params(s, m, stage_layers(s, m))[0];
+  return g.dense_tensors + g.expert_tensors;
+}
+
+TEST(Params, TensorCountsMatchMegatronsBucketListings) {
+  // Set 7: RMSNorm, QK layernorm, no biases, untied: 3 + 8 L (19, 83, 323 listed).
+  EXPECT_DOUBLE_EQ(tensors_on_gpu0(host_run_model(2, 0)), 19);
+  EXPECT_DOUBLE_EQ(tensors_on_gpu0(host_run_model(10, 0)), 83);
+  EXPECT_DOUBLE_EQ(tensors_on_gpu0(host_run_model(40, 0)), 323);
+  // Set 7, MoE with 32 experts: 3 + (6 + router + 2 x 32) x 10 = 713 listed.
+  EXPECT_DOUBLE_EQ(tensors_on_gpu0(host_run_model(10, 32)), 713);
+  // Set 4, the CI GPT model: LayerNorm (weight, bias), biases, learned positions, tied:
+  // 12 per layer + word and position embeddings + final norm's 2 = 148 listed.
+  Scenario ci = host_run_model(12, 0);
+  ModelSpec& m = ci.model;
+  m.hidden_size = 512;
+  m.ffn_hidden_size = 2048;
+  m.num_attention_heads = m.num_query_groups = 8;
+  m.vocab_size = 50257;
+  m.untie_embeddings_and_output_weights = false;
+  m.swiglu = false;
+  m.add_bias_linear = true;
+  m.qk_layernorm = false;
+  m.normalization = Normalization::kLayerNorm;
+  m.position_embedding_type = PositionEmbedding::kLearnedAbsolute;
+  m.max_position_embeddings = 1024;
+  ci.training.seq_length = 1024;
+  EXPECT_DOUBLE_EQ(tensors_on_gpu0(ci), 148);
+}
+
+// The tiny pp4 model's tensors (tiny(): LayerNorm, QKV and linear biases, qk LayerNorm,
+// SwiGLU; EP 2 holds 2 of the 4 experts):
+//   dense layer: attention qkv w+b, proj w+b, q/k norms 2 x 2 = 8; norms 4; MLP 4 -> 16
+//   MoE layer: 8 + 4 + router w+b 2 + shared expert 4 = 18 dense; experts 4 x 4 / 2 = 8
+//   embedding: word + positions 2; final norm 2; head 1; MTP: 18 + eh_proj 1 + 3 norms x 2
+TEST(Params, GpuTensorsPerStageHandDerived) {
+  const Scenario s = tiny_pp4(false, 1);
+  const Mesh m = derive_mesh(s);
+  const std::vector<GpuParams> g = gpu_params(s, m, stage_layers(s, m));
+  EXPECT_DOUBLE_EQ(g[0].dense_tensors, 2 * 16 + 2);
+  EXPECT_DOUBLE_EQ(g[0].expert_tensors, 0);
+  EXPECT_DOUBLE_EQ(g[1].dense_tensors, 16 + 18);
+  EXPECT_DOUBLE_EQ(g[1].expert_tensors, 8);
+  EXPECT_DOUBLE_EQ(g[3].dense_tensors, 2 * 18 + 2 + 1 + (18 + 1 + 6) + 2);  // + the MTP stage's embedding, positions
+  EXPECT_DOUBLE_EQ(g[3].expert_tensors, 3 * 8);
+}
+
 }  // namespace
 }  // namespace lcm

@@ -1064,11 +1064,9 @@ TEST(StepTimeRules, GpuBoundSegmentBetweenSyncsDoesNotIdle) {
   EXPECT_NEAR(t.fwd, 8 * kMs, kTol);
 }
 
-// The step: m micro-batches of the bottleneck's idle, plus the step's closing sync (sync +
-// launch latency); the host term is one of the step terms and they still sum to the step.
-//   one stage, m = 2, host-bound dense list: fwd GPU 10 / host 20, per micro-batch idle 10;
-//   step sync 2 + 1 = 3 ms: host term 2 x 10 + 3 = 23 ms; step = 2 x 20 + 3 = 43 ms.
-TEST(StepTimeRules, StepHostTermAndClosingSync) {
+// One stage, m = 2, a host-bound dense list (forward GPU 10 / host 20 ms), sync 2 ms, launch
+// latency 1 ms and `iteration_ms` of the loop's Python per step (the two tests below).
+StepTime host_bound_step(double iteration_ms) {
   Composer c;
   c.m = 2;
   c.dense.fwd = host_pass(10, 20);
@@ -1076,7 +1074,42 @@ TEST(StepTimeRules, StepHostTermAndClosingSync) {
   c.stages[0].in.dense = 1;
   Scenario s = Composer::scenario();
   s.hardware = host_hw(0, 2, 1);
-  const StepTime t = c.compose(s);
+  s.hardware.host.iteration_overhead = iteration_ms * kMs;
+  return c.compose(s);
+}
+
+// Rule (optimizer step on the host): the step's optimizer op costs the larger of its GPU time
+// (bytes / HBM) and its tensors x host.optimizer_tensor; the training loop's Python
+// (host.iteration_overhead) joins the closing sync once per step, the GPU idle meanwhile.
+//   optimizer op 2 ms of bytes, 30 tensors at 0.1 ms -> 3 ms (host-bound); at 0.05 ms -> 2 ms.
+//   Step of StepHostTermAndClosingSync below (43 ms, host idle 23 ms) + 4 ms of loop Python
+//   -> 47 ms, host idle 27 ms.
+TEST(StepTimeRules, OptimizerTensorsAndIterationPythonOnTheHost) {
+  Op opt = mem(2);
+  opt.mem.tensors = 30;
+  HardwareSpec hw = unit_hw();
+  hw.host.optimizer_tensor = 0.1 * kMs;
+  EXPECT_NEAR(step_op_times({opt}, one_node(), hw)[0].time, 3 * kMs, kTol);
+  hw.host.optimizer_tensor = 0.05 * kMs;
+  EXPECT_NEAR(step_op_times({opt}, one_node(), hw)[0].time, 2 * kMs, kTol);
+  opt.mem.tensors = 0;  // ops without tensors keep their GPU time
+  hw.host.optimizer_tensor = 1 * kMs;
+  EXPECT_NEAR(step_op_times({opt}, one_node(), hw)[0].time, 2 * kMs, kTol);
+
+  const StepTime t = host_bound_step(4);
+  EXPECT_NEAR(t.host_idle, 27 * kMs, kTol);
+  EXPECT_NEAR(t.step_s, 47 * kMs, kTol);
+  double sum = 0;
+  for (const StepTerm& term : step_terms(t)) sum += term.seconds;
+  EXPECT_NEAR(sum, t.step_s, kTol);
+}
+
+// The step: m micro-batches of the bottleneck's idle, plus the step's closing sync (sync +
+// launch latency); the host term is one of the step terms and they still sum to the step.
+//   one stage, m = 2, host-bound dense list: fwd GPU 10 / host 20, per micro-batch idle 10;
+//   step sync 2 + 1 = 3 ms: host term 2 x 10 + 3 = 23 ms; step = 2 x 20 + 3 = 43 ms.
+TEST(StepTimeRules, StepHostTermAndClosingSync) {
+  const StepTime t = host_bound_step(0);
   EXPECT_NEAR(t.host_idle, 23 * kMs, kTol);
   EXPECT_NEAR(t.step_s, 43 * kMs, kTol);
   double sum = 0;

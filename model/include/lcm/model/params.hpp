@@ -44,6 +44,10 @@ ParamComponents total_params(const ModelSpec& model, int64_t padded_vocab);
 struct GpuParams {
   double dense = 0;   // non-expert parameters on this GPU (after TP and PP)
   double expert = 0;  // routed-expert parameters on this GPU (after ETP, EP and PP)
+  // Parameter tensors on this GPU (TP and ETP shard a tensor, they do not change the count):
+  // the optimizer step's host work walks them (schedule's optimizer.step).
+  double dense_tensors = 0;
+  double expert_tensors = 0;  // the local experts' (E / EP of them)
   double total() const { return dense + expert; }
   bool operator==(const GpuParams&) const = default;
 };

@@ -405,6 +405,16 @@ struct HostSpec {
   // framework's Python around the replay (input copies into the static buffers, bookkeeping),
   // per captured region per pass (step_time.cpp, apply_graphs). 0 = free.
   double graph_replay = 0;
+  // The optimizer step's host time per parameter tensor whose optimizer shard the rank holds
+  // (Megatron's distributed optimizer walks its tensors in Python: main-grad views, the copy of
+  // the updated main parameters back, the norm and Adam's per-tensor work where they are not
+  // fused). The step costs the larger of this x tensors and its GPU time (step_time.cpp,
+  // step_op_times). 0 = free.
+  double optimizer_tensor = 0;
+  // Host time per iteration outside the passes and the optimizer step: the training loop's
+  // Python, the learning-rate scheduler, logging and timers (charged once per step, the GPU
+  // idle meanwhile; beyond `sync` and `launch_latency`, which the step's closing sync costs).
+  double iteration_overhead = 0;
   // lcm-exec's host time per cuBLASLt GEMM it enqueues in its (ungated) benchmark loops: a
   // measurement floor, not a training cost. Calibration predicts such a measured GEMM as the
   // larger of its GPU time and this x its kernels (model/calibration.hpp, predict_time); the
