@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One call on the nvidia-h200 device machine: build lcm-exec and measure the held-out set that
 # validation/measured/h200/SET/DECLARATION.md declares (SET = heldout, the default, or heldout2
-# .. heldout12; not a calibration input before its one held-out score), or the MoE development
+# .. heldout13; not a calibration input before its one held-out score), or the MoE development
 # re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout12|moe_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout13|moe_dev]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -70,6 +70,19 @@ moe() {  # moe OUT_FILE TOKENS HIDDEN FFN EXPERTS TOPK SKEWS: one GPU (ep 1), dr
 }
 
 case ${1:-heldout} in
+heldout13)
+  kernels 152x6144x4096,72x8192x5120,216x5120x7168,32x14336x4096,10240x72x4096,22528x16x6144,6144x112x5120,\
+26624x8x4096,1216x1216x1216,1920x960x3840,2688x2688x1344,5632x12288x4096,3328x9216x2048,13312x5120x1536,11264x4096x704 \
+    640x6144x4096,2304x11264x2048,15360x3584x3072,4864x4864x1536 76K 19M \
+    1x44Kx32x8x128,2x18Kx24x8x128,1x128Kx40x8x128,1x216Kx16x8x128,1x30Kx48x8x64,3x6Kx32x8x128
+  attention_window 128 1x24576x64x8x64
+  attention_window 1024 1x36864x32x8x128
+  attention_window 4096 1x53248x32x8x128
+  moe moe_qwen3_30b_t24k_ep1 24576 2048 768 128 8 balanced,zipf:0.6
+  moe moe_gptoss_t28k_ep1 28672 2880 2880 128 4 balanced,zipf:1.0
+  moe moe_dsv2lite_t28k_ep1 28672 2048 1408 64 6 balanced,zipf:1.2
+  moe moe_mixtral_t24k_ep1 24576 4096 14336 8 2 balanced,zipf:0.6
+  ;;
 heldout12)
   attention 1x16384x32x8x80,1x24576x16x4x112,1x8192x32x8x160
   attention_window 256 1x20480x32x8x128,1x6144x24x8x64
@@ -183,6 +196,6 @@ heldout)
   moe moe_mixtral_ep1 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_qwen3_ep1 8192 2048 768 128 8 balanced,zipf:1.2
   ;;
-*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout12 or moe_dev"; exit 2 ;;
+*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout13 or moe_dev"; exit 2 ;;
 esac
 section done
