@@ -91,6 +91,7 @@ struct StageResult {
   double dp_exposed = 0;  // per step
   double dp_hidden = 0;
   double opt = 0;
+  double opt_host_wait = 0;  // of opt, the GPU waiting on the host (StepOpTime::host_wait)
   double score = 0;  // what the bottleneck rank maximises
 };
 
@@ -169,6 +170,7 @@ StageResult stage_result(const StageTime& microbatch, const StageInputs& st, con
     const double tt = op.time;
     if (op.role == StepOpRole::kOptimizer) {
       r.opt += tt;
+      r.opt_host_wait += op.host_wait;
       continue;
     }
     if (op.role == StepOpRole::kExposed) {
@@ -186,7 +188,7 @@ StageResult stage_result(const StageTime& microbatch, const StageInputs& st, con
   r.score = r.fb + (r.dp_exposed + r.opt) / std::max(1, in.num_micro_batches);
   r.t.step_exposed = r.dp_exposed;
   r.t.step_hidden = r.dp_hidden;
-  r.t.optimizer = r.opt;
+  r.t.optimizer = r.opt - r.opt_host_wait;  // as the step reports it: GPU work, the host wait apart
   return r;
 }
 
@@ -438,8 +440,13 @@ std::vector<StepOpTime> step_op_times(const std::vector<Op>& step, const MeshTop
   for (const Op& op : step) {
     StepOpTime t;
     t.time = op_time(op, topo, hw) * op.calls;
-    // The optimizer step's per-tensor host work and its kernels overlap: the larger wins.
-    if (op.kind == OpKind::kMemoryBound) t.time = std::max(t.time, op.mem.tensors * hw.host.optimizer_tensor);
+    // The optimizer step's per-tensor host work and its kernels overlap: the larger wins, and
+    // the host's excess is the GPU's wait.
+    if (op.kind == OpKind::kMemoryBound) {
+      const double host = op.mem.tensors * hw.host.optimizer_tensor;
+      t.host_wait = std::max(0.0, host - t.time);
+      t.time += t.host_wait;
+    }
     t.calls = op.calls;
     if (op.kind == OpKind::kMemoryBound) t.role = StepOpRole::kOptimizer;
     else if (!op.overlappable) t.role = StepOpRole::kExposed;
@@ -505,7 +512,7 @@ StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops&
   const StageTime& bn = bn_result->t;
   out.dp_exposed = bn_result->dp_exposed;
   out.dp_hidden = bn_result->dp_hidden;
-  out.optimizer = bn_result->opt;
+  out.optimizer = bn_result->opt - bn_result->opt_host_wait;  // its host wait joins host_idle below
   const double fb_max = bn.fwd + bn.bwd;
   const double mb = in.num_micro_batches;
   // 1F1B: (m-1) steady-state slots of the slowest stage plus fill and drain through all
@@ -517,8 +524,8 @@ StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops&
   // update) and the training loop's own Python (host.iteration_overhead); the next step's
   // first kernel waits for its launch.
   const double step_sync = hw.host.sync + hw.host.launch_latency + hw.host.iteration_overhead;
-  out.host_idle = mb * bn.host_idle + step_sync;
-  out.step_s = out.pipeline + out.dp_exposed + out.optimizer + step_sync;
+  out.host_idle = mb * bn.host_idle + step_sync + bn_result->opt_host_wait;
+  out.step_s = out.pipeline + out.dp_exposed + bn_result->opt + step_sync;
   for (size_t i = 0; i < kNumOpClasses; ++i) out.compute[i] = mb * bn.compute[i];
   for (size_t i = 0; i < kNumCommDims; ++i) out.exposed_comm[i] = mb * bn.exposed_comm[i];
   out.exposed_comm[idx(CommDim::kDp)] += out.dp_exposed;

@@ -1090,8 +1090,10 @@ TEST(StepTimeRules, OptimizerTensorsAndIterationPythonOnTheHost) {
   HardwareSpec hw = unit_hw();
   hw.host.optimizer_tensor = 0.1 * kMs;
   EXPECT_NEAR(step_op_times({opt}, one_node(), hw)[0].time, 3 * kMs, kTol);
+  EXPECT_NEAR(step_op_times({opt}, one_node(), hw)[0].host_wait, 1 * kMs, kTol);
   hw.host.optimizer_tensor = 0.05 * kMs;
   EXPECT_NEAR(step_op_times({opt}, one_node(), hw)[0].time, 2 * kMs, kTol);
+  EXPECT_EQ(step_op_times({opt}, one_node(), hw)[0].host_wait, 0.0);
   opt.mem.tensors = 0;  // ops without tensors keep their GPU time
   hw.host.optimizer_tensor = 1 * kMs;
   EXPECT_NEAR(step_op_times({opt}, one_node(), hw)[0].time, 2 * kMs, kTol);

@@ -173,6 +173,9 @@ struct StepOpTime {
   double time = 0;  // all its calls in one step (op_time x Op::calls), seconds
   StepOpRole role = StepOpRole::kExposed;
   int calls = 1;    // calls per step: 1, or one per micro-batch (Megatron-FSDP ZeRO-2/3)
+  // Of `time`, the GPU's wait for the host (the optimizer step's per-tensor host work beyond its
+  // kernels' time): the step reports it as host-bound idle, not as optimizer work.
+  double host_wait = 0;
   bool operator==(const StepOpTime&) const = default;
 };
 std::vector<StepOpTime> step_op_times(const std::vector<Op>& step, const MeshTopology& topo, const HardwareSpec& hw);
