@@ -19,7 +19,7 @@
 #   moe E8 k8 and E16 k8, full recompute (the per-expert Python of a forward pass)
 # Each run: 8 micro-batches per iteration, 12 iterations; the median of iterations 5-12 is used.
 # Writes $OUT/megatron_host/{runs.txt,summary.json}. Needs .megatron/ (pretrain_gpt.py).
-# Usage (device machine, repository root): OUT=/tmp/out [MEGATRON_HOST_SET=2|3|4|5|6|7] bash scripts/device_run_megatron_host.sh
+# Usage (device machine, repository root): OUT=/tmp/out [MEGATRON_HOST_SET=2|3|4|5|6|7|8] bash scripts/device_run_megatron_host.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -81,7 +81,20 @@ grid() {  # grid PREFIX M...
   done
 }
 
-if [ "${MEGATRON_HOST_SET:-1}" = 7 ]; then
+if [ "${MEGATRON_HOST_SET:-1}" = 8 ]; then
+  # Set 8 (session 21): set 7's logging options again, interleaved with the plain run in one
+  # call (DECLARATION_set8.md): plain, --log-params-norm, --log-num-zeros-in-grad at 40 layers,
+  # three rounds, then the three at 10 layers once. Run with MEGATRON_HOST_ITERS=20.
+  P=(--timing-log-level 0 --global-batch-size 1)
+  for r in 1 2 3; do
+    run "i8_plain_l40_r$r" 40 "${P[@]}"
+    run "i8_pnorm_l40_r$r" 40 "${P[@]}" --log-params-norm
+    run "i8_zeros_l40_r$r" 40 "${P[@]}" --log-num-zeros-in-grad
+  done
+  run i8_plain_l10 10 "${P[@]}"
+  run i8_pnorm_l10 10 "${P[@]}" --log-params-norm
+  run i8_zeros_l10 10 "${P[@]}" --log-num-zeros-in-grad
+elif [ "${MEGATRON_HOST_SET:-1}" = 7 ]; then
   # Set 7 (session 21): the host time per iteration, from Megatron's own timers
   # (DECLARATION_set7.md). One micro-batch per iteration. --timing-log-level 1 prints the
   # forward-backward and optimizer timers (each start and stop synchronises the device) every
