@@ -26,6 +26,7 @@ Usage: python3 scripts/megatron_host_fit.py SUMMARY.json [SUMMARY.json ...] [--l
 """
 import argparse
 import json
+import math
 import pathlib
 import subprocess
 import tempfile
@@ -33,6 +34,18 @@ import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent.parent
 SCEN = HERE / "validation/measured/h200/megatron_host"
+
+
+def line(xs, ys):
+    """Least squares y = a + b x: (a, se_a, b, se_b), standard errors from the residuals (the
+    set-3 and set-7 fits, megatron_host_outside_fit.py and megatron_host_iteration_fit.py)."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    a = my - b * mx
+    sigma = math.sqrt(sum((y - a - b * x) ** 2 for x, y in zip(xs, ys)) / (n - 2))
+    return a, sigma * math.sqrt(1 / n + mx * mx / sxx), b, sigma / math.sqrt(sxx)
 
 
 def trace_ops(lcm, scenario, *overrides):

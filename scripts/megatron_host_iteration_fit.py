@@ -22,6 +22,8 @@ import statistics
 import sys
 import tarfile
 
+from megatron_host_fit import line
+
 TIMER = re.compile(r"^\s+([a-z][a-z0-9-]+) \.+: \(([0-9.]+), [0-9.]+\)", re.M)
 ITER = re.compile(r"elapsed time per iteration \(ms\): ([0-9.]+)")
 TENSOR = re.compile(r"^\tmodule\.", re.M)
@@ -30,17 +32,6 @@ FIRST = 4  # iterations 5 on
 
 def median_se(values):
     return statistics.median(values), 1.2533 * statistics.stdev(values) / math.sqrt(len(values))
-
-
-def line(xs, ys):
-    """Least squares y = a + b x with standard errors from the residuals."""
-    n = len(xs)
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-    a = my - b * mx
-    s2 = sum((y - a - b * x) ** 2 for x, y in zip(xs, ys)) / (n - 2)
-    return a, math.sqrt(s2 * (1 / n + mx * mx / sxx)), b, math.sqrt(s2 / sxx)
 
 
 def main():

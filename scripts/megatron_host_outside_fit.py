@@ -16,10 +16,9 @@ Usage: python3 scripts/megatron_host_outside_fit.py SUMMARY.json [--lcm build/bi
 """
 import argparse
 import json
-import math
 import pathlib
 
-from megatron_host_fit import HERE, SCEN, trace_ops
+from megatron_host_fit import HERE, SCEN, line, trace_ops
 
 
 def outside_kernels(lcm):
@@ -46,15 +45,7 @@ def main():
         raise SystemExit("need fixed_l2_mM and fixed_l10_mM for at least three M")
     slope = {m: (t[(10, m)] - t[(2, m)]) / (8 * m) for m in ms}
     inter = {m: t[(2, m)] - 2 * m * slope[m] for m in ms}
-    mbar = sum(ms) / len(ms)
-    ibar = sum(inter.values()) / len(ms)
-    sxx = sum((m - mbar) ** 2 for m in ms)
-    b = sum((m - mbar) * (inter[m] - ibar) for m in ms) / sxx
-    a0 = ibar - b * mbar
-    res = [inter[m] - (a0 + b * m) for m in ms]
-    sigma = math.sqrt(sum(r * r for r in res) / (len(ms) - 2))
-    se_b = sigma / math.sqrt(sxx)
-    se_a = sigma * math.sqrt(1 / len(ms) + mbar * mbar / sxx)
+    a0, se_a, b, se_b = line(ms, [inter[m] for m in ms])
     k = outside_kernels(a.lcm)
     launch = a.launch_us
     out = {

@@ -884,7 +884,6 @@ void emit_step(const Ctx& x, bool first, bool last, const GpuParams& p, double t
   // falls in; the few that straddle two ranks are ignored).
   double optimizer_params = 0, optimizer_tensors = 0;
   for (const Group& g : groups) {
-    if (g.params <= 0) continue;
     const double grads = g.params * gb, weights = g.params * kAct;
     switch (how) {
       case DpSharding::kNoShard:  // DDP: one all-reduce of the main grads per step

@@ -364,20 +364,10 @@ TEST(Params, GpuParamsDeepSeekExpertShard) {
 // ---------------------------------------------------------------------------------
 Scenario host_run_model(int layers, int experts) {  // scenario_dense.yaml / scenario_moe.yaml
   Scenario s;
-  ModelSpec& m = s.model;
-  m.num_layers = layers;
-  m.hidden_size = 256;
-  m.ffn_hidden_size = 768;
-  m.num_attention_heads = 4;
-  m.num_query_groups = 2;
+  ModelSpec& m = s.model = testing::llama_like(layers, 256, 768, 4, 2);  // RMSNorm, SwiGLU, no biases, untied
   m.kv_channels = 64;
   m.vocab_size = 1024;
-  m.untie_embeddings_and_output_weights = true;
-  m.swiglu = true;
-  m.add_bias_linear = false;
   m.qk_layernorm = true;
-  m.normalization = Normalization::kRMSNorm;
-  m.position_embedding_type = PositionEmbedding::kRope;
   if (experts > 0) {
     m.num_experts = experts;
     m.moe_router_topk = 2;

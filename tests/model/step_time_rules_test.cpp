@@ -126,6 +126,13 @@ PassTime with_comm(PassTime p, CommDim d, double exposed_ms, double hidden_ms) {
 
 StepOpTime step_op(double ms, StepOpRole role, int calls = 1) { return StepOpTime{ms * kMs, role, calls}; }
 
+// The step terms summed: they must add up to the step.
+double terms_sum(const StepTime& t) {
+  double sum = 0;
+  for (const StepTerm& term : step_terms(t)) sum += term.seconds;
+  return sum;
+}
+
 // Stage inputs whose edge lists carry the given pass times (owned here, so pointers stay valid).
 struct Stage {
   PassTime pre_fwd, post_fwd, post_bwd, pre_bwd;
@@ -652,9 +659,7 @@ TEST(StepTimeRules, StepTotalsTermsAndThroughput) {
   EXPECT_NEAR(t.compute[at(OpClass::kMemoryBound)], 6 * kMs, kTol);
   EXPECT_NEAR(t.exposed_comm[at(CommDim::kTp)], 6 * kMs, kTol);
   EXPECT_NEAR(t.exposed_comm[at(CommDim::kDp)], 0.5 * kMs, kTol);
-  double sum = 0;
-  for (const StepTerm& term : step_terms(t)) sum += term.seconds;
-  EXPECT_NEAR(sum, t.step_s, kTol);
+  EXPECT_NEAR(terms_sum(t), t.step_s, kTol);
   EXPECT_NEAR(t.tokens_per_s, 256000, 1e-6);
   EXPECT_NEAR(t.tokens_per_s_per_gpu, 32000, 1e-6);
   EXPECT_NEAR(t.model_tflops_per_gpu, 1e-9, 1e-18);
@@ -1065,12 +1070,13 @@ TEST(StepTimeRules, GpuBoundSegmentBetweenSyncsDoesNotIdle) {
 }
 
 // One stage, m = 2, a host-bound dense list (forward GPU 10 / host 20 ms), sync 2 ms, launch
-// latency 1 ms and `iteration_ms` of the loop's Python per step (the two tests below).
-StepTime host_bound_step(double iteration_ms) {
+// latency 1 ms, `iteration_ms` of the loop's Python per step and the given step ops (the two
+// tests below).
+StepTime host_bound_step(double iteration_ms, std::vector<StepOpTime> step = {}) {
   Composer c;
   c.m = 2;
   c.dense.fwd = host_pass(10, 20);
-  c.stages.push_back(edge_stage(0, 0));
+  c.stages.push_back(edge_stage(0, 0, std::move(step)));
   c.stages[0].in.dense = 1;
   Scenario s = Composer::scenario();
   s.hardware = host_hw(0, 2, 1);
@@ -1083,7 +1089,8 @@ StepTime host_bound_step(double iteration_ms) {
 // (host.iteration_overhead) joins the closing sync once per step, the GPU idle meanwhile.
 //   optimizer op 2 ms of bytes, 30 tensors at 0.1 ms -> 3 ms (host-bound); at 0.05 ms -> 2 ms.
 //   Step of StepHostTermAndClosingSync below (43 ms, host idle 23 ms) + 4 ms of loop Python
-//   -> 47 ms, host idle 27 ms.
+//   -> 47 ms, host idle 27 ms. With an optimizer op of 3 ms, 1 ms of it the GPU waiting on the
+//   host instead: optimizer term 2 ms, host idle 23 + 1 = 24 ms, step 43 + 3 = 46 ms.
 TEST(StepTimeRules, OptimizerTensorsAndIterationPythonOnTheHost) {
   Op opt = mem(2);
   opt.mem.tensors = 30;
@@ -1101,9 +1108,14 @@ TEST(StepTimeRules, OptimizerTensorsAndIterationPythonOnTheHost) {
   const StepTime t = host_bound_step(4);
   EXPECT_NEAR(t.host_idle, 27 * kMs, kTol);
   EXPECT_NEAR(t.step_s, 47 * kMs, kTol);
-  double sum = 0;
-  for (const StepTerm& term : step_terms(t)) sum += term.seconds;
-  EXPECT_NEAR(sum, t.step_s, kTol);
+  EXPECT_NEAR(terms_sum(t), t.step_s, kTol);
+  StepOpTime waiting = step_op(3, StepOpRole::kOptimizer);
+  waiting.host_wait = 1 * kMs;
+  const StepTime w = host_bound_step(0, {waiting});
+  EXPECT_NEAR(w.optimizer, 2 * kMs, kTol);
+  EXPECT_NEAR(w.host_idle, 24 * kMs, kTol);
+  EXPECT_NEAR(w.step_s, 46 * kMs, kTol);
+  EXPECT_NEAR(terms_sum(w), w.step_s, kTol);
 }
 
 // The step: m micro-batches of the bottleneck's idle, plus the step's closing sync (sync +
@@ -1114,9 +1126,7 @@ TEST(StepTimeRules, StepHostTermAndClosingSync) {
   const StepTime t = host_bound_step(0);
   EXPECT_NEAR(t.host_idle, 23 * kMs, kTol);
   EXPECT_NEAR(t.step_s, 43 * kMs, kTol);
-  double sum = 0;
-  for (const StepTerm& term : step_terms(t)) sum += term.seconds;
-  EXPECT_NEAR(sum, t.step_s, kTol);
+  EXPECT_NEAR(terms_sum(t), t.step_s, kTol);
 }
 
 }  // namespace
