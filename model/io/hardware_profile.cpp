@@ -168,6 +168,8 @@ std::vector<Key> efficiency_keys() {
                [](HardwareSpec& h) -> double& { return h.efficiency.gemm_fill_bw_exponent; }),
       real_key("gemm_tile_small", 1.0, 0, false, 1024,
                [](HardwareSpec& h) -> double& { return h.efficiency.gemm_tile_small; }),
+      real_key("gemm_split_k_chunk", 1.0, 0, false, 1e7,
+               [](HardwareSpec& h) -> double& { return h.efficiency.gemm_split_k_chunk; }),
   };
 }
 

@@ -131,6 +131,8 @@ Param p_c_exposed{"efficiency.gemm_c_write_exposed", 1, Transform::kFraction,
                   [](HardwareSpec& h) -> double& { return h.efficiency.gemm_c_write_exposed; }, 0.5};
 Param p_fill_bw{"efficiency.gemm_fill_bw_exponent", 1, Transform::kNonNegative,
                 [](HardwareSpec& h) -> double& { return h.efficiency.gemm_fill_bw_exponent; }, 0.5};
+Param p_split_k{"efficiency.gemm_split_k_chunk", 1, Transform::kPositive,
+                [](HardwareSpec& h) -> double& { return h.efficiency.gemm_split_k_chunk; }, 8192};
 Param p_acc_miss{"efficiency.gemm_accumulate_miss_bw", 1, Transform::kFraction,
                  [](HardwareSpec& h) -> double& { return h.efficiency.gemm_accumulate_miss_bw; }, 0.75};
 Param p_exec_enqueue{"host.exec_gemm_enqueue_us", 1e-6, Transform::kPositive,
@@ -276,6 +278,13 @@ std::vector<Param> class_params(CalibClass c, const std::vector<const MeasuredOp
         return g.c_bytes > 2.0 && g.c_bytes < 8.0 && static_cast<double>(g.m) * static_cast<double>(g.n) * 2.0 > 64e6;
       });
       if (accumulating >= 3) ps.push_back(p_acc_miss);
+      // Few-output-tile GEMMs over a long k (a skinny output, k of 8192 or more: the router's
+      // weight gradients) set the split-K chunk.
+      const auto long_k = count([](const MeasuredOp* m) {
+        const GemmShape& g = m->op.gemm;
+        return g.groups == 1 && std::min(g.m, g.n) <= 256 && g.k >= 8192;
+      });
+      if (long_k >= 3) ps.push_back(p_split_k);
       // Grouped GEMMs of many groups (16 or more: the back-to-back fixed time is then at
       // least 15 of the group's fixed times) set the fixed time of a GEMM queued behind another.
       const auto grouped = count([](const MeasuredOp* m) { return m->op.gemm.groups >= 16; });

@@ -122,7 +122,8 @@ TEST_F(ProfileFile, MissingKeyAndBlock) {
                           // small-op regime (issue 12)
                           "gemm_roofline_exponent", "memory_fixed_us", "attention_cta_tail", "gemm_sm_fill_exponent",
                           "grouped_gemm_fixed_us", "gemm_accumulate_miss_bw", "gemm_c_write_exposed",
-                          "gemm_fill_bw_exponent", "gemm_tile_small", "nvlink_ll", "attention_window_extra_tokens"}) {
+                          "gemm_fill_bw_exponent", "gemm_tile_small", "gemm_split_k_chunk", "nvlink_ll",
+                          "attention_window_extra_tokens"}) {
     std::ifstream in(profile_dir() + "/h100-sxm.yaml");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const size_t at = text.find(std::string("  ") + key + ":");

@@ -149,6 +149,31 @@ TEST(TimingGemm, FewTilesSlowTheMemoryStream) {
   EXPECT_DOUBLE_EQ(gemm_time(many, DType::kBf16, h), many_off);
 }
 
+// Split-K (gemm_split_k_chunk c): a GEMM with fewer output tiles than SMs splits its k over
+// clamp(k / c, 1, num_sms / tiles) CTAs per tile; both SM-fill terms count the CTAs, and each
+// split past the first writes and reads back an FP32 partial C (8 B per element) at the filled
+// rate. The memory-bound 2048 x 64 x 16384 above (32 tiles, f = 0.5, 49.5489 us unsplit):
+// - c = 4096: 4 splits, 128 CTAs: operands at 2.8475e12 x sqrt(128 / 132) B/s, 24.3962 us /
+//   0.984732 = 24.7745 us, plus 3 x 2048 x 64 x 8 B = 1.1219 us: 25.8963 us;
+// - k = 65536 with the same c: 16 splits wanted, capped at 132 / 32 = 4.125 (all SMs busy):
+//   A + B + C = 277 086 208 B at the full rate, 97.3086 us, plus 3.125 x 1 048 576 B = 1.1508 us:
+//   98.4594 us;
+// - k no longer than c (c = 16384) and a GEMM with every SM busy (256 tiles) are not split.
+TEST(TimingGemm, SplitKFillsTheSmsOfAFewTileLongReduction) {
+  HardwareSpec h = hw;
+  h.efficiency.gemm_roofline_exponent = 64;
+  h.efficiency.gemm_tile_m = h.efficiency.gemm_tile_n = 64;
+  h.efficiency.gemm_fill_bw_exponent = 0.5;
+  const GemmShape few{2048, 64, 16384, 1}, longer{2048, 64, 65536, 1}, many{16384, 64, 4096, 1};
+  const double many_off = gemm_time(many, DType::kBf16, h);
+  h.efficiency.gemm_split_k_chunk = 4096;
+  EXPECT_NEAR(gemm_time(few, DType::kBf16, h), 25.8963e-6, 1e-10);
+  EXPECT_NEAR(gemm_time(longer, DType::kBf16, h), 98.4594e-6, 1e-10);
+  EXPECT_DOUBLE_EQ(gemm_time(many, DType::kBf16, h), many_off);
+  h.efficiency.gemm_split_k_chunk = 16384;
+  EXPECT_NEAR(gemm_time(few, DType::kBf16, h), 49.5489e-6, 1e-10);
+}
+
 // The fallback tile (gemm_tile_small): each of m and n takes the lesser edge waste of its tile
 // and the small one. Compute only (no memory roofline), test H100 tiles 128 x 256:
 // - m = 160: 160 / 256 = 0.625 on 128-row tiles, 160 / 192 = 0.8333 on 64-row ones: the time

@@ -337,6 +337,11 @@ struct EfficiencySpec {
   // the lesser of gemm_tile_m / _n's and this tile's (Hopper's WGMMA covers 64 rows per
   // warpgroup; a kernel of 64-wide tiles wastes less on m = 160 or n = 320). 0 = off.
   double gemm_tile_small = 0;
+  // Split-K of a GEMM with fewer output tiles than SMs (elements of k per split): cuBLASLt
+  // splits a long reduction over several CTAs per output tile (split-K / stream-K), so a few-tile
+  // GEMM over a long k fills min(num_sms, tiles x k / this) CTAs in the two SM-fill terms above,
+  // and writes and reads back one FP32 partial C per extra split. 0 = off (no split counted).
+  double gemm_split_k_chunk = 0;
 
   bool operator==(const EfficiencySpec&) const = default;
 };
