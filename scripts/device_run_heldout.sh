@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One call on the nvidia-h200 device machine: build lcm-exec and measure the held-out set that
 # validation/measured/h200/SET/DECLARATION.md declares (SET = heldout, the default, or heldout2
-# .. heldout13; not a calibration input before its one held-out score), or the MoE development
+# .. heldout14; not a calibration input before its one held-out score), or the MoE development
 # re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout13|moe_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout14|moe_dev]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -70,6 +70,20 @@ moe() {  # moe OUT_FILE TOKENS HIDDEN FFN EXPERTS TOPK SKEWS: one GPU (ep 1), dr
 }
 
 case ${1:-heldout} in
+heldout14)
+  kernels 3584x64x32768,5120x160x20480,1536x32x49152,7168x96x16384,4096x16x40960,2560x48x65536,\
+168x6144x4096,88x7168x5120,240x4096x7168,56x12288x4096,12288x160x5120,20480x32x7168,1344x1344x1344,2240x1120x2240,\
+6144x10240x4096,4352x8192x2560,14848x4608x1024 \
+    768x5120x4096,2816x9216x2048,13312x4096x3072,5376x5376x1792 68K 34M \
+    1x60Kx40x8x128,2x20Kx40x8x128,1x104Kx24x8x128,1x240Kx16x8x128,1x36Kx64x8x64,4x5Kx32x8x128
+  attention_window 128 1x40960x64x8x64
+  attention_window 2048 1x26624x32x8x128
+  moe moe_qwen3_235b_t20k_ep1 20480 4096 1536 128 8 balanced,zipf:0.8
+  moe moe_dsv3_t12k_ep1 12288 7168 2048 256 8 balanced,zipf:1.0
+  moe moe_gptoss_t36k_ep1 36864 2880 2880 128 4 balanced,zipf:0.6
+  moe moe_mixtral22b_t16k_ep1 16384 6144 16384 8 2 balanced,zipf:1.2
+  moe moe_olmoe_t40k_ep1 40960 2048 1024 64 8 balanced,zipf:1.0
+  ;;
 heldout13)
   kernels 152x6144x4096,72x8192x5120,216x5120x7168,32x14336x4096,10240x72x4096,22528x16x6144,6144x112x5120,\
 26624x8x4096,1216x1216x1216,1920x960x3840,2688x2688x1344,5632x12288x4096,3328x9216x2048,13312x5120x1536,11264x4096x704 \
@@ -196,6 +210,6 @@ heldout)
   moe moe_mixtral_ep1 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_qwen3_ep1 8192 2048 768 128 8 balanced,zipf:1.2
   ;;
-*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout13 or moe_dev"; exit 2 ;;
+*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout14 or moe_dev"; exit 2 ;;
 esac
 section done
