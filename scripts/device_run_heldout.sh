@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One call on the nvidia-h200 device machine: build lcm-exec and measure the held-out set that
 # validation/measured/h200/SET/DECLARATION.md declares (SET = heldout, the default, or heldout2
-# .. heldout14; not a calibration input before its one held-out score), or the MoE development
+# .. heldout15; not a calibration input before its one held-out score), or the MoE development
 # re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout14|moe_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout15|moe_dev]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -70,6 +70,20 @@ moe() {  # moe OUT_FILE TOKENS HIDDEN FFN EXPERTS TOPK SKEWS: one GPU (ep 1), dr
 }
 
 case ${1:-heldout} in
+heldout15)
+  kernels 2048x32x57344,6144x120x24576,1024x24x81920,5632x192x12288,3072x8x53248,8192x40x32768,\
+184x5120x5120,104x8192x4096,200x7168x3584,48x10240x6144,14336x144x4096,24576x24x5120,1472x1472x1472,2560x1280x1920,\
+7168x9216x3072,3840x11264x2048,16896x3840x896 \
+    896x6144x4096,3328x8192x2560,11264x5120x2560,6144x6144x1536 56K 28M \
+    1x76Kx32x8x128,3x12Kx32x8x128,1x148Kx32x8x128,1x200Kx24x8x128,1x44Kx48x8x64,2x7Kx40x8x128
+  attention_window 128 1x57344x64x8x64
+  attention_window 4096 1x43008x32x8x128
+  moe moe_dsv2_t24k_ep1 24576 5120 1536 160 6 balanced,zipf:1.0
+  moe moe_dsv3_t10k_ep1 10240 7168 2048 256 8 balanced,zipf:0.6
+  moe moe_gptoss_t22k_ep1 22528 2880 2880 128 4 balanced,zipf:1.2
+  moe moe_mixtral_t18k_ep1 18432 4096 14336 8 2 balanced,zipf:0.8
+  moe moe_qwen3_30b_t48k_ep1 49152 2048 768 128 8 balanced,zipf:1.0
+  ;;
 heldout14)
   kernels 3584x64x32768,5120x160x20480,1536x32x49152,7168x96x16384,4096x16x40960,2560x48x65536,\
 168x6144x4096,88x7168x5120,240x4096x7168,56x12288x4096,12288x160x5120,20480x32x7168,1344x1344x1344,2240x1120x2240,\
@@ -210,6 +224,6 @@ heldout)
   moe moe_mixtral_ep1 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_qwen3_ep1 8192 2048 768 128 8 balanced,zipf:1.2
   ;;
-*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout14 or moe_dev"; exit 2 ;;
+*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout15 or moe_dev"; exit 2 ;;
 esac
 section done
