@@ -77,6 +77,7 @@ MeshTopology mesh_topology(const Scenario& s, const Mesh& m) {
 
 namespace {
 
+// Output tiles of an m x n C on gemm_tile_m x gemm_tile_n tiles.
 double output_tiles(double m, double n, const EfficiencySpec& e) {
   return std::ceil(m / std::max(1, e.gemm_tile_m)) * std::ceil(n / std::max(1, e.gemm_tile_n));
 }
@@ -86,9 +87,11 @@ double output_tiles(double m, double n, const EfficiencySpec& e) {
 // split-K / stream-K kernels), at most as many as fill the SMs; continuous in k so that the fit
 // sees a smooth curve. 1 when off (chunk 0), with tiles >= SMs or k <= chunk.
 // Why (session 22): the router weight gradients (M x N x K = hidden x experts x tokens: 8-24
-// output tiles) ran -5 % at k = 8192, +5 % at 12-16K and +10..+23 % at 24-32K with the fill
+// output tiles) ran -8..-4 % at k = 8192, +3..+5 % at 12K and +10..+23 % at 24-28K with the fill
 // terms priced on the output tiles alone (calibration inputs and heldout13, development data):
-// their time grows with k more slowly than a fixed number of busy SMs allows.
+// their time grows with k more slowly than a fixed number of busy SMs allows. Held out
+// (heldout14-15) the rule under-splits 4-16 tiles over k of 40K-82K (+12..+19 %) and over-splits
+// a 160-wide router output (-12 %, -23 %): docs/time-model.md.
 double split_k(double m, double n, double k, const HardwareSpec& hw) {
   const EfficiencySpec& e = hw.efficiency;
   if (!(e.gemm_split_k_chunk > 0) || hw.gpu.num_sms <= 0) return 1.0;
