@@ -440,22 +440,23 @@ std::vector<StepOpTime> step_op_times(const std::vector<Op>& step, const MeshTop
   for (const Op& op : step) {
     StepOpTime t;
     t.time = op_time(op, topo, hw) * op.calls;
-    // The optimizer step's per-tensor host work and its kernels overlap: the larger wins, and
-    // the host's excess is the GPU's wait.
-    if (op.kind == OpKind::kMemoryBound) {
-      const double host = op.mem.tensors * hw.host.optimizer_tensor;
-      t.host_wait = std::max(0.0, host - t.time);
-      t.time += t.host_wait;
-    }
     t.calls = op.calls;
-    if (op.kind == OpKind::kMemoryBound) t.role = StepOpRole::kOptimizer;
-    else if (!op.overlappable) t.role = StepOpRole::kExposed;
-    // Gradient reductions and ZeRO-3's re-gather of the parameters for the backward run
-    // during the backward; the other parameter all-gathers before the forward.
-    else if (op.coll.kind != Collective::kAllGather || op.id == OpId::kDpParamsAllGatherBwd ||
-             op.id == OpId::kEdpParamsAllGatherBwd)
+    if (op.kind == OpKind::kMemoryBound) {
+      // The optimizer step's per-tensor host work and its kernels overlap: the larger wins, and
+      // the host's excess is the GPU's wait.
+      t.role = StepOpRole::kOptimizer;
+      t.host_wait = std::max(0.0, op.mem.tensors * hw.host.optimizer_tensor - t.time);
+      t.time += t.host_wait;
+    } else if (!op.overlappable) {
+      t.role = StepOpRole::kExposed;
+    } else if (op.coll.kind != Collective::kAllGather || op.id == OpId::kDpParamsAllGatherBwd ||
+               op.id == OpId::kEdpParamsAllGatherBwd) {
+      // Gradient reductions and ZeRO-3's re-gather of the parameters for the backward run
+      // during the backward; the other parameter all-gathers before the forward.
       t.role = StepOpRole::kUnderBackward;
-    else t.role = StepOpRole::kUnderForward;
+    } else {
+      t.role = StepOpRole::kUnderForward;
+    }
     out.push_back(t);
   }
   return out;
@@ -512,7 +513,7 @@ StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops&
   const StageTime& bn = bn_result->t;
   out.dp_exposed = bn_result->dp_exposed;
   out.dp_hidden = bn_result->dp_hidden;
-  out.optimizer = bn_result->opt - bn_result->opt_host_wait;  // its host wait joins host_idle below
+  out.optimizer = bn.optimizer;  // GPU work; its host wait joins host_idle below
   const double fb_max = bn.fwd + bn.bwd;
   const double mb = in.num_micro_batches;
   // 1F1B: (m-1) steady-state slots of the slowest stage plus fill and drain through all
