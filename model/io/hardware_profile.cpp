@@ -124,6 +124,7 @@ std::vector<Key> efficiency_keys() {
       frac("attention_fwd", [](HardwareSpec& h) -> double& { return h.efficiency.attention_fwd; }),
       frac("attention_bwd", [](HardwareSpec& h) -> double& { return h.efficiency.attention_bwd; }),
       frac("hbm", [](HardwareSpec& h) -> double& { return h.efficiency.hbm; }),
+      frac("hbm_elementwise", [](HardwareSpec& h) -> double& { return h.efficiency.hbm_elementwise; }),
       frac("nvlink", [](HardwareSpec& h) -> double& { return h.efficiency.nvlink; }),
       frac("nic", [](HardwareSpec& h) -> double& { return h.efficiency.nic; }),
       // Shape and size curves (timing.cpp): half-points and GEMM output tiles.

@@ -67,7 +67,7 @@ double predict_time(const MeasuredOp& m, const HardwareSpec& hw) {
       const bool bwd = op.pass == Pass::kBwd;
       return attention_time(op.attn, bwd ? kAttentionBackwardFlopFactor * fwd : fwd, bwd, hw);
     }
-    case OpKind::kMemoryBound: return memory_time(op.mem.bytes, hw);
+    case OpKind::kMemoryBound: return memory_time(op.mem, hw);
     case OpKind::kCollective:
     case OpKind::kSendRecv: return collective_time(op.coll, m.topo, hw);
   }

@@ -360,10 +360,15 @@ double attention_time(const AttentionShape& a, double flops, bool backward, cons
   return share >= 1.0 ? tw : share * tw + (1.0 - share) * one_attention_time(f, per_flop * attention_core_flops(f), backward, hw);
 }
 
-double memory_time(double bytes, const HardwareSpec& hw) {
-  if (bytes <= 0) return 0;
+// A copy streams at efficiency.hbm (the rate `lcm calibrate` fits on lcm-exec's copies, the one
+// the GEMM operand streams above use too); a step's norms, activations, permutations and
+// optimizer kernels reach less of the bandwidth (efficiency.hbm_elementwise: the H200 probe's
+// layer kernels averaged 0.70 where copies reached 0.85-0.90; session 23).
+double memory_time(const MemoryShape& m, const HardwareSpec& hw) {
+  if (m.bytes <= 0) return 0;
   const EfficiencySpec& e = hw.efficiency;
-  return bytes / (hw.gpu.hbm_bw * e.hbm) + (e.memory_fixed > 0 ? e.memory_fixed : e.kernel_fixed);
+  const double rate = hw.gpu.hbm_bw * (m.copy ? e.hbm : e.hbm_elementwise);
+  return m.bytes / rate + (e.memory_fixed > 0 ? e.memory_fixed : e.kernel_fixed);
 }
 
 double collective_time(const CollectiveShape& c, const GroupTopology& topo, const HardwareSpec& hw) {
@@ -425,7 +430,7 @@ double op_time(const Op& op, const MeshTopology& topo, const HardwareSpec& hw) {
   switch (op.kind) {
     case OpKind::kGemm: return gemm_time(op.gemm, op.dtype, hw);
     case OpKind::kAttention: return attention_time(op.attn, op.flops, op.pass == Pass::kBwd, hw);
-    case OpKind::kMemoryBound: return memory_time(op.mem.bytes, hw);
+    case OpKind::kMemoryBound: return memory_time(op.mem, hw);
     case OpKind::kCollective:
     case OpKind::kSendRecv: {
       // Expert-layer collectives name their group: the expert-TP group or the ETP x EP

@@ -177,7 +177,7 @@ std::vector<int> rank_list(const json& j, const char* key) {
 
 // A model op described explicitly by the point (`model_op`), as lcm-exec writes for ops
 // without a family-specific shape (MoE phases, CP ring steps):
-//   {"kind": "gemm", "m", "n", "k", "groups", "dtype"} | {"kind": "memory", "bytes"} |
+//   {"kind": "gemm", "m", "n", "k", "groups", "dtype"} | {"kind": "memory", "bytes", "copy" (optional, false)} |
 //   {"kind": "collective", "collective", "bytes", "group_size"} |
 //   {"kind": "attention", "b", "s_q", "s_kv", "hq", "hkv", "d", "d_v", "work_fraction", "pass"}
 std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ranks,
@@ -195,6 +195,11 @@ std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ra
   if (kind == "memory") {
     m.op.kind = OpKind::kMemoryBound;
     m.op.mem.bytes = number(mo, "bytes");
+    // A copy streams at efficiency.hbm, any other memory-bound kernel (a permutation, a norm)
+    // at efficiency.hbm_elementwise.
+    const auto copy = mo.find("copy");
+    if (copy != mo.end() && !copy->is_boolean()) throw BadKey{"copy", fmt::format("expected true or false, got {}", copy->dump())};
+    m.op.mem.copy = copy != mo.end() && copy->get<bool>();
     if (m.op.mem.bytes <= 0) return *why = "memory model_op without bytes", std::nullopt;
     return m;
   }
@@ -379,6 +384,7 @@ std::optional<MeasuredOp> point_op(const json& p, const std::string& key, const 
     m = MeasuredOp{};
     m->op.kind = OpKind::kMemoryBound;
     m->op.mem.bytes = 2.0 * number(p, "size");
+    m->op.mem.copy = true;
     if (!(m->op.mem.bytes > 0)) m.reset(), why = "no size";
   } else {
     why = fmt::format("family '{}' point carries no model_op", family);

@@ -25,6 +25,7 @@ inline HardwareSpec test_h100() {
   hw.efficiency.attention_fwd = 0.65;
   hw.efficiency.attention_bwd = 0.5;
   hw.efficiency.hbm = 0.85;
+  hw.efficiency.hbm_elementwise = 0.85;
   hw.efficiency.nvlink = 0.82;
   hw.efficiency.nic = 0.92;
   hw.efficiency.gemm_dim_half = 64;

@@ -45,7 +45,7 @@ HardwareSpec unit_hw() {
   hw.interconnect.nvlink_latency = 0;
   hw.interconnect.nic_latency = 0;
   EfficiencySpec& e = hw.efficiency;
-  e.gemm = e.gemm_fp8 = e.attention_fwd = e.attention_bwd = e.hbm = e.nvlink = e.nic = 1;
+  e.gemm = e.gemm_fp8 = e.attention_fwd = e.attention_bwd = e.hbm = e.hbm_elementwise = e.nvlink = e.nic = 1;
   e.gemm_dim_half = 0;
   e.gemm_tile_m = e.gemm_tile_n = 1;
   e.attention_seq_half = 0;

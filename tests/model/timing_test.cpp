@@ -295,11 +295,36 @@ TEST(TimingGemm, GroupedGemmQueuedKernelsPayTheBackToBackFixedTime) {
 TEST(TimingMemory, CopyHasItsOwnFixedTime) {
   HardwareSpec h = hw;
   h.efficiency.kernel_fixed = 5e-6;
-  EXPECT_NEAR(memory_time(1048576.0, h), 5.368244e-6, 1e-11);
+  const MemoryShape copy{.bytes = 1048576.0, .copy = true};
+  EXPECT_NEAR(memory_time(copy, h), 5.368244e-6, 1e-11);
   h.efficiency.memory_fixed = 4e-6;
-  EXPECT_NEAR(memory_time(1048576.0, h), 4.368244e-6, 1e-11);
+  EXPECT_NEAR(memory_time(copy, h), 4.368244e-6, 1e-11);
   EXPECT_NEAR(gemm_time(GemmShape{8192, 8192, 8192, 1}, DType::kBf16, h) - 5e-6,
               gemm_time(GemmShape{8192, 8192, 8192, 1}, DType::kBf16, hw), 1e-12);
+}
+
+// A step's elementwise kernel streams at hbm_elementwise, a copy at hbm (session 23's split).
+// 1 MiB at 3.35e12 x 0.70 = 2.345e12 B/s: 0.447154 us; at 0.85 (the copy): 0.368244 us; each
+// plus memory_fixed (4 us). The copy rate does not move the kernel, nor the kernel rate the copy.
+TEST(TimingMemory, ElementwiseKernelsRunAtTheirOwnRate) {
+  HardwareSpec h = hw;
+  h.efficiency.memory_fixed = 4e-6;
+  h.efficiency.hbm_elementwise = 0.70;
+  const MemoryShape kernel{.bytes = 1048576.0};
+  const MemoryShape copy{.bytes = 1048576.0, .copy = true};
+  EXPECT_NEAR(memory_time(kernel, h), 4.447154e-6, 1e-11);
+  EXPECT_NEAR(memory_time(copy, h), 4.368244e-6, 1e-11);
+  HardwareSpec faster_copies = h;
+  faster_copies.efficiency.hbm = 0.95;
+  EXPECT_DOUBLE_EQ(memory_time(kernel, faster_copies), memory_time(kernel, h));
+  HardwareSpec faster_kernels = h;
+  faster_kernels.efficiency.hbm_elementwise = 0.95;
+  EXPECT_DOUBLE_EQ(memory_time(copy, faster_kernels), memory_time(copy, h));
+  // The schedule's memory-bound ops are kernels: op_time prices them at hbm_elementwise.
+  Op op;
+  op.kind = OpKind::kMemoryBound;
+  op.mem = kernel;
+  EXPECT_DOUBLE_EQ(op_time(op, MeshTopology{}, h), memory_time(kernel, h));
 }
 
 // Causal attention forward, b 1, s 4096, 8 heads, d 128: 4 x 8 x 4096^2 x 128 x 0.5 = 34.36

@@ -47,19 +47,19 @@ TEST(StepBand, HandDerived) {
   EXPECT_TRUE(b.op_present);
   EXPECT_NEAR(b.op_center, 0.028, 1e-12);
   EXPECT_NEAR(b.op_half, 0.134, 1e-12);
-  // Composition (stored spread -9.54% / +37.73%, session 21): m_c = (ln 0.9046 + ln 1.3773) / 2
-  // = 0.1099313, s_c = (ln 1.3773 - ln 0.9046) / 2 = 0.2101937.
-  EXPECT_NEAR(b.comp_center, 0.1099313, 1e-6);
-  EXPECT_NEAR(b.comp_half, 0.2101937, 1e-6);
-  // m = 0.1379313, s = sqrt(0.134^2 + 0.2101937^2) = 0.2492738:
-  // low = exp(-0.1113424) - 1 = -0.1053677, high = exp(0.3872051) - 1 = 0.4728585.
-  EXPECT_NEAR(b.low, -0.1053677, 1e-6);
-  EXPECT_NEAR(b.high, 0.4728585, 1e-6);
-  // A 10 s prediction: 8.946 .. 14.729 s; an MFU of 40%: 27.16% .. 44.71%.
-  EXPECT_NEAR(time_range(10.0, b).low, 8.946323, 1e-5);
-  EXPECT_NEAR(time_range(10.0, b).high, 14.728585, 1e-5);
-  EXPECT_NEAR(rate_range(0.40, b).low, 0.2715807, 1e-7);  // 0.40 / 1.4728585
-  EXPECT_NEAR(rate_range(0.40, b).high, 0.4471110, 1e-7);  // 0.40 / 0.8946323
+  // Composition (stored spread -9.46% / +38.46%, session 23): m_c = (ln 0.9054 + ln 1.3846) / 2
+  // = 0.1130164, s_c = (ln 1.3846 - ln 0.9054) / 2 = 0.2123949.
+  EXPECT_NEAR(b.comp_center, 0.1130164, 1e-6);
+  EXPECT_NEAR(b.comp_half, 0.2123949, 1e-6);
+  // m = 0.1410164, s = sqrt(0.134^2 + 0.2123949^2) = 0.2511326:
+  // low = exp(-0.1101162) - 1 = -0.1042699, high = exp(0.3921490) - 1 = 0.4801583.
+  EXPECT_NEAR(b.low, -0.1042699, 1e-6);
+  EXPECT_NEAR(b.high, 0.4801583, 1e-6);
+  // A 10 s prediction: 8.957 .. 14.802 s; an MFU of 40%: 27.02% .. 44.66%.
+  EXPECT_NEAR(time_range(10.0, b).low, 8.957301, 1e-5);
+  EXPECT_NEAR(time_range(10.0, b).high, 14.801583, 1e-5);
+  EXPECT_NEAR(rate_range(0.40, b).low, 0.2702414, 1e-7);  // 0.40 / 1.4800620
+  EXPECT_NEAR(rate_range(0.40, b).high, 0.4465631, 1e-7);  // 0.40 / 0.8964503
 }
 
 TEST(StepBand, Fp8GemmsTakeTheFp8Band) {
@@ -67,9 +67,9 @@ TEST(StepBand, Fp8GemmsTakeTheFp8Band) {
   // Only the GEMM term changes: 0.44 x (-0.1) instead of 0: m_op = -0.016, s_op unchanged.
   EXPECT_NEAR(b.op_center, -0.016, 1e-12);
   EXPECT_NEAR(b.op_half, 0.134, 1e-12);
-  // m = 0.0939313, s = 0.2492738: low = exp(-0.1553424) - 1, high = exp(0.3432051) - 1.
-  EXPECT_NEAR(b.low, -0.1438780, 1e-6);
-  EXPECT_NEAR(b.high, 0.4094578, 1e-6);
+  // m = 0.0970164, s = 0.2511326: low = exp(-0.1541162) - 1, high = exp(0.3481490) - 1.
+  EXPECT_NEAR(b.low, -0.1428276, 1e-6);
+  EXPECT_NEAR(b.high, 0.4164433, 1e-6);
 }
 
 TEST(StepBand, WithoutOpResidualsTheBandIsTheCompositionSpread) {
@@ -77,8 +77,8 @@ TEST(StepBand, WithoutOpResidualsTheBandIsTheCompositionSpread) {
   EXPECT_FALSE(b.op_present);
   EXPECT_EQ(b.op_center, 0.0);
   EXPECT_EQ(b.op_half, 0.0);
-  EXPECT_NEAR(b.low, -0.0954, 1e-12);
-  EXPECT_NEAR(b.high, 0.3773, 1e-12);
+  EXPECT_NEAR(b.low, -0.0946, 1e-12);
+  EXPECT_NEAR(b.high, 0.3846, 1e-12);
   EXPECT_TRUE(composition_spread().development_set);
   EXPECT_EQ(composition_spread().rows, 63);
 }

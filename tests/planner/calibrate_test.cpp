@@ -71,6 +71,7 @@ MeasuredOp copy(double bytes) {
   MeasuredOp p;
   p.op.kind = OpKind::kMemoryBound;
   p.op.mem.bytes = bytes;
+  p.op.mem.copy = true;  // lcm-exec's copies stream at efficiency.hbm
   p.name = "copy";
   return p;
 }
@@ -227,6 +228,7 @@ TEST(Calibrate, ReadsExecSummary) {
   EXPECT_EQ(p[3].topo.nodes, 2);  // ranks 0 and 1 on different hosts
   EXPECT_EQ(p[3].topo.per_node, 1);
   EXPECT_DOUBLE_EQ(p[4].op.mem.bytes, 2.0 * 1048576);  // a copy reads and writes
+  EXPECT_TRUE(p[4].op.mem.copy);                          // ... at efficiency.hbm, not hbm_elementwise
   EXPECT_EQ(p[5].op.gemm.groups, 8);
   EXPECT_EQ(p[5].name, "L.moe.experts.fc1.fwd");
   ASSERT_EQ(skipped.size(), 3u);
@@ -237,6 +239,20 @@ TEST(Calibrate, ReadsExecSummary) {
   auto bad = calib::parse_exec_summary("{\"points\": 3}", "x.json", 8, nullptr);
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().str(), HasSubstr("not an lcm-exec summary"));
+}
+
+// An explicit memory model op is a step's memory-bound kernel (efficiency.hbm_elementwise)
+// unless it says it is a copy (efficiency.hbm, the rate the memory class fits).
+TEST(Calibrate, ExplicitMemoryOpIsAKernelUnlessItSaysCopy) {
+  const std::string text = R"({"benchmark": "x", "points": [
+    {"family": "x", "key": "a", "correct": true, "time_us": {"median": 10}, "model_op": {"kind": "memory", "bytes": 4096}},
+    {"family": "x", "key": "b", "correct": true, "time_us": {"median": 10},
+     "model_op": {"kind": "memory", "bytes": 4096, "copy": true}}]})";
+  auto r = calib::parse_exec_summary(text, "m.json", 8, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  ASSERT_EQ(r.value().size(), 2u);
+  EXPECT_FALSE(r.value()[0].op.mem.copy);
+  EXPECT_TRUE(r.value()[1].op.mem.copy);
 }
 
 // `bench moe` phases become the model's ops by name: expert GEMMs grouped over the local
@@ -813,6 +829,8 @@ TEST(CalibrateReaders, FuzzFindingsAreInputErrors) {
        "k: group_size: expected an integer in [0, 1048576], got 2.5"},
       {R"("family":"attention","extra":{"attention":{"s":1e19,"hq":1,"d":1}}}]})",
        "k: s: expected an integer in [0, 16777216], got 1e+19"},
+      {R"("family":"x","model_op":{"kind":"memory","bytes":1024,"copy":"yes"}}]})",
+       "k: copy: expected true or false, got \"yes\""},
       {R"("family":"gemm","shape":"99999999999999999999x1x1"}]})",
        "k: shape: expected MxNxK with dimensions in [0, 16777216], got '99999999999999999999x1x1'"},
       {R"("family":"moe","op":"L.moe.dispatch.a2a.fwd","extra":{"moe":{"tokens":8,"hidden":8,"ffn":8,"experts":8,"topk":2,"ep":2,"local_experts":4},"ep_ranks":[0,1e300]}}]})",

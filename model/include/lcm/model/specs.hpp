@@ -247,7 +247,10 @@ struct EfficiencySpec {
   double gemm_fp8 = 0.6;           // large-GEMM fraction of the dense FP8 peak
   double attention_fwd = 0.65;
   double attention_bwd = 0.5;
-  double hbm = 0.85;               // fraction of HBM bandwidth for memory-bound ops
+  double hbm = 0.85;               // fraction of HBM bandwidth a copy or a GEMM's operand stream reaches
+  // Fraction of HBM bandwidth a training step's memory-bound kernels reach (norms, activations,
+  // permutations, the optimizer): below a plain copy's (hbm).
+  double hbm_elementwise = 0.70;
   double nvlink = 0.82;            // busbw fraction of nvlink_bw for large messages
   double nic = 0.92;               // busbw fraction of nic_bw for large messages
   // Shape and size curves of the time model (timing.cpp). A GEMM dimension d runs at

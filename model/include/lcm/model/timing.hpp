@@ -62,7 +62,8 @@ inline constexpr int64_t kAttentionHeadDimTile = 64;
 double gemm_time(const GemmShape& g, DType dtype, const HardwareSpec& hw);
 double gemm_efficiency(const GemmShape& g, const HardwareSpec& hw);
 double attention_time(const AttentionShape& a, double flops, bool backward, const HardwareSpec& hw);
-double memory_time(double bytes, const HardwareSpec& hw);
+// A memory-bound op: a copy at efficiency.hbm, any other kernel at efficiency.hbm_elementwise.
+double memory_time(const MemoryShape& m, const HardwareSpec& hw);
 double collective_time(const CollectiveShape& c, const GroupTopology& topo, const HardwareSpec& hw);
 double op_time(const Op& op, const MeshTopology& topo, const HardwareSpec& hw);
 
