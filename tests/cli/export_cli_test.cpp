@@ -58,7 +58,7 @@ void expect_round_trip(const std::string& target, const Case& c) {
       lcm::test::run_lcm("export " + target + " " + src + " " + c.args + " -o '" + job.string() + "'", kTag);
   ASSERT_EQ(e.code, 0) << target << " " << c.scenario << " " << c.args << "\n" << e.err;
   std::string import = "import " + target + " '" + job.string() + "' --gpus " + std::to_string(c.gpus) +
-                       " --hw h200-sxm --name rt -o '" + imported.string() + "'";
+                       " --hw h200-sxm.calibrated --name rt -o '" + imported.string() + "'";
   if (target == "torchtitan") import += " --model " + src;
   const lcm::test::LcmRun i = lcm::test::run_lcm(import, kTag);
   ASSERT_EQ(i.code, 0) << target << " " << c.scenario << " " << c.args << "\n" << i.err;

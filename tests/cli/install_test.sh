@@ -20,8 +20,8 @@ grep -q '"schema_version"' est.json || fail "no estimate JSON"
 # 2. $LCM_DATA_DIR comes first: a scenario and a profile only it has.
 mkdir -p data/scenarios data/hwprofiles
 sed 's/^name: .*/name: from-env/' "$tmp/prefix/share/lcm/scenarios/default.yaml" |
-  sed 's/profile: h200-sxm/profile: env-h200/' >data/scenarios/mine.yaml
-cp "$tmp/prefix/share/lcm/hwprofiles/h200-sxm.yaml" data/hwprofiles/env-h200.yaml
+  sed 's/profile: h200-sxm.calibrated$/profile: env-h200/' >data/scenarios/mine.yaml
+sed 's/^name: .*/name: env-h200/' "$tmp/prefix/share/lcm/hwprofiles/h200-sxm.calibrated.yaml" >data/hwprofiles/env-h200.yaml
 LCM_DATA_DIR="$tmp/data" "$tmp/prefix/bin/lcm" estimate mine --format json >env.json ||
   fail "LCM_DATA_DIR scenario failed"
 grep -q '"from-env"' env.json || fail "LCM_DATA_DIR scenario not used"

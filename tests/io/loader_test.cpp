@@ -369,10 +369,10 @@ TEST(Overrides, GoThroughTheSameChecksWithLocationSet) {
 }
 
 TEST(Loader, ProfileFoundNextToTheScenarioFile) {
-  // load_scenario resolves `profile: h200-sxm` through <scenario dir>/../hwprofiles.
+  // load_scenario resolves `profile: h200-sxm.calibrated` through <scenario dir>/../hwprofiles.
   auto r = load_scenario(source_dir() + "/scenarios/llama3.1-8b.yaml");
   ASSERT_TRUE(r.ok()) << r.error().str();
-  EXPECT_EQ(r.value().hardware.name, "h200-sxm");
+  EXPECT_EQ(r.value().hardware.name, "h200-sxm.calibrated");
   auto found = find_hardware_profile("h100-sxm", {});
   ASSERT_TRUE(found.ok()) << found.error().str();
   EXPECT_THAT(found.value(), testing::EndsWith("hwprofiles/h100-sxm.yaml"));
