@@ -17,8 +17,9 @@ namespace {
 // session 21's optimizer step per parameter tensor and training loop per iteration
 // (hwprofiles/*.yaml, host: optimizer_tensor_us, iteration_overhead_us) and session 23's
 // H100 kernel terms (the calibrated H200 profile's die-level terms, declared before these rows
-// were scored: validation/published/DECLARATION_h100_die_port.md). Earlier values: -9.54% / +37.73% after session 21; -9.29% / +37.74% after session 19's per-micro-batch host time outside the layers
-// (microbatch_overhead_us) and the Megatron-Bridge presets' bf16 gradient reduction for every
+// were scored: validation/published/DECLARATION_h100_die_port.md). Earlier values: -9.54% /
+// +37.73% after session 21; -9.29% / +37.74% after session 19's per-micro-batch host time
+// outside the layers (microbatch_overhead_us) and the Megatron-Bridge presets' bf16 gradient reduction for every
 // model (session 20's CUDA graphs left it there); -9.29% / +37.08% with the host time alone; -9.29% / +39.09% after
 // adding NeMo 24.07's three Nemotron rows (session 19, first prediction +20.8 %, +22.4 %,
 // -10.3 %); -6.80% / +40.89% over 60 rows after session 18's sliding-window attention (the

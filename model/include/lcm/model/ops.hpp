@@ -433,12 +433,12 @@ struct AttentionShape {
 // A memory-bound op: bytes read plus bytes written.
 struct MemoryShape {
   double bytes = 0;
-  // A plain copy (cudaMemcpy, a copy kernel: lcm-exec's `bench membw`) streams at
-  // efficiency.hbm; the step's memory-bound kernels (false) at efficiency.hbm_elementwise.
-  bool copy = false;
   // Parameter tensors the op walks one by one on the host (the optimizer step: the tensors of
   // the rank's optimizer shard); 0 for the others.
   double tensors = 0;
+  // A plain copy (cudaMemcpy, a copy kernel: lcm-exec's `bench membw`) streams at
+  // efficiency.hbm; the step's memory-bound kernels (false) at efficiency.hbm_elementwise.
+  bool copy = false;
   bool operator==(const MemoryShape&) const = default;
 };
 
