@@ -198,7 +198,8 @@ std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ra
     // A copy streams at efficiency.hbm, any other memory-bound kernel (a permutation, a norm)
     // at efficiency.hbm_elementwise.
     const auto copy = mo.find("copy");
-    if (copy != mo.end() && !copy->is_boolean()) throw BadKey{"copy", fmt::format("expected true or false, got {}", copy->dump())};
+    if (copy != mo.end() && !copy->is_boolean())
+      throw BadKey{"copy", fmt::format("expected true or false, got {}", copy->dump())};
     m.op.mem.copy = copy != mo.end() && copy->get<bool>();
     if (m.op.mem.bytes <= 0) return *why = "memory model_op without bytes", std::nullopt;
     return m;

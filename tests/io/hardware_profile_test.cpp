@@ -180,12 +180,14 @@ TEST_F(ProfileFile, MissingKeyAndBlock) {
 // gemm_roofline_exponent is 0 (off) or a smooth-maximum exponent in [1, 1000].
 TEST_F(ProfileFile, RooflineExponentIsOffOrAtLeastOne) {
   for (const char* bad : {"0.5", "1001", "-1"}) {
-    auto r = load_hardware_profile(edited("gemm_roofline_exponent: 3.9\n", std::string("gemm_roofline_exponent: ") + bad + "\n"));
+    auto r = load_hardware_profile(
+        edited("gemm_roofline_exponent: 3.9\n", std::string("gemm_roofline_exponent: ") + bad + "\n"));
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_THAT(r.error().str(), HasSubstr("gemm_roofline_exponent")) << bad;
   }
   for (const char* good : {"0", "1", "3.5", "64", "1000"}) {
-    auto r = load_hardware_profile(edited("gemm_roofline_exponent: 3.9\n", std::string("gemm_roofline_exponent: ") + good + "\n"));
+    auto r = load_hardware_profile(
+        edited("gemm_roofline_exponent: 3.9\n", std::string("gemm_roofline_exponent: ") + good + "\n"));
     EXPECT_TRUE(r.ok()) << good << ": " << (r.ok() ? "" : r.error().str());
   }
 }
