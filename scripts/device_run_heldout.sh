@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One call on the nvidia-h200 device machine: build lcm-exec and measure the held-out set that
 # validation/measured/h200/SET/DECLARATION.md declares (SET = heldout, the default, or heldout2
-# .. heldout15; not a calibration input before its one held-out score), or the MoE development
+# .. heldout16; not a calibration input before its one held-out score), or the MoE development
 # re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout15|moe_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout16|moe_dev]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -70,6 +70,20 @@ moe() {  # moe OUT_FILE TOKENS HIDDEN FFN EXPERTS TOPK SKEWS: one GPU (ep 1), dr
 }
 
 case ${1:-heldout} in
+heldout16)
+  kernels 4096x48x45056,3072x96x28672,1536x16x65536,6656x176x14336,2560x24x73728,7168x56x36864,\
+168x7168x4096,120x5120x6144,216x6144x3072,56x14336x5120,16384x96x5120,28672x40x4096,352x5120x6144,448x4096x7168,\
+1600x1600x1600,2304x1536x1792,6656x8704x3584,4608x10752x2560,15360x4352x1024 \
+    1024x5120x4096,2816x7168x3072,9728x6144x2048,5120x5120x2560 46K 23M \
+    1x84Kx32x8x128,2x14Kx32x8x128,1x136Kx32x8x128,1x232Kx16x8x128,1x52Kx48x8x64,3x9Kx40x8x128
+  attention_window 128 1x49152x64x8x64
+  attention_window 2048 1x30720x32x8x128
+  moe moe_dsv2_t20k_ep1 20480 5120 1536 160 6 balanced,zipf:0.8
+  moe moe_dsv3_t14k_ep1 14336 7168 2048 256 8 balanced,zipf:1.2
+  moe moe_gptoss_t30k_ep1 30720 2880 2880 128 4 balanced,zipf:0.8
+  moe moe_mixtral_t11k_ep1 11264 4096 14336 8 2 balanced,zipf:1.0
+  moe moe_qwen3_30b_t36k_ep1 36864 2048 768 128 8 balanced,zipf:0.6
+  ;;
 heldout15)
   kernels 2048x32x57344,6144x120x24576,1024x24x81920,5632x192x12288,3072x8x53248,8192x40x32768,\
 184x5120x5120,104x8192x4096,200x7168x3584,48x10240x6144,14336x144x4096,24576x24x5120,1472x1472x1472,2560x1280x1920,\
