@@ -127,12 +127,14 @@ TEST(TrainOnGpu, TinyDenseTrainsAndWritesASummary) {
     EXPECT_TRUE(fs::exists(dir / "trace.rank0.json"));
     // The runner's own host costs (lcm compare predicts the run with them): a C++ enqueue is
     // microseconds, far under PyTorch eager's ~10 us per kernel and 1.3 ms per layer; a
-    // device-to-host round trip is longer than one enqueue.
+    // device-to-host round trip takes at least a microsecond. (Until session 24 this asserted
+    // the round trip longer than one enqueue; on the device of 2026-12-05 both were 5.7 us and
+    // the sync came out 0.03 us shorter, so the order of two equal costs is not a property.)
     EXPECT_GT(s.host.gemm_enqueue_s, 0.2e-6);
     EXPECT_LT(s.host.gemm_enqueue_s, 50e-6);
     EXPECT_GT(s.host.kernel_enqueue_s, 0.2e-6);
     EXPECT_LT(s.host.kernel_enqueue_s, 50e-6);
-    EXPECT_GT(s.host.sync_s, s.host.kernel_enqueue_s);
+    EXPECT_GT(s.host.sync_s, 1e-6);
     EXPECT_LT(s.host.sync_s, 1e-3);
   }
 }
