@@ -238,6 +238,6 @@ heldout)
   moe moe_mixtral_ep1 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_qwen3_ep1 8192 2048 768 128 8 balanced,zipf:1.2
   ;;
-*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout15 or moe_dev"; exit 2 ;;
+*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout16 or moe_dev"; exit 2 ;;
 esac
 section done
