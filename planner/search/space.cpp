@@ -137,8 +137,9 @@ Space enumerate_space(const Scenario& base, const SearchConstraints& c) {
       std::vector<PipelineSplit> splits = pipeline_splits(base, N / (tp * cp));
       std::erase_if(splits, [&](const PipelineSplit& sp) { return !c.allows(SizeKnob::kPp, sp.pp); });
       for (int ep : eps) {
-        std::vector<int> etps = moe ? std::vector<int>{1} : std::vector<int>{tp};
-        if (moe && tp > 1) etps.push_back(tp);
+        // Expert TP (MoE parallel folding): any divisor of the dense TP degree (Megatron takes
+        // etp independently of tp; 1 and tp are the usual ones, tp 4 / etp 2 runs in its CI).
+        const std::vector<int> etps = moe ? divisors(tp) : std::vector<int>{tp};
         for (int etp : etps) {
           if (!c.allows(SizeKnob::kEtp, etp)) continue;
           Item item;
