@@ -9,6 +9,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -536,6 +537,49 @@ io::Result<std::vector<MeasuredOp>> parse_nccl_tests_log(const std::string& text
   }
 }
 
+namespace {
+
+// The "system" block of a summary that parse_exec_summary accepted; nothing when it is absent
+// or not of the expected types (older summaries, hand-made ones).
+std::optional<MeasuredGpu> summary_gpu(const std::string& text, const std::string& file) {
+  const json doc = json::parse(text, nullptr, false);
+  if (!doc.is_object() || !doc.contains("system") || !doc["system"].is_object()) return std::nullopt;
+  const json& s = doc["system"];
+  if (!s.contains("gpu_name") || !s["gpu_name"].is_string()) return std::nullopt;
+  MeasuredGpu g;
+  g.file = file;
+  g.name = s["gpu_name"].get<std::string>();
+  if (s.contains("sm_count") && s["sm_count"].is_number_integer()) g.sm_count = s["sm_count"].get<int>();
+  if (s.contains("hbm_bytes") && s["hbm_bytes"].is_number()) g.hbm_bytes = s["hbm_bytes"].get<double>();
+  return g;
+}
+
+}  // namespace
+
+std::vector<std::string> gpu_mismatches(const Measurements& ms, const HardwareSpec& hw) {
+  struct Group {
+    int files = 0;
+    std::string first;
+  };
+  std::map<std::tuple<std::string, int, double>, Group> groups;
+  for (const MeasuredGpu& g : ms.gpus) {
+    const bool sm_off = g.sm_count > 0 && hw.gpu.num_sms > 0 && g.sm_count != hw.gpu.num_sms;
+    const bool hbm_off = g.hbm_bytes > 0 && hw.gpu.hbm_bytes > 0 && std::abs(g.hbm_bytes / hw.gpu.hbm_bytes - 1.0) > 0.05;
+    if (!sm_off && !hbm_off) continue;
+    Group& grp = groups[{g.name, g.sm_count, g.hbm_bytes}];
+    if (grp.files++ == 0) grp.first = g.file;
+  }
+  std::vector<std::string> out;
+  for (const auto& [key, grp] : groups) {
+    const auto& [name, sms, hbm] = key;
+    out.push_back(fmt::format("{} file{} measured on another GPU than profile {} describes: {} ({} SMs, {:.1f} GiB) "
+                              "against {} SMs and {:.1f} GiB (e.g. {})",
+                              grp.files, grp.files == 1 ? "" : "s", hw.name, name, sms, hbm / 1073741824.0,
+                              hw.gpu.num_sms, hw.gpu.hbm_bytes / 1073741824.0, grp.first));
+  }
+  return out;
+}
+
 io::Result<bool> read_measurements(const std::string& path, int gpus_per_node, Measurements& out) {
   std::error_code ec;
   if (path.size() > 1 && path[0] == '@') {
@@ -586,6 +630,7 @@ io::Result<bool> read_measurements(const std::string& path, int gpus_per_node, M
         return r.error();
       }
       out.points.insert(out.points.end(), r.value().begin(), r.value().end());
+      if (auto gpu = summary_gpu(t, p.string())) out.gpus.push_back(std::move(*gpu));
     } else {
       auto r = parse_nccl_tests_log(t, p.string(), gpus_per_node);
       if (!r) {

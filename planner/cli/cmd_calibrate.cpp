@@ -96,6 +96,10 @@ int run_calibrate(const CalibrateArgs& a) {
     return kExitBadInput;
   }
   const report::Format f = parse_format(a.format);
+  // Points of another part (an H100 profile on H200 summaries): a warning on stderr and in the
+  // report, not an error (a deliberate cross-part comparison is legitimate).
+  const std::vector<std::string> mismatches = calib::gpu_mismatches(ms, hw.value());
+  for (const std::string& m : mismatches) std::cerr << "lcm: calibrate: warning: " << m << "\n";
 
   if (a.compare) {
     if (!a.output.empty() && !a.report.empty()) {
@@ -105,6 +109,7 @@ int run_calibrate(const CalibrateArgs& a) {
     const auto rows = compare(ms.points, hw.value());
     report::Table t = report::comparison_table(rows, fmt::format("{}: predicted vs measured", profile_path));
     for (const std::string& s : skipped_summary(ms.skipped)) t.notes.push_back(s);
+    for (const std::string& m : mismatches) t.notes.push_back("WARNING: " + m);
     std::string text;
     if (f == report::Format::kJson) {
       nlohmann::ordered_json j = nlohmann::ordered_json::array();
@@ -200,10 +205,12 @@ int run_calibrate(const CalibrateArgs& a) {
     j["output"] = a.output;
     j["profile_written"] = !refused;
     j["skipped"] = ms.skipped;
+    j["gpu_mismatches"] = mismatches;
     text = j.dump(2) + "\n";
   } else {
     auto tables = report::calibration_tables(cal, a.points, a.cv_max_drop_pp);
     for (const std::string& s : skipped_summary(ms.skipped)) tables.front().notes.push_back(s);
+    for (const std::string& m : mismatches) tables.front().notes.push_back("WARNING: " + m);
     tables.front().notes.push_back(written_note);
     text = report::render(tables, f);
   }

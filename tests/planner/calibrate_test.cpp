@@ -491,6 +491,44 @@ TEST(Calibrate, CommandLine) {
   EXPECT_THAT(cmp.out, HasSubstr("op,class,shape,measured us,predicted us,error"));
 }
 
+// Summaries of another part: calibrate warns (stderr and the report) and still runs. The H200
+// summaries say 132 SMs and 150109880320 B (139.8 GiB); h100-sxm has 132 SMs and 81559 MiB
+// (79.6 GiB): HBM 76 % larger, past the 5 % tolerance. h200-sxm.calibrated (143771 MiB) is
+// within it (0.4 %), so no warning there.
+TEST(Calibrate, WarnsWhenTheMeasurementsAreOfAnotherGpu) {
+  const std::string file = "validation/measured/h200/heldout16/gemm_fp8.json";
+  auto other = lcm("calibrate --compare --profile h100-sxm " + file);
+  ASSERT_EQ(other.code, 0) << other.err;
+  const std::string warning =
+      "1 file measured on another GPU than profile h100-sxm describes: NVIDIA H200 (132 SMs, 139.8 GiB) against 132 "
+      "SMs and 79.6 GiB (e.g. " + file + ")";
+  EXPECT_THAT(other.err, HasSubstr("lcm: calibrate: warning: " + warning));
+  EXPECT_THAT(other.out, HasSubstr("WARNING: " + warning));
+  auto same = lcm("calibrate --compare --profile h200-sxm.calibrated " + file);
+  ASSERT_EQ(same.code, 0) << same.err;
+  EXPECT_THAT(same.err, Not(HasSubstr("another GPU")));
+  EXPECT_THAT(same.out, Not(HasSubstr("WARNING")));
+
+  // The check itself: SM count exactly, HBM within 5 %; one line per distinct GPU.
+  calib::Measurements ms;
+  ms.gpus = {{"a.json", "GPU A", 132, 80.0 * 1073741824.0},
+             {"b.json", "GPU A", 132, 80.0 * 1073741824.0},
+             {"c.json", "GPU B", 114, 80.0 * 1073741824.0},
+             {"d.json", "GPU C", 132, 83.9 * 1073741824.0}};
+  HardwareSpec hw;
+  hw.name = "p";
+  hw.gpu.num_sms = 132;
+  hw.gpu.hbm_bytes = 80.0 * 1073741824.0;
+  EXPECT_THAT(calib::gpu_mismatches(ms, hw),
+              ::testing::ElementsAre(
+                  "1 file measured on another GPU than profile p describes: GPU B (114 SMs, 80.0 GiB) against 132 "
+                  "SMs and 80.0 GiB (e.g. c.json)"));
+  ms.gpus.push_back({"e.json", "GPU D", 132, 84.1 * 1073741824.0});  // 5.1 % above
+  ms.gpus.push_back({"f.json", "GPU D", 132, 84.1 * 1073741824.0});
+  EXPECT_EQ(calib::gpu_mismatches(ms, hw).size(), 2u);
+  EXPECT_THAT(calib::gpu_mismatches(ms, hw)[1], HasSubstr("2 files measured on another GPU"));
+}
+
 // ---- Cross-validation by shape ------------------------------------------------------------
 
 // The committed H200 fit cross-validated over 5 folds (docs/calibration.md): points within

@@ -12,10 +12,18 @@
 namespace lcm::calib {
 
 
+// The GPU an lcm-exec summary says it ran on (its "system": gpu_name, sm_count, hbm_bytes).
+struct MeasuredGpu {
+  std::string file, name;
+  int sm_count = 0;
+  double hbm_bytes = 0;
+};
+
 struct Measurements {
   std::vector<MeasuredOp> points;
   std::vector<std::string> skipped;  // "FILE: KEY: why" for points that cannot be used
   std::vector<std::string> files;    // files read
+  std::vector<MeasuredGpu> gpus;     // one per lcm-exec summary that names its GPU
 };
 
 // Reads one input and appends its points:
@@ -31,6 +39,12 @@ struct Measurements {
 // Points whose correctness check failed are skipped with a reason. `gpus_per_node`
 // places ranks on nodes when a file names no hosts.
 io::Result<bool> read_measurements(const std::string& path, int gpus_per_node, Measurements& out);
+
+// One line per distinct GPU among `ms.gpus` whose SM count differs from the profile's or whose
+// HBM size is more than 5 % away from it: fitting or scoring a profile on another part's
+// measurements (an H100 profile on H200 points) is almost always a mistake, so lcm calibrate
+// warns. Empty when every summary matches (or none names its GPU; nccl-tests logs do not).
+std::vector<std::string> gpu_mismatches(const Measurements& ms, const HardwareSpec& hw);
 
 // Text parsers behind read_measurements (for tests).
 io::Result<std::vector<MeasuredOp>> parse_exec_summary(const std::string& json_text, const std::string& file,
