@@ -28,11 +28,13 @@ namespace {
 // optimizer step 0.10% / +49.84%, the session-9 loss traffic 0.12% / +49.86%, 52de576 0.10% /
 // +44.06%. Every model change since the first validation commit was scored on these rows: a
 // development set, not held out.
-constexpr SpreadData kComposition{{-0.0946, 0.3846},
-                                  63,
-                                  "step-level residuals of the 63 published H100 rows of "
+// Session 25 added NeMo's long-sequence table (9 rows, held out for its one score, +9..+51 %):
+// -9.46% / +38.46% over 63 rows -> -6.74% / +42.06% over 72.
+constexpr SpreadData kComposition{{-0.0674, 0.4206},
+                                  72,
+                                  "step-level residuals of the 72 published H100 rows of "
                                   "tests/model/perf_validation_test.cpp (docs/validation-performance.md), "
-                                  "10th/90th percentiles after session 23's H100 kernel terms; "
+                                  "10th/90th percentiles after session 25's long-sequence table; "
                                   "a development set",
                                   true};
 

@@ -40,6 +40,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "lcm/model/estimate.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
 #include "lcm/model/mesh.hpp"
@@ -689,6 +691,61 @@ std::vector<Result> nemo_rows(const HardwareSpec& hw, const std::map<std::string
 }
 
 // ---------------------------------------------------------------------------------
+// NeMo's long-sequence table (NeMo 24.03.01 container, DGX-H100, Llama 2 7B, FP8; CP 1-32 at
+// 4K-1024K tokens), held out when added: validation/published/DECLARATION_nemo_long_sequence.md
+// fixes the mapping before lcm evaluated a row. The NeMo rows' recipe (recipe_for("nemo")), no
+// recompute, micro-batch 1, the table's global batch, CP over p2p (the 24.03 stack's only CP),
+// no virtual pipeline. Only TFLOP/s are published; they are compared with lcm's NON-causal
+// count, NeMo 1.0's convention (the NeMo 24.07 rows' implied FLOPs per token, above), so the
+// primary metric here is TFLOP/s per GPU (a rate, like tokens/s: rate_range applies).
+// ---------------------------------------------------------------------------------
+constexpr double kGiB = 1073741824.0;
+
+std::vector<Result> nemo_long_sequence_rows(const HardwareSpec& hw, const std::map<std::string, Row>& archs) {
+  std::vector<Result> out;
+  for (const Row& r : read_csv(kDir + "nemo_long_sequence_h100.csv")) {
+    Result res;
+    res.table = "nemo_long";
+    const std::string model = get(r, "model");
+    res.id = fmt::format("{} {}K CP{} {}GPU", model, get(r, "seq_len_k"), get(r, "cp"), get(r, "num_gpus"));
+    res.pub = real(r, "model_tflops_per_gpu");
+    if (!archs.count(model)) {
+      res.reason = "architecture not in model_architectures.csv";
+      out.push_back(res);
+      continue;
+    }
+    const ModelSpec m = model_from_arch(archs.at(model));
+    Layout l;
+    l.gpus = static_cast<int>(num(r, "num_gpus", 8));
+    l.gbs = static_cast<int>(num(r, "gbs", 1));
+    l.mbs = 1;
+    l.seq = num(r, "seq_len", 4096);
+    l.tp = static_cast<int>(num(r, "tp", 1));
+    l.pp = static_cast<int>(num(r, "pp", 1));
+    l.cp = static_cast<int>(num(r, "cp", 1));
+    l.precision = Precision::kFp8;
+    const Recipe rc = recipe_for("nemo", m);
+    Built b = build(res.id, m, l, rc, hw, /*tp_comm_overlap=*/rc.tp_comm_overlap);
+    b.s.parallel.cp_comm_type = CpCommType::kP2P;
+    b.s.flop_convention.causal_halved = false;
+    if (!b.problem.empty()) {
+      res.reason = "layout not expressible: " + b.problem;
+      out.push_back(res);
+      continue;
+    }
+    predict(b.s, res);
+    std::swap(res.pred, res.pred2);  // primary: TFLOP/s (non-causal); secondary: tokens/s
+    const Estimate e = estimate(b.s);
+    res.reason = e.memory.fits      ? fmt::format("fits ({:.1f} GiB at the band's top)", e.memory.peak_high_bytes / kGiB)
+                 : e.memory.may_fit ? fmt::format("tight ({:.1f} GiB at the band's top)", e.memory.peak_high_bytes / kGiB)
+                                    : fmt::format("OUT OF MEMORY ({:.1f} GiB at the band's bottom)",
+                                                  e.memory.peak_low_bytes / kGiB);
+    out.push_back(res);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------
 // Megatron-Core r0.8.0 weak scaling (Megatron-LM README), H100, BF16.
 // Architecture from the row: GPT with MHA, 4h GeLU MLP, LayerNorm, biases, tied
 // embeddings, vocab 131072, seq 4096. Layout from the row (no VP, no CP: not stated);
@@ -859,7 +916,10 @@ Summary summarize(const std::vector<Result>& rows) {
 Summary print_table(const std::string& title, const std::vector<Result>& rows, const char* tflops_convention) {
   std::printf("\n### %s\n\n", title.c_str());
   const std::string t = rows.empty() ? "" : rows.front().table;
-  if (t == "bridge" || t == "nemo") {
+  if (t == "nemo_long") {
+    std::printf("| row | pred TFLOP/s/GPU (non-causal) | pub TFLOP/s/GPU | err %% | pred tok/s/GPU | "
+                "80%% band (TFLOP/s) | memory |\n|---|---:|---:|---:|---:|---|---|\n");
+  } else if (t == "bridge" || t == "nemo") {
     std::printf("| row | pred tok/s/GPU | pub tok/s/GPU | err %% | pred TFLOP/s (%s) | pub TFLOP/s | err %% | "
                 "GFLOP/token: lcm causal / non-causal / published | note |\n"
                 "|---|---:|---:|---:|---:|---:|---:|---|---|\n",
@@ -873,7 +933,12 @@ Summary print_table(const std::string& title, const std::vector<Result>& rows, c
   }
   for (const Result& r : rows) {
     if (!r.evaluated) continue;
-    if (t == "bridge" || t == "nemo") {
+    if (t == "nemo_long") {
+      const Range range = rate_range(r.pred, r.band);
+      std::printf("| %s | %.0f | %.0f | %+.1f | %.0f | %.0f-%.0f%s | %s |\n", r.id.c_str(), r.pred, r.pub, r.err(),
+                  r.pred2, range.low, range.high, r.pub >= range.low && r.pub <= range.high ? "" : " (outside)",
+                  r.reason.c_str());
+    } else if (t == "bridge" || t == "nemo") {
       std::printf("| %s | %.0f | %.0f | %+.1f | %.0f | %.0f | %+.1f | %.1f / %.1f / %.1f | %s |\n", r.id.c_str(), r.pred,
                   r.pub, r.err(), r.pred2, r.pub2, pct(r.pred2, r.pub2), r.flops_per_token / 1e9,
                   r.flops_per_token_nc / 1e9, r.pub_flops_per_token / 1e9, r.reason.c_str());
@@ -986,6 +1051,36 @@ TEST(PerfValidation, PublishedH100TablesWithinRecordedBounds) {
   EXPECT_GE(all.within20, kMinWithin20Pct);
 }
 
+// NeMo's long-sequence table, held out when added (DECLARATION_nemo_long_sequence.md): its
+// one score is in docs/validation-performance.md. Not in the overall figure above (those
+// rows' bounds were recorded before it).
+TEST(PerfValidation, NemoLongSequenceTable) {
+  const HardwareSpec hw = load_h100_or_fail();
+  const auto archs = architectures();
+  const auto rows = nemo_long_sequence_rows(hw, archs);
+  ASSERT_EQ(rows.size(), 9u);
+  const Summary s = print_table("NeMo long-sequence pre-training, DGX-H100, Llama 2 7B FP8 (TFLOP/s/GPU, non-causal)",
+                                rows, "");
+  int covered = 0, within10 = 0, fit = 0;
+  for (const Result& r : rows) {
+    ASSERT_TRUE(r.evaluated) << r.id << ": " << r.reason;
+    const Range range = rate_range(r.pred, r.band);
+    covered += r.pub >= range.low && r.pub <= range.high ? 1 : 0;
+    within10 += std::fabs(r.err()) <= 10.0 ? 1 : 0;
+    fit += r.reason.rfind("OUT OF MEMORY", 0) == 0 ? 0 : 1;
+  }
+  std::printf("NeMo long-sequence: %d of %d within 10 %%, the 80%% band covers %d, %d fit or are tight\n", within10,
+              s.n, covered, fit);
+  // The one held-out score (session 25, at c296fa6's model and profile): mean |error| 34.3 %,
+  // signed +34.3 % (every row too fast, +9.0 % at 4K rising to +41..+51 % from 32K), 1 of 9
+  // within 10 %, the band covering 4 of 9, all 9 fitting or tight. A regression guard on the
+  // recorded figures, not a target: a change that makes them worse fails here.
+  EXPECT_LE(s.mae(), 34.4);
+  EXPECT_GE(within10, 1);
+  EXPECT_GE(covered, 4);
+  EXPECT_EQ(fit, 9);
+}
+
 #endif  // LCM_PUBLISHED_SCENARIOS_ONLY
 
 }  // namespace
@@ -997,7 +1092,8 @@ std::vector<lcm::test::PublishedScenario> lcm::test::published_h100_scenarios() 
   if (!load_h100(hw)) return {};
   const auto archs = architectures();
   std::vector<PublishedScenario> out;
-  for (const auto& rows : {bridge_rows(hw, archs), nemo_rows(hw, archs), weak_scaling_rows(hw)})
+  for (const auto& rows :
+       {bridge_rows(hw, archs), nemo_rows(hw, archs), weak_scaling_rows(hw), nemo_long_sequence_rows(hw, archs)})
     for (const Result& r : rows)
       if (r.evaluated) out.push_back({.table = r.table, .id = r.id, .scenario = r.scenario});
   return out;

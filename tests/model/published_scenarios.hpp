@@ -12,13 +12,14 @@
 namespace lcm::test {
 
 struct PublishedScenario {
-  std::string table;  // "bridge", "nemo", "weak", "ci"
+  std::string table;  // "bridge", "nemo", "weak", "nemo_long", "ci"
   std::string id;     // the row as perf_validation_test names it
   Scenario scenario;
   double published_step_s = 0;  // CI rows: iter_time_s_median_excl_first (0: none published)
 };
 
-// Every evaluated row of the three tables (rows the model cannot express are left out).
+// Every evaluated row of the four training-run tables (the three above and, since session 25,
+// nemo_long_sequence_h100.csv; rows the model cannot express are left out).
 // Defined in perf_validation_test.cpp.
 std::vector<PublishedScenario> published_h100_scenarios();
 
