@@ -6,32 +6,9 @@
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
 # Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout16|moe_dev]
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
-OUT=${OUT:-$ROOT/device-out}
-mkdir -p "$OUT"
-RES=$ROOT/build/heldout-results
-rm -rf "$RES"; mkdir -p "$RES"
-exec > >(tee -a "$OUT/heldout_log.txt") 2>&1
-export PATH=/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-T0=$(date +%s)
-section() { echo; echo "=== $* (t+$(( $(date +%s) - T0 ))s)"; }
-MPI="mpirun --allow-run-as-root --bind-to none -np 1"
-EXE=$ROOT/build/bin/lcm-exec
-
-section environment
-nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv
-CMAKE_ARGS=(-S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLCM_BUILD_GUI=OFF -DLCM_BUILD_BENCHMARKS=OFF
-            -DCMAKE_CUDA_ARCHITECTURES=90 ${LCM_EXTRA_CMAKE:-})
-TORCH_CUDNN_DIR=$(python3 -c "import nvidia.cudnn, os; print(list(nvidia.cudnn.__path__)[0])" 2>/dev/null)
-if [ -f "$TORCH_CUDNN_DIR/include/cudnn_graph.h" ]; then
-  CMAKE_ARGS+=(-DCUDNN_ROOT="$TORCH_CUDNN_DIR"); export LD_LIBRARY_PATH="$TORCH_CUDNN_DIR/lib:${LD_LIBRARY_PATH:-}"
-  echo "cuDNN: PyTorch's ($TORCH_CUDNN_DIR)"
-fi
-section "configure + build"
-cmake "${CMAKE_ARGS[@]}" > "$RES/configure.log" 2>&1 || tail -30 "$RES/configure.log"
-ninja -C build -j 16 ${LCM_TARGETS:-lcm-exec} 2>&1 | tail -3
+. "$(dirname "$0")/device_single_gpu.sh"
+device_setup heldout_log.txt heldout-results
+device_build
 
 [ "${1:-heldout}" = build ] && exit 0
 

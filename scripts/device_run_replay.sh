@@ -12,34 +12,12 @@
 # Leaves in $OUT: replay_log.txt and replay.tar.gz (the device tool returns few files per call).
 # Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_replay.sh LIST...
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
-OUT=${OUT:-$ROOT/device-out}
 DEADLINE=${DEADLINE:-520}
-mkdir -p "$OUT/replay"
-RES=$ROOT/build/replay-results
-rm -rf "$RES"; mkdir -p "$RES"
-exec > >(tee -a "$OUT/replay_log.txt") 2>&1
-export PATH=/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-T0=$(date +%s)
-section() { echo; echo "=== $* (t+$(( $(date +%s) - T0 ))s)"; }
-MPI="mpirun --allow-run-as-root --bind-to none -np 1"
-EXE=$ROOT/build/bin/lcm-exec
 [ $# -ge 1 ] || { echo "usage: OUT=DIR bash scripts/device_run_replay.sh LIST..." >&2; exit 2; }
-
-section environment
-nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,clocks.max.mem,power.limit,temperature.gpu,memory.total --format=csv
-CMAKE_ARGS=(-S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLCM_BUILD_GUI=OFF -DLCM_BUILD_BENCHMARKS=OFF
-            -DCMAKE_CUDA_ARCHITECTURES=90 ${LCM_EXTRA_CMAKE:-})
-TORCH_CUDNN_DIR=$(python3 -c "import nvidia.cudnn, os; print(list(nvidia.cudnn.__path__)[0])" 2>/dev/null)
-if [ -f "$TORCH_CUDNN_DIR/include/cudnn_graph.h" ]; then
-  CMAKE_ARGS+=(-DCUDNN_ROOT="$TORCH_CUDNN_DIR"); export LD_LIBRARY_PATH="$TORCH_CUDNN_DIR/lib:${LD_LIBRARY_PATH:-}"
-  echo "cuDNN: PyTorch's ($TORCH_CUDNN_DIR)"
-fi
-section "configure + build"
-cmake "${CMAKE_ARGS[@]}" > "$RES/configure.log" 2>&1 || tail -30 "$RES/configure.log"
-ninja -C build -j 16 ${LCM_TARGETS:-lcm-exec} 2>&1 | tail -3
+. "$(dirname "$0")/device_single_gpu.sh"
+device_setup replay_log.txt replay-results
+mkdir -p "$OUT/replay"
+device_build
 
 # The replayed arguments: the recorded command line after "lcm-exec", without its --out.
 replay_args() {

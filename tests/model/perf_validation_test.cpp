@@ -321,6 +321,24 @@ struct Layout {
   bool fsdp = false;
 };
 
+// A row's layout from the columns the published tables share (num_gpus, gbs, mbs, seq_len, tp,
+// pp, cp, vp, ep, fsdp); a blank or absent column takes the default (mbs, vp, ep 1; no FSDP).
+// Precision is each table's own.
+Layout row_layout(const Row& r) {
+  Layout l;
+  l.gpus = static_cast<int>(num(r, "num_gpus", 8));
+  l.gbs = static_cast<int>(num(r, "gbs", 1));
+  l.mbs = static_cast<int>(num(r, "mbs", 1));
+  l.seq = num(r, "seq_len", 4096);
+  l.tp = static_cast<int>(num(r, "tp", 1));
+  l.pp = static_cast<int>(num(r, "pp", 1));
+  l.cp = static_cast<int>(num(r, "cp", 1));
+  l.vp = static_cast<int>(num(r, "vp", 1));
+  l.ep = static_cast<int>(num(r, "ep", 1));
+  l.fsdp = num(r, "fsdp", 0) > 0;
+  return l;
+}
+
 // Per-model recipe facts (stated in the published recipes; same for every row of a model).
 struct Recipe {
   RecomputeGranularity recompute = RecomputeGranularity::kNone;
@@ -492,6 +510,7 @@ struct Result {
   Scenario scenario;  // the row's scenario (evaluated rows; published_h100_scenarios)
   bool has_band = false;  // predict(): the step's 80% error band (Estimate::band), for rate rows
   StepBand band;
+  Memory memory;  // predict(): the estimate's memory (verdicts: fits, may_fit, the band's ends)
   double err() const { return 100.0 * (pred - pub) / pub; }
 };
 
@@ -520,6 +539,7 @@ void predict(Scenario s, Result& res) {
   res.pred2 = e.time.model_tflops_per_gpu;
   res.has_band = true;
   res.band = e.band;
+  res.memory = e.memory;
   const double tokens = static_cast<double>(s.training.global_batch_size) * static_cast<double>(s.training.seq_length);
   const bool causal = s.flop_convention.causal_halved;
   s.flop_convention.causal_halved = !causal;
@@ -577,17 +597,7 @@ std::vector<Result> bridge_rows(const HardwareSpec& hw, const std::map<std::stri
       continue;
     }
     const ModelSpec m = model_from_arch(archs.at(arch_name(model)));
-    Layout l;
-    l.gpus = static_cast<int>(num(r, "num_gpus", 8));
-    l.gbs = static_cast<int>(num(r, "gbs", 1));
-    l.mbs = static_cast<int>(num(r, "mbs", 1));
-    l.seq = num(r, "seq_len", 4096);
-    l.tp = static_cast<int>(num(r, "tp", 1));
-    l.pp = static_cast<int>(num(r, "pp", 1));
-    l.cp = static_cast<int>(num(r, "cp", 1));
-    l.vp = static_cast<int>(num(r, "vp", 1));
-    l.ep = static_cast<int>(num(r, "ep", 1));
-    l.fsdp = num(r, "fsdp", 0) > 0;
+    Layout l = row_layout(r);
     l.precision = prec == "BF16" ? Precision::kBf16 : Precision::kFp8;
     Recipe rc = recipe_for("bridge", m);
     // Qwen3-30B-A3B on H100 before 26.02: the presets set no flex backend, and Megatron-Bridge
@@ -659,15 +669,7 @@ std::vector<Result> nemo_rows(const HardwareSpec& hw, const std::map<std::string
       continue;
     }
     const ModelSpec m = model_from_arch(archs.at(arch_name(model)));
-    Layout l;
-    l.gpus = static_cast<int>(num(r, "num_gpus", 8));
-    l.gbs = static_cast<int>(num(r, "gbs", 1));
-    l.mbs = static_cast<int>(num(r, "mbs", 1));
-    l.seq = num(r, "seq_len", 4096);
-    l.tp = static_cast<int>(num(r, "tp", 1));
-    l.pp = static_cast<int>(num(r, "pp", 1));
-    l.cp = static_cast<int>(num(r, "cp", 1));
-    l.vp = static_cast<int>(num(r, "vp", 1));
+    Layout l = row_layout(r);
     l.precision = Precision::kFp8;
     Recipe rc = recipe_for("nemo", m);
     if (task == "SFT") {
@@ -715,14 +717,7 @@ std::vector<Result> nemo_long_sequence_rows(const HardwareSpec& hw, const std::m
       continue;
     }
     const ModelSpec m = model_from_arch(archs.at(model));
-    Layout l;
-    l.gpus = static_cast<int>(num(r, "num_gpus", 8));
-    l.gbs = static_cast<int>(num(r, "gbs", 1));
-    l.mbs = 1;
-    l.seq = num(r, "seq_len", 4096);
-    l.tp = static_cast<int>(num(r, "tp", 1));
-    l.pp = static_cast<int>(num(r, "pp", 1));
-    l.cp = static_cast<int>(num(r, "cp", 1));
+    Layout l = row_layout(r);  // no mbs / vp columns: micro-batch 1, no virtual pipeline
     l.precision = Precision::kFp8;
     const Recipe rc = recipe_for("nemo", m);
     Built b = build(res.id, m, l, rc, hw, /*tp_comm_overlap=*/rc.tp_comm_overlap);
@@ -735,11 +730,10 @@ std::vector<Result> nemo_long_sequence_rows(const HardwareSpec& hw, const std::m
     }
     predict(b.s, res);
     std::swap(res.pred, res.pred2);  // primary: TFLOP/s (non-causal); secondary: tokens/s
-    const Estimate e = estimate(b.s);
-    res.reason = e.memory.fits      ? fmt::format("fits ({:.1f} GiB at the band's top)", e.memory.peak_high_bytes / kGiB)
-                 : e.memory.may_fit ? fmt::format("tight ({:.1f} GiB at the band's top)", e.memory.peak_high_bytes / kGiB)
-                                    : fmt::format("OUT OF MEMORY ({:.1f} GiB at the band's bottom)",
-                                                  e.memory.peak_low_bytes / kGiB);
+    const Memory& mem = res.memory;
+    res.reason = mem.fits      ? fmt::format("fits ({:.1f} GiB at the band's top)", mem.peak_high_bytes / kGiB)
+                 : mem.may_fit ? fmt::format("tight ({:.1f} GiB at the band's top)", mem.peak_high_bytes / kGiB)
+                               : fmt::format("OUT OF MEMORY ({:.1f} GiB at the band's bottom)", mem.peak_low_bytes / kGiB);
     out.push_back(res);
   }
   return out;
