@@ -171,7 +171,13 @@ void ScenarioPanel::refresh() {
     mi = model_->count() - 1;
   }
   if (mi >= 0) model_->setCurrentIndex(mi);
-  select_data(hardware_, QFileInfo(QString::fromStdString(session_->hardware_ref())).completeBaseName());
+  // The scenario names its profile ("h200-sxm.calibrated") or gives a path ("../h200-sxm.yaml"):
+  // the entry is the file name less a YAML suffix only (completeBaseName would cut
+  // ".calibrated" off a name and show the uncalibrated profile).
+  QString profile = QFileInfo(QString::fromStdString(session_->hardware_ref())).fileName();
+  for (const QString& suffix : {QStringLiteral(".yaml"), QStringLiteral(".yml")})
+    if (profile.endsWith(suffix)) profile.chop(suffix.size());
+  select_data(hardware_, profile);
   select_data(gpus_, s.num_gpus);
   select_data(seq_, QVariant::fromValue<qlonglong>(s.training.seq_length));
   gbs_->setValue(s.training.global_batch_size);

@@ -17,9 +17,11 @@ std::optional<io::ConfigError> Session::load_file(const QString& path) {
   io::LoadOptions lo;
   lo.num_gpus = base_.num_gpus > 0 ? base_.num_gpus : 8;  // Megatron model_config.yaml inputs
   lo.hardware = hardware_ref_;
+  std::string ref = hardware_ref_;
+  lo.hardware_ref = &ref;  // the file's own profile: what the panel shows and Save as writes
   auto r = io::load_scenario(path.toStdString(), lo);
   if (!r) return r.error();
-  adopt(std::move(r).value(), hardware_ref_, path);
+  adopt(std::move(r).value(), ref, path);
   return std::nullopt;
 }
 
@@ -27,9 +29,11 @@ std::optional<io::ConfigError> Session::load_yaml(const std::string& text, const
   io::LoadOptions lo;
   lo.num_gpus = base_.num_gpus > 0 ? base_.num_gpus : 8;
   lo.hardware = hardware_ref_;
+  std::string ref = hardware_ref_;
+  lo.hardware_ref = &ref;
   auto r = io::load_scenario_string(text, display_name, lo);
   if (!r) return r.error();
-  adopt(std::move(r).value(), hardware_ref_, QString());
+  adopt(std::move(r).value(), ref, QString());
   return std::nullopt;
 }
 

@@ -94,7 +94,10 @@ std::optional<ConfigError> parse_map(const YAML::Node& map, Section section, Sce
 Result<HardwareSpec> resolve_hardware(const std::string& ref, const LoadOptions& opts, const fs::path& base_dir,
                                       const KeyLocations& where) {
   if (opts.loaded_profiles)
-    if (const auto it = opts.loaded_profiles->find(ref); it != opts.loaded_profiles->end()) return it->second;
+    if (const auto it = opts.loaded_profiles->find(ref); it != opts.loaded_profiles->end()) {
+      if (opts.hardware_ref) *opts.hardware_ref = ref;
+      return it->second;
+    }
   std::vector<std::string> dirs = opts.profile_dirs;
   std::string name = ref;
   const bool is_path = ref.find('/') != std::string::npos || ref.ends_with(".yaml") || ref.ends_with(".yml");
@@ -104,6 +107,7 @@ Result<HardwareSpec> resolve_hardware(const std::string& ref, const LoadOptions&
   }
   auto path = find_hardware_profile(name, dirs);
   if (!path) return error_for_key(where, "hardware.profile", path.error().message);
+  if (opts.hardware_ref) *opts.hardware_ref = is_path ? fs::absolute(path.value()).lexically_normal().string() : ref;
   return load_hardware_profile(path.value());
 }
 

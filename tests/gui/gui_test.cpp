@@ -73,6 +73,7 @@ class GuiTest : public QObject {
   void validation_tab_compares_the_committed_measurements();
   void export_writes_png_and_svg();
   void model_name_is_the_scenarios_own();
+  void hardware_entry_is_the_scenarios_profile();
   void headline_chart_and_why_not_state_the_verdicts_number();
   void capacity_tab_says_once_why_a_dense_model_has_nothing();
   void validation_counts_agree_with_lcm_plot();
@@ -345,6 +346,38 @@ void GuiTest::export_writes_png_and_svg() {
   QVERIFY(text.contains("pipeline stage (pp = 2"));
   QVERIFY(!mem->export_to(dir.filePath("m.jpg"), &err));
   QVERIFY(err.contains(".png or .svg"));
+}
+
+void GuiTest::hardware_entry_is_the_scenarios_profile() {
+  // default.yaml names "h200-sxm.calibrated": the panel shows that profile, not "h200-sxm"
+  // (a dotted name is not a file suffix), and the estimate uses it.
+  gui::MainWindow w;
+  QVERIFY(w.scenario_panel()->open_file(kDefault));
+  auto* hw = w.scenario_panel()->findChild<QComboBox*>("hardware");
+  QVERIFY(hw != nullptr);
+  QCOMPARE(hw->currentText(), QString("h200-sxm.calibrated"));
+  QCOMPARE(w.session()->base().hardware.name, std::string("h200-sxm.calibrated"));
+  // Saving it names the same profile (it wrote "profile: h200-sxm" before).
+  QTemporaryDir dir;
+  const QString saved = dir.filePath("saved.yaml");
+  QString err;
+  QVERIFY2(w.session()->save(saved, &err), qPrintable(err));
+  QFile back(saved);
+  QVERIFY(back.open(QIODevice::ReadOnly));
+  QVERIFY(back.readAll().contains("profile: h200-sxm.calibrated\n"));
+  // A path to a profile file selects its entry too.
+  QFile src(kDefault);
+  QVERIFY(src.open(QIODevice::ReadOnly));
+  QByteArray text = src.readAll();
+  src.close();
+  text.replace("profile: h200-sxm.calibrated", "profile: " LCM_SOURCE_DIR "/hwprofiles/h100-sxm.yaml");
+  const QString other = dir.filePath("by-path.yaml");
+  QFile f(other);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(text);
+  f.close();
+  QVERIFY(w.scenario_panel()->open_file(other));
+  QCOMPARE(hw->currentText(), QString("h100-sxm"));
 }
 
 void GuiTest::model_name_is_the_scenarios_own() {

@@ -51,6 +51,11 @@ struct LoadOptions {
   // Where the loader says what it adjusted besides the overrides themselves (dependent
   // keys, Megatron names converted), one line each; null: not reported.
   std::vector<std::string>* notes = nullptr;
+  // Where the loader writes the hardware profile reference the loaded scenario used (its
+  // `hardware.profile` after overrides, a relative path made absolute against the scenario's
+  // directory; `hardware` for Megatron inputs), so that a caller saving the scenario again
+  // names the same profile; null: not reported.
+  std::string* hardware_ref = nullptr;
 };
 
 // `name_or_path`: a file, or the name of a bundled scenario ("default" ->
