@@ -17,12 +17,16 @@ namespace {
 
 QString str(std::string_view v) { return QString::fromUtf8(v.data(), static_cast<int>(v.size())); }
 
+// The VPP entry of a scenario's own pipeline_model_parallel_layout (it sets the virtual
+// stages and the layer placement; any other entry, or a PP change, drops it).
+constexpr int kCustomLayout = -1;
+
 int get(const plan::Layout& l, LayoutPanel::Knob k) {
   switch (k) {
     case LayoutPanel::kTp: return l.tp;
     case LayoutPanel::kCp: return l.cp;
     case LayoutPanel::kPp: return l.pp;
-    case LayoutPanel::kVl: return l.vl;
+    case LayoutPanel::kVl: return l.custom_pipeline ? kCustomLayout : l.vl;
     case LayoutPanel::kEp: return l.ep;
     case LayoutPanel::kEtp: return l.etp;
     case LayoutPanel::kMbs: return l.mbs;
@@ -44,11 +48,16 @@ plan::Layout with(plan::Layout l, LayoutPanel::Knob k, int v) {
       if (v == 1) l.cp_comm = CpCommType::kP2P, l.cp_a2a = 0;
       break;
     case LayoutPanel::kPp:
+      if (v != l.pp) l.custom_pipeline = false;
       l.pp = v;
       if (v == 1) l.vl = 0;
       l.first_stage_layers = l.last_stage_layers = 0;
       break;
-    case LayoutPanel::kVl: l.vl = v; break;
+    case LayoutPanel::kVl:
+      l.custom_pipeline = v == kCustomLayout;
+      l.vl = l.custom_pipeline ? 0 : v;
+      if (l.custom_pipeline) l.first_stage_layers = l.last_stage_layers = 0;
+      break;
     case LayoutPanel::kEp: l.ep = v; break;
     case LayoutPanel::kEtp: l.etp = v; break;
     case LayoutPanel::kMbs: l.mbs = v; break;
@@ -75,6 +84,8 @@ std::vector<std::pair<int, QString>> candidates(LayoutPanel::Knob k, const Scena
     case LayoutPanel::kEp:
     case LayoutPanel::kEtp: ints(plan::divisors(std::max(1, s.num_gpus))); break;
     case LayoutPanel::kVl: {
+      if (!s.parallel.pipeline_layout.empty())
+        out.emplace_back(kCustomLayout, QString("the scenario's layout (%1 stages)").arg(s.parallel.pipeline_layout.size()));
       out.emplace_back(0, "off");
       const int per_stage = s.model.num_layers / std::max(1, cur.pp);
       for (int d : plan::divisors(std::max(1, per_stage)))

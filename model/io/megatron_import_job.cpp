@@ -7,6 +7,7 @@
 
 #include "enum_tables.hpp"
 #include "lcm/model/io/enums.hpp"
+#include "lcm/model/pipeline_layout.hpp"
 #include "megatron_importer.hpp"
 
 namespace lcm::io {
@@ -185,14 +186,6 @@ void MegatronImporter::map_parallel() {
   map_optimizer_sharding();
   map_recompute();
   map_cuda_graphs();
-  // Megatron requires an interleaved schedule for EP comm overlap with PP; without one lcm
-  // cannot model the overlap's schedule either.
-  if (p.overlap_moe_expert_parallel_comm && interleave_dropped_ && p.pipeline_model_parallel_size > 1) {
-    p.overlap_moe_expert_parallel_comm = false;
-    note("--overlap-moe-expert-parallel-comm needs the interleaved schedule, which lcm cannot represent for this "
-         "pipeline layout: modelled without EP communication overlap");
-  }
-
   // Global batch: --global-batch-size, the last step of --step-batch-size-schedule, or
   // Megatron's default micro_batch_size * data_parallel_size (one micro-batch per step).
   if (const auto g = integer("global-batch-size", 1)) {
@@ -246,17 +239,11 @@ void MegatronImporter::map_pipeline() {
     if (uneven || p.account_for_embedding_in_pipeline_split || p.account_for_loss_in_pipeline_split)
       fail("pipeline-model-parallel-layout",
            "pipeline_model_parallel_layout cannot be set with other pipeline layout arguments");
-    auto r = map_pipeline_layout(*layout, L, pp);
-    if (const auto* err = std::get_if<std::string>(&r)) fail("pipeline-model-parallel-layout", *err);
-    const LayoutMapping& m = std::get<LayoutMapping>(r);
-    p.num_layers_in_first_pipeline_stage = m.first;
-    p.num_layers_in_last_pipeline_stage = m.last;
-    p.num_layers_per_virtual_pipeline_stage = m.layers_per_virtual_stage;
-    if (!m.note.empty()) note(m.note);
-    interleave_dropped_ = m.interleave_dropped;
-    for (const char* k : {"parallel.num_layers_in_first_pipeline_stage", "parallel.num_layers_in_last_pipeline_stage",
-                          "parallel.num_layers_per_virtual_pipeline_stage"})
-      from(k, "pipeline-model-parallel-layout");
+    ExpandedPipelineLayout e = expand_pipeline_layout(*layout);
+    if (!e.error.empty())
+      fail("pipeline-model-parallel-layout", fmt::format("cannot parse pipeline layout '{}': {}", *layout, e.error));
+    p.pipeline_layout = std::move(e.stages);  // modelled as written; validate_scenario checks it
+    from("parallel.pipeline_model_parallel_layout", "pipeline-model-parallel-layout");
   } else if (const auto per_vs = integer("num-layers-per-virtual-pipeline-stage", 1)) {
     if (uneven)
       fail("num-layers-per-virtual-pipeline-stage",
@@ -269,10 +256,18 @@ void MegatronImporter::map_pipeline() {
     from("parallel.num_layers_per_virtual_pipeline_stage", "num-virtual-stages-per-pipeline-rank");
     if (*v == 1) return;
     if (uneven) {
-      interleave_dropped_ = true;
-      note(fmt::format("--num-virtual-stages-per-pipeline-rank {} with uneven first/last stages: interleaving not "
-                       "modelled (lcm's virtual stages have one size)",
-                       *v));
+      // Megatron splits each rank's layers evenly over its chunks: a custom layout of that split.
+      std::vector<std::string> st =
+          uneven_interleaved_layout(L, pp, static_cast<int>(*v), p.num_layers_in_first_pipeline_stage,
+                                    p.num_layers_in_last_pipeline_stage, out_.draft.s.model.mtp_num_layers);
+      if (st.empty())
+        fail("num-virtual-stages-per-pipeline-rank",
+             fmt::format("with uneven first/last stages ({} / {} of {} layers on {} ranks) every rank's layers must "
+                         "split evenly into {} virtual stages",
+                         p.num_layers_in_first_pipeline_stage, p.num_layers_in_last_pipeline_stage, L, pp, *v));
+      p.num_layers_in_first_pipeline_stage = p.num_layers_in_last_pipeline_stage = 0;
+      p.pipeline_layout = std::move(st);
+      from("parallel.pipeline_model_parallel_layout", "num-virtual-stages-per-pipeline-rank");
     } else if (n % pp == 0) {
       if ((n / pp) % *v != 0)
         fail("num-virtual-stages-per-pipeline-rank",

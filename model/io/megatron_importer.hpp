@@ -53,7 +53,6 @@ class MegatronImporter {
   void map_cuda_graphs();
 
   std::map<std::string, const MegatronFlag*, std::less<>> by_name_;
-  bool interleave_dropped_ = false;  // Megatron interleaves, lcm's mapping could not
   int num_gpus_;
   const HardwareSpec& hardware_;
   std::string name_;

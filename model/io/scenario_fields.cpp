@@ -8,6 +8,7 @@
 #include "enum_tables.hpp"
 #include "lcm/model/io/enums.hpp"
 #include "lcm/model/limits.hpp"
+#include "lcm/model/pipeline_layout.hpp"
 
 namespace lcm::io {
 
@@ -485,6 +486,27 @@ std::vector<FieldSpec> build() {
                              [](S& s) -> auto& { return s.parallel.num_layers_in_first_pipeline_stage; }, L::kNumLayers));
   f.push_back(optional_count(P, "num_layers_in_last_pipeline_stage",
                              [](S& s) -> auto& { return s.parallel.num_layers_in_last_pipeline_stage; }, L::kNumLayers));
+  f.push_back({P, "pipeline_model_parallel_layout", false,
+               [](const YAML::Node& n, ScenarioDraft& d) -> std::string {
+                 if (n.IsNull()) {
+                   d.s.parallel.pipeline_layout.clear();
+                   return {};
+                 }
+                 auto r = read_string(n);
+                 if (failed(r) || std::get<0>(r).empty())
+                   return "expected a Megatron pipeline layout such as \"Et|(tt|)*30mL\" (stages separated by '|'; E "
+                          "embedding, t transformer layer, m MTP layer, L loss), got " +
+                          describe(n);
+                 ExpandedPipelineLayout e = expand_pipeline_layout(std::get<0>(r));
+                 if (!e.error.empty()) return "expected a Megatron pipeline layout: " + e.error;
+                 d.s.parallel.pipeline_layout = std::move(e.stages);
+                 return {};
+               },
+               [](const Scenario& s) {
+                 return s.parallel.pipeline_layout.empty()
+                            ? YAML::Node(YAML::NodeType::Undefined)
+                            : YAML::Node(pipeline_layout_text(s.parallel.pipeline_layout));
+               }});
   f.push_back(boolean(P, "account_for_embedding_in_pipeline_split",
                       [](S& s) -> auto& { return s.parallel.account_for_embedding_in_pipeline_split; }));
   f.push_back(boolean(P, "account_for_loss_in_pipeline_split",

@@ -15,7 +15,6 @@ set(LCM_MODEL_IO_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/megatron_flag_names.cpp
   ${CMAKE_CURRENT_LIST_DIR}/megatron_import.cpp
   ${CMAKE_CURRENT_LIST_DIR}/megatron_import_job.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/megatron_layout.cpp
   ${CMAKE_CURRENT_LIST_DIR}/toml_read.cpp
   ${CMAKE_CURRENT_LIST_DIR}/job_import.cpp
 )

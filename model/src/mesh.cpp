@@ -1,6 +1,7 @@
 // Mesh derivation, layer-to-stage assignment and Megatron's rank-order rule.
 #include "lcm/model/mesh.hpp"
 
+#include <algorithm>
 #include <cassert>
 
 namespace lcm {
@@ -63,7 +64,9 @@ Mesh derive_mesh(const Scenario& s) {
   m.ep = has_moe(s.model) ? par.expert_model_parallel_size : 1;
   m.edp = m.world / (m.etp * m.ep * m.pp);
   m.sp = par.sequence_parallel && m.tp > 1;
-  if (par.num_layers_per_virtual_pipeline_stage > 0 && m.pp > 1) {
+  if (!par.pipeline_layout.empty() && m.pp > 0) {
+    m.vp = static_cast<int>(par.pipeline_layout.size()) / m.pp;
+  } else if (par.num_layers_per_virtual_pipeline_stage > 0 && m.pp > 1) {
     const int emb = par.account_for_embedding_in_pipeline_split ? 1 : 0;
     const int loss = par.account_for_loss_in_pipeline_split ? 1 : 0;
     const int per_rank = (s.model.num_layers + emb + loss) / m.pp;
@@ -99,6 +102,18 @@ template <class F>
 void for_each_stage_layer(const Scenario& s, const Mesh& m, F&& f) {
   const ModelSpec& model = s.model;
   const int p = m.pp;
+  if (const std::vector<std::string>& layout = s.parallel.pipeline_layout; !layout.empty()) {
+    // A custom layout: stage j * p + r is rank r's chunk j; layers are numbered in stage order.
+    std::vector<int> first_layer(layout.size() + 1, 0);
+    for (size_t st = 0; st < layout.size(); ++st)
+      first_layer[st + 1] = first_layer[st] + static_cast<int>(std::count(layout[st].begin(), layout[st].end(), 't'));
+    for (int r = 0; r < p; ++r)
+      for (int j = 0; j < m.vp; ++j) {
+        const size_t st = static_cast<size_t>(j * p + r);
+        for (int layer = first_layer[st], pos = 0; layer < first_layer[st + 1]; ++layer, ++pos) f(r, layer, pos);
+      }
+    return;
+  }
   int counts[1024];
   assert(p <= 1024);
   pipeline_split(model, s.parallel, counts);
@@ -147,10 +162,25 @@ std::vector<StageLayers> stage_layers(const Scenario& s, const Mesh& m) {
   for_each_stage_layer(s, m, [&](int r, int layer, int pos) {
     add_layer(model, s.parallel, layer, pos, out[static_cast<size_t>(r)]);
   });
+  // A custom layout must put the embedding on rank 0 and the loss and the MTP layers on the
+  // last rank (validate.cpp), where Megatron's default split has them.
   out.front().has_embedding = true;
   out.back().has_output = true;
   out.back().num_mtp_layers = model.mtp_num_layers;
   return out;
+}
+
+uint64_t pipeline_layout_hash(const std::vector<std::string>& stages) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](unsigned char c) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  };
+  for (const std::string& st : stages) {
+    for (char c : st) mix(static_cast<unsigned char>(c));
+    mix('|');
+  }
+  return h == 0 ? 1 : h;
 }
 
 std::vector<std::vector<int>> stage_layer_indices(const Scenario& s, const Mesh& m) {

@@ -181,12 +181,66 @@ void check_world(const Scenario& s, Checker& check) {
           t.seq_length, 2 * cp);
 }
 
+// A custom layout (--pipeline-model-parallel-layout): Megatron-Core's checks
+// (TransformerConfig.__post_init__, PipelineParallelLayerLayout.validate_layer_layout) and
+// lcm's one restriction: the MTP layers sit on the last pipeline rank, with the loss.
+void check_pipeline_layout(const Scenario& s, Checker& check) {
+  const ParallelSpec& p = s.parallel;
+  const std::vector<std::string>& st = p.pipeline_layout;
+  const int pp = p.pipeline_model_parallel_size;
+  const char* key = "parallel.pipeline_model_parallel_layout";
+  check(p.num_layers_in_first_pipeline_stage == 0 && p.num_layers_in_last_pipeline_stage == 0 &&
+            p.num_layers_per_virtual_pipeline_stage == 0 && !p.account_for_embedding_in_pipeline_split &&
+            !p.account_for_loss_in_pipeline_split,
+        key,
+        "pipeline_model_parallel_layout cannot be set with other pipeline layout arguments "
+        "(num_layers_in_first/last_pipeline_stage, num_layers_per_virtual_pipeline_stage, "
+        "account_for_embedding/loss_in_pipeline_split)");
+  const int n = static_cast<int>(st.size());
+  if (n % pp != 0) {
+    check(false, key, "pipeline_model_parallel_layout has {} stages, not divisible by pipeline_model_parallel_size {}", n,
+          pp);
+    return;
+  }
+  check(pp > 1 || n == 1, key, "an interleaved (virtual) pipeline schedule needs pipeline_model_parallel_size > 1 ({} stages on 1 rank)", n);
+  auto count = [&](char c) {
+    int k = 0;
+    for (const std::string& x : st) k += static_cast<int>(std::count(x.begin(), x.end(), c));
+    return k;
+  };
+  check(!st.front().empty() && st.front().front() == 'E', key, "the first layer must be the embedding (E), got '{}'",
+        st.front().empty() ? std::string("an empty stage") : st.front().substr(0, 1));
+  check(!st.back().empty() && st.back().back() == 'L', key, "the last layer must be the loss (L), got '{}'",
+        st.back().empty() ? std::string("an empty stage") : st.back().substr(st.back().size() - 1));
+  check(count('E') == 1, key, "the embedding (E) must be specified exactly once, got {}", count('E'));
+  check(count('L') == 1, key, "the loss (L) must be specified exactly once, got {}", count('L'));
+  check(count('t') == s.model.num_layers, key, "the layout places {} transformer layers (t) but num_layers is {}",
+        count('t'), s.model.num_layers);
+  check(count('m') == s.model.mtp_num_layers, key, "the layout places {} MTP layers (m) but mtp_num_layers is {}",
+        count('m'), s.model.mtp_num_layers);
+  bool mtp_seen = false, decoder_after_mtp = false;
+  for (const std::string& x : st)
+    for (char c : x) {
+      mtp_seen = mtp_seen || c == 'm';
+      decoder_after_mtp = decoder_after_mtp || (mtp_seen && c == 't');
+    }
+  check(!decoder_after_mtp, key, "decoder layers (t) must be placed before MTP layers (m)");
+  const std::string& last = st.back();
+  check(count('m') == static_cast<int>(std::count(last.begin(), last.end(), 'm')), key,
+        "lcm models the MTP layers on the last pipeline rank's last virtual stage, with the loss (L): put every 'm' "
+        "in the last stage");
+}
+
 void check_pipeline(const Scenario& s, Checker& check) {
   const ParallelSpec& p = s.parallel;
   const int L = s.model.num_layers, pp = p.pipeline_model_parallel_size;
   const int first = p.num_layers_in_first_pipeline_stage, last = p.num_layers_in_last_pipeline_stage;
   const int vl = p.num_layers_per_virtual_pipeline_stage;
   if (pp <= 0 || L <= 0) return;
+  if (!p.pipeline_layout.empty()) {
+    check_pipeline_layout(s, check);
+    return;
+  }
   if (first > 0 || last > 0) {
     // Megatron-Core TransformerConfig.__post_init__ raises on the combination.
     check(!p.account_for_embedding_in_pipeline_split && !p.account_for_loss_in_pipeline_split,
@@ -303,7 +357,8 @@ void check_moe(const Scenario& s, Checker& check) {
           "overlap_moe_expert_parallel_comm is supported with alltoall/flex token dispatcher");
     check(p.recompute_granularity != RecomputeGranularity::kFull, "parallel.overlap_moe_expert_parallel_comm",
           "disable full recomputation when enabling overlap_moe_expert_parallel_comm");
-    check(p.pipeline_model_parallel_size == 1 || p.num_layers_per_virtual_pipeline_stage > 0,
+    check(p.pipeline_model_parallel_size == 1 || p.num_layers_per_virtual_pipeline_stage > 0 ||
+              static_cast<int>(p.pipeline_layout.size()) > p.pipeline_model_parallel_size,
           "parallel.overlap_moe_expert_parallel_comm",
           "If enabling EP A2A overlap, virtual pipeline stages must be specified when pipeline_model_parallel_size > 1");
   }

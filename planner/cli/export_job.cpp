@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "lcm/model/io/enums.hpp"
+#include "lcm/model/pipeline_layout.hpp"
 #include "lcm/model/mesh.hpp"
 #include "lcm/planner/search/plan.hpp"
 
@@ -238,7 +239,8 @@ ArgBlock megatron_parallel_args(const Scenario& s) {
   const std::vector<std::string> flags = plan::megatron_flags(s);
   for (size_t i = 0; i < flags.size();) {
     std::string flag = flags[i++], value;
-    while (i < flags.size() && flags[i].rfind("--", 0) != 0) value += (value.empty() ? "" : " ") + flags[i++];
+    while (i < flags.size() && flags[i].rfind("--", 0) != 0)
+      value += (value.empty() ? "" : " ") + plan::shell_word(flags[i++]);
     b.add(flag, value);
   }
   if (p.moe_fp8_dispatch) b.add("--moe-dispatch-fwd-dtype", "mxfp8", "1-byte dispatch payload");
@@ -440,6 +442,10 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
     model.add("virtual_pipeline_model_parallel_size", num(per_rank / p.num_layers_per_virtual_pipeline_stage),
               fmt::format("{} layers per virtual stage", p.num_layers_per_virtual_pipeline_stage));
   }
+  if (!p.pipeline_layout.empty())
+    model.add("pipeline_model_parallel_layout", "\"" + pipeline_layout_text(p.pipeline_layout) + "\"",
+              fmt::format("{} stages: pp {} x vp {}", p.pipeline_layout.size(), p.pipeline_model_parallel_size,
+                          p.pipeline_layout.size() / static_cast<size_t>(p.pipeline_model_parallel_size)));
   if (p.num_layers_in_first_pipeline_stage > 0)
     model.add("num_layers_in_first_pipeline_stage", num(p.num_layers_in_first_pipeline_stage));
   if (p.num_layers_in_last_pipeline_stage > 0)
@@ -571,6 +577,10 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
     cannot(
         "uneven first/last pipeline stages: TorchTitan splits by layers per stage (express it with "
         "account_for_embedding/loss or an even split)");
+  if (!p.pipeline_layout.empty())
+    cannot(
+        "pipeline_model_parallel_layout: TorchTitan splits by layers per stage, not by a per-stage layout (express it "
+        "with account_for_embedding/loss or an even split)");
   if (p.cuda_graph_impl != CudaGraphImpl::kNone)
     cannot(fmt::format("cuda_graph_impl {}: TorchTitan's training loop has no CUDA graph capture",
                        to_string(p.cuda_graph_impl)));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "lcm/model/io/enums.hpp"
+#include "lcm/model/pipeline_layout.hpp"
 #include "lcm/planner/report/band.hpp"
 #include "plan_format.hpp"
 
@@ -39,6 +40,8 @@ ordered_json layout_json(const Scenario& base, const Layout& l) {
   j["num_layers_in_first_pipeline_stage"] = l.first_stage_layers;
   j["num_layers_in_last_pipeline_stage"] = l.last_stage_layers;
   j["num_layers_per_virtual_pipeline_stage"] = l.vl;
+  j["pipeline_model_parallel_layout"] =
+      p.pipeline_layout.empty() ? ordered_json(nullptr) : ordered_json(pipeline_layout_text(p.pipeline_layout));
   j["virtual_pipeline_model_parallel_size"] = m.vp;
   j["expert_model_parallel_size"] = m.ep;
   j["expert_tensor_parallel_size"] = m.etp;
@@ -176,7 +179,7 @@ std::string scenario_title(const Scenario& base) {
 
 std::string megatron_command(const Scenario& s) {
   std::string out;
-  for (const std::string& f : plan::megatron_flags(s)) out += (out.empty() ? "" : " ") + f;
+  for (const std::string& f : plan::megatron_flags(s)) out += (out.empty() ? "" : " ") + plan::shell_word(f);
   return out;
 }
 

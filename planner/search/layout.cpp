@@ -1,5 +1,6 @@
 // Layouts: applying one to a scenario, naming it, and writing it as Megatron flags.
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <sstream>
 #include <tuple>
@@ -7,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "lcm/model/io/enums.hpp"
+#include "lcm/model/pipeline_layout.hpp"
 #include "lcm/planner/search/plan.hpp"
 
 namespace lcm::plan {
@@ -14,7 +16,8 @@ namespace lcm::plan {
 namespace {
 
 auto tie_of(const Layout& l) {
-  return std::make_tuple(l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.vl, l.ep, l.etp, l.mbs,
+  return std::make_tuple(l.tp, l.cp, l.pp, l.first_stage_layers, l.last_stage_layers, l.vl, l.custom_pipeline, l.ep,
+                         l.etp, l.mbs,
                          static_cast<int>(l.recompute), static_cast<int>(l.sharding), static_cast<int>(l.cp_comm),
                          l.cp_a2a, static_cast<int>(l.dispatcher), l.pp_before_dp);
 }
@@ -49,7 +52,9 @@ bool layout_less(const Layout& a, const Layout& b) { return tie_of(a) < tie_of(b
 void apply_layout_into(const Scenario& base, const Layout& l, Scenario& out) {
   const ParallelSpec& b = base.parallel;
   ParallelSpec& p = out.parallel;
-  const bool uneven = l.first_stage_layers > 0 || l.last_stage_layers > 0;
+  const bool uneven = l.first_stage_layers > 0 || l.last_stage_layers > 0 || l.custom_pipeline;
+  if (!l.custom_pipeline) p.pipeline_layout.clear();
+  else if (p.pipeline_layout != b.pipeline_layout) p.pipeline_layout = b.pipeline_layout;
   p.tensor_model_parallel_size = l.tp;
   p.sequence_parallel = l.tp > 1;
   p.pipeline_model_parallel_size = l.pp;
@@ -80,7 +85,9 @@ void apply_layout_into(const Scenario& base, const Layout& l, Scenario& out) {
   p.tp_comm_overlap = b.tp_comm_overlap && l.tp > 1;
   p.overlap_moe_expert_parallel_comm = b.overlap_moe_expert_parallel_comm && l.ep > 1 &&
                                        l.dispatcher != Dispatcher::kAllGather &&
-                                       l.recompute != RecomputeGranularity::kFull && (l.pp == 1 || l.vl > 0);
+                                       l.recompute != RecomputeGranularity::kFull &&
+                                       (l.pp == 1 || l.vl > 0 ||
+                                        (l.custom_pipeline && static_cast<int>(b.pipeline_layout.size()) > l.pp));
   p.moe_fp8_dispatch = b.moe_fp8_dispatch;
   p.cuda_graph_impl = b.cuda_graph_impl;
   p.cuda_graph_modules = b.cuda_graph_modules;
@@ -116,6 +123,7 @@ Layout layout_of(const Scenario& s) {
   l.first_stage_layers = p.num_layers_in_first_pipeline_stage;
   l.last_stage_layers = p.num_layers_in_last_pipeline_stage;
   l.vl = p.num_layers_per_virtual_pipeline_stage;
+  l.custom_pipeline = !p.pipeline_layout.empty();
   l.ep = has_moe(s.model) ? p.expert_model_parallel_size : 1;
   l.etp = p.expert_tensor_parallel_size > 0 ? p.expert_tensor_parallel_size : p.tensor_model_parallel_size;
   l.mbs = s.training.micro_batch_size;
@@ -135,6 +143,11 @@ std::string layout_string(const Layout& l, const Scenario& base) {
   out += fmt::format(" pp{}", l.pp);
   if (l.first_stage_layers > 0 || l.last_stage_layers > 0)
     out += fmt::format("(first{},last{})", l.first_stage_layers, l.last_stage_layers);
+  if (l.custom_pipeline) {
+    out += "(layout)";
+    const int vp = l.pp > 0 ? static_cast<int>(base.parallel.pipeline_layout.size()) / l.pp : 0;
+    if (vp > 1) out += fmt::format(" vp{}", vp);
+  }
   if (l.vl > 0) out += fmt::format(" vp{}", layers_per_rank(base, l.pp) / l.vl);
   if (has_moe(base.model)) out += fmt::format(" ep{} etp{}", l.ep, l.etp);
   out += fmt::format(" dp{} mbs{} {} {}", dp, l.mbs, recompute_name(l.recompute), to_string(l.sharding));
@@ -229,8 +242,15 @@ bool parse_layout_string(const std::string& text, const Scenario& base, Layout& 
       knob = "pp";
       l.pp = v;
       l.first_stage_layers = l.last_stage_layers = 0;
-      if (!arg.empty() && !parse_split(arg, l)) {
-        error = fmt::format("'{}': expected pp{}(firstA,lastB), the layers of the first and last stage", tok, v);
+      l.custom_pipeline = arg == "layout";
+      if (l.custom_pipeline && base.parallel.pipeline_layout.empty()) {
+        error = fmt::format("'{}': the scenario has no pipeline_model_parallel_layout to keep", tok);
+        return false;
+      }
+      if (!arg.empty() && !l.custom_pipeline && !parse_split(arg, l)) {
+        error = fmt::format("'{}': expected pp{}(firstA,lastB), the layers of the first and last stage, or pp{}(layout), "
+                            "the scenario's pipeline_model_parallel_layout",
+                            tok, v, v);
         return false;
       }
     } else if (sized(t, "vp", v)) {
@@ -282,7 +302,7 @@ bool parse_layout_string(const std::string& text, const Scenario& base, Layout& 
       }
       l.pp_before_dp = std::equal(o->begin(), o->end(), std::begin(kPpDpOrder));
     } else {
-      error = fmt::format("'{}' is not a layout token (tpN cpN[(p2p|a2a|allgather|a2aX+p2pY)] ppN[(firstA,lastB)] vpN "
+      error = fmt::format("'{}' is not a layout token (tpN cpN[(p2p|a2a|allgather|a2aX+p2pY)] ppN[(firstA,lastB)|(layout)] vpN "
                           "epN etpN dpN mbsN, no-rc|sel|full, a sharding, a dispatcher, order=...)",
                           tok);
       return false;
@@ -315,7 +335,16 @@ bool parse_layout_string(const std::string& text, const Scenario& base, Layout& 
     l.etp = l.tp;
   }
   l.vl = 0;
-  if (vp > 0) {
+  if (l.custom_pipeline) {
+    // The layout fixes the virtual stages: a vp token may only repeat them.
+    const int stages = static_cast<int>(base.parallel.pipeline_layout.size());
+    if (stages % l.pp != 0 || (vp > 0 && vp != stages / l.pp)) {
+      error = fmt::format("pp{}(layout): the scenario's pipeline_model_parallel_layout has {} stages{}", l.pp, stages,
+                          stages % l.pp != 0 ? fmt::format(", not a multiple of pp{}", l.pp)
+                                             : fmt::format(" = pp{} x vp{}, not vp{}", l.pp, stages / l.pp, vp));
+      return false;
+    }
+  } else if (vp > 0) {
     const int per_rank = layers_per_rank(base, l.pp);
     if (per_rank % vp != 0 || per_rank / vp == 0) {
       error = fmt::format("'vp{}': {} layers per pipeline rank (pp{}) do not split into {} virtual stages", vp, per_rank,
@@ -335,6 +364,16 @@ bool parse_layout_string(const std::string& text, const Scenario& base, Layout& 
   return true;
 }
 
+std::string shell_word(const std::string& arg) {
+  const bool plain = !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_-./:=,+@%").find(c) != std::string_view::npos;
+  });
+  if (plain) return arg;
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::vector<std::string> megatron_flags(const Scenario& s) {
   const ParallelSpec& p = s.parallel;
   std::vector<std::string> f;
@@ -346,6 +385,7 @@ std::vector<std::string> megatron_flags(const Scenario& s) {
   add("--tensor-model-parallel-size", num(p.tensor_model_parallel_size));
   if (p.sequence_parallel && p.tensor_model_parallel_size > 1) add("--sequence-parallel");
   add("--pipeline-model-parallel-size", num(p.pipeline_model_parallel_size));
+  if (!p.pipeline_layout.empty()) add("--pipeline-model-parallel-layout", pipeline_layout_text(p.pipeline_layout));
   if (p.num_layers_per_virtual_pipeline_stage > 0)
     add("--num-layers-per-virtual-pipeline-stage", num(p.num_layers_per_virtual_pipeline_stage));
   if (p.num_layers_in_first_pipeline_stage > 0)

@@ -6,6 +6,7 @@
 #include "io_test_util.hpp"
 #include "lcm/model/io/enums.hpp"
 #include "lcm/model/io/megatron_import.hpp"
+#include "lcm/model/mesh.hpp"
 
 namespace lcm::io::test {
 namespace {
@@ -303,28 +304,56 @@ TEST(MegatronImport, Recompute) {
               HasSubstr("recompute method is not yet supported for selective recomputing granularity"));
 }
 
-TEST(MegatronImport, PipelineLayoutMapsOrIsApproximatedWithANote) {
-  // Exact: ranks hold [2, 3, 3, 2] layers = first 2, middle 3, last 2.
+TEST(MegatronImport, PipelineLayoutIsModelledAsWritten) {
+  // First 2, middle 3, last 2: the layout's own stages, no note.
   auto exact = import_line(kMinimal + "--num-layers 10 --pipeline-model-parallel-size 4 "
                                       "--pipeline-model-parallel-layout Ett|ttt|ttt|ttL");
   ASSERT_TRUE(exact.ok()) << exact.error().str();
-  EXPECT_EQ(exact.value().scenario.parallel.num_layers_in_first_pipeline_stage, 2);
-  EXPECT_EQ(exact.value().scenario.parallel.num_layers_in_last_pipeline_stage, 2);
+  EXPECT_EQ(exact.value().scenario.parallel.pipeline_layout, (std::vector<std::string>{"Ett", "ttt", "ttt", "ttL"}));
+  EXPECT_EQ(exact.value().scenario.parallel.num_layers_in_first_pipeline_stage, 0);
   EXPECT_TRUE(exact.value().notes.empty());
-  // Interleaved, equal chunks: 2 virtual stages of 2 layers per rank.
+  // Interleaved: 4 stages on 2 ranks = 2 virtual stages per rank.
   auto vp = import_line(kMinimal + "--num-layers 8 --pipeline-model-parallel-size 2 "
                                    "--pipeline-model-parallel-layout E(tt|)*3ttL");
   ASSERT_TRUE(vp.ok()) << vp.error().str();
-  EXPECT_EQ(vp.value().scenario.parallel.num_layers_per_virtual_pipeline_stage, 2);
-  // Not representable: the closest split, explained.
-  auto approx = import_line(kMinimal + "--num-layers 14 --pipeline-model-parallel-size 4 "
+  EXPECT_EQ(vp.value().scenario.parallel.pipeline_layout, (std::vector<std::string>{"Ett", "tt", "tt", "ttL"}));
+  EXPECT_EQ(derive_mesh(vp.value().scenario).vp, 2);
+  // Uneven virtual stages with MTP (the DeepSeek-V3 proxy's): 8 stages on 4 ranks, rank r
+  // holding stages r and r + 4: [2+2, 2+2, 2+1, 2+1] layers, the MTP layer on the last rank.
+  auto uneven = import_line(kMinimal + "--num-layers 14 --pipeline-model-parallel-size 4 "
                                        "--pipeline-model-parallel-layout Et*2|(tt|)*5t|tmL --mtp-num-layers 1 "
                                        "--position-embedding-type rope");
-  ASSERT_TRUE(approx.ok()) << approx.error().str();
-  EXPECT_THAT(approx.value().notes,
-              testing::Contains(HasSubstr("puts [4, 4, 3, 3] transformer layers on the pipeline ranks; modelled as")));
+  ASSERT_TRUE(uneven.ok()) << uneven.error().str();
+  const Scenario& u = uneven.value().scenario;
+  EXPECT_EQ(u.parallel.pipeline_layout,
+            (std::vector<std::string>{"Ett", "tt", "tt", "tt", "tt", "tt", "t", "tmL"}));
+  const Mesh m = derive_mesh(u);
+  EXPECT_EQ(m.vp, 2);
+  const std::vector<StageLayers> st = stage_layers(u, m);
+  ASSERT_EQ(st.size(), 4u);
+  EXPECT_EQ(st[0].num_layers, 4);
+  EXPECT_EQ(st[1].num_layers, 4);
+  EXPECT_EQ(st[2].num_layers, 3);
+  EXPECT_EQ(st[3].num_layers, 3);
+  EXPECT_EQ(st[3].num_mtp_layers, 1);
+  EXPECT_EQ(stage_layer_indices(u, m)[2], (std::vector<int>{4, 5, 12}));  // stages 2 and 6
+  EXPECT_THAT(uneven.value().notes, testing::Not(testing::Contains(HasSubstr("pipeline-model-parallel-layout"))));
+  // --decoder-first/last-pipeline-num-layers with --num-virtual-stages-per-pipeline-rank:
+  // each rank's layers split evenly over its chunks (Megatron's get_num_layers_to_build).
+  auto uv = import_line(kMinimal + "--num-layers 12 --pipeline-model-parallel-size 4 "
+                                   "--decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 2 "
+                                   "--num-virtual-stages-per-pipeline-rank 2");
+  ASSERT_TRUE(uv.ok()) << uv.error().str();
+  EXPECT_EQ(uv.value().scenario.parallel.pipeline_layout,
+            (std::vector<std::string>{"Et", "tt", "tt", "t", "t", "tt", "tt", "tL"}));
+  EXPECT_THAT(import_error(kMinimal + "--num-layers 12 --pipeline-model-parallel-size 4 "
+                                      "--decoder-first-pipeline-num-layers 3 --decoder-last-pipeline-num-layers 3 "
+                                      "--num-virtual-stages-per-pipeline-rank 2"),
+              HasSubstr("must split evenly into 2 virtual stages"));
   EXPECT_THAT(import_error(kMinimal + "--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout Et|tL"),
-              HasSubstr("places 2 transformer layers ('t') but num_layers is 4"));
+              HasSubstr("the layout places 2 transformer layers (t) but num_layers is 4"));
+  EXPECT_THAT(import_error(kMinimal + "--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout Et|t+tL"),
+              HasSubstr("'+' is not a layer character"));
 }
 
 // --window-size L,R and --window-attn-skip-freq N map to the model's sliding window; only
@@ -524,7 +553,7 @@ TEST(MegatronFixtures, DeepSeekV3Proxy) {
   EXPECT_EQ(s.parallel.expert_tensor_parallel_size, 1);
   EXPECT_TRUE(s.parallel.use_distributed_optimizer);
   EXPECT_THAT(r.value().notes, testing::Contains(HasSubstr("nemotron_2_256k.model")));
-  EXPECT_THAT(r.value().notes, testing::Contains(HasSubstr("--pipeline-model-parallel-layout 'Et*2|(tt|)*5t|tmL'")));
+  EXPECT_EQ(s.parallel.pipeline_layout, (std::vector<std::string>{"Ett", "tt", "tt", "tt", "tt", "tt", "t", "tmL"}));
 }
 
 TEST(MegatronFixtures, Mixtral8x7bRelease) {

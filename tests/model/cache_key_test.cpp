@@ -69,6 +69,28 @@ std::vector<std::string> alternatives(const io::FieldSpec& f, const Scenario& s,
   if (key == "cuda_graph_modules") return {"[attn]", "[moe_router, moe_preprocess]", "[attn, moe_router, moe_preprocess]", "[moe_router]"};
   if (key == "hierarchical_context_parallel_sizes") return {"[1, 2]", "[2, 1]", "[2, 2]", "[2, 4]", "[4, 2]", "[8, 1]"};
   if (key == "rank_order") return {"tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp", "cp-tp-ep-dp-pp", "tp-cp-dp-ep-pp"};
+  if (key == "pipeline_model_parallel_layout") {
+    // The even split, one layer moved from the first rank to the last, and two chunks per
+    // rank, as layouts over the scenario's pp (legal only where the other split knobs are off).
+    const int L = s.model.num_layers, P = s.parallel.pipeline_model_parallel_size;
+    const std::string tail = std::string(static_cast<size_t>(s.model.mtp_num_layers), 'm') + "L";
+    auto layout = [&](const std::vector<int>& per_stage) {
+      std::string t = "E";
+      for (size_t i = 0; i < per_stage.size(); ++i) t += std::string(static_cast<size_t>(per_stage[i]), 't') + (i + 1 < per_stage.size() ? "|" : "");
+      return t + tail;
+    };
+    if (P <= 0 || L % P != 0) return {layout(std::vector<int>(1, L))};
+    std::vector<int> even(static_cast<size_t>(P), L / P);
+    out.push_back(layout(even));
+    if (P > 1 && L / P > 1) {
+      std::vector<int> moved = even;
+      --moved.front();
+      ++moved.back();
+      out.push_back(layout(moved));
+    }
+    if (P > 1 && (L / P) % 2 == 0) out.push_back(layout(std::vector<int>(static_cast<size_t>(2 * P), L / P / 2)));
+    return out;
+  }
   if (key == "seq_length") return {std::to_string(s.training.seq_length * 2), std::to_string(s.training.seq_length / 2)};
   if (f.values) {
     for (const std::string& v : f.values()) out.push_back(v);

@@ -450,6 +450,36 @@ TEST(PlanLayout, ApplyAndLayoutOfAreInverse) {
   EXPECT_TRUE(apply_layout(base, l).parallel.overlap_param_gather);
 }
 
+TEST(PlanLayout, ACustomPipelineLayoutIsKeptNamedAndWritten) {
+  // DeepSeek-V3 with Megatron-Bridge's layout (32 stages on pp 8: vp 4).
+  const Scenario base =
+      scenario("deepseek-v3", {{"parallel.num_layers_in_first_pipeline_stage", "null", "t"},
+                               {"parallel.num_layers_in_last_pipeline_stage", "null", "t"},
+                               {"parallel.pipeline_model_parallel_layout", "Et|(tt|)*30mL", "t"}});
+  const Layout own = layout_of(base);
+  EXPECT_TRUE(own.custom_pipeline);
+  EXPECT_EQ(own.first_stage_layers, 0);
+  EXPECT_EQ(apply_layout(base, own).parallel.pipeline_layout, base.parallel.pipeline_layout);
+  const std::string name = layout_string(own, base);
+  EXPECT_NE(name.find(" pp8(layout) vp4 "), std::string::npos) << name;
+  Layout back;
+  std::string error;
+  ASSERT_TRUE(parse_layout_string(name, base, back, error)) << error;
+  EXPECT_EQ(back, own);
+  // Another pipeline split drops the layout; the notation cannot change its virtual stages.
+  ASSERT_TRUE(parse_layout_string("pp8(first7,last6)", base, back, error)) << error;
+  EXPECT_FALSE(back.custom_pipeline);
+  EXPECT_TRUE(apply_layout(base, back).parallel.pipeline_layout.empty());
+  EXPECT_FALSE(parse_layout_string("pp8(layout) vp2", base, back, error));
+  EXPECT_NE(error.find("32 stages = pp8 x vp4, not vp2"), std::string::npos) << error;
+  EXPECT_FALSE(parse_layout_string("pp16(layout)", scenario("default"), back, error));
+  EXPECT_NE(error.find("no pipeline_model_parallel_layout"), std::string::npos) << error;
+  // Megatron's flag, in its own syntax.
+  const std::string line = report::megatron_command(base);
+  EXPECT_NE(line.find("--pipeline-model-parallel-layout 'Et|(tt|)*30mL'"), std::string::npos) << line;
+  EXPECT_EQ(line.find("--decoder-first-pipeline-num-layers"), std::string::npos);
+}
+
 TEST(PlanProgress, DrawsOnlyAfterOneSecondAndClears) {
   std::ostringstream out;
   {

@@ -83,15 +83,21 @@ inline ShardKey shard_key(const Mesh& m) { return {.tp = m.tp, .sp = m.sp, .cp =
 // How the layers split over pipeline ranks and virtual stages: a part of cache keys.
 struct PipelineSplitKey {
   int32_t pp = 0, vp = 0, layers_per_virtual_stage = 0, first_stage_layers = 0, last_stage_layers = 0;
+  int32_t layout_hash_lo = 0, layout_hash_hi = 0;  // pipeline_layout_hash; 0, 0 without one
   bool operator==(const PipelineSplitKey&) const = default;
 };
+// A 64-bit hash (FNV-1a) of a custom pipeline layout's stages; 0 for none.
+uint64_t pipeline_layout_hash(const std::vector<std::string>& stages);
 inline PipelineSplitKey pipeline_split_key(const Scenario& s, const Mesh& m) {
   const ParallelSpec& p = s.parallel;
+  const uint64_t h = p.pipeline_layout.empty() ? 0 : pipeline_layout_hash(p.pipeline_layout);
   return {.pp = m.pp,
           .vp = m.vp,
           .layers_per_virtual_stage = p.num_layers_per_virtual_pipeline_stage,
           .first_stage_layers = p.num_layers_in_first_pipeline_stage,
-          .last_stage_layers = p.num_layers_in_last_pipeline_stage};
+          .last_stage_layers = p.num_layers_in_last_pipeline_stage,
+          .layout_hash_lo = static_cast<int32_t>(static_cast<uint32_t>(h)),
+          .layout_hash_hi = static_cast<int32_t>(static_cast<uint32_t>(h >> 32))};
 }
 
 // Cache key (cache_key.hpp) of stage_layers, gpu_params(s, m, stage_layers(s, m))

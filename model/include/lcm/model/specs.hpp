@@ -184,6 +184,10 @@ struct ParallelSpec {
   int num_layers_per_virtual_pipeline_stage = 0;  // 0: no interleaving
   int num_layers_in_first_pipeline_stage = 0;     // 0: even split
   int num_layers_in_last_pipeline_stage = 0;
+  // Megatron --pipeline-model-parallel-layout, expanded (pipeline_layout.hpp): one string of
+  // E / t / m / L per (virtual) stage, stage s on rank s % pp; empty: none. Sets the virtual
+  // stages itself (pp x vp stages); excludes the three knobs above and the two below.
+  std::vector<std::string> pipeline_layout;
   bool account_for_embedding_in_pipeline_split = false;
   bool account_for_loss_in_pipeline_split = false;
   int context_parallel_size = 1;

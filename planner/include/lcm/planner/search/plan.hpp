@@ -38,6 +38,10 @@ struct Layout {
   int first_stage_layers = 0;  // uneven pipeline split (0: even); Megatron
   int last_stage_layers = 0;   // --decoder-first/last-pipeline-num-layers
   int vl = 0;                  // layers per virtual pipeline stage (0: no interleaving)
+  // The base scenario's custom pipeline layout (parallel.pipeline_model_parallel_layout) is
+  // kept; it fixes pp x vp and the layer placement, so first/last/vl are 0. The search never
+  // generates one (its candidates use the even or first/last splits); layout_of sets it.
+  bool custom_pipeline = false;
   int ep = 1;
   int etp = 1;
   int mbs = 1;
@@ -67,6 +71,10 @@ void apply_layout_into(const Scenario& base, const Layout& l, Scenario& out);
 void apply_sharding_into(const Scenario& base, DpSharding sharding, Scenario& out);
 // The layout a scenario is in (inverse of apply_layout on the knobs above).
 Layout layout_of(const Scenario& s);
+
+// One argument as a POSIX shell word: as is when it holds only characters no shell treats
+// specially, else in single quotes ("Et|(tt|)*30mL" -> "'Et|(tt|)*30mL'").
+std::string shell_word(const std::string& arg);
 
 // "tp2 cp4(p2p) pp2 vp2 ep8 etp1 dp4 mbs1 sel optim alltoall" (dp/vp derived for `num_gpus`).
 std::string layout_string(const Layout& l, const Scenario& base);
