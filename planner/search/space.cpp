@@ -16,6 +16,7 @@ namespace {
 
 struct PipelineSplit {
   int pp = 1, first = 0, last = 0;
+  bool custom = false;  // the base scenario's own pipeline_model_parallel_layout
 };
 
 int accounted_layers(const Scenario& s) {
@@ -25,11 +26,14 @@ int accounted_layers(const Scenario& s) {
 
 // Pipeline sizes dividing `ranks`: the even split, and where the layers do not divide
 // evenly also uneven first/last stages with equal middle stages (first >= last: the last
-// stage carries the output layer).
+// stage carries the output layer). A base scenario with its own pipeline layout adds it for
+// every pp that divides its stage count (stage s runs on rank s % pp, whatever pp is).
 std::vector<PipelineSplit> pipeline_splits(const Scenario& base, int ranks) {
   const int L = base.model.num_layers, n = accounted_layers(base);
+  const int stages = static_cast<int>(base.parallel.pipeline_layout.size());
   std::vector<PipelineSplit> out;
   for (int pp : divisors(ranks)) {
+    if (stages > 0 && stages % pp == 0 && (pp > 1 || stages == 1)) out.push_back({pp, 0, 0, true});
     if (pp > n) break;
     out.push_back({pp, 0, 0});
     if (pp == 1 || n % pp == 0) continue;
@@ -45,7 +49,7 @@ std::vector<PipelineSplit> pipeline_splits(const Scenario& base, int ranks) {
     }
     for (const PipelineSplit& u : uneven) {
       const bool dup = std::any_of(out.begin(), out.end(), [&](const PipelineSplit& o) {
-        return o.pp == u.pp && o.first == u.first && o.last == u.last;
+        return !o.custom && o.pp == u.pp && o.first == u.first && o.last == u.last;
       });
       if (!dup && u.last >= 1) out.push_back(u);
     }
@@ -84,7 +88,7 @@ MeshSpec mesh_spec(const Scenario& base, const Layout& l, const Knobs& k, const 
   MeshSpec ms;
   ms.mesh = l;
   ms.vls = {0};
-  if (l.pp > 1 && l.first_stage_layers == 0 && l.last_stage_layers == 0) {
+  if (l.pp > 1 && l.first_stage_layers == 0 && l.last_stage_layers == 0 && !l.custom_pipeline) {
     const int per_rank = accounted_layers(base) / l.pp;
     for (int d : divisors(per_rank))
       if (d < per_rank) ms.vls.push_back(d);
@@ -146,6 +150,7 @@ Space enumerate_space(const Scenario& base, const SearchConstraints& c) {
           for (const PipelineSplit& sp : splits) {
             Layout l;
             l.tp = tp, l.cp = cp, l.pp = sp.pp, l.first_stage_layers = sp.first, l.last_stage_layers = sp.last;
+            l.custom_pipeline = sp.custom;
             l.ep = ep, l.etp = etp;
             l.sharding = DpSharding::kOptim;
             l.dispatcher = k.dispatchers.front();

@@ -45,6 +45,7 @@
 #include "lcm/model/estimate.hpp"
 #include "lcm/model/io/scenario_loader.hpp"
 #include "lcm/model/mesh.hpp"
+#include "lcm/model/pipeline_layout.hpp"
 #include "lcm/model/params.hpp"
 #include "lcm/model/schedule.hpp"
 #include "lcm/model/timing.hpp"
@@ -104,7 +105,11 @@ using namespace lcm;
 // (validation/published/DECLARATION_h100_die_port.md) and kept whatever they showed: Bridge 19.6 ->
 // 20.7 %, NeMo 11.7 -> 12.5 %, weak scaling 9.8 -> 7.6 %, MoE layer 10.1 -> 9.3 %, all 15.4 ->
 // 15.8 % (signed +9.9 -> +10.1 %), 49 -> 52 within 20 %. Every bound follows the new figures.
-constexpr double kBridgeMaeBound = 20.8;       // tokens/s, %
+// Session 26 modelled Megatron's custom pipeline layouts, and the DeepSeek-V3 row takes its
+// pp_layout as written (pp 8 x vp 4, interleaved; it was first 7 / last 6 without interleaving):
+// the smaller bubble makes it faster, +1.2 -> +6.0 %; Bridge 20.7 -> 20.9 %, all 15.8 -> 15.9 %
+// (signed +10.1 -> +10.2 %). A development-set change, kept: the layout is the run's. Bound raised.
+constexpr double kBridgeMaeBound = 20.9;       // tokens/s, %
 constexpr double kNemoMaeBound = 12.6;         // tokens/s, %
 constexpr double kWeakScalingMaeBound = 7.7;   // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 9.4;      // fwd+bwd ms, %
@@ -345,7 +350,7 @@ struct Recipe {
   uint32_t recompute_modules = 0;
   bool ep_a2a_overlap = false;
   Dispatcher dispatcher = Dispatcher::kAllToAll;
-  int first_stage_layers = 0, last_stage_layers = 0;  // uneven pipeline split (pp_layout)
+  std::string pipeline_layout;  // Megatron-Bridge's pp_layout (--pipeline-model-parallel-layout)
   bool grad_reduce_in_fp32 = true;
   bool bf16_optimizer = false;  // bf16 moments and no separate master copy (NeMo's SFT recipe)
   bool cross_entropy_loss_fusion = false;  // memory only (the loss buffers)
@@ -414,9 +419,9 @@ Recipe recipe_for(const std::string& table, const ModelSpec& m) {
     r.recompute = RecomputeGranularity::kSelective;
     r.recompute_modules = kRecomputeMlaUpProj | kRecomputeMlp;
     r.dispatcher = Dispatcher::kFlex;  // hybridep
-    r.first_stage_layers = 7;          // pp_layout "Et|(tt|)*30mL" over pp 8 x vp 4
-    r.last_stage_layers = 6;
-    r.note = "pp_layout as first 7 / last 6 layers without interleaving (lcm cannot combine both)";
+    // pp_layout over pp 8 x vp 4. Until session 26 lcm could not combine an uneven split with
+    // interleaving and modelled it as first 7 / last 6 layers without interleaving (+1.2 %).
+    r.pipeline_layout = "Et|(tt|)*30mL";
   } else if (n == "Qwen3-235B-A22B") {
     r.ep_a2a_overlap = true;  // moe_a2a_overlap=True, alltoall dispatcher
   } else if (n == "Qwen3-30B-A3B") {
@@ -471,9 +476,8 @@ Built build(const std::string& id, const ModelSpec& model, const Layout& l, cons
   p.recompute_modules = rc.recompute_modules;
   p.cuda_graph_impl = rc.cuda_graph_impl;
   p.cuda_graph_modules = rc.cuda_graph_modules;
-  if (rc.first_stage_layers > 0 && l.pp > 1) {
-    p.num_layers_in_first_pipeline_stage = rc.first_stage_layers;
-    p.num_layers_in_last_pipeline_stage = rc.last_stage_layers;
+  if (!rc.pipeline_layout.empty() && l.pp > 1) {
+    p.pipeline_layout = expand_pipeline_layout(rc.pipeline_layout).stages;
   } else if (l.vp > 1 && l.pp > 1) {
     // Megatron-Bridge recipes whose layer count does not split over pp x vp chunks count
     // the embedding and the loss as one layer each (Llama 3.1 405B: 126 + 2 = 128 = 64 x 2;

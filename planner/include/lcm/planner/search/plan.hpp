@@ -39,8 +39,8 @@ struct Layout {
   int last_stage_layers = 0;   // --decoder-first/last-pipeline-num-layers
   int vl = 0;                  // layers per virtual pipeline stage (0: no interleaving)
   // The base scenario's custom pipeline layout (parallel.pipeline_model_parallel_layout) is
-  // kept; it fixes pp x vp and the layer placement, so first/last/vl are 0. The search never
-  // generates one (its candidates use the even or first/last splits); layout_of sets it.
+  // kept; it fixes the stages (vp = stages / pp) and the layer placement, so first/last/vl
+  // are 0. The search tries it for every pp dividing its stage count; layout_of sets it.
   bool custom_pipeline = false;
   int ep = 1;
   int etp = 1;
