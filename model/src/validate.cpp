@@ -197,6 +197,10 @@ void check_pipeline_layout(const Scenario& s, Checker& check) {
         "(num_layers_in_first/last_pipeline_stage, num_layers_per_virtual_pipeline_stage, "
         "account_for_embedding/loss_in_pipeline_split)");
   const int n = static_cast<int>(st.size());
+  if (n > static_cast<int>(limits::kNumLayers)) {  // as many virtual stages as num_layers_per_virtual_pipeline_stage allows
+    check(false, key, "pipeline_model_parallel_layout has {} stages; lcm's cap is {}", n, limits::kNumLayers);
+    return;
+  }
   if (n % pp != 0) {
     check(false, key, "pipeline_model_parallel_layout has {} stages, not divisible by pipeline_model_parallel_size {}", n,
           pp);

@@ -161,6 +161,8 @@ TEST(PipelineLayout, ChecksAsMegatronAndLcmsMtpPlacement) {
   s = dsv3(good);
   s.parallel.num_layers_in_first_pipeline_stage = 7;
   EXPECT_THAT(problem(s), ::testing::HasSubstr("cannot be set with other pipeline layout arguments"));
+  s = dsv3(cat({{"Et"}, repeat("tt", 30), repeat("", 1024), {"mL"}}));
+  EXPECT_THAT(problem(s), ::testing::HasSubstr("has 1056 stages; lcm's cap is 1024"));
   s = dsv3(good);
   EXPECT_EQ(problem(s), "");
 }
