@@ -219,6 +219,10 @@ void MegatronImporter::map_pipeline() {
     p.num_layers_in_first_pipeline_stage = static_cast<int>(*f);
     from("parallel.num_layers_in_first_pipeline_stage", "decoder-first-pipeline-num-layers");
   }
+  if (const auto g = integer("microbatch-group-size-per-virtual-pipeline-stage", 1)) {
+    p.microbatch_group_size_per_vp_stage = static_cast<int>(*g);
+    from("parallel.microbatch_group_size_per_virtual_pipeline_stage", "microbatch-group-size-per-virtual-pipeline-stage");
+  }
   if (const auto l = integer("decoder-last-pipeline-num-layers", 1)) {
     p.num_layers_in_last_pipeline_stage = static_cast<int>(*l);
     from("parallel.num_layers_in_last_pipeline_stage", "decoder-last-pipeline-num-layers");

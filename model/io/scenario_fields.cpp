@@ -486,6 +486,9 @@ std::vector<FieldSpec> build() {
                              [](S& s) -> auto& { return s.parallel.num_layers_in_first_pipeline_stage; }, L::kNumLayers));
   f.push_back(optional_count(P, "num_layers_in_last_pipeline_stage",
                              [](S& s) -> auto& { return s.parallel.num_layers_in_last_pipeline_stage; }, L::kNumLayers));
+  f.push_back(optional_count(P, "microbatch_group_size_per_virtual_pipeline_stage",
+                             [](S& s) -> auto& { return s.parallel.microbatch_group_size_per_vp_stage; },
+                             L::kGlobalBatchSize));
   f.push_back({P, "pipeline_model_parallel_layout", false,
                [](const YAML::Node& n, ScenarioDraft& d) -> std::string {
                  if (n.IsNull()) {

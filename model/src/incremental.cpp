@@ -315,7 +315,7 @@ struct IncrementalEstimator::Impl {
   std::vector<StageInputs> inputs;  // per structure class
   std::vector<StageTime> passes;    // per structure class
   StepInputs step_inputs;
-  double passes_fb_max = 0, passes_fb_sum = 0;  // max and sum over ranks of fwd + bwd
+  double passes_lower_bound = 0;  // of the pipeline term, from the cached passes
 };
 
 Structure& IncrementalEstimator::Impl::structure_of() {
@@ -536,22 +536,27 @@ void IncrementalEstimator::Impl::compose() {
     si.num_micro_batches = m.num_micro_batches;
     passes.resize(nc);
     for (size_t k = 0; k < nc; ++k) passes[k] = stage_microbatch_time(inputs[k], si);
-    double fb_max = 0, fb_sum = 0;
-    for (int r = 0; r < m.pp; ++r) {
-      const StageTime& x = passes[static_cast<size_t>(st.stage_class[static_cast<size_t>(r)])];
-      fb_max = std::max(fb_max, x.fwd + x.bwd);
-      fb_sum += x.fwd + x.bwd;
+    // compose_step_time: step = pipeline + dp_exposed(b) + opt(b) + closing sync for the
+    // bottleneck rank b, dp_exposed, opt >= 0, and the pipeline is at least
+    // pipeline_makespan_lower_bound of the same chunk passes (one rank: m x its fwd + bwd).
+    // The margin covers rounding (sums in another order).
+    const double mb = std::max(1, m.num_micro_batches);
+    double bound = 0;
+    if (m.pp > 1) {
+      std::vector<std::array<double, 2>> rank_fb(static_cast<size_t>(m.pp));
+      for (int r = 0; r < m.pp; ++r) {
+        const StageTime& x = passes[static_cast<size_t>(st.stage_class[static_cast<size_t>(r)])];
+        rank_fb[static_cast<size_t>(r)] = {x.fwd, x.bwd};
+      }
+      bound = pipeline_makespan_lower_bound(m.pp, std::max(1, m.vp), m.num_micro_batches,
+                                            pipeline_chunk_passes(s, si, rank_fb));
+    } else {
+      bound = mb * (passes[0].fwd + passes[0].bwd);
     }
-    passes_fb_max = fb_max;
-    passes_fb_sum = fb_sum;
+    passes_lower_bound = bound * (1.0 - 1e-9);
     for (size_t k = 0; k < nc; ++k) inputs[k].microbatch_time = &passes[k];
   }
-  // compose_step_time: step = m * fb(b) + (sum fb - fb(b)) / vp + dp_exposed(b) + opt(b)
-  // for the bottleneck rank b, which maximises fb + (dp_exposed + opt) / m with
-  // dp_exposed, opt >= 0; so step >= m * max fb + (sum fb - max fb) / vp. The margin
-  // covers rounding (sums in another order).
-  const double mb = std::max(1, m.num_micro_batches);
-  lower_bound = (mb * passes_fb_max + (passes_fb_sum - passes_fb_max) / std::max(1, m.vp)) * (1.0 - 1e-9);
+  lower_bound = passes_lower_bound;
   composed = true;
   compose_key = ck;
   has_compose = true;

@@ -96,8 +96,9 @@ void add_layer(const ModelSpec& model, const ParallelSpec& par, int layer, int p
   }
 }
 
-// Calls f(rank, layer, pos) for every transformer layer in the order each pipeline rank
-// runs its model chunks: `layer` the global 0-based index, `pos` its position in its chunk.
+// Calls f(rank, chunk, layer, pos) for every transformer layer in the order each pipeline
+// rank runs its model chunks: `chunk` the rank's model chunk (0 without interleaving), `layer`
+// the global 0-based index, `pos` its position in its chunk.
 template <class F>
 void for_each_stage_layer(const Scenario& s, const Mesh& m, F&& f) {
   const ModelSpec& model = s.model;
@@ -110,7 +111,7 @@ void for_each_stage_layer(const Scenario& s, const Mesh& m, F&& f) {
     for (int r = 0; r < p; ++r)
       for (int j = 0; j < m.vp; ++j) {
         const size_t st = static_cast<size_t>(j * p + r);
-        for (int layer = first_layer[st], pos = 0; layer < first_layer[st + 1]; ++layer, ++pos) f(r, layer, pos);
+        for (int layer = first_layer[st], pos = 0; layer < first_layer[st + 1]; ++layer, ++pos) f(r, j, layer, pos);
       }
     return;
   }
@@ -131,14 +132,14 @@ void for_each_stage_layer(const Scenario& s, const Mesh& m, F&& f) {
         for (int v = chunk * n; v < (chunk + 1) * n; ++v) {
           const int layer = v - emb;
           if (layer < 0 || layer >= model.num_layers) continue;  // embedding / loss slots
-          f(r, layer, pos++);
+          f(r, j, layer, pos++);
         }
       }
     }
   } else {
     int layer = 0;
     for (int r = 0; r < p; ++r)
-      for (int i = 0; i < counts[r]; ++i, ++layer) f(r, layer, i);
+      for (int i = 0; i < counts[r]; ++i, ++layer) f(r, 0, layer, i);
   }
 }
 
@@ -159,7 +160,7 @@ StructureKey structure_key(const Scenario& s, const Mesh& m) {
 std::vector<StageLayers> stage_layers(const Scenario& s, const Mesh& m) {
   const ModelSpec& model = s.model;
   std::vector<StageLayers> out(static_cast<size_t>(m.pp));
-  for_each_stage_layer(s, m, [&](int r, int layer, int pos) {
+  for_each_stage_layer(s, m, [&](int r, int, int layer, int pos) {
     add_layer(model, s.parallel, layer, pos, out[static_cast<size_t>(r)]);
   });
   // A custom layout must put the embedding on rank 0 and the loss and the MTP layers on the
@@ -185,7 +186,21 @@ uint64_t pipeline_layout_hash(const std::vector<std::string>& stages) {
 
 std::vector<std::vector<int>> stage_layer_indices(const Scenario& s, const Mesh& m) {
   std::vector<std::vector<int>> out(static_cast<size_t>(m.pp));
-  for_each_stage_layer(s, m, [&](int r, int layer, int) { out[static_cast<size_t>(r)].push_back(layer); });
+  for_each_stage_layer(s, m, [&](int r, int, int layer, int) { out[static_cast<size_t>(r)].push_back(layer); });
+  return out;
+}
+
+std::vector<StageLayers> chunk_layers(const Scenario& s, const Mesh& m) {
+  const ModelSpec& model = s.model;
+  const size_t vp = static_cast<size_t>(std::max(1, m.vp));
+  std::vector<StageLayers> out(static_cast<size_t>(m.pp) * vp);
+  for_each_stage_layer(s, m, [&](int r, int j, int layer, int pos) {
+    add_layer(model, s.parallel, layer, pos, out[static_cast<size_t>(r) * vp + static_cast<size_t>(j)]);
+  });
+  // Where stage_layers puts them: the embedding first, the loss and the MTP layers last.
+  out.front().has_embedding = true;
+  out.back().has_output = true;
+  out.back().num_mtp_layers = model.mtp_num_layers;
   return out;
 }
 

@@ -4,7 +4,11 @@
 // bit-identical to it.
 #pragma once
 
+#include <array>
+#include <vector>
+
 #include "lcm/model/flops.hpp"
+#include "lcm/model/pipeline_schedule.hpp"
 #include "lcm/model/specs.hpp"
 #include "lcm/model/step_time.hpp"
 
@@ -56,8 +60,17 @@ struct StepInputs {
 // does not depend on the step collectives.
 StageTime stage_microbatch_time(const StageInputs& st, const StepInputs& in);
 
+// The pipeline passes of every model chunk (pp x vp entries, rank-major, as
+// pipeline_makespan takes them): rank r's micro-batch forward and backward
+// (rank_fb[r] = {fwd, bwd}) split over its model chunks in proportion to what each chunk runs
+// (chunk_layers: its dense, MoE and MTP layers, the recomputed ones in the backward, the
+// embedding on the first and the output layer and loss on the last chunk, pipeline p2p
+// left out), so a rank's chunks sum to its pass times. Without interleaving a chunk is its rank.
+std::vector<ChunkPass> pipeline_chunk_passes(const Scenario& s, const StepInputs& in,
+                                             const std::vector<std::array<double, 2>>& rank_fb);
+
 // The step time from timed pieces. `per_stage`: fill StepTime::stages (one entry per
-// pipeline rank); without it `stages` stays empty and nothing is allocated.
+// pipeline rank); without it `stages` stays empty.
 StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops& flops, bool per_stage = true);
 
 }  // namespace lcm

@@ -8,6 +8,9 @@
 
 #include "step_compose.hpp"
 
+#include "lcm/model/mesh.hpp"
+#include "lcm/model/pipeline_schedule.hpp"
+
 #include <algorithm>
 #include <cassert>
 #include <new>
@@ -462,6 +465,68 @@ std::vector<StepOpTime> step_op_times(const std::vector<Op>& step, const MeshTop
   return out;
 }
 
+std::vector<ChunkPass> pipeline_chunk_passes(const Scenario& s, const StepInputs& in,
+                                             const std::vector<std::array<double, 2>>& rank_fb) {
+  const int pp = in.num_ranks, vp = std::max(1, in.vp);
+  assert(static_cast<int>(rank_fb.size()) == pp);
+  std::vector<ChunkPass> out(static_cast<size_t>(pp) * static_cast<size_t>(vp));
+  if (vp == 1) {
+    for (int r = 0; r < pp; ++r) out[static_cast<size_t>(r)] = {rank_fb[r][0], rank_fb[r][1]};
+    return out;
+  }
+  Mesh m;
+  m.pp = pp;
+  m.vp = vp;
+  const std::vector<StageLayers> chunks = chunk_layers(s, m);
+  // An edge list without its pipeline p2p (hidden under interleaving): the embedding (rank
+  // 0's pre lists) or the output layer and loss (the last rank's post lists).
+  const auto edge = [](const PassTime* p) { return p->total - p->exposed[idx(CommDim::kPp)]; };
+  std::vector<std::array<double, 2>> raw(static_cast<size_t>(vp));
+  for (int r = 0; r < pp; ++r) {
+    const StageInputs& st = in.stages[in.stage_input[r]];
+    const StageLayers* c = &chunks[static_cast<size_t>(r) * vp];
+    // The rank's layers (the stage inputs' counts) spread over its chunks as chunk_layers
+    // places them, dense and MoE apart; evenly where it places none of a kind.
+    int dense_sum = 0, moe_sum = 0, dense_rc_sum = 0, moe_rc_sum = 0;
+    for (int j = 0; j < vp; ++j) {
+      dense_sum += c[j].num_layers - c[j].num_moe_layers;
+      moe_sum += c[j].num_moe_layers;
+      dense_rc_sum += c[j].num_recomputed_layers - c[j].num_recomputed_moe_layers;
+      moe_rc_sum += c[j].num_recomputed_moe_layers;
+    }
+    const auto share = [vp](int part, int sum) { return sum > 0 ? static_cast<double>(part) / sum : 1.0 / vp; };
+    std::array<double, 2> sum{};
+    for (int j = 0; j < vp; ++j) {
+      const double d = share(c[j].num_layers - c[j].num_moe_layers, dense_sum);
+      const double e = share(c[j].num_moe_layers, moe_sum);
+      const double d_rc = share(c[j].num_recomputed_layers - c[j].num_recomputed_moe_layers, dense_rc_sum);
+      const double e_rc = share(c[j].num_recomputed_moe_layers, moe_rc_sum);
+      double f = d * st.dense * in.dense->fwd.total + e * st.moe * in.moe->fwd.total;
+      double b = d * st.dense * in.dense->bwd.total + d_rc * st.dense_recomputed * in.dense->recompute.total +
+                 e * st.moe * in.moe->bwd.total + e_rc * st.moe_recomputed * in.moe->recompute.total;
+      if (j == 0) {  // embedding
+        f += edge(st.pre_fwd);
+        b += edge(st.pre_bwd);
+      }
+      if (j == vp - 1) {  // MTP layers, output layer and loss
+        f += st.mtp * in.mtp->fwd.total + edge(st.post_fwd);
+        b += st.mtp * in.mtp->bwd.total + st.mtp_recomputed * in.mtp->recompute.total + edge(st.post_bwd);
+      }
+      raw[static_cast<size_t>(j)] = {std::max(0.0, f), std::max(0.0, b)};
+      sum[0] += raw[static_cast<size_t>(j)][0];
+      sum[1] += raw[static_cast<size_t>(j)][1];
+    }
+    // Scaled to the rank's own pass times (host idle, unpaired EP time, rounding), so a
+    // rank's chunks add up to it.
+    for (int j = 0; j < vp; ++j) {
+      ChunkPass& cp = out[static_cast<size_t>(r) * vp + j];
+      cp.fwd = sum[0] > 0 ? rank_fb[r][0] * (raw[static_cast<size_t>(j)][0] / sum[0]) : rank_fb[r][0] / vp;
+      cp.bwd = sum[1] > 0 ? rank_fb[r][1] * (raw[static_cast<size_t>(j)][1] / sum[1]) : rank_fb[r][1] / vp;
+    }
+  }
+  return out;
+}
+
 StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops& flops, bool per_stage) {
   assert(in.num_ranks > 0 && in.dense && in.moe && in.mtp && in.stages && in.stage_input);
   const HardwareSpec& hw = s.hardware;
@@ -481,6 +546,8 @@ StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops&
   alignas(StageResult) unsigned char overflow_storage[2 * sizeof(StageResult)];
   StageResult* overflow = reinterpret_cast<StageResult*>(overflow_storage);
   double worst = -1, sum_fb = 0;
+  std::vector<std::array<double, 2>> rank_fb;  // with a pipeline: each rank's {fwd, bwd}
+  if (in.num_ranks > 1) rank_fb.reserve(static_cast<size_t>(in.num_ranks));
   for (int r = 0; r < in.num_ranks;) {
     const int input = in.stage_input[r];
     // Consecutive ranks with the same inputs (the middle of a pipeline): one result.
@@ -499,6 +566,8 @@ StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops&
       }
     }
     for (int k = 0; k < run; ++k) sum_fb += res->fb;  // rank by rank, in rank order
+    if (in.num_ranks > 1)
+      for (int k = 0; k < run; ++k) rank_fb.push_back({res->t.fwd, res->t.bwd});
     if (res->score > worst) {  // equal scores: the run's first rank stays the bottleneck
       worst = res->score;
       out.bottleneck_stage = r;
@@ -516,11 +585,16 @@ StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops&
   out.optimizer = bn.optimizer;  // GPU work; its host wait joins host_idle below
   const double fb_max = bn.fwd + bn.bwd;
   const double mb = in.num_micro_batches;
-  // 1F1B: (m-1) steady-state slots of the slowest stage plus fill and drain through all
-  // stages; interleaving shrinks fill/drain by vp (Narayanan et al. 2021).
-  const double fill = (sum_fb - fb_max) / std::max(1, in.vp);
-  out.pipeline = mb * fb_max + fill;
-  out.bubble = fill;
+  // One rank: m micro-batches back to back. A pipeline: Megatron's 1F1B or interleaved 1F1B
+  // schedule run pass by pass over the model chunks' times (pipeline_schedule.hpp); with
+  // equal chunks that is m * fb_max + (sum_r fb_r - fb_max) / vp (Narayanan et al. 2021).
+  // The bubble is what the bottleneck rank does not fill.
+  out.pipeline = in.num_ranks > 1
+                     ? pipeline_makespan(in.num_ranks, std::max(1, in.vp), in.num_micro_batches,
+                                         pipeline_chunk_passes(s, in, rank_fb),
+                                         s.parallel.microbatch_group_size_per_vp_stage)
+                     : mb * fb_max + (sum_fb - fb_max);
+  out.bubble = std::max(0.0, out.pipeline - mb * fb_max);
   // The step closes with a synchronisation (the gradient norm's .item() before the optimizer
   // update) and the training loop's own Python (host.iteration_overhead); the next step's
   // first kernel waits for its launch.

@@ -164,6 +164,38 @@ void check_world(const Scenario& s, Checker& check) {
     check(t.global_batch_size % (static_cast<int64_t>(t.micro_batch_size) * dp) == 0, "training.global_batch_size",
           "global_batch_size ({}) is not divisible by micro_batch_size ({}) times data_parallel_size ({})",
           t.global_batch_size, t.micro_batch_size, dp);
+    // Megatron-Core's interleaved schedule walks micro-batches in groups of
+    // microbatch_group_size_per_vp_stage N (default pp): pp <= N <= micro-batches, and the
+    // remainder of the micro-batches over N is 0 or at least pp (otherwise it raises).
+    const ParallelSpec& par = s.parallel;
+    const int slots = s.model.num_layers + (par.account_for_embedding_in_pipeline_split ? 1 : 0) +
+                      (par.account_for_loss_in_pipeline_split ? 1 : 0);
+    const int per_stage_layers = par.num_layers_per_virtual_pipeline_stage;
+    const bool interleaved =
+        pp > 1 && (static_cast<int>(par.pipeline_layout.size()) > pp ||
+                   (par.pipeline_layout.empty() && per_stage_layers > 0 && slots / pp > per_stage_layers));
+    const int64_t per_pipeline = static_cast<int64_t>(t.micro_batch_size) * dp;
+    if (interleaved && per_pipeline > 0 && t.global_batch_size % per_pipeline == 0) {
+      const int64_t micro_batches = t.global_batch_size / per_pipeline;
+      const int group = par.microbatch_group_size_per_vp_stage;
+      if (group == 0) {
+        check(micro_batches % pp == 0, "training.global_batch_size",
+              "with an interleaved (virtual) pipeline the number of micro-batches ({} = global_batch_size {} / "
+              "(micro_batch_size {} * data_parallel_size {})) must be a multiple of pipeline_model_parallel_size ({}) "
+              "(or set microbatch_group_size_per_virtual_pipeline_stage)",
+              micro_batches, t.global_batch_size, t.micro_batch_size, dp, pp);
+      } else if (group < pp || group > micro_batches) {
+        check(false, "parallel.microbatch_group_size_per_virtual_pipeline_stage",
+              "The number of contiguous micro-batches in a virtual pipeline stage ({}) should range in [PP={}, M={}]",
+              group, pp, micro_batches);
+      } else {
+        const int64_t rest = micro_batches % group;
+        check(rest == 0 || rest >= pp, "parallel.microbatch_group_size_per_virtual_pipeline_stage",
+              "The remainder of M ({} micro-batches) divided by N ({}, the micro-batches per virtual pipeline "
+              "stage) should be 0, or larger than or equal to the pipeline-parallel size ({}), but it is {}",
+              micro_batches, group, pp, rest);
+      }
+    }
   }
   check(m.num_attention_heads % tp == 0, "model.num_attention_heads",
         "num_attention_heads ({}) must be a multiple of tensor_model_parallel_size ({})", m.num_attention_heads, tp);

@@ -446,6 +446,9 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
     model.add("pipeline_model_parallel_layout", "\"" + pipeline_layout_text(p.pipeline_layout) + "\"",
               fmt::format("{} stages: pp {} x vp {}", p.pipeline_layout.size(), p.pipeline_model_parallel_size,
                           p.pipeline_layout.size() / static_cast<size_t>(p.pipeline_model_parallel_size)));
+  if (p.microbatch_group_size_per_vp_stage > 0)
+    model.add("microbatch_group_size_per_vp_stage", num(p.microbatch_group_size_per_vp_stage),
+              "micro-batches per model chunk in a row");
   if (p.num_layers_in_first_pipeline_stage > 0)
     model.add("num_layers_in_first_pipeline_stage", num(p.num_layers_in_first_pipeline_stage));
   if (p.num_layers_in_last_pipeline_stage > 0)
@@ -577,6 +580,10 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
     cannot(
         "uneven first/last pipeline stages: TorchTitan splits by layers per stage (express it with "
         "account_for_embedding/loss or an even split)");
+  if (p.microbatch_group_size_per_vp_stage > 0)
+    cannot(
+        "microbatch_group_size_per_virtual_pipeline_stage: TorchTitan's interleaved schedules group micro-batches "
+        "their own way (leave it unset)");
   if (!p.pipeline_layout.empty())
     cannot(
         "pipeline_model_parallel_layout: TorchTitan splits by layers per stage, not by a per-stage layout (express it "

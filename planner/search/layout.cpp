@@ -388,6 +388,8 @@ std::vector<std::string> megatron_flags(const Scenario& s) {
   if (!p.pipeline_layout.empty()) add("--pipeline-model-parallel-layout", pipeline_layout_text(p.pipeline_layout));
   if (p.num_layers_per_virtual_pipeline_stage > 0)
     add("--num-layers-per-virtual-pipeline-stage", num(p.num_layers_per_virtual_pipeline_stage));
+  if (p.microbatch_group_size_per_vp_stage > 0)
+    add("--microbatch-group-size-per-virtual-pipeline-stage", num(p.microbatch_group_size_per_vp_stage));
   if (p.num_layers_in_first_pipeline_stage > 0)
     add("--decoder-first-pipeline-num-layers", num(p.num_layers_in_first_pipeline_stage));
   if (p.num_layers_in_last_pipeline_stage > 0)

@@ -312,15 +312,16 @@ TEST(MegatronImport, PipelineLayoutIsModelledAsWritten) {
   EXPECT_EQ(exact.value().scenario.parallel.pipeline_layout, (std::vector<std::string>{"Ett", "ttt", "ttt", "ttL"}));
   EXPECT_EQ(exact.value().scenario.parallel.num_layers_in_first_pipeline_stage, 0);
   EXPECT_TRUE(exact.value().notes.empty());
-  // Interleaved: 4 stages on 2 ranks = 2 virtual stages per rank.
-  auto vp = import_line(kMinimal + "--num-layers 8 --pipeline-model-parallel-size 2 "
+  // Interleaved: 4 stages on 2 ranks = 2 virtual stages per rank (micro-batches a multiple
+  // of pp: 8 / (1 x dp 4) = 2).
+  auto vp = import_line(kMinimal + "--num-layers 8 --pipeline-model-parallel-size 2 --global-batch-size 8 "
                                    "--pipeline-model-parallel-layout E(tt|)*3ttL");
   ASSERT_TRUE(vp.ok()) << vp.error().str();
   EXPECT_EQ(vp.value().scenario.parallel.pipeline_layout, (std::vector<std::string>{"Ett", "tt", "tt", "ttL"}));
   EXPECT_EQ(derive_mesh(vp.value().scenario).vp, 2);
   // Uneven virtual stages with MTP (the DeepSeek-V3 proxy's): 8 stages on 4 ranks, rank r
   // holding stages r and r + 4: [2+2, 2+2, 2+1, 2+1] layers, the MTP layer on the last rank.
-  auto uneven = import_line(kMinimal + "--num-layers 14 --pipeline-model-parallel-size 4 "
+  auto uneven = import_line(kMinimal + "--num-layers 14 --pipeline-model-parallel-size 4 --global-batch-size 8 "
                                        "--pipeline-model-parallel-layout Et*2|(tt|)*5t|tmL --mtp-num-layers 1 "
                                        "--position-embedding-type rope");
   ASSERT_TRUE(uneven.ok()) << uneven.error().str();
@@ -340,7 +341,7 @@ TEST(MegatronImport, PipelineLayoutIsModelledAsWritten) {
   EXPECT_THAT(uneven.value().notes, testing::Not(testing::Contains(HasSubstr("pipeline-model-parallel-layout"))));
   // --decoder-first/last-pipeline-num-layers with --num-virtual-stages-per-pipeline-rank:
   // each rank's layers split evenly over its chunks (Megatron's get_num_layers_to_build).
-  auto uv = import_line(kMinimal + "--num-layers 12 --pipeline-model-parallel-size 4 "
+  auto uv = import_line(kMinimal + "--num-layers 12 --pipeline-model-parallel-size 4 --global-batch-size 8 "
                                    "--decoder-first-pipeline-num-layers 2 --decoder-last-pipeline-num-layers 2 "
                                    "--num-virtual-stages-per-pipeline-rank 2");
   ASSERT_TRUE(uv.ok()) << uv.error().str();
@@ -350,6 +351,11 @@ TEST(MegatronImport, PipelineLayoutIsModelledAsWritten) {
                                       "--decoder-first-pipeline-num-layers 3 --decoder-last-pipeline-num-layers 3 "
                                       "--num-virtual-stages-per-pipeline-rank 2"),
               HasSubstr("must split evenly into 2 virtual stages"));
+  // Megatron's interleaved schedule raises unless the micro-batches are a multiple of pp.
+  EXPECT_THAT(import_error(kMinimal + "--num-layers 8 --pipeline-model-parallel-size 2 "
+                                      "--pipeline-model-parallel-layout E(tt|)*3ttL"),
+              HasSubstr("the number of micro-batches (1 = global_batch_size 4 / (micro_batch_size 1 * "
+                        "data_parallel_size 4)) must be a multiple of pipeline_model_parallel_size (2)"));
   EXPECT_THAT(import_error(kMinimal + "--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout Et|tL"),
               HasSubstr("the layout places 2 transformer layers (t) but num_layers is 4"));
   EXPECT_THAT(import_error(kMinimal + "--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout Et|t+tL"),

@@ -19,6 +19,7 @@
 #include <numeric>
 #include <vector>
 
+#include "lcm/model/pipeline_schedule.hpp"
 #include "lcm/model/step_time.hpp"
 #include "lcm/model/timing.hpp"
 #include "step_compose.hpp"  // model/src: compose_step_time, stage_microbatch_time
@@ -567,10 +568,16 @@ TEST(StepTimeRules, DpOverlapWindowAndLastBucket) {
 // compose_step_time: pipeline, bottleneck, step totals.
 // ---------------------------------------------------------------------------------
 
-// Rule (pipeline): pipeline = m x (F + B)_bottleneck + (sum_r (F + B)_r - (F + B)_bottleneck) / vp,
-// bubble = the second term.
-//   Stages fb = 3, 9, 6 ms (1, 3, 2 layers of F 1 + B 2), m = 8:
-//   vp = 1: 8 x 9 + (18 - 9) = 81 ms, bubble 9; vp = 3: 72 + 9/3 = 75 ms, bubble 3.
+// Rule (pipeline): pipeline = Megatron's 1F1B / interleaved schedule run pass by pass over
+// the ranks' chunk times (pipeline_makespan, pinned by tests/model/pipeline_schedule_test.cpp);
+// bubble = pipeline - m x (F + B)_bottleneck.
+//   Stages F/B = 1/2, 3/6, 2/4 ms (1, 3, 2 layers of F 1 + B 2), m = 8, vp = 1: rank 1 is the
+//   bottleneck (fb 9). It starts after rank 0's first forward (1), runs 8 x 9 = 72 with one
+//   wait: after its one warm-up forward (3) it needs rank 2's first forward + backward (6),
+//   3 more; rank 0's last backward (2) ends the step: 1 + 72 + 3 + 2 = 78 ms, bubble 6 (the
+//   closed form m fb_max + sum of the others, 81, charges ranks 0 and 2 in full).
+//   vp = 3 (each rank's chunks equal, the synthetic scenario places no layers): simulated
+//   73 ms, bubble 1 (the closed form 72 + 9/3 = 75).
 TEST(StepTimeRules, PipelineOfUnequalStages) {
   Composer c;
   c.m = 8;
@@ -581,20 +588,21 @@ TEST(StepTimeRules, PipelineOfUnequalStages) {
   c.stages[2].in.dense = 2;
   const StepTime t = c.compose();
   EXPECT_EQ(t.bottleneck_stage, 1);
-  EXPECT_NEAR(t.pipeline, 81 * kMs, kTol);
-  EXPECT_NEAR(t.bubble, 9 * kMs, kTol);
-  EXPECT_NEAR(t.step_s, 81 * kMs, kTol);
+  EXPECT_NEAR(t.pipeline, 78 * kMs, kTol);
+  EXPECT_NEAR(t.bubble, 6 * kMs, kTol);
+  EXPECT_NEAR(t.step_s, 78 * kMs, kTol);
   c.vp = 3;
   const StepTime v = c.compose();
-  EXPECT_NEAR(v.pipeline, 75 * kMs, kTol);
-  EXPECT_NEAR(v.bubble, 3 * kMs, kTol);
+  EXPECT_NEAR(v.pipeline, 73 * kMs, 1e-9);
+  EXPECT_NEAR(v.bubble, 1 * kMs, 1e-9);
 }
 
 // Rule (bottleneck): the bottleneck rank maximises fb + (dp_exposed + optimizer) / m (the
 // first of equal ranks); its fb is the pipeline's steady-state slot and its DP / optimizer
 // time is added to the step.
 //   A: fb 4 + 6 = 10, nothing per step -> score 10; B: fb 3 + 6 = 9, exposed 5 -> 9 + 5/2 = 11.5.
-//   m = 2: bottleneck B (rank 1); pipeline = 2 x 9 + (19 - 9) = 28; step = 28 + 5 = 33 ms.
+//   m = 2: bottleneck B (rank 1); the schedule: rank 0 F0 0-4, F1 4-8; rank 1 F0 4-7, B0 7-13,
+//   F1 13-16, B1 16-22; rank 0 B0 13-19, B1 22-28: pipeline 28; step = 28 + 5 = 33 ms.
 //   (docs/time-model.md writes max_r(F_r + B_r) for the slot; here that would be A's 10.)
 TEST(StepTimeRules, BottleneckMaximisesScore) {
   Composer c;
@@ -606,19 +614,21 @@ TEST(StepTimeRules, BottleneckMaximisesScore) {
   EXPECT_NEAR(t.dp_exposed, 5 * kMs, kTol);
   EXPECT_NEAR(t.step_s, 33 * kMs, kTol);
   // Exposed 1 ms instead: B's score 9.5 < 10, A is the bottleneck and B's DP time is not
-  // added: pipeline = 2 x 10 + 9 = 29 ms = step.
+  // added: step = the same 28 ms pipeline.
   c.stages[1].step = {step_op(1, StepOpRole::kExposed)};
   const StepTime a = c.compose();
   EXPECT_EQ(a.bottleneck_stage, 0);
-  EXPECT_NEAR(a.step_s, 29 * kMs, kTol);
+  EXPECT_NEAR(a.step_s, 28 * kMs, kTol);
   // Equal scores: the first rank is the bottleneck (its stage entry carries the DP time).
+  // Ranks F/B 4/6 and 5/6: the critical path F0 4 + rank 1's F0 B0 F1 B1 (5 + 6 + 5 + 6) +
+  // rank 0's B1 6 = 32; step = 32 + optimizer 2 = 34 ms.
   Composer tie;
   tie.m = 2;
   tie.stages = {edge_stage(4, 6, {step_op(2, StepOpRole::kOptimizer)}), edge_stage(5, 6)};
   const StepTime e = tie.compose();
   EXPECT_EQ(e.bottleneck_stage, 0);
   EXPECT_NEAR(e.optimizer, 2 * kMs, kTol);
-  EXPECT_NEAR(e.step_s, (2 * 10 + 11 + 2) * kMs, kTol);
+  EXPECT_NEAR(e.step_s, 34 * kMs, kTol);
 }
 
 // Rules (step totals): step = pipeline + dp_exposed + optimizer of the bottleneck; compute
@@ -669,10 +679,10 @@ TEST(StepTimeRules, StepTotalsTermsAndThroughput) {
   EXPECT_EQ(t.stages[1].stage, 1);
 }
 
-// Rule: ranks sharing a stage input share its result, but every rank counts in the fill
-// (sum over ranks, not over distinct inputs).
-//   stage_input {0, 1, 1, 1, 0}: fb 2 and 3 ms -> sum 2 + 3 + 3 + 3 + 2 = 13, max 3 (rank 1);
-//   m = 4: pipeline = 12 + 10 = 22 ms.
+// Rule: ranks sharing a stage input share its result, but every rank runs in the pipeline
+// (five ranks, not two distinct inputs).
+//   stage_input {0, 1, 1, 1, 0}: F/B 1/1 and 1/2 ms, max fb 3 (rank 1); m = 4: the five-rank
+//   schedule takes 21 ms (pipeline_makespan); two ranks would take 4 x 3 + 2 = 14.
 TEST(StepTimeRules, RanksSharingAnInputEachCount) {
   Composer c;
   c.m = 4;
@@ -680,7 +690,9 @@ TEST(StepTimeRules, RanksSharingAnInputEachCount) {
   c.stage_input = {0, 1, 1, 1, 0};
   const StepTime t = c.compose();
   EXPECT_EQ(t.bottleneck_stage, 1);
-  EXPECT_NEAR(t.pipeline, 22 * kMs, kTol);
+  const std::vector<ChunkPass> five = {{kMs, kMs}, {kMs, 2 * kMs}, {kMs, 2 * kMs}, {kMs, 2 * kMs}, {kMs, kMs}};
+  EXPECT_NEAR(pipeline_makespan(5, 1, 4, five), 21 * kMs, kTol);
+  EXPECT_NEAR(t.pipeline, 21 * kMs, kTol);
   ASSERT_EQ(t.stages.size(), 5u);
   EXPECT_EQ(t.stages[4].stage, 4);
   EXPECT_NEAR(t.stages[4].fwd + t.stages[4].bwd, 2 * kMs, kTol);
@@ -690,14 +702,16 @@ TEST(StepTimeRules, RanksSharingAnInputEachCount) {
 // Rule: more distinct stage inputs than the result cache holds (8) give the same step: the
 // bottleneck's result survives the later ranks.
 //   10 ranks, fb = 1..8, 20, 9 ms: bottleneck rank 8 (the first beyond the cache);
-//   sum = 36 + 20 + 9 = 65; m = 2: pipeline = 40 + 45 = 85 ms.
+//   m = 2: rank 8 starts after the first forward crosses ranks 0-7 (36 / 2), runs 2 x 20 and
+//   its last backward crosses them again (36 / 2); rank 9's F0 + B0 (9) fits under rank 8's
+//   warm-up forward (10): pipeline = 18 + 40 + 18 = 76 ms.
 TEST(StepTimeRules, ManyDistinctStagesKeepTheBottleneck) {
   Composer c;
   c.m = 2;
   for (double fb : {1, 2, 3, 4, 5, 6, 7, 8, 20, 9}) c.stages.push_back(edge_stage(fb / 2, fb / 2));
   const StepTime t = c.compose();
   EXPECT_EQ(t.bottleneck_stage, 8);
-  EXPECT_NEAR(t.pipeline, 85 * kMs, kTol);
+  EXPECT_NEAR(t.pipeline, 76 * kMs, kTol);
   ASSERT_EQ(t.stages.size(), 10u);
   EXPECT_NEAR(t.stages[9].fwd, 4.5 * kMs, kTol);
   EXPECT_EQ(t.stages[9].stage, 9);
@@ -736,7 +750,16 @@ TEST(StepTimeRules, PrecomputedMicrobatchTimeIsUsed) {
 //           step: optimizer 1. F = 0.25 + 1 + 3 + 2 = 6.25, B = 4 + 3 + 6 + 2 + 0.25 = 15.25;
 //           fb 21.5; score 22 -> bottleneck.
 //   pipeline = 2 x 21.5 + 5 = 48 (bubble 5); step = 48 + 0 + 1 = 49 ms; exposed PP 2 x 0.5 = 1.
-//   vp = 2: p2p hidden: fb 4.5 and 21; pipeline = 42 + 4.5/2 = 44.25; step 45.25 ms.
+//   vp = 2: p2p hidden: rank 0 F 2, B 2.5; rank 1 F 6, B 15. The synthetic scenario places no
+//   layers, so each rank's dense layer splits evenly over its two chunks; the embedding goes
+//   to chunk 0, the MTP layer and the head to the last chunk:
+//     rank 0: chunk 0 F 0.5 + 1 = 1.5, B 1 + 0.5 = 1.5; chunk 1 F 0.5, B 1;
+//     rank 1: chunk 0 F 0.5, B 1; chunk 1 F 0.5 + 3 + 2 = 5.5, B 1 + 9 + 4 = 14.
+//   The interleaved schedule (table (0,c0) (1,c0) (0,c1) (1,c1); rank 0 warms up all four
+//   forwards, rank 1 two): rank 1's chunk-1 passes F0 3.5-9, B0 9-23, F1 23-28.5,
+//   B1 28.5-42.5; then rank 0 B(1,c1) 42.5-43.5, rank 1 B(0,c0) 42.5-43.5 and B(1,c0)
+//   43.5-44.5, rank 0 B(0,c0) 43.5-45 and B(1,c0) 45-46.5: pipeline 46.5, step 47.5 ms (the
+//   closed form 42 + 4.5 / 2 = 44.25 assumes the head's work spreads over the chunks).
 TEST(StepTimeRules, StepTimeComposesASyntheticSchedule) {
   Scenario s = Composer::scenario();
   s.num_gpus = 4;
@@ -783,8 +806,8 @@ TEST(StepTimeRules, StepTimeComposesASyntheticSchedule) {
   EXPECT_NEAR(t.stages[1].bwd, 15.25 * kMs, kTol);
   m.vp = 2;
   const StepTime v = step_time(s, m, sch, Flops{});
-  EXPECT_NEAR(v.pipeline, 44.25 * kMs, kTol);
-  EXPECT_NEAR(v.step_s, 45.25 * kMs, kTol);
+  EXPECT_NEAR(v.pipeline, 46.5 * kMs, kTol);
+  EXPECT_NEAR(v.step_s, 47.5 * kMs, kTol);
 }
 
 // ---------------------------------------------------------------------------------

@@ -73,6 +73,11 @@ std::vector<StageLayers> stage_layers(const Scenario& s, const Mesh& m);
 // rank), in the order it runs them: chunk by chunk with interleaving, each chunk in model
 // order. The same split as stage_layers.
 std::vector<std::vector<int>> stage_layer_indices(const Scenario& s, const Mesh& m);
+// What each model chunk holds: pp x vp entries, rank-major (entry r * vp + j is rank r's
+// chunk j; one chunk per rank without interleaving). The embedding is on rank 0's chunk 0,
+// the loss and the MTP layers on the last rank's last chunk. Summed over a rank's chunks,
+// the counts are stage_layers'.
+std::vector<StageLayers> chunk_layers(const Scenario& s, const Mesh& m);
 
 // The shard sizes of a mesh: a part of several cache keys (cache_key.hpp).
 struct ShardKey {

@@ -15,6 +15,7 @@
 //   1  ops.hpp                        op ids, names, shapes, Op (this file)
 //   1  mem_category.hpp               device-memory categories of a measured run
 //   1  pipeline_layout.hpp            Megatron's custom pipeline layout text
+//   1  pipeline_schedule.hpp          Megatron's pipeline schedules simulated pass by pass
 //   2  mesh.hpp                       the derived mesh, validation, stage split, rank order
 //   3  resolve.hpp  capacity.hpp      per-rank shapes and defaults; expert capacity
 //   3  expert_load.hpp                expert loads of a routing distribution, busiest EP rank

@@ -184,6 +184,10 @@ struct ParallelSpec {
   int num_layers_per_virtual_pipeline_stage = 0;  // 0: no interleaving
   int num_layers_in_first_pipeline_stage = 0;     // 0: even split
   int num_layers_in_last_pipeline_stage = 0;
+  // Megatron --microbatch-group-size-per-virtual-pipeline-stage: with interleaving, how many
+  // consecutive micro-batches run through one model chunk before the next; 0: pp (Megatron's
+  // default). Megatron needs pp <= it <= micro-batches, the remainder 0 or >= pp.
+  int microbatch_group_size_per_vp_stage = 0;
   // Megatron --pipeline-model-parallel-layout, expanded (pipeline_layout.hpp): one string of
   // E / t / m / L per (virtual) stage, stage s on rank s % pp; empty: none. Sets the virtual
   // stages itself (pp x vp stages); excludes the three knobs above and the two below.
