@@ -181,9 +181,9 @@ void check_world(const Scenario& s, Checker& check) {
       if (group == 0) {
         check(micro_batches % pp == 0, "training.global_batch_size",
               "with an interleaved (virtual) pipeline the number of micro-batches ({} = global_batch_size {} / "
-              "(micro_batch_size {} * data_parallel_size {})) must be a multiple of pipeline_model_parallel_size ({}) "
-              "(or set microbatch_group_size_per_virtual_pipeline_stage)",
-              micro_batches, t.global_batch_size, t.micro_batch_size, dp, pp);
+              "(micro_batch_size {} * data_parallel_size {})) must be a multiple of pipeline_model_parallel_size ({}){}",
+              micro_batches, t.global_batch_size, t.micro_batch_size, dp, pp,
+              micro_batches > pp ? " (or set microbatch_group_size_per_virtual_pipeline_stage)" : "");
       } else if (group < pp || group > micro_batches) {
         check(false, "parallel.microbatch_group_size_per_virtual_pipeline_stage",
               "The number of contiguous micro-batches in a virtual pipeline stage ({}) should range in [PP={}, M={}]",

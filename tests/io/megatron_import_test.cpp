@@ -356,6 +356,19 @@ TEST(MegatronImport, PipelineLayoutIsModelledAsWritten) {
                                       "--pipeline-model-parallel-layout E(tt|)*3ttL"),
               HasSubstr("the number of micro-batches (1 = global_batch_size 4 / (micro_batch_size 1 * "
                         "data_parallel_size 4)) must be a multiple of pipeline_model_parallel_size (2)"));
+  // --microbatch-group-size-per-virtual-pipeline-stage N: pp <= N <= micro-batches, and the
+  // remainder 0 or >= pp. 5 micro-batches (20 / dp 4) on pp 2: N 3 leaves 2, N 4 leaves 1.
+  const std::string grouped = kMinimal + "--num-layers 8 --pipeline-model-parallel-size 2 --global-batch-size 20 "
+                                         "--pipeline-model-parallel-layout E(tt|)*3ttL ";
+  auto g3 = import_line(grouped + "--microbatch-group-size-per-virtual-pipeline-stage 3");
+  ASSERT_TRUE(g3.ok()) << g3.error().str();
+  EXPECT_EQ(g3.value().scenario.parallel.microbatch_group_size_per_vp_stage, 3);
+  EXPECT_THAT(import_error(grouped + "--microbatch-group-size-per-virtual-pipeline-stage 4"),
+              HasSubstr("The remainder of M (5 micro-batches) divided by N (4, the micro-batches per virtual "
+                        "pipeline stage) should be 0, or larger than or equal to the pipeline-parallel size (2), but "
+                        "it is 1"));
+  EXPECT_THAT(import_error(grouped + "--microbatch-group-size-per-virtual-pipeline-stage 6"),
+              HasSubstr("should range in [PP=2, M=5]"));
   EXPECT_THAT(import_error(kMinimal + "--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout Et|tL"),
               HasSubstr("the layout places 2 transformer layers (t) but num_layers is 4"));
   EXPECT_THAT(import_error(kMinimal + "--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout Et|t+tL"),

@@ -45,6 +45,23 @@ TEST(PipelineSchedule, EqualChunksGiveTheClosedForm) {
   EXPECT_GT(checked, 500);
 }
 
+// So does every micro-batch group Megatron accepts (pp <= group <= m, m mod group 0 or >= pp):
+// the group changes the order of the passes, not the equal-chunk makespan.
+TEST(PipelineSchedule, EqualChunksWithAnyValidGroup) {
+  int checked = 0;
+  for (int pp : {2, 3, 4})
+    for (int vp : {2, 3})
+      for (int m = pp; m <= 24; ++m)
+        for (int group = pp; group <= m; ++group) {
+          if (m % group != 0 && m % group < pp) continue;
+          const std::vector<ChunkPass> c(static_cast<size_t>(pp * vp), {1.0 / vp, 2.0 / vp});
+          ASSERT_NEAR(pipeline_makespan(pp, vp, m, c, group), m * 3.0 + (pp - 1) * 3.0 / vp, 1e-9)
+              << "pp " << pp << " vp " << vp << " m " << m << " group " << group;
+          ++checked;
+        }
+  EXPECT_GT(checked, 300);
+}
+
 // One rank: its passes back to back.
 TEST(PipelineSchedule, OneRankRunsItsPassesBackToBack) {
   const std::vector<ChunkPass> c = {{1.5, 2.5}};
