@@ -6,21 +6,12 @@
 
 namespace lcm {
 
-namespace {
-
-struct Pass {
-  int mb;     // micro-batch
-  int chunk;  // model chunk of this rank
-  bool fwd;
-};
-
-// One rank's passes in Megatron-Core's order. Without interleaving: pp - r - 1 warm-up
-// forwards, then one forward and one backward alternating, then the remaining backwards.
 // Interleaved: the schedule table (get_schedule_table) walks micro-batches in groups of
 // `group`, every chunk of a group before the next group (a short last group); the k-th
 // forward runs table[k], the k-th backward table[k] with its chunk mirrored; warm-up
 // (pp - r - 1) * 2 + (vp - 1) * group.
-std::vector<Pass> rank_order(int pp, int vp, int m, int group, int r) {
+std::vector<PipelinePass> pipeline_rank_order(int pp, int vp, int m, int group, int r) {
+  if (group <= 0) group = pp;
   std::vector<std::pair<int, int>> table;  // (micro-batch, chunk)
   table.reserve(static_cast<size_t>(m) * static_cast<size_t>(vp));
   if (vp == 1) {
@@ -36,7 +27,7 @@ std::vector<Pass> rank_order(int pp, int vp, int m, int group, int r) {
   // (Megatron-Core 0.13+, get_pp_rank_microbatches: no special case for m == pp; a warm-up
   // longer than the passes runs every forward first.)
   const int warm = vp == 1 ? std::min(pp - r - 1, m) : std::min((pp - r - 1) * 2 + (vp - 1) * group, total);
-  std::vector<Pass> order;
+  std::vector<PipelinePass> order;
   order.reserve(2 * static_cast<size_t>(total));
   const auto fwd = [&](int k) { order.push_back({table[k].first, table[k].second, true}); };
   const auto bwd = [&](int k) { order.push_back({table[k].first, vp - 1 - table[k].second, false}); };
@@ -50,8 +41,6 @@ std::vector<Pass> rank_order(int pp, int vp, int m, int group, int r) {
   return order;
 }
 
-}  // namespace
-
 double pipeline_makespan(int pp, int vp, int m, std::span<const ChunkPass> chunks, int group) {
   assert(pp >= 1 && vp >= 1 && m >= 1);
   if (group <= 0) group = pp;
@@ -60,10 +49,10 @@ double pipeline_makespan(int pp, int vp, int m, std::span<const ChunkPass> chunk
   const auto at = [m](int stage, int mb) { return static_cast<size_t>(stage) * static_cast<size_t>(m) + mb; };
   std::vector<double> fwd_done(static_cast<size_t>(stages) * static_cast<size_t>(m), -1.0);
   std::vector<double> bwd_done(fwd_done.size(), -1.0);
-  std::vector<std::vector<Pass>> order(static_cast<size_t>(pp));
+  std::vector<std::vector<PipelinePass>> order(static_cast<size_t>(pp));
   size_t left = 0;
   for (int r = 0; r < pp; ++r) {
-    order[r] = rank_order(pp, vp, m, group, r);
+    order[r] = pipeline_rank_order(pp, vp, m, group, r);
     left += order[r].size();
   }
   std::vector<size_t> next(static_cast<size_t>(pp), 0);
@@ -71,16 +60,16 @@ double pipeline_makespan(int pp, int vp, int m, std::span<const ChunkPass> chunk
   while (left > 0) {
     size_t done_now = 0;
     for (int r = 0; r < pp; ++r) {
-      std::vector<Pass>& ord = order[r];
+      const std::vector<PipelinePass>& ord = order[r];
       while (next[r] < ord.size()) {
-        const Pass p = ord[next[r]];
+        const PipelinePass p = ord[next[r]];
         const int s = p.chunk * pp + r;
-        const double ready = p.fwd ? (s == 0 ? 0.0 : fwd_done[at(s - 1, p.mb)])
-                                   : (s == stages - 1 ? fwd_done[at(s, p.mb)] : bwd_done[at(s + 1, p.mb)]);
+        const double ready = p.fwd ? (s == 0 ? 0.0 : fwd_done[at(s - 1, p.micro_batch)])
+                                   : (s == stages - 1 ? fwd_done[at(s, p.micro_batch)] : bwd_done[at(s + 1, p.micro_batch)]);
         if (ready < 0) break;  // its input is not computed yet: another rank first
         const ChunkPass& t = chunks[static_cast<size_t>(r) * vp + p.chunk];
         const double end = std::max(ready, free_at[r]) + (p.fwd ? t.fwd : t.bwd);
-        (p.fwd ? fwd_done : bwd_done)[at(s, p.mb)] = end;
+        (p.fwd ? fwd_done : bwd_done)[at(s, p.micro_batch)] = end;
         free_at[r] = end;
         ++next[r];
         ++done_now;

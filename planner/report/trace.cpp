@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "lcm/model/pipeline_schedule.hpp"
 #include "lcm/model/step_time.hpp"
 #include "lcm/model/timing.hpp"
 
@@ -123,25 +124,6 @@ struct StageWriter {
   }
 };
 
-struct PassRef {
-  bool fwd;
-  int micro_batch;
-};
-
-// 1F1B order of one stage: warm-up forwards, then one forward / one backward, then the
-// remaining backwards (Megatron schedules.py, non-interleaved).
-std::vector<PassRef> one_f_one_b(int p, int r, int m) {
-  std::vector<PassRef> order;
-  const int warmup = std::min(p - r - 1, m);
-  for (int i = 0; i < warmup; ++i) order.push_back({true, i});
-  for (int i = 0; i < m - warmup; ++i) {
-    order.push_back({true, warmup + i});
-    order.push_back({false, i});
-  }
-  for (int i = m - warmup; i < m; ++i) order.push_back({false, i});
-  return order;
-}
-
 }  // namespace
 
 ordered_json predicted_trace(const Scenario& s, const Estimate& e, const Schedule& sched, const TraceOptions& opts) {
@@ -166,11 +148,11 @@ ordered_json predicted_trace(const Scenario& s, const Estimate& e, const Schedul
 
   // Event-driven 1F1B: a forward waits for the previous stage's forward of the same
   // micro-batch, a backward for the next stage's backward of it.
-  std::vector<std::vector<PassRef>> order(static_cast<size_t>(p));
+  std::vector<std::vector<PipelinePass>> order(static_cast<size_t>(p));
   std::vector<size_t> next(static_cast<size_t>(p), 0);
   std::vector<std::vector<double>> fwd_end(static_cast<size_t>(p), std::vector<double>(static_cast<size_t>(m), -1));
   std::vector<std::vector<double>> bwd_end = fwd_end;
-  for (int r = 0; r < p; ++r) order[static_cast<size_t>(r)] = one_f_one_b(p, r, m);
+  for (int r = 0; r < p; ++r) order[static_cast<size_t>(r)] = pipeline_rank_order(p, 1, m, 0, r);  // whole stages
   // The layers of each stage; the trace draws a stage's dense layers, then its MoE layers,
   // then its MTP depths forward, and the reverse backward.
   const std::vector<std::vector<int>> indices = stage_layer_indices(s, e.mesh);
@@ -183,7 +165,7 @@ ordered_json predicted_trace(const Scenario& s, const Estimate& e, const Schedul
     for (int r = 0; r < p; ++r) {
       const size_t ri = static_cast<size_t>(r);
       while (next[ri] < order[ri].size()) {
-        const PassRef pr = order[ri][next[ri]];
+        const PipelinePass pr = order[ri][next[ri]];
         const size_t mb = static_cast<size_t>(pr.micro_batch);
         double ready = 0;
         if (pr.fwd && r > 0) ready = fwd_end[ri - 1][mb];

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <span>
+#include <vector>
 
 namespace lcm {
 
@@ -22,6 +23,19 @@ struct ChunkPass {
   double fwd = 0;  // one micro-batch's forward through one model chunk of one rank
   double bwd = 0;  // its backward (recompute included)
 };
+
+// One pass of a pipeline rank: a micro-batch's forward or backward through one of its chunks.
+struct PipelinePass {
+  int micro_batch = 0;
+  int chunk = 0;  // the rank's model chunk (0 without interleaving)
+  bool fwd = true;
+};
+
+// Rank r's passes in Megatron-Core's order (the one pipeline_makespan runs): without
+// interleaving (vp = 1) pp - r - 1 warm-up forwards, then one forward and one backward
+// alternating, then the remaining backwards; interleaved, the schedule table's order.
+// `group` as below (0: pp).
+std::vector<PipelinePass> pipeline_rank_order(int pp, int vp, int num_micro_batches, int group, int r);
 
 // Wall time from the first forward to the last backward. `chunks` holds pp * vp entries,
 // rank-major: chunks[r * vp + c] is rank r's chunk c. Requires pp >= 1, vp >= 1,
