@@ -545,7 +545,7 @@ StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops&
   // Results beyond kMaxDistinct: the current one and the bottleneck.
   alignas(StageResult) unsigned char overflow_storage[2 * sizeof(StageResult)];
   StageResult* overflow = reinterpret_cast<StageResult*>(overflow_storage);
-  double worst = -1, sum_fb = 0;
+  double worst = -1;
   std::vector<std::array<double, 2>> rank_fb;  // with a pipeline: each rank's {fwd, bwd}
   if (in.num_ranks > 1) rank_fb.reserve(static_cast<size_t>(in.num_ranks));
   for (int r = 0; r < in.num_ranks;) {
@@ -565,7 +565,6 @@ StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops&
         res = new (slot) StageResult(stage_result(in.stages[input], in));
       }
     }
-    for (int k = 0; k < run; ++k) sum_fb += res->fb;  // rank by rank, in rank order
     if (in.num_ranks > 1)
       for (int k = 0; k < run; ++k) rank_fb.push_back({res->t.fwd, res->t.bwd});
     if (res->score > worst) {  // equal scores: the run's first rank stays the bottleneck
@@ -593,7 +592,7 @@ StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops&
                      ? pipeline_makespan(in.num_ranks, std::max(1, in.vp), in.num_micro_batches,
                                          pipeline_chunk_passes(s, in, rank_fb),
                                          s.parallel.microbatch_group_size_per_vp_stage)
-                     : mb * fb_max + (sum_fb - fb_max);
+                     : mb * fb_max;
   out.bubble = std::max(0.0, out.pipeline - mb * fb_max);
   // The step closes with a synchronisation (the gradient norm's .item() before the optimizer
   // update) and the training loop's own Python (host.iteration_overhead); the next step's
