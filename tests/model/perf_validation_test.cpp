@@ -30,6 +30,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -551,6 +552,14 @@ void predict(Scenario s, Result& res) {
   res.flops_per_token = causal ? e.flops.model_flops / tokens : other;
   res.flops_per_token_nc = causal ? other : e.flops.model_flops / tokens;
   res.evaluated = true;
+  // LCM_PERF_DUMP=DIR: each evaluated row's scenario as a YAML file, so that `lcm estimate`,
+  // `lcm comm` or `lcm trace` can take one row apart (the hardware is the row's profile name).
+  if (const char* dir = std::getenv("LCM_PERF_DUMP")) {
+    std::string file = res.id;
+    for (char& c : file)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') c = '_';
+    std::ofstream(std::string(dir) + "/" + file + ".yaml") << io::scenario_to_yaml(res.scenario, res.scenario.hardware.name);
+  }
   if (std::getenv("LCM_PERF_BREAKDOWN") != nullptr) {
     const StepTime& t = e.time;
     auto ex = [&](CommDim d) { return t.exposed_comm[static_cast<size_t>(d)]; };
