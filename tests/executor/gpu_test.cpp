@@ -55,6 +55,26 @@ TEST_F(GemmOnGpu, SmallFp8MatchesCpuReference) {
   EXPECT_EQ(c.wrong, 0) << "max err/tol " << c.max_err_ratio;
 }
 
+// Block scales (1x128 activation, 128x128 weight) holding the per-tensor values: the same
+// product as the per-tensor run, so the CPU reference applies unchanged. Hopper only (sm_90:
+// cuBLASLt's VEC128 / BLK128x128 modes); m, n not multiples of 128 test the scale padding.
+TEST_F(GemmOnGpu, SmallFp8BlockScaledMatchesCpuReference) {
+  cudaDeviceProp p{};
+  cudaGetDeviceProperties(&p, 0);
+  if (p.major != 9) GTEST_SKIP() << "block-scaled fp8 (VEC128 / BLK128x128) is a Hopper (sm_90) cuBLASLt mode";
+  GemmRunner r(stream_, 32 << 20);
+  r.setup({200, 320, 512, GemmDType::kFp8Block}, 1, 45, 1);
+  ASSERT_TRUE(r.supported()) << r.unsupported_reason();
+  r.enqueue(0);
+  const Comparison c = r.verify(0, 1);
+  EXPECT_EQ(c.checked, 200 * 320);
+  EXPECT_EQ(c.wrong, 0) << "max err/tol " << c.max_err_ratio;
+  GemmRunner odd(stream_, 32 << 20);
+  odd.setup({128, 256, 500, GemmDType::kFp8Block}, 1, 46, 1);
+  EXPECT_FALSE(odd.supported());
+  EXPECT_EQ(odd.unsupported_reason(), "fp8_block needs K a multiple of 128");
+}
+
 TEST_F(GemmOnGpu, PlantedWrongElementIsDetected) {
   GemmRunner r(stream_, 32 << 20);
   r.setup({128, 256, 512, GemmDType::kBf16}, 1, 44, 1);

@@ -62,6 +62,10 @@ TEST(Options, GemmShapesAndTypes) {
   EXPECT_EQ(o.gemm_dtypes, (std::vector<GemmDType>{GemmDType::kBf16}));
   EXPECT_EQ(o.algos, 4);
   EXPECT_EQ(o.workspace_bytes, 32 << 20);
+  EXPECT_EQ(parse({"bench", "gemm", "--dtype", "fp8,fp8_block"}).gemm_dtypes,
+            (std::vector<GemmDType>{GemmDType::kFp8E4M3, GemmDType::kFp8Block}));
+  EXPECT_STREQ(to_string(GemmDType::kFp8Block), "fp8_block");
+  EXPECT_THROW(parse({"bench", "gemm", "--dtype", "fp8_mx"}), UsageError);
   EXPECT_EQ(parse_shapes("models").size(), model_shapes().size());
   for (const GemmPoint& s : model_shapes()) {
     EXPECT_FALSE(s.label.empty());

@@ -138,7 +138,9 @@ PointRecord make_record(const GemmRunner& runner, const GemmPointRun& pt, const 
                {"rel_l2_error", total.rel_l2},
                {"check", to_json(total)},
                {"clocks_after", to_json(t.clocks)},
-               {"layout", pt.p.dtype == GemmDType::kBf16 ? "NN (torch.matmul)" : "TN (torch._scaled_mm)"}};
+               {"layout", pt.p.dtype == GemmDType::kBf16       ? "NN (torch.matmul)"
+                     : pt.p.dtype == GemmDType::kFp8E4M3 ? "TN (torch._scaled_mm)"
+                                                         : "TN, 1x128 activation / 128x128 weight block scales"}};
   return rec;
 }
 

@@ -13,7 +13,14 @@
 
 namespace lcm::exec {
 
-const char* to_string(GemmDType t) { return t == GemmDType::kBf16 ? "bf16" : "fp8_e4m3"; }
+const char* to_string(GemmDType t) {
+  switch (t) {
+    case GemmDType::kBf16: return "bf16";
+    case GemmDType::kFp8E4M3: return "fp8_e4m3";
+    case GemmDType::kFp8Block: return "fp8_block";
+  }
+  return "?";
+}
 const char* to_string(CollDType t) { return t == CollDType::kBf16 ? "bf16" : "float"; }
 const char* to_string(CopyMethod m) { return m == CopyMethod::kMemcpy ? "memcpy" : "kernel"; }
 const char* to_string(DropPolicy p) { return p == DropPolicy::kProbs ? "probs" : "position"; }
@@ -319,7 +326,9 @@ std::string usage() {
        "  --shapes MxNxK,...   C[M,N] = A[M,K] B[K,N], any sizes (rows padded to 16 bytes; a shape cuBLASLt\n"
        "                       cannot run is skipped with the reason); 'models' = Llama 3 8B/70B, Mixtral\n"
        "                       8x7B GEMMs [8192x8192x8192]\n"
-       "  --dtype LIST         bf16, fp8 (e4m3 in, bf16 out, TN layout, per-tensor scales) [bf16,fp8]\n"
+       "  --dtype LIST         bf16, fp8 (e4m3 in, bf16 out, TN layout, per-tensor scales), fp8_block (the\n"
+       "                       same with a scale per 1x128 activation and 128x128 weight block, Transformer\n"
+       "                       Engine's blockwise recipe on Hopper; K a multiple of 128) [bf16,fp8]\n"
        "  --algos K            time the cuBLASLt heuristic's first K candidates, keep the fastest [1]\n"
        "  --workspace BYTES    cuBLASLt workspace [32M]\n"
        "\n"
@@ -460,7 +469,8 @@ Options parse_args(int argc, const char* const* argv) {
         for (std::string_view s : split(v, ',')) {
           if (s == "bf16") o.gemm_dtypes.push_back(GemmDType::kBf16);
           else if (s == "fp8" || s == "fp8_e4m3") o.gemm_dtypes.push_back(GemmDType::kFp8E4M3);
-          else throw UsageError("--dtype: '" + std::string(s) + "' (gemm: bf16, fp8)");
+          else if (s == "fp8_block") o.gemm_dtypes.push_back(GemmDType::kFp8Block);
+          else throw UsageError("--dtype: '" + std::string(s) + "' (gemm: bf16, fp8, fp8_block)");
         }
       } else if (v == "float") {
         o.coll_dtype = CollDType::kFloat;

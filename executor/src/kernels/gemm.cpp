@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <vector>
 
 #include "lcm/executor/error.hpp"
 #include "lcm/executor/kernels.cuh"
@@ -63,6 +64,8 @@ void GemmRunner::release() {
     cudaFree(s.d);
   }
   sets_.clear();
+  if (block_scales_) cudaFree(block_scales_);
+  block_scales_ = nullptr;
   if (op_) cublasLtMatmulDescDestroy(op_);
   if (la_) cublasLtMatrixLayoutDestroy(la_);
   if (lb_) cublasLtMatrixLayoutDestroy(lb_);
@@ -77,7 +80,12 @@ void GemmRunner::setup(const GemmProblem& p, int sets, uint64_t seed, int max_al
   release();
   p_ = p;
   seed_ = seed;
-  const bool fp8 = p.dtype == GemmDType::kFp8E4M3;
+  const bool fp8 = p.dtype != GemmDType::kBf16;
+  const bool block = p.dtype == GemmDType::kFp8Block;
+  if (block && p.k % 128 != 0) {  // a scale block spans 128 elements of k
+    unsupported_reason_ = "fp8_block needs K a multiple of 128";
+    return;
+  }
   const cudaDataType_t ab = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
   const uint64_t m = static_cast<uint64_t>(p.m), n = static_cast<uint64_t>(p.n), k = static_cast<uint64_t>(p.k);
   const uint64_t lda = static_cast<uint64_t>(p.lda()), ldb = static_cast<uint64_t>(p.ldb()),
@@ -89,11 +97,32 @@ void GemmRunner::setup(const GemmProblem& p, int sets, uint64_t seed, int max_al
   const cublasOperation_t ta = fp8 ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
   LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
   LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-  if (fp8) {
+  if (block) {
+    // One scale per 128x128 block of the weight (cuBLASLt's A) and per 1x128 block of each
+    // activation row (its B), every one holding the per-tensor value, so the output (and
+    // its check) is the per-tensor run's while the kernel reads and applies real block scales.
+    const int64_t kb = (p.k + 127) / 128;
+    const size_t w_scales = static_cast<size_t>((p.n + 127) / 128 * kb);
+    const size_t x_scales = static_cast<size_t>(((p.m + 3) / 4 * 4) * kb);
+    LCM_CUDA_CHECK(cudaMalloc(&block_scales_, (w_scales + x_scales + 64) * sizeof(float)));
+    std::vector<float> host(w_scales + x_scales + 64, kFp8ScaleB);
+    std::fill(host.begin() + static_cast<std::ptrdiff_t>(w_scales) + 32, host.end(), kFp8ScaleA);
+    LCM_CUDA_CHECK(cudaMemcpy(block_scales_, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+    const float* sa = block_scales_;
+    const float* sb = block_scales_ + w_scales + 32;  // 128-byte aligned start
+    const int32_t mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode_a, sizeof mode_a));
+    LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode_b, sizeof mode_b));
+    LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa));
+    LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb));
+  }
+  if (fp8 && !block) {
     const float* sa = scales_;
     const float* sb = scales_ + 64;
     LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa));
     LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb));
+  }
+  if (fp8) {
     // weight W row-major [n,k] == column-major [k,n], ld = ldb >= k, transposed by op T.
     LCM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la_, ab, k, n, static_cast<int64_t>(ldb)));
   } else {

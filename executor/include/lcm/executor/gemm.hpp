@@ -5,6 +5,8 @@
 //         (cuBLASLt column-major NN with m and n swapped), bf16 in/out, fp32 accumulation.
 //   fp8:  C[m,n] = sa sb A[m,k] W[n,k]^T, e4m3 in, bf16 out, fp32 accumulation: the TN
 //         layout Hopper's fp8 kernels need (torch._scaled_mm's), per-tensor scale pointers.
+//   fp8_block: the same layout with a scale per 1x128 block of A's rows and per 128x128
+//         block of W (Transformer Engine's Float8BlockScaling GEMMs on Hopper).
 // Inputs are pattern::uniform_pm1 rounded to the input type, so the CPU recomputes any
 // element from (seed, index); the checker compares a grid of output elements (all of them
 // for small problems) with a float64 dot product.
@@ -102,6 +104,7 @@ class GemmRunner {
   uint64_t seed_ = 0;
   std::vector<Set> sets_;
   float* scales_ = nullptr;  // fp8: weight scale at [0], activation scale at [64], on the device
+  float* block_scales_ = nullptr;  // fp8_block: the weight's block scales, then the activation's
   cublasLtMatmulDesc_t op_ = nullptr;
   cublasLtMatrixLayout_t la_ = nullptr, lb_ = nullptr, lc_ = nullptr;
   std::vector<cublasLtMatmulHeuristicResult_t> algos_;

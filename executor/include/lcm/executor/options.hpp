@@ -34,7 +34,10 @@ struct SizeSweep {
   int64_t step_bytes = 0;  // additive step (-i)
 };
 
-enum class GemmDType : uint8_t { kBf16, kFp8E4M3 };
+// kFp8Block: e4m3 with Transformer Engine's Float8BlockScaling layout on Hopper, a scale per
+// 1x128 block of the activation and per 128x128 block of the weight (cuBLASLt VEC128_32F /
+// BLK128x128_32F; k a multiple of 128).
+enum class GemmDType : uint8_t { kBf16, kFp8E4M3, kFp8Block };
 const char* to_string(GemmDType t);
 // Element type of `bench collectives` (-d).
 enum class CollDType : uint8_t { kFloat, kBf16 };
