@@ -37,6 +37,7 @@ constexpr Spelling<DType> kDType[] = {
     {"fp32", DType::kFp32},
     {"bf16", DType::kBf16},
     {"fp8", DType::kFp8},
+    {"fp8_block", DType::kFp8Block},
 };
 constexpr Spelling<RouterScore> kRouterScore[] = {
     {"softmax", RouterScore::kSoftmax},
@@ -83,6 +84,12 @@ constexpr Spelling<AttentionBackend> kAttentionBackend[] = {
     {"auto", AttentionBackend::kFused},
     {"unfused", AttentionBackend::kUnfused},
     {"local", AttentionBackend::kUnfused},
+};
+constexpr Spelling<Fp8Recipe> kFp8Recipe[] = {
+    {"delayed", Fp8Recipe::kDelayed},
+    {"tensorwise", Fp8Recipe::kTensorwise},
+    {"blockwise", Fp8Recipe::kBlockwise},
+    {"mxfp8", Fp8Recipe::kMxfp8},
 };
 constexpr Spelling<CrossEntropyFusionImpl> kCrossEntropyFusionImpl[] = {
     {"native", CrossEntropyFusionImpl::kNative},
@@ -145,6 +152,7 @@ LCM_ENUM_TABLE(RecomputeGranularity, kRecomputeGranularity)
 LCM_ENUM_TABLE(RecomputeMethod, kRecomputeMethod)
 LCM_ENUM_TABLE(AttentionBackend, kAttentionBackend)
 LCM_ENUM_TABLE(CrossEntropyFusionImpl, kCrossEntropyFusionImpl)
+LCM_ENUM_TABLE(Fp8Recipe, kFp8Recipe)
 LCM_ENUM_TABLE(Dim, kDim)
 LCM_ENUM_TABLE(RecomputeModule, kRecomputeModule)
 LCM_ENUM_TABLE(CudaGraphImpl, kCudaGraphImpl)
@@ -173,6 +181,7 @@ std::string_view to_string(RecomputeGranularity v) { return name_of(io::kRecompu
 std::string_view to_string(RecomputeMethod v) { return name_of(io::kRecomputeMethod, v); }
 std::string_view to_string(AttentionBackend v) { return name_of(io::kAttentionBackend, v); }
 std::string_view to_string(CrossEntropyFusionImpl v) { return name_of(io::kCrossEntropyFusionImpl, v); }
+std::string_view to_string(Fp8Recipe v) { return name_of(io::kFp8Recipe, v); }
 std::string_view to_string(Dim v) { return name_of(io::kDim, v); }
 std::string_view to_string(CudaGraphImpl v) { return name_of(io::kCudaGraphImpl, v); }
 std::string_view to_string(RecomputeModule m) { return name_of(io::kRecomputeModule, m); }
@@ -200,6 +209,7 @@ std::optional<RecomputeMethod> parse_recompute_method(std::string_view s) {
 std::optional<AttentionBackend> parse_attention_backend(std::string_view s) {
   return parse_enum<AttentionBackend>(s);
 }
+std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s) { return parse_enum<Fp8Recipe>(s); }
 std::optional<CrossEntropyFusionImpl> parse_cross_entropy_fusion_impl(std::string_view s) {
   return parse_enum<CrossEntropyFusionImpl>(s);
 }

@@ -112,6 +112,12 @@ Key roofline_exponent_key() {
   return k;
 }
 
+// Keys a profile may leave out: block-scaled FP8 GEMMs are measured on some GPUs only (a
+// blockwise scenario on a profile without the key is refused by validate_scenario).
+bool optional_key(std::string_view block, std::string_view name) {
+  return block == "efficiency" && name == "gemm_fp8_block";
+}
+
 // Achieved fractions of a peak, (0, 1], and the curve parameters of the time model.
 std::vector<Key> efficiency_keys() {
   // At least 1% of a peak: a fit below that (a calibration on impossible measurements) is refused.
@@ -121,6 +127,7 @@ std::vector<Key> efficiency_keys() {
   return {
       frac("gemm", [](HardwareSpec& h) -> double& { return h.efficiency.gemm; }),
       frac("gemm_fp8", [](HardwareSpec& h) -> double& { return h.efficiency.gemm_fp8; }),
+      frac("gemm_fp8_block", [](HardwareSpec& h) -> double& { return h.efficiency.gemm_fp8_block; }),
       frac("attention_fwd", [](HardwareSpec& h) -> double& { return h.efficiency.attention_fwd; }),
       frac("attention_bwd", [](HardwareSpec& h) -> double& { return h.efficiency.attention_bwd; }),
       frac("hbm", [](HardwareSpec& h) -> double& { return h.efficiency.hbm; }),
@@ -335,7 +342,7 @@ Result<HardwareSpec> load_profile_text(const std::string& text, const std::strin
     if (!n.IsMap()) return error_at(bl, block, "expected a mapping, got " + describe(n));
     if (auto e = parse_block(n, *keys, block, {}, h, path, seen)) return *e;
     for (const Key& k : *keys)
-      if (!seen.count(std::string(block) + "." + std::string(k.name)))
+      if (!seen.count(std::string(block) + "." + std::string(k.name)) && !optional_key(block, k.name))
         return error_at(bl, std::string(block) + "." + std::string(k.name), fmt::format("missing required key '{}'", k.name));
   }
   if (const YAML::Node n = root["uncertainty"]) {  // optional; every key required when given
@@ -445,16 +452,29 @@ Result<std::string> edit_hardware_profile(const std::string& text, const std::st
       }
       return t;
     };
-    // New text of each edited line (0-based) and the comment lines to put above it.
+    // New text of each edited line (0-based) and the comment lines to put above it; keys the
+    // profile does not have yet (an optional key, efficiency.gemm_fp8_block) go after the last
+    // key of their block, with its indentation.
     std::map<int, std::pair<std::string, std::vector<std::string>>> changed;
+    std::map<int, std::vector<std::string>> appended;
     for (const ProfileEdit& e : edits) {
       const auto [block, name, it] = target(e.key);
       if (!it) return ConfigError{file, 0, 0, e.key, "not a hardware profile key"};
       const YAML::Node map = block.empty() ? root : root[block];
-      int line = -1;
+      int line = -1, last = -1;
       if (map && map.IsMap())
-        for (const auto& kv : map)
+        for (const auto& kv : map) {
           if (kv.first.IsScalar() && kv.first.Scalar() == name) line = kv.first.Mark().line;
+          last = std::max(last, kv.first.Mark().line);
+        }
+      if (line < 0 && !block.empty() && last >= 0 && last < static_cast<int>(lines.size())) {
+        const std::string& prev = lines[static_cast<size_t>(last)];
+        const std::string pad = prev.substr(0, prev.find_first_not_of(' '));
+        auto& add = appended[last];
+        if (!e.comment.empty()) add.push_back(pad + "# " + e.comment);
+        add.push_back(pad + std::string(name) + ": " + it->text(values));
+        continue;
+      }
       if (line < 0 || line >= static_cast<int>(lines.size()))
         return ConfigError{file, 0, 0, e.key, "key not found in the profile"};
       const std::string& old = lines[static_cast<size_t>(line)];
@@ -471,10 +491,12 @@ Result<std::string> edit_hardware_profile(const std::string& text, const std::st
       const auto c = changed.find(static_cast<int>(i));
       if (c == changed.end()) {
         out += lines[i] + "\n";
-        continue;
+      } else {
+        for (const std::string& cl : c->second.second) out += cl + "\n";
+        out += c->second.first + "\n";
       }
-      for (const std::string& cl : c->second.second) out += cl + "\n";
-      out += c->second.first + "\n";
+      if (const auto a = appended.find(static_cast<int>(i)); a != appended.end())
+        for (const std::string& l : a->second) out += l + "\n";
     }
     // The result must load and carry exactly the edited values.
     auto check = load_profile_text(out, file);

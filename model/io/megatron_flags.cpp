@@ -21,7 +21,6 @@ constexpr FlagRule kRules[] = {
     {"num-layers-at-end-in-bf16", kNote, "", "BF16 last layers in an FP8 run are modelled at FP8 speed"},
     {"no-fp8-wgrad", kNote, "", "BF16 weight-gradient GEMMs in an FP8 run are modelled at FP8 speed"},
     {"disable-fp8-wgrad", kNote, "", "BF16 weight-gradient GEMMs in an FP8 run are modelled at FP8 speed"},
-    {"fp8-recipe", kNote, "delayed|tensorwise", "the FP8 scaling recipe's overheads are not modelled"},
     {"fine-grained-activation-offloading", kNote, "", "activation offloading to host memory is not modelled"},
     {"offload-modules", kNote, "", "activation offloading to host memory is not modelled"},
     {"cpu-offloading-num-layers", kNote, "0", "activation/weight offloading to host memory is not modelled"},

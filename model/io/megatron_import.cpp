@@ -34,7 +34,7 @@ constexpr std::string_view kMapped[] = {
     "window-attn-skip-freq",
     // training
     "seq-length", "encoder-seq-length", "micro-batch-size", "global-batch-size", "step-batch-size-schedule", "bf16",
-    "fp16", "fp8-format", "attention-backend", "transformer-impl", "use-flash-attn", "cross-entropy-loss-fusion",
+    "fp16", "fp8-format", "fp8-recipe", "attention-backend", "transformer-impl", "use-flash-attn", "cross-entropy-loss-fusion",
     "cross-entropy-fusion-impl", "grad-reduce-in-bf16",
     "accumulate-allreduce-grads-in-fp32", "main-grads-dtype", "main-params-dtype", "exp-avg-dtype", "exp-avg-sq-dtype",
     "use-precision-aware-optimizer", "megatron-fsdp-main-params-dtype", "megatron-fsdp-main-grads-dtype",

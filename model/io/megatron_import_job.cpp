@@ -63,6 +63,13 @@ void MegatronImporter::map_training() {
     t.precision = Precision::kFp8;
   }
   from("training.precision", get("fp8-format") ? "fp8-format" : "bf16");
+  // --fp8-recipe (Megatron's default delayed); without --fp8-format Megatron ignores it.
+  if (const auto recipe = text("fp8-recipe"); recipe && t.precision == Precision::kFp8) {
+    const auto r = parse_fp8_recipe(*recipe);
+    if (!r) fail("fp8-recipe", fmt::format("expected delayed, tensorwise, blockwise or mxfp8, got '{}'", *recipe));
+    else t.fp8_recipe = *r;
+    from("training.fp8_recipe", "fp8-recipe");
+  }
 
   // Attention kernel: flash/fused/auto never materialise s x s; unfused/local and the
   // `local` transformer implementation (Megatron's own DotProductAttention) do.

@@ -34,13 +34,17 @@ const char* to_string(CalibClass c) {
     case CalibClass::kMemory: return "memory";
     case CalibClass::kNvlink: return "nvlink";
     case CalibClass::kNic: return "nic";
+    case CalibClass::kGemmFp8Block: return "gemm_fp8_block";
   }
   return "?";
 }
 
 CalibClass calib_class(const MeasuredOp& m) {
   switch (m.op.kind) {
-    case OpKind::kGemm: return m.op.dtype == DType::kFp8 ? CalibClass::kGemmFp8 : CalibClass::kGemmBf16;
+    case OpKind::kGemm:
+      return m.op.dtype == DType::kFp8Block ? CalibClass::kGemmFp8Block
+             : m.op.dtype == DType::kFp8    ? CalibClass::kGemmFp8
+                                            : CalibClass::kGemmBf16;
     case OpKind::kAttention: return CalibClass::kAttention;
     case OpKind::kMemoryBound: return CalibClass::kMemory;
     case OpKind::kCollective:
@@ -103,6 +107,8 @@ constexpr double kMiB = 1024.0 * 1024.0;
 Param p_gemm{"efficiency.gemm", 1, Transform::kFraction, [](HardwareSpec& h) -> double& { return h.efficiency.gemm; }};
 Param p_gemm_fp8{"efficiency.gemm_fp8", 1, Transform::kFraction,
                  [](HardwareSpec& h) -> double& { return h.efficiency.gemm_fp8; }};
+Param p_gemm_fp8_block{"efficiency.gemm_fp8_block", 1, Transform::kFraction,
+                       [](HardwareSpec& h) -> double& { return h.efficiency.gemm_fp8_block; }};
 Param p_dim_half{"efficiency.gemm_dim_half", 1, Transform::kPositive,
                  [](HardwareSpec& h) -> double& { return h.efficiency.gemm_dim_half; }};
 Param p_attn_fwd{"efficiency.attention_fwd", 1, Transform::kFraction,
@@ -298,6 +304,9 @@ std::vector<Param> class_params(CalibClass c, const std::vector<const MeasuredOp
     case CalibClass::kGemmFp8:
       *note = "shape curve (gemm_dim_half, tiles) shared with the BF16 fit";
       return {p_gemm_fp8};
+    case CalibClass::kGemmFp8Block:
+      *note = "shape curve (gemm_dim_half, tiles) shared with the BF16 fit";
+      return {p_gemm_fp8_block};
     case CalibClass::kAttention: {
       const auto fwd = count([](const MeasuredOp* m) { return m->op.pass != Pass::kBwd; });
       const auto bwd = static_cast<long>(pts.size()) - fwd;
@@ -411,7 +420,7 @@ Calibration fit_all(const std::vector<MeasuredOp>& points, const HardwareSpec& s
 
   // Memory first: it sets the fixed time per kernel that every compute class includes.
   cal.classes.resize(kNumCalibClasses);
-  for (const CalibClass c : {CalibClass::kMemory, CalibClass::kGemmBf16, CalibClass::kGemmFp8, CalibClass::kAttention,
+  for (const CalibClass c : {CalibClass::kMemory, CalibClass::kGemmBf16, CalibClass::kGemmFp8, CalibClass::kGemmFp8Block, CalibClass::kAttention,
                              CalibClass::kNvlink, CalibClass::kNic}) {
     const int ci = static_cast<int>(c);
     const auto& pts = by_class[static_cast<size_t>(ci)];

@@ -44,7 +44,8 @@ double dtype_bytes(DType d) {
   switch (d) {
     case DType::kFp32: return 4.0;
     case DType::kBf16: return 2.0;
-    case DType::kFp8: return 1.0;
+    case DType::kFp8:
+    case DType::kFp8Block: return 1.0;
   }
   return 4.0;
 }

@@ -49,7 +49,9 @@ inline Ctx make_ctx(const Scenario& s, const Mesh& m) {
   x.s = &s;
   x.m = &m;
   x.r = resolve(s, m);
-  x.gemm_dtype = s.training.precision == Precision::kFp8 ? DType::kFp8 : DType::kBf16;
+  x.gemm_dtype = s.training.precision != Precision::kFp8           ? DType::kBf16
+                 : s.training.fp8_recipe == Fp8Recipe::kBlockwise ? DType::kFp8Block
+                                                                  : DType::kFp8;
   x.act = x.r.tokens * x.r.hidden * kAct;
   return x;
 }
@@ -690,17 +692,26 @@ void emit_layer(const Ctx& x, bool moe, Sink& out) {
     else
       dense_mlp_block(sink, x);
   };
-  if (x.gemm_dtype != DType::kFp8) {
+  if (!is_fp8(x.gemm_dtype)) {
     body(out);
     return;
   }
+  // Bytes per element of a cast: read the BF16 tensor (2 B), write its FP8 copy and the
+  // transposed copy Hopper's TN kernels need for the other GEMM of the pair (1 + 1 B).
+  // tensorwise (current scaling) reads the tensor once more for its amax first (+2 B), a fused
+  // norm's output included (its scale is not known until the norm is done); blockwise writes
+  // a 4-byte scale per 128 elements for each copy (+8/128 B); delayed scales by the amax
+  // history, inside the cast.
+  const Fp8Recipe recipe = x.s->training.fp8_recipe;
+  const double amax = recipe == Fp8Recipe::kTensorwise ? 2.0 : 0.0;
+  const double cast = 4.0 + amax + (recipe == Fp8Recipe::kBlockwise ? 8.0 / 128.0 : 0.0);
   auto with_casts = [&](const Elem& e) {
     if (e.op.kind == OpKind::kGemm && e.op.pass == Pass::kFwd) {
       if (const Fp8Cast* c = fp8_cast_of(e.op.id, *x.s)) {
         const GemmShape& g = e.op.gemm;
         Elem ce = e;  // the GEMM's recompute modules and checkpointed region
-        ce.op = memory_op(c->cast, c->fused_input ? 0.0 : 4.0 * static_cast<double>(g.m) * static_cast<double>(g.k));
-        ce.bwd_bytes = 4.0 * static_cast<double>(g.m) * static_cast<double>(g.n);
+        ce.op = memory_op(c->cast, (c->fused_input ? amax : cast) * static_cast<double>(g.m) * static_cast<double>(g.k));
+        ce.bwd_bytes = cast * static_cast<double>(g.m) * static_cast<double>(g.n);
         out(ce);
       }
     }

@@ -16,7 +16,7 @@ namespace lcm {
 namespace {
 
 double peak_flops(DType dtype, const HardwareSpec& hw) {
-  return dtype == DType::kFp8 ? hw.gpu.peak_fp8_flops : hw.gpu.peak_bf16_flops;
+  return is_fp8(dtype) ? hw.gpu.peak_fp8_flops : hw.gpu.peak_bf16_flops;
 }
 
 // Topology of a group given its member ranks (node = rank / gpus_per_node).
@@ -125,8 +125,8 @@ double sm_fill(double m, double n, double k, double exponent, const HardwareSpec
 //    (validation/measured/h200/kernels_probe.json and comparison.md; docs/hardware-profiles.md).
 double dims_efficiency(double m, double n, double k, DType dtype, const HardwareSpec& hw) {
   const EfficiencySpec& e = hw.efficiency;
-  const bool fp8 = dtype == DType::kFp8;
-  const double peak_fraction = fp8 ? e.gemm_fp8 : e.gemm;
+  const bool fp8 = is_fp8(dtype);
+  const double peak_fraction = dtype == DType::kFp8Block ? e.gemm_fp8_block : fp8 ? e.gemm_fp8 : e.gemm;
   const double k_half_scale = fp8 ? 2.0 : 1.0;
   if (m <= 0 || n <= 0 || k <= 0) return peak_fraction;
   auto sat = [](double d, double half) { return d / (d + half); };
@@ -214,7 +214,7 @@ double one_gemm_time(double m, double n, double k, DType dtype, const HardwareSp
   // 16-56 tiles move their operand at 2.4-3.3 TB/s, those of 64-128 tiles at 3.8-4.2).
   const double bw = hw.gpu.hbm_bw * hw.efficiency.hbm * sm_fill(m, n, k, hw.efficiency.gemm_fill_bw_exponent, hw);
   if (!(p > 0) || !(bw > 0)) return t_compute;
-  const double width = dtype == DType::kFp8 ? 1.0 : dtype == DType::kFp32 ? 4.0 : 2.0;
+  const double width = is_fp8(dtype) ? 1.0 : dtype == DType::kFp32 ? 4.0 : 2.0;
   // C bytes inside the maximum and after it: a BF16 C written once (2 B) inside, less the
   // exposed share (gemm_c_write_exposed) after; an accumulating BF16 C (4 B) its write inside and
   // its read after, both at the L2-miss share of the rate; an accumulating FP32 C (8 B) all after.

@@ -128,6 +128,21 @@ void check_sizes(const Scenario& s, Checker& check) {
         "hardware.profile", "the hardware profile has no peak FLOP/s, HBM size/bandwidth or link bandwidths");
   check(t.precision != Precision::kFp8 || hw.gpu.peak_fp8_flops > 0, "training.precision",
         "precision fp8 needs a hardware profile with peak_fp8_dense_TFLOPs ({} has none)", hw.name);
+  check(t.fp8_recipe == Fp8Recipe::kDelayed || t.precision == Precision::kFp8, "training.fp8_recipe",
+        "fp8_recipe (other than the default, delayed) applies to FP8 training: set training.precision fp8 "
+        "(Megatron ignores --fp8-recipe without --fp8-format)");
+  check(t.precision != Precision::kFp8 || t.fp8_recipe != Fp8Recipe::kMxfp8, "training.fp8_recipe",
+        "mxfp8 (32-element microscaling) runs on Blackwell (sm_100 and newer) only; lcm's profiles are Hopper: "
+        "use delayed, tensorwise or blockwise");
+  check(t.precision != Precision::kFp8 || t.fp8_recipe != Fp8Recipe::kBlockwise || hw.efficiency.gemm_fp8_block > 0,
+        "training.fp8_recipe",
+        "fp8_recipe blockwise needs efficiency.gemm_fp8_block in the hardware profile ({} has none): measure "
+        "`lcm-exec bench gemm --dtype fp8_block` and fit it with `lcm calibrate`",
+        hw.name);
+  for (const auto& [key, d] : {std::pair{"training.main_params_dtype", t.main_params_dtype},
+                               std::pair{"training.exp_avg_dtype", t.exp_avg_dtype},
+                               std::pair{"training.exp_avg_sq_dtype", t.exp_avg_sq_dtype}})
+    check(d != DType::kFp8Block, key, "fp8_block is a GEMM operand type, not a storage type: use fp32, bf16 or fp8");
 }
 
 void check_world(const Scenario& s, Checker& check) {

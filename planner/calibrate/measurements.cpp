@@ -25,6 +25,13 @@ using json = nlohmann::json;
 
 namespace {
 
+// lcm-exec's GEMM dtype names: "fp8_block" (block-scaled FP8), "fp8_e4m3" / "fp8" (per-tensor),
+// anything else BF16.
+DType gemm_dtype(const std::string& name) {
+  if (name == "fp8_block") return DType::kFp8Block;
+  return name.rfind("fp8", 0) == 0 ? DType::kFp8 : DType::kBf16;
+}
+
 io::ConfigError err(const std::string& file, int line, const std::string& key, const std::string& msg) {
   return io::ConfigError{file, line, 0, key, msg};
 }
@@ -189,7 +196,7 @@ std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ra
     m.op.kind = OpKind::kGemm;
     m.op.gemm = GemmShape{integer(mo, "m", kMaxDim), integer(mo, "n", kMaxDim), integer(mo, "k", kMaxDim),
                           std::max(1, static_cast<int>(integer(mo, "groups", limits::kNumExperts)))};
-    m.op.dtype = mo.value("dtype", "bf16").rfind("fp8", 0) == 0 ? DType::kFp8 : DType::kBf16;
+    m.op.dtype = gemm_dtype(mo.value("dtype", "bf16"));
     if (m.op.gemm.m <= 0 || m.op.gemm.n <= 0 || m.op.gemm.k <= 0) return *why = "gemm model_op without m, n, k", std::nullopt;
     return m;
   }
@@ -339,7 +346,7 @@ std::optional<MeasuredOp> point_op(const json& p, const std::string& key, const 
       m = MeasuredOp{};
       m->op.kind = OpKind::kGemm;
       m->op.gemm = GemmShape{(*d)[0], (*d)[1], (*d)[2], 1};
-      m->op.dtype = p.value("dtype", "bf16").rfind("fp8", 0) == 0 ? DType::kFp8 : DType::kBf16;
+      m->op.dtype = gemm_dtype(p.value("dtype", "bf16"));
     } else {
       why = "gemm shape is not MxNxK";
     }

@@ -206,7 +206,10 @@ ArgBlock megatron_training_args(const Scenario& s) {
   ArgBlock b{"TRAINING_ARGS", "Batch and precision", {}};
   b.add("--global-batch-size", num(t.global_batch_size));
   b.add("--bf16");
-  if (t.precision == Precision::kFp8) b.add("--fp8-format", "hybrid", "FP8 GEMMs (E4M3 forward, E5M2 backward)");
+  if (t.precision == Precision::kFp8) {
+    b.add("--fp8-format", "hybrid", "FP8 GEMMs (E4M3 forward, E5M2 backward)");
+    b.add("--fp8-recipe", std::string(to_string(t.fp8_recipe)));
+  }
   b.add("--attention-backend", t.attention_backend == AttentionBackend::kUnfused ? "unfused" : "auto",
         t.attention_backend == AttentionBackend::kUnfused ? "materialises the s x s scores, as estimated"
                                                           : "flash / cuDNN fused attention");
@@ -524,8 +527,19 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
       "# Import back: lcm import nemo THIS_FILE --gpus {} --hw {}\n",
       num_nodes(s), gpus_per_node(s), num_nodes(s), gpus_per_node(s), s.num_gpus, s.hardware.name);
   out += model.render() + train.render() + dataset.render() + ddp.render() + optimizer.render();
-  out += fmt::format("mixed_precision: {}\n",
-                     t.precision == Precision::kFp8 ? "bf16_with_fp8_delayed_scaling_mixed" : "bf16_mixed");
+  // Megatron-Bridge's registered recipes (training/mixed_precision.py).
+  const char* mp = "bf16_mixed";
+  if (t.precision == Precision::kFp8) switch (t.fp8_recipe) {
+      case Fp8Recipe::kDelayed: mp = "bf16_with_fp8_delayed_scaling_mixed"; break;
+      case Fp8Recipe::kTensorwise:
+        mp = "bf16_with_fp8_current_scaling_mixed";
+        out += "# note: this recipe keeps the first and the last layer in BF16 (first_last_layers_bf16), which lcm\n"
+               "# prices as FP8 like the others\n";
+        break;
+      case Fp8Recipe::kBlockwise: mp = "bf16_with_fp8_subchannel_scaling_mixed"; break;
+      case Fp8Recipe::kMxfp8: mp = "bf16_with_mxfp8_mixed"; break;
+    }
+  out += fmt::format("mixed_precision: {}\n", mp);
   return out;
 }
 
@@ -565,6 +579,9 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
     cannot("low-precision optimizer state: TorchTitan keeps float32 master weights and Adam moments");
   if (t.attention_backend == AttentionBackend::kUnfused)
     cannot("unfused attention: TorchTitan runs SDPA / flex attention (fused)");
+  if (t.precision == Precision::kFp8 && (t.fp8_recipe == Fp8Recipe::kBlockwise || t.fp8_recipe == Fp8Recipe::kMxfp8))
+    cannot(fmt::format("fp8_recipe {}: TorchTitan's float8 converter (torchao) scales per tensor or per row",
+                       to_string(t.fp8_recipe)));
   if (m.window_size > 0) cannot("sliding-window attention: TorchTitan's job config has no window for its models");
   if (m.activation != Activation::kDefault)
     cannot(fmt::format("activation {}: TorchTitan's models run SwiGLU (or GeLU) MLPs", to_string(m.activation)));

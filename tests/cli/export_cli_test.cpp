@@ -155,6 +155,37 @@ void expect_lines(const std::string& text, const std::vector<std::string>& lines
   for (const std::string& l : lines) EXPECT_NE(text.find("\n" + l + "\n"), std::string::npos) << "missing line: " << l;
 }
 
+// The FP8 recipe survives both round trips: --fp8-recipe in the script, the Megatron-Bridge
+// recipe name (bf16_with_fp8_current_scaling_mixed) in the YAML; TorchTitan cannot take
+// blockwise scaling (its float8 converter scales per tensor or per row).
+TEST(ExportRoundTrip, Fp8Recipe) {
+  const Case tensorwise{"default", 64, "--set training.precision=fp8 --set training.fp8_recipe=tensorwise"};
+  expect_round_trip("megatron", tensorwise);
+  expect_round_trip("nemo", tensorwise);
+  EXPECT_NE(exported("megatron scenarios/default.yaml " + tensorwise.args).find("    --fp8-recipe tensorwise"),
+            std::string::npos);
+  EXPECT_NE(exported("nemo scenarios/default.yaml " + tensorwise.args)
+                .find("mixed_precision: bf16_with_fp8_current_scaling_mixed"),
+            std::string::npos);
+  const fs::path dir = scratch();
+  const fs::path hw = dir / "h200-block.yaml";
+  std::ifstream in(std::string(LCM_SOURCE_DIR) + "/hwprofiles/h200-sxm.calibrated.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("  gemm_fp8:");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, "  gemm_fp8_block: 0.5\n");
+  write_file(hw, text);
+  const lcm::test::LcmRun tt = lcm::test::run_lcm(
+      "export torchtitan scenarios/default.yaml --hw '" + hw.string() +
+          "' --layout 'full optim_grads_params' --set training.precision=fp8 --set training.fp8_recipe=blockwise",
+      kTag);
+  EXPECT_NE(tt.code, 0);
+  EXPECT_NE(tt.err.find("fp8_recipe blockwise: TorchTitan's float8 converter (torchao) scales per tensor or per row"),
+            std::string::npos)
+      << tt.err;
+}
+
+
 // scenarios/default.yaml: Mixtral 8x7B (32 layers, 8 experts top-2, GQA 8 groups), 128K
 // tokens, tp2 + SP, cp4 p2p, pp2, ep8 etp1, full uniform recompute of 1 layer, distributed
 // optimizer with both overlaps, on 64 H200 = 8 nodes of 8.

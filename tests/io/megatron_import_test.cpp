@@ -231,6 +231,16 @@ TEST(MegatronImport, Vocabulary) {
 
 TEST(MegatronImport, PrecisionAndAttentionBackend) {
   EXPECT_EQ(imported(kMinimal + "--fp8-format hybrid").training.precision, Precision::kFp8);
+  EXPECT_EQ(imported(kMinimal + "--fp8-format hybrid").training.fp8_recipe, Fp8Recipe::kDelayed);  // Megatron's default
+  // h100-sxm has no block-scaled GEMM term (unmeasured on an H100): the import says so.
+  EXPECT_THAT(import_error(kMinimal + "--fp8-format hybrid --fp8-recipe blockwise"),
+              HasSubstr("--fp8-recipe: fp8_recipe blockwise needs efficiency.gemm_fp8_block in the hardware profile"));
+  EXPECT_THAT(import_error(kMinimal + "--fp8-format hybrid --fp8-recipe mxfp8"), HasSubstr("runs on Blackwell"));
+  EXPECT_EQ(imported(kMinimal + "--fp8-format e4m3 --fp8-recipe tensorwise").training.fp8_recipe, Fp8Recipe::kTensorwise);
+  // Without --fp8-format Megatron ignores the recipe, and so does the import.
+  EXPECT_EQ(imported(kMinimal + "--fp8-recipe blockwise").training.fp8_recipe, Fp8Recipe::kDelayed);
+  EXPECT_THAT(import_error(kMinimal + "--fp8-format hybrid --fp8-recipe fp4"),
+              HasSubstr("--fp8-recipe: expected delayed, tensorwise, blockwise or mxfp8, got 'fp4'"));
   EXPECT_EQ(imported(kMinimal + "--attention-backend unfused").training.attention_backend, AttentionBackend::kUnfused);
   EXPECT_EQ(imported(kMinimal + "--transformer-impl local").training.attention_backend, AttentionBackend::kUnfused);
   EXPECT_EQ(imported(kMinimal + "--attention-backend flash").training.attention_backend, AttentionBackend::kFused);

@@ -400,6 +400,25 @@ TEST(Validate, Fp8NeedsFp8Peak) {
   expect_problem(s, "training.precision", "precision fp8 needs a hardware profile with peak_fp8_dense_TFLOPs");
 }
 
+// --fp8-recipe: only with FP8; mxfp8 is Blackwell's; blockwise needs the profile's measured
+// block-scaled GEMM term; fp8_block is no storage type.
+TEST(Validate, Fp8RecipeRules) {
+  Scenario s = base();
+  s.hardware.efficiency.gemm_fp8_block = 0;
+  s.training.fp8_recipe = Fp8Recipe::kTensorwise;
+  expect_problem(s, "training.fp8_recipe", "applies to FP8 training");
+  s.training.precision = Precision::kFp8;
+  EXPECT_TRUE(validate_scenario(s).empty());
+  s.training.fp8_recipe = Fp8Recipe::kMxfp8;
+  expect_problem(s, "training.fp8_recipe", "runs on Blackwell (sm_100 and newer) only");
+  s.training.fp8_recipe = Fp8Recipe::kBlockwise;
+  expect_problem(s, "training.fp8_recipe", "needs efficiency.gemm_fp8_block in the hardware profile");
+  s.hardware.efficiency.gemm_fp8_block = 0.5;
+  EXPECT_TRUE(validate_scenario(s).empty());
+  s.training.exp_avg_dtype = DType::kFp8Block;
+  expect_problem(s, "training.exp_avg_dtype", "fp8_block is a GEMM operand type");
+}
+
 TEST(Validate, MlaUpProjRecomputeNeedsMla) {
   Scenario s = base();
   s.parallel.recompute_granularity = RecomputeGranularity::kSelective;

@@ -110,11 +110,16 @@ using namespace lcm;
 // pp_layout as written (pp 8 x vp 4, interleaved; it was first 7 / last 6 without interleaving):
 // the smaller bubble makes it faster, +1.2 -> +6.0 %; Bridge 20.7 -> 20.9 %, all 15.8 -> 15.9 %
 // (signed +10.1 -> +10.2 %). A development-set change, kept: the layout is the run's. Bound raised.
-constexpr double kBridgeMaeBound = 20.9;       // tokens/s, %
+// Session 28 modelled --fp8-recipe, and the five 25.11 rows the page marks "FP8-CS" (per-tensor
+// current scaling) take tensorwise: the amax pass before each cast slows them, Llama 3 8B +5.1 ->
+// +2.1 %, 70B +7.8 -> +4.8 %, 405B +17.5 -> +14.4 %; Bridge 20.8 -> 20.3 %, all 15.9 -> 15.6 %
+// (signed +10.1 -> +9.8 %). A development-set change (the rows' errors were known); the recipe
+// is the row's recorded precision. Bounds tightened.
+constexpr double kBridgeMaeBound = 20.4;       // tokens/s, %
 constexpr double kNemoMaeBound = 12.6;         // tokens/s, %
 constexpr double kWeakScalingMaeBound = 7.7;   // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 9.4;      // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 15.9;      // all counted rows, primary metric, %
+constexpr double kOverallMaeBound = 15.7;      // all counted rows, primary metric, %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14, 47 of 57 in
 // session 21, 49 of 57 in session 23. A floor, like the bounds above.
@@ -324,6 +329,7 @@ struct Layout {
   int gpus = 8, tp = 1, pp = 1, cp = 1, vp = 1, ep = 1, mbs = 1, gbs = 1;
   int64_t seq = 4096;
   Precision precision = Precision::kBf16;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // the table's "FP8-CS": tensorwise
   bool fsdp = false;
 };
 
@@ -453,6 +459,7 @@ Built build(const std::string& id, const ModelSpec& model, const Layout& l, cons
   s.training.micro_batch_size = l.mbs;
   s.training.global_batch_size = l.gbs;
   s.training.precision = l.precision;
+  s.training.fp8_recipe = l.fp8_recipe;
   s.training.grad_reduce_in_fp32 = rc.grad_reduce_in_fp32;
   if (rc.bf16_optimizer) {
     s.training.main_params_dtype = DType::kBf16;  // no copy beside the bf16 weights
@@ -612,6 +619,10 @@ std::vector<Result> bridge_rows(const HardwareSpec& hw, const std::map<std::stri
     const ModelSpec m = model_from_arch(archs.at(arch_name(model)));
     Layout l = row_layout(r);
     l.precision = prec == "BF16" ? Precision::kBf16 : Precision::kFp8;
+    // "FP8-CS" (per-tensor current scaling, the page's nomenclature) is Megatron's tensorwise
+    // recipe; "FP8" and "not stated" keep lcm's default (delayed: no amax pass), the recipes'
+    // scaling not being stated (session 28, after these rows' errors were known).
+    if (prec == "FP8-CS") l.fp8_recipe = Fp8Recipe::kTensorwise;
     Recipe rc = recipe_for("bridge", m);
     // Qwen3-30B-A3B on H100 before 26.02: the presets set no flex backend, and Megatron-Bridge
     // skips HybridEP on GPUs other than GB200/GB300 (v0.2.0 training/flex_dispatcher_backend.py),

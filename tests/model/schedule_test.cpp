@@ -91,17 +91,23 @@ TEST(Schedule, NonCausalConventionDoublesAttentionModelFlopsOnly) {
 // T x (a·d/t) is cast in forward (4 B/element) and its output gradient T x h in backward;
 // QKV's input comes from the norm in FP8 (forward 0 bytes), its gradient is cast. BF16 has
 // no casts.
-TEST(Schedule, Fp8GemmsCarryTheirCasts) {
+// Mixtral 8x7B on 16 GPUs, TP 2 + SP, EP 8 (the FP8 cast tests' layout), and an op by name.
+Scenario mixtral_tp2_ep8() {
   Scenario s = base(testing::mixtral_8x7b(), 16);
   s.parallel.tensor_model_parallel_size = 2;
   s.parallel.sequence_parallel = true;
   s.parallel.expert_model_parallel_size = 8;
   s.parallel.expert_tensor_parallel_size = 1;
-  auto find = [](const std::vector<Op>& ops, const std::string& name) -> const Op* {
-    for (const Op& o : ops)
-      if (op_name(o, "L.") == name) return &o;
-    return nullptr;
-  };
+  return s;
+}
+const Op* find(const std::vector<Op>& ops, const std::string& name) {
+  for (const Op& o : ops)
+    if (op_name(o, "L.") == name) return &o;
+  return nullptr;
+}
+
+TEST(Schedule, Fp8GemmsCarryTheirCasts) {
+  Scenario s = mixtral_tp2_ep8();
   {
     const Built bf16 = build(s);
     for (const Op& o : bf16.sched.moe.fwd) EXPECT_EQ(std::string(to_string(o.id)).find("fp8cast"), std::string::npos) << to_string(o.id);
@@ -126,6 +132,36 @@ TEST(Schedule, Fp8GemmsCarryTheirCasts) {
   for (size_t i = 0; i + 1 < b.sched.moe.fwd.size(); ++i)
     if (std::string(to_string(b.sched.moe.fwd[i].id)).ends_with(".fp8cast"))
       EXPECT_EQ(std::string(to_string(b.sched.moe.fwd[i].id)), std::string(to_string(b.sched.moe.fwd[i + 1].id)) + ".fp8cast");
+}
+
+// The recipe sets the cast's bytes per element (docs/op-schedule.md §4.1a): delayed 4 (read
+// 2, write the FP8 copy and its transpose, 1 + 1); tensorwise 2 more for the amax pass, the
+// norm-fused QKV input included (2, not 0); blockwise a 4-byte scale per 128 elements of each
+// copy (4 + 8/128) and its GEMMs in DType::kFp8Block.
+TEST(Schedule, Fp8RecipeSetsTheCastBytesAndTheGemmType) {
+  Scenario s = mixtral_tp2_ep8();
+  s.training.precision = Precision::kFp8;
+  s.hardware.efficiency.gemm_fp8_block = 0.5;
+  const double T = 8192, h = 4096, proj_k = 32 * 128 / 2.0;
+  struct Case {
+    Fp8Recipe recipe;
+    double cast, fused;
+    DType gemm;
+  };
+  for (const Case& c : {Case{Fp8Recipe::kDelayed, 4.0, 0.0, DType::kFp8}, Case{Fp8Recipe::kTensorwise, 6.0, 2.0, DType::kFp8},
+                        Case{Fp8Recipe::kBlockwise, 4.0 + 8.0 / 128.0, 0.0, DType::kFp8Block}}) {
+    s.training.fp8_recipe = c.recipe;
+    const Built b = build(s);
+    const Op* proj_f = find(b.sched.moe.fwd, "L.attn.proj.fp8cast.fwd");
+    const Op* proj_b = find(b.sched.moe.bwd, "L.attn.proj.fp8cast.bwd");
+    const Op* qkv_f = find(b.sched.moe.fwd, "L.attn.qkv.fp8cast.fwd");
+    const Op* qkv = find(b.sched.moe.fwd, "L.attn.qkv.fwd");
+    ASSERT_TRUE(proj_f && proj_b && qkv_f && qkv);
+    EXPECT_DOUBLE_EQ(proj_f->mem.bytes, c.cast * T * proj_k);
+    EXPECT_DOUBLE_EQ(proj_b->mem.bytes, c.cast * T * h);
+    EXPECT_DOUBLE_EQ(qkv_f->mem.bytes, c.fused * T * h);
+    EXPECT_EQ(qkv->dtype, c.gemm);
+  }
 }
 
 TEST(Schedule, StableNamesAndShapes) {

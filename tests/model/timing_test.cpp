@@ -28,6 +28,20 @@ TEST(TimingGemm, OneLargeGemm) {
   EXPECT_NEAR(gemm_time(g, DType::kFp8, hw), 2.0 * 8192.0 * 8192.0 * 8192.0 / (1978.9e12 * eff8), 1e-12);
 }
 
+// Block-scaled FP8 (--fp8-recipe blockwise): the same shape curve and FP8 peak at its own peak
+// fraction, gemm_fp8_block: 8192^3 runs at 0.45 / 0.6 of the per-tensor rate, so it takes
+// 0.6 / 0.45 of the time (no roofline in the test profile, no fixed time at this size).
+TEST(TimingGemm, BlockScaledFp8TakesItsOwnPeakFraction) {
+  HardwareSpec h = hw;
+  h.efficiency.gemm_fp8 = 0.6;
+  h.efficiency.gemm_fp8_block = 0.45;
+  const GemmShape g{8192, 8192, 8192, 1};
+  const double shape = 8192.0 / 8256.0;
+  const double eff = 0.45 * shape * shape * (8192.0 / 8320.0);
+  EXPECT_NEAR(gemm_time(g, DType::kFp8Block, h), 2.0 * 8192.0 * 8192.0 * 8192.0 / (1978.9e12 * eff), 1e-12);
+  EXPECT_NEAR(gemm_time(g, DType::kFp8Block, h) / gemm_time(g, DType::kFp8, h), 0.6 / 0.45, 1e-12);
+}
+
 // A partial edge tile costs a full one: m = 8192 + 1 rows run as 65 tiles of 128.
 TEST(TimingGemm, EdgeTileCostsAFullTile) {
   const GemmShape g{8193, 8192, 8192, 1};

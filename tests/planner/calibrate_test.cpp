@@ -379,6 +379,49 @@ TEST(Calibrate, ProfileEditKeepsCommentsAndReloads) {
   EXPECT_THAT(bad.error().str(), HasSubstr("efficiency.gemmm: not a hardware profile key"));
 }
 
+// An optional key the profile lacks (efficiency.gemm_fp8_block: block-scaled FP8 unmeasured in
+// h200-sxm.yaml, which loads with 0) is added after the block's last key, with its comment.
+TEST(Calibrate, ProfileEditAddsAnOptionalKeyItLacks) {
+  const std::string path = kSrc + "/hwprofiles/h200-sxm.yaml";
+  const std::string text = slurp(path);
+  ASSERT_EQ(text.find("gemm_fp8_block"), std::string::npos);
+  HardwareSpec hw = h200();
+  EXPECT_EQ(hw.efficiency.gemm_fp8_block, 0);
+  hw.efficiency.gemm_fp8_block = 0.4321;
+  auto r = io::edit_hardware_profile(text, path, hw, {{"efficiency.gemm_fp8_block", "fitted"}});
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_THAT(r.value(), HasSubstr("  # fitted\n  gemm_fp8_block: 0.4321\n"));
+  auto back = io::load_hardware_profile_text(r.value(), "edited");
+  ASSERT_TRUE(back.ok()) << back.error().str();
+  EXPECT_DOUBLE_EQ(back.value().efficiency.gemm_fp8_block, 0.4321);
+  EXPECT_DOUBLE_EQ(back.value().efficiency.gemm_fp8, hw.efficiency.gemm_fp8);
+}
+
+// A block-scaled point ("fp8_block" in an lcm-exec summary) is its own class: a fit on such
+// points moves efficiency.gemm_fp8_block and leaves the per-tensor term alone.
+TEST(Calibrate, BlockScaledGemmsFitTheirOwnTerm) {
+  MeasuredOp m;
+  m.op.kind = OpKind::kGemm;
+  m.op.dtype = DType::kFp8Block;
+  EXPECT_EQ(calib_class(m), CalibClass::kGemmFp8Block);
+  EXPECT_STREQ(to_string(CalibClass::kGemmFp8Block), "gemm_fp8_block");
+  HardwareSpec start = h200();
+  start.efficiency.gemm_fp8_block = 0.5;
+  HardwareSpec truth = start;
+  truth.efficiency.gemm_fp8_block = 0.4;
+  std::vector<MeasuredOp> pts;
+  for (int64_t d : {2048, 4096, 8192}) {
+    MeasuredOp p = m;
+    p.key = "gemm/fp8_block/" + std::to_string(d);
+    p.op.gemm = GemmShape{d, d, d, 1};
+    p.measured_s = predict_time(p, truth);
+    pts.push_back(p);
+  }
+  const Calibration cal = calibrate(pts, start);
+  EXPECT_NEAR(cal.fitted.efficiency.gemm_fp8_block, 0.4, 1e-3);
+  EXPECT_DOUBLE_EQ(cal.fitted.efficiency.gemm_fp8, start.efficiency.gemm_fp8);
+}
+
 // Writing the uncertainty block replaces the old one with its two-line comment: applied twice
 // (and to the calibrated profile, which has one) the comment appears once.
 TEST(Calibrate, UncertaintyBlockIsReplacedWithItsComment) {
@@ -760,7 +803,8 @@ TEST(CalibrateCv, CommittedH200CrossValidated) {
   EXPECT_EQ(cv.shapes, 952);
   const std::map<CalibClass, int> shapes{{CalibClass::kGemmBf16, 720},  {CalibClass::kGemmFp8, 58},
                                          {CalibClass::kAttention, 85}, {CalibClass::kMemory, 14},
-                                         {CalibClass::kNvlink, 75},    {CalibClass::kNic, 0}};
+                                         {CalibClass::kNvlink, 75},    {CalibClass::kNic, 0},
+                                         {CalibClass::kGemmFp8Block, 0}};
   for (const ClassCv& c : cv.classes) EXPECT_EQ(c.shapes, shapes.at(c.cls)) << to_string(c.cls);
   EXPECT_EQ(cv.in_sample.within_10, cal.total_within_10);
   EXPECT_GE(cv.in_sample.within_10, kCommittedWithin10);
@@ -812,7 +856,7 @@ TEST(CalibrateCv, EveryReportFormatShowsBoth) {
   EXPECT_EQ(cv.at("in_sample").at("within_10"), 1431);
   EXPECT_EQ(cv.at("cross_validated").at("within_10"), 1414);
   EXPECT_TRUE(cv.at("warning").is_null());
-  EXPECT_EQ(cv.at("classes").size(), 6u);
+  EXPECT_EQ(cv.at("classes").size(), 7u);  // kNumCalibClasses, empty ones included
   for (const char* k : {"within_10_share", "median_abs_error", "mean_abs_error"}) {
     EXPECT_TRUE(cv.at("classes").at(0).at("in_sample").contains(k)) << k;
     EXPECT_TRUE(cv.at("classes").at(0).at("cross_validated").contains(k)) << k;

@@ -30,8 +30,9 @@ enum class CalibClass : uint8_t {
   kMemory,      // efficiency.hbm
   kNvlink,      // efficiency.nvlink, nvlink_half_MiB, nvlink_ll, ... (groups on one node)
   kNic,         // efficiency.nic, nic_half_MiB, nic_latency_us (groups across nodes)
+  kGemmFp8Block,  // efficiency.gemm_fp8_block (block-scaled FP8; the shape curve is the GEMMs')
 };
-inline constexpr int kNumCalibClasses = 6;
+inline constexpr int kNumCalibClasses = 7;
 const char* to_string(CalibClass c);
 
 struct MeasuredOp {

@@ -29,7 +29,16 @@ enum class Activation { kDefault, kSquaredRelu, kQuickGelu };
 enum class PositionEmbedding { kRope, kLearnedAbsolute, kNone };
 enum class RopeScalingType { kNone, kLinear, kLlama3, kYarn, kDynamicNtk };
 enum class Precision { kBf16, kFp8 };
-enum class DType { kFp32, kBf16, kFp8 };
+// kFp8Block: an FP8 GEMM under block scaling (Fp8Recipe::kBlockwise); a GEMM operand type, not
+// a storage type (1 byte per element, like kFp8).
+enum class DType { kFp32, kBf16, kFp8, kFp8Block };
+inline constexpr bool is_fp8(DType d) { return d == DType::kFp8 || d == DType::kFp8Block; }
+// Megatron --fp8-recipe: how Transformer Engine scales FP8 tensors. delayed (Megatron's default):
+// a per-tensor scale from the amax history; tensorwise: per-tensor current scaling (an amax pass
+// over each tensor before its cast); blockwise: a scale per 1x128 activation and 128x128 weight
+// block (DeepSeek-V3's scheme; other cuBLASLt kernels, efficiency.gemm_fp8_block); mxfp8:
+// Blackwell's microscaling (not on Hopper).
+enum class Fp8Recipe { kDelayed, kTensorwise, kBlockwise, kMxfp8 };
 enum class RouterScore { kSoftmax, kSigmoid };
 enum class Dispatcher { kAllGather, kAllToAll, kFlex };
 // The flex dispatcher's fused all-to-all (Megatron --moe-flex-dispatcher-backend).
@@ -160,6 +169,7 @@ struct TrainingSpec {
   int micro_batch_size = 1;
   int global_batch_size = 1;
   Precision precision = Precision::kBf16;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with precision fp8
   AttentionBackend attention_backend = AttentionBackend::kFused;
   // Megatron --cross-entropy-loss-fusion (default off) and --cross-entropy-fusion-impl
   // (default native). Memory only: the loss buffers on the last stage (docs/memory-model.md).
@@ -253,6 +263,9 @@ struct InterconnectSpec {
 struct EfficiencySpec {
   double gemm = 0.8;               // large-GEMM fraction of the dense BF16 peak
   double gemm_fp8 = 0.6;           // large-GEMM fraction of the dense FP8 peak
+  // The same for block-scaled FP8 GEMMs (Fp8Recipe::kBlockwise; shape curve, tiles and fixed
+  // time shared); 0: not measured for this GPU, and a blockwise scenario is refused.
+  double gemm_fp8_block = 0;
   double attention_fwd = 0.65;
   double attention_bwd = 0.5;
   double hbm = 0.85;               // fraction of HBM bandwidth a copy or a GEMM's operand stream reaches

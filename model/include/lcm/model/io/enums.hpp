@@ -34,6 +34,7 @@ std::string_view to_string(RecomputeGranularity v);
 std::string_view to_string(RecomputeMethod v);
 std::string_view to_string(AttentionBackend v);
 std::string_view to_string(CrossEntropyFusionImpl v);
+std::string_view to_string(Fp8Recipe v);
 std::string_view to_string(Dim v);
 std::string_view to_string(CudaGraphImpl v);
 
@@ -51,6 +52,7 @@ std::optional<RecomputeGranularity> parse_recompute_granularity(std::string_view
 std::optional<RecomputeMethod> parse_recompute_method(std::string_view s);
 std::optional<AttentionBackend> parse_attention_backend(std::string_view s);
 std::optional<CrossEntropyFusionImpl> parse_cross_entropy_fusion_impl(std::string_view s);
+std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s);
 std::optional<Dim> parse_dim(std::string_view s);
 std::optional<CudaGraphImpl> parse_cuda_graph_impl(std::string_view s);
 
