@@ -51,6 +51,7 @@ ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
       seq_(new QComboBox(this)),
       gbs_(new QSpinBox(this)),
       precision_(new QComboBox(this)),
+      fp8_recipe_(new QComboBox(this)),
       experts_(new QSpinBox(this)),
       topk_(new QSpinBox(this)),
       capacity_(new QDoubleSpinBox(this)),
@@ -96,6 +97,11 @@ ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
   precision_->setObjectName("precision");
   for (Precision p : {Precision::kBf16, Precision::kFp8})
     precision_->addItem(QString::fromUtf8(to_string(p).data(), static_cast<int>(to_string(p).size())), static_cast<int>(p));
+  fp8_recipe_->setObjectName("fp8_recipe");
+  for (Fp8Recipe r : {Fp8Recipe::kDelayed, Fp8Recipe::kTensorwise, Fp8Recipe::kBlockwise})
+    fp8_recipe_->addItem(QString::fromUtf8(to_string(r).data(), static_cast<int>(to_string(r).size())), static_cast<int>(r));
+  fp8_recipe_->setToolTip("Megatron --fp8-recipe (training.fp8_recipe): the FP8 casts' traffic and, for blockwise, "
+                          "the block-scaled GEMM term of the profile (refused where it has none)");
   experts_->setObjectName("num_experts");
   experts_->setRange(0, 4096);
   experts_->setSpecialValueText("dense (0)");
@@ -122,6 +128,7 @@ ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
   form->addRow("seq_length (tokens)", seq_);
   form->addRow("global_batch_size", gbs_);
   form->addRow("precision", precision_);
+  form->addRow("FP8 recipe", fp8_recipe_);
   form->addRow("num_experts", experts_);
   form->addRow("moe_router_topk", topk_);
   form->addRow("capacity factor", capacity_);
@@ -137,7 +144,7 @@ ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
 
   connect(model_, &QComboBox::activated, this, &ScenarioPanel::pick_model);
   connect(hardware_, &QComboBox::activated, this, &ScenarioPanel::pick_hardware);
-  for (QComboBox* c : {gpus_, seq_, precision_}) connect(c, &QComboBox::activated, this, [this] { apply_knobs(); });
+  for (QComboBox* c : {gpus_, seq_, precision_, fp8_recipe_}) connect(c, &QComboBox::activated, this, [this] { apply_knobs(); });
   for (QSpinBox* s : {gbs_, experts_, topk_})
     connect(s, &QSpinBox::valueChanged, this, [this] { apply_knobs(); });
   for (QDoubleSpinBox* d : {capacity_, skew_}) connect(d, &QDoubleSpinBox::valueChanged, this, [this] { apply_knobs(); });
@@ -182,6 +189,8 @@ void ScenarioPanel::refresh() {
   select_data(seq_, QVariant::fromValue<qlonglong>(s.training.seq_length));
   gbs_->setValue(s.training.global_batch_size);
   select_data(precision_, static_cast<int>(s.training.precision));
+  select_data(fp8_recipe_, static_cast<int>(s.training.fp8_recipe));
+  fp8_recipe_->setEnabled(s.training.precision == Precision::kFp8);
   experts_->setValue(s.model.num_experts);
   topk_->setValue(s.model.moe_router_topk);
   topk_->setEnabled(has_moe(s.model));
@@ -212,6 +221,9 @@ void ScenarioPanel::apply_knobs() {
   s.training.seq_length = seq_->currentData().toLongLong();
   s.training.global_batch_size = gbs_->value();
   s.training.precision = static_cast<Precision>(precision_->currentData().toInt());
+  // A recipe applies to FP8 training only (validate_scenario): BF16 keeps the default.
+  s.training.fp8_recipe = s.training.precision == Precision::kFp8 ? static_cast<Fp8Recipe>(fp8_recipe_->currentData().toInt())
+                                                                  : Fp8Recipe::kDelayed;
   s.model.num_experts = experts_->value();
   s.model.moe_router_topk = topk_->value();
   s.model.moe_expert_capacity_factor = capacity_->value();

@@ -70,6 +70,7 @@ class GuiTest : public QObject {
   void cancel_stops_a_search();
   void bad_yaml_shows_the_error_with_its_key();
   void knob_change_that_breaks_the_layout_is_reported_with_its_key();
+  void fp8_recipe_combo_sets_the_recipe();
   void validation_tab_compares_the_committed_measurements();
   void export_writes_png_and_svg();
   void model_name_is_the_scenarios_own();
@@ -296,6 +297,33 @@ void GuiTest::knob_change_that_breaks_the_layout_is_reported_with_its_key() {
   const QString err = w.scenario_panel()->error_text();
   QVERIFY2(err.contains(QString::fromStdString(w.session()->problems().front().key)), qPrintable(err));
   QVERIFY(w.estimate_view()->summary_text().contains("not valid"));
+}
+
+// The FP8 recipe combo: enabled with fp8 only; tensorwise reaches the scenario (and adds the
+// amax pass: a slower step); blockwise on a profile without a block-scaled GEMM term is an
+// invalid scenario whose message names the key.
+void GuiTest::fp8_recipe_combo_sets_the_recipe() {
+  gui::MainWindow w;
+  QVERIFY(w.scenario_panel()->open_file(kDefault));
+  auto* precision = w.scenario_panel()->findChild<QComboBox*>("precision");
+  auto* recipe = w.scenario_panel()->findChild<QComboBox*>("fp8_recipe");
+  QVERIFY(precision && recipe);
+  QVERIFY(!recipe->isEnabled());
+  precision->setCurrentIndex(precision->findData(static_cast<int>(Precision::kFp8)));
+  emit precision->activated(precision->currentIndex());
+  QVERIFY(recipe->isEnabled());
+  QVERIFY(w.session()->has_estimate());
+  const double delayed = w.session()->estimate().time.step_s;
+  recipe->setCurrentIndex(recipe->findData(static_cast<int>(Fp8Recipe::kTensorwise)));
+  emit recipe->activated(recipe->currentIndex());
+  QCOMPARE(w.session()->base().training.fp8_recipe, Fp8Recipe::kTensorwise);
+  QVERIFY(w.session()->has_estimate());
+  QVERIFY(w.session()->estimate().time.step_s > delayed);
+  recipe->setCurrentIndex(recipe->findData(static_cast<int>(Fp8Recipe::kBlockwise)));
+  emit recipe->activated(recipe->currentIndex());
+  QVERIFY(!w.session()->has_estimate());
+  QVERIFY2(w.scenario_panel()->error_text().contains("efficiency.gemm_fp8_block"),
+           qPrintable(w.scenario_panel()->error_text()));
 }
 
 void GuiTest::validation_tab_compares_the_committed_measurements() {

@@ -49,6 +49,7 @@ class ScenarioPanel : public QWidget {
   QComboBox* seq_;
   QSpinBox* gbs_;
   QComboBox* precision_;
+  QComboBox* fp8_recipe_;  // enabled with precision fp8
   QSpinBox* experts_;
   QSpinBox* topk_;
   QDoubleSpinBox* capacity_;
