@@ -2,6 +2,8 @@
 // enum value; see lcm/model/io/enums.hpp.
 #include "lcm/model/io/enums.hpp"
 
+#include <utility>
+
 #include "enum_tables.hpp"
 
 namespace lcm::io {
@@ -210,6 +212,29 @@ std::optional<AttentionBackend> parse_attention_backend(std::string_view s) {
   return parse_enum<AttentionBackend>(s);
 }
 std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s) { return parse_enum<Fp8Recipe>(s); }
+
+namespace {
+// Megatron-Bridge's FP8 mixed-precision recipes (training/mixed_precision.py), less their
+// bf16_ / fp16_ prefix.
+constexpr std::pair<Fp8Recipe, std::string_view> kBridgeFp8Recipes[] = {
+    {Fp8Recipe::kDelayed, "with_fp8_delayed_scaling_mixed"},
+    {Fp8Recipe::kTensorwise, "with_fp8_current_scaling_mixed"},
+    {Fp8Recipe::kBlockwise, "with_fp8_subchannel_scaling_mixed"},
+    {Fp8Recipe::kMxfp8, "with_mxfp8_mixed"},
+};
+}  // namespace
+
+std::string bridge_mixed_precision(Fp8Recipe r) {
+  for (const auto& [recipe, suffix] : kBridgeFp8Recipes)
+    if (recipe == r) return "bf16_" + std::string(suffix);
+  return "bf16_mixed";
+}
+
+std::optional<Fp8Recipe> bridge_fp8_recipe(std::string_view name) {
+  for (const auto& [recipe, suffix] : kBridgeFp8Recipes)
+    if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix) return recipe;
+  return std::nullopt;
+}
 std::optional<CrossEntropyFusionImpl> parse_cross_entropy_fusion_impl(std::string_view s) {
   return parse_enum<CrossEntropyFusionImpl>(s);
 }

@@ -74,17 +74,9 @@ Result<std::vector<MegatronFlag>> parse_megatron_bridge_yaml(const std::string& 
         else
           return error_at(sloc, section,
                           fmt::format("expected a bf16_* or fp16_* recipe name, got {}", describe(sec.second)));
-        // Megatron-Bridge's recipe names (training/mixed_precision.py) carry the scaling.
-        if (mp.find("mxfp8") != std::string::npos) {
-          add(sloc, "fp8-format", "hybrid");
-          add(sloc, "fp8-recipe", "mxfp8");
-        } else if (mp.find("fp8") != std::string::npos) {
-          add(sloc, "fp8-format", "hybrid");
-          if (mp.find("current_scaling") != std::string::npos) add(sloc, "fp8-recipe", "tensorwise");
-          else if (mp.find("subchannel_scaling") != std::string::npos || mp.find("blockwise") != std::string::npos)
-            add(sloc, "fp8-recipe", "blockwise");
-          else if (mp.find("delayed_scaling") != std::string::npos) add(sloc, "fp8-recipe", "delayed");
-        }
+        // Megatron-Bridge's FP8 recipe names carry the scaling (bridge_fp8_recipe).
+        if (mp.find("fp8") != std::string::npos) add(sloc, "fp8-format", "hybrid");
+        if (const auto recipe = bridge_fp8_recipe(mp)) add(sloc, "fp8-recipe", std::string(to_string(*recipe)));
         continue;
       }
       if (std::find(std::begin(kSections), std::end(kSections), section) == std::end(kSections)) {

@@ -40,16 +40,6 @@ const SpreadData& memory_spread() { return kMemory; }
 
 namespace {
 
-double dtype_bytes(DType d) {
-  switch (d) {
-    case DType::kFp32: return 4.0;
-    case DType::kBf16: return 2.0;
-    case DType::kFp8:
-    case DType::kFp8Block: return 1.0;
-  }
-  return 4.0;
-}
-
 // Shapes and switches shared by every layer of the scenario: the per-rank shape
 // (resolve.hpp) under the names of docs/memory-model.md, plus the memory-only switches.
 struct Shape {

@@ -214,7 +214,7 @@ double one_gemm_time(double m, double n, double k, DType dtype, const HardwareSp
   // 16-56 tiles move their operand at 2.4-3.3 TB/s, those of 64-128 tiles at 3.8-4.2).
   const double bw = hw.gpu.hbm_bw * hw.efficiency.hbm * sm_fill(m, n, k, hw.efficiency.gemm_fill_bw_exponent, hw);
   if (!(p > 0) || !(bw > 0)) return t_compute;
-  const double width = is_fp8(dtype) ? 1.0 : dtype == DType::kFp32 ? 4.0 : 2.0;
+  const double width = dtype_bytes(dtype);
   // C bytes inside the maximum and after it: a BF16 C written once (2 B) inside, less the
   // exposed share (gemm_c_write_exposed) after; an accumulating BF16 C (4 B) its write inside and
   // its read after, both at the L2-miss share of the rate; an accumulating FP32 C (8 B) all after.

@@ -527,19 +527,11 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
       "# Import back: lcm import nemo THIS_FILE --gpus {} --hw {}\n",
       num_nodes(s), gpus_per_node(s), num_nodes(s), gpus_per_node(s), s.num_gpus, s.hardware.name);
   out += model.render() + train.render() + dataset.render() + ddp.render() + optimizer.render();
-  // Megatron-Bridge's registered recipes (training/mixed_precision.py).
-  const char* mp = "bf16_mixed";
-  if (t.precision == Precision::kFp8) switch (t.fp8_recipe) {
-      case Fp8Recipe::kDelayed: mp = "bf16_with_fp8_delayed_scaling_mixed"; break;
-      case Fp8Recipe::kTensorwise:
-        mp = "bf16_with_fp8_current_scaling_mixed";
-        out += "# note: this recipe keeps the first and the last layer in BF16 (first_last_layers_bf16), which lcm\n"
-               "# prices as FP8 like the others\n";
-        break;
-      case Fp8Recipe::kBlockwise: mp = "bf16_with_fp8_subchannel_scaling_mixed"; break;
-      case Fp8Recipe::kMxfp8: mp = "bf16_with_mxfp8_mixed"; break;
-    }
-  out += fmt::format("mixed_precision: {}\n", mp);
+  const bool fp8 = t.precision == Precision::kFp8;
+  if (fp8 && t.fp8_recipe == Fp8Recipe::kTensorwise)
+    out += "# note: this recipe keeps the first and the last layer in BF16 (first_last_layers_bf16), which lcm\n"
+           "# prices as FP8 like the others\n";
+  out += fmt::format("mixed_precision: {}\n", fp8 ? bridge_mixed_precision(t.fp8_recipe) : "bf16_mixed");
   return out;
 }
 

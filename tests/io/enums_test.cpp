@@ -70,5 +70,18 @@ TEST(Enums, RankOrder) {
   EXPECT_FALSE(parse_rank_order("").has_value());
 }
 
+// Megatron-Bridge's FP8 recipe names (training/mixed_precision.py) both ways.
+TEST(Enums, BridgeFp8RecipeNames) {
+  EXPECT_EQ(bridge_mixed_precision(Fp8Recipe::kDelayed), "bf16_with_fp8_delayed_scaling_mixed");
+  EXPECT_EQ(bridge_mixed_precision(Fp8Recipe::kTensorwise), "bf16_with_fp8_current_scaling_mixed");
+  EXPECT_EQ(bridge_mixed_precision(Fp8Recipe::kBlockwise), "bf16_with_fp8_subchannel_scaling_mixed");
+  EXPECT_EQ(bridge_mixed_precision(Fp8Recipe::kMxfp8), "bf16_with_mxfp8_mixed");
+  for (Fp8Recipe r : {Fp8Recipe::kDelayed, Fp8Recipe::kTensorwise, Fp8Recipe::kBlockwise, Fp8Recipe::kMxfp8})
+    EXPECT_EQ(bridge_fp8_recipe(bridge_mixed_precision(r)), r) << to_string(r);
+  EXPECT_EQ(bridge_fp8_recipe("fp16_with_fp8_current_scaling_mixed"), Fp8Recipe::kTensorwise);
+  EXPECT_FALSE(bridge_fp8_recipe("bf16_mixed").has_value());
+  EXPECT_FALSE(bridge_fp8_recipe("with_fp8_delayed_scaling_mixed").has_value());  // the prefix is required
+}
+
 }  // namespace
 }  // namespace lcm

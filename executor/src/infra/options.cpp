@@ -1,8 +1,10 @@
 // Command-line parsing of lcm-exec (see options.hpp).
 #include "lcm/executor/options.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <sstream>
 
 #include "lcm/executor/collectives.hpp"
@@ -13,12 +15,21 @@
 
 namespace lcm::exec {
 
+namespace {
+// --dtype spellings of `bench gemm`; the first of a type is its name in results ("fp8" is an alias).
+struct GemmDTypeName {
+  const char* name;
+  GemmDType type;
+};
+constexpr GemmDTypeName kGemmDTypes[] = {{"bf16", GemmDType::kBf16},
+                                         {"fp8_e4m3", GemmDType::kFp8E4M3},
+                                         {"fp8_block", GemmDType::kFp8Block},
+                                         {"fp8", GemmDType::kFp8E4M3}};
+}  // namespace
+
 const char* to_string(GemmDType t) {
-  switch (t) {
-    case GemmDType::kBf16: return "bf16";
-    case GemmDType::kFp8E4M3: return "fp8_e4m3";
-    case GemmDType::kFp8Block: return "fp8_block";
-  }
+  for (const GemmDTypeName& d : kGemmDTypes)
+    if (d.type == t) return d.name;
   return "?";
 }
 const char* to_string(CollDType t) { return t == CollDType::kBf16 ? "bf16" : "float"; }
@@ -467,10 +478,10 @@ Options parse_args(int argc, const char* const* argv) {
       if (o.family == Family::kGemm) {
         o.gemm_dtypes.clear();
         for (std::string_view s : split(v, ',')) {
-          if (s == "bf16") o.gemm_dtypes.push_back(GemmDType::kBf16);
-          else if (s == "fp8" || s == "fp8_e4m3") o.gemm_dtypes.push_back(GemmDType::kFp8E4M3);
-          else if (s == "fp8_block") o.gemm_dtypes.push_back(GemmDType::kFp8Block);
-          else throw UsageError("--dtype: '" + std::string(s) + "' (gemm: bf16, fp8, fp8_block)");
+          const auto d = std::find_if(std::begin(kGemmDTypes), std::end(kGemmDTypes),
+                                      [&](const GemmDTypeName& n) { return s == n.name; });
+          if (d == std::end(kGemmDTypes)) throw UsageError("--dtype: '" + std::string(s) + "' (gemm: bf16, fp8, fp8_block)");
+          o.gemm_dtypes.push_back(d->type);
         }
       } else if (v == "float") {
         o.coll_dtype = CollDType::kFloat;

@@ -101,22 +101,23 @@ void GemmRunner::setup(const GemmProblem& p, int sets, uint64_t seed, int max_al
     // One scale per 128x128 block of the weight (cuBLASLt's A) and per 1x128 block of each
     // activation row (its B), every one holding the per-tensor value, so the output (and
     // its check) is the per-tensor run's while the kernel reads and applies real block scales.
+    // The activation's scales start at the next multiple of 32 floats (128 bytes) after the weight's.
     const int64_t kb = (p.k + 127) / 128;
     const size_t w_scales = static_cast<size_t>((p.n + 127) / 128 * kb);
+    const size_t x_offset = (w_scales + 31) / 32 * 32;
     const size_t x_scales = static_cast<size_t>(((p.m + 3) / 4 * 4) * kb);
-    LCM_CUDA_CHECK(cudaMalloc(&block_scales_, (w_scales + x_scales + 64) * sizeof(float)));
-    std::vector<float> host(w_scales + x_scales + 64, kFp8ScaleB);
-    std::fill(host.begin() + static_cast<std::ptrdiff_t>(w_scales) + 32, host.end(), kFp8ScaleA);
+    std::vector<float> host(x_offset + x_scales, kFp8ScaleB);
+    std::fill(host.begin() + static_cast<std::ptrdiff_t>(x_offset), host.end(), kFp8ScaleA);
+    LCM_CUDA_CHECK(cudaMalloc(&block_scales_, host.size() * sizeof(float)));
     LCM_CUDA_CHECK(cudaMemcpy(block_scales_, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
     const float* sa = block_scales_;
-    const float* sb = block_scales_ + w_scales + 32;  // 128-byte aligned start
+    const float* sb = block_scales_ + x_offset;
     const int32_t mode_a = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F, mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
     LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode_a, sizeof mode_a));
     LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode_b, sizeof mode_b));
     LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa));
     LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb, sizeof sb));
-  }
-  if (fp8 && !block) {
+  } else if (fp8) {
     const float* sa = scales_;
     const float* sb = scales_ + 64;
     LCM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa, sizeof sa));

@@ -33,6 +33,8 @@ enum class Precision { kBf16, kFp8 };
 // a storage type (1 byte per element, like kFp8).
 enum class DType { kFp32, kBf16, kFp8, kFp8Block };
 inline constexpr bool is_fp8(DType d) { return d == DType::kFp8 || d == DType::kFp8Block; }
+// Bytes per element of a tensor (or GEMM operand) of the type.
+inline constexpr double dtype_bytes(DType d) { return is_fp8(d) ? 1.0 : d == DType::kBf16 ? 2.0 : 4.0; }
 // Megatron --fp8-recipe: how Transformer Engine scales FP8 tensors. delayed (Megatron's default):
 // a per-tensor scale from the amax history; tensorwise: per-tensor current scaling (an amax pass
 // over each tensor before its cast); blockwise: a scale per 1x128 activation and 128x128 weight

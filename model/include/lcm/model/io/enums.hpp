@@ -53,6 +53,10 @@ std::optional<RecomputeMethod> parse_recompute_method(std::string_view s);
 std::optional<AttentionBackend> parse_attention_backend(std::string_view s);
 std::optional<CrossEntropyFusionImpl> parse_cross_entropy_fusion_impl(std::string_view s);
 std::optional<Fp8Recipe> parse_fp8_recipe(std::string_view s);
+// Megatron-Bridge's mixed_precision recipe name of an FP8 recipe (bf16_with_fp8_*_mixed), and
+// the recipe a name (bf16_ or fp16_ prefixed) carries; nullopt: not an FP8 recipe name.
+std::string bridge_mixed_precision(Fp8Recipe r);
+std::optional<Fp8Recipe> bridge_fp8_recipe(std::string_view name);
 std::optional<Dim> parse_dim(std::string_view s);
 std::optional<CudaGraphImpl> parse_cuda_graph_impl(std::string_view s);
 
