@@ -18,8 +18,11 @@ gemms fit models
 gemms fit_heldout_shapes 128x4096x4096,256x4096x4096,256x8192x8192,1024x1024x1024,2048x2048x2048,8192x1536x7168
 gemms heldout 1024x5120x4096,2816x7168x3072,9728x6144x2048,5120x5120x2560,8192x2048x7168,8192x7168x2048,\
 8192x14336x4096,6144x4096x14336,512x4096x14336,128x7168x2048
-# Last, as time allows: the GEMM GPU tests (the block-scaled one among them).
-section "GPU tests: GEMMs"
-ninja -C build -j 16 lcm_executor_gpu_tests 2>&1 | tail -2
-build/bin/lcm_executor_gpu_tests --gtest_filter='GemmOnGpu.*' 2>&1 | tail -15
+# Last, as time allows: the GEMM GPU tests (the block-scaled one among them); FP8_GPU_TESTS=0
+# leaves them for a later call (every benchmark point above is already checked against the CPU).
+if [ "${FP8_GPU_TESTS:-1}" != 0 ]; then
+  section "GPU tests: GEMMs"
+  ninja -C build -j 16 lcm_executor_gpu_tests 2>&1 | tail -2
+  build/bin/lcm_executor_gpu_tests --gtest_filter='GemmOnGpu.*' 2>&1 | tail -15
+fi
 section done
