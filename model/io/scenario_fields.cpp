@@ -463,6 +463,7 @@ std::vector<FieldSpec> build() {
                  return {};
                },
                [](const S& s) { return YAML::Node(s.training.seq_length); }});
+  f.push_back(integer(T, "document_length", [](S& s) -> auto& { return s.training.document_length; }, 0, L::kSeqLength));
   f.push_back(integer(T, "micro_batch_size", [](S& s) -> auto& { return s.training.micro_batch_size; }, 1, L::kMicroBatchSize, true));
   f.push_back(integer(T, "global_batch_size", [](S& s) -> auto& { return s.training.global_batch_size; }, 1, L::kGlobalBatchSize, true));
   f.push_back(enumeration(T, "precision", [](S& s) -> auto& { return s.training.precision; }));

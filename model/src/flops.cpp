@@ -80,16 +80,21 @@ double attn_core_macs_per_pair(const ModelSpec& m) {
   return 2 * a * head_dim(m);
 }
 
-LayerFwd layer_fwd(const ModelSpec& m, int64_t seq, bool moe, bool causal_halved) {
+// `span`: the tokens one document of the sequence attends over (attention_span; 0: the
+// whole sequence). s / span documents of span^2 pairs each.
+LayerFwd layer_fwd(const ModelSpec& m, int64_t seq, bool moe, bool causal_halved, int64_t span = 0) {
   const double s = static_cast<double>(seq);
   const double h = static_cast<double>(m.hidden_size);
+  if (span <= 0) span = seq;
+  const double d = static_cast<double>(span);
   LayerFwd f;
   f.attn_proj = 2 * s * attn_proj_macs(m);
   // Causal pairs: s^2 / 2 (s^2 under the non-causal convention); a windowed layer's pairs
-  // (windowed_pair_fraction of s^2) are doubled the same way under that convention.
+  // (windowed_pair_fraction of s^2) are doubled the same way under that convention. Packed
+  // documents: (s / d) d^2 = s d pairs.
   const double share = windowed_layer_share(m, moe);
-  const double pairs = (1.0 - share) * 0.5 + share * windowed_pair_fraction(m.window_size, seq);
-  f.attn_core = 2 * s * s * attn_core_macs_per_pair(m) * pairs * (causal_halved ? 1.0 : 2.0);
+  const double pairs = (1.0 - share) * 0.5 + share * windowed_pair_fraction(m.window_size, span);
+  f.attn_core = 2 * s * d * attn_core_macs_per_pair(m) * pairs * (causal_halved ? 1.0 : 2.0);
   if (moe) {
     const double topk = has_moe(m) ? m.moe_router_topk : 0;  // dense model: no experts
     f.routed = 2 * s * ffn_factor(m) * h * expert_ffn(m) * topk;
@@ -204,13 +209,13 @@ FlopTerms recompute_terms(const Scenario& s, const Mesh& m, const LayerFwd& dens
   return rc;
 }
 
-// Independent transcription of Megatron's transformer_flops() (training.py, d98e8a64) for
-// BSHD batches: T = B*s tokens, sum of L_i^2 = B*s^2, no latent MoE, no output gate, no
-// linear-attention variants.
-double megatron_formula(const ModelSpec& m, int64_t seq, int64_t batch, int64_t padded_vocab) {
+// Independent transcription of Megatron's transformer_flops() (training.py, d98e8a64): T =
+// B*s tokens, sum of L_i^2 over the batch's documents = B*s*span (B*s^2 for BSHD batches,
+// one document per sequence), no latent MoE, no output gate, no linear-attention variants.
+double megatron_formula(const ModelSpec& m, int64_t seq, int64_t span, int64_t batch, int64_t padded_vocab) {
   const double h = static_cast<double>(m.hidden_size);
   const double tokens = static_cast<double>(batch) * static_cast<double>(seq);
-  const double seqlen_sq_sum = static_cast<double>(batch) * static_cast<double>(seq) * seq;
+  const double seqlen_sq_sum = static_cast<double>(batch) * static_cast<double>(seq) * static_cast<double>(span);
   const double fwd_bwd = 3, fma = 2;
   const double ffn_exp = m.swiglu ? 3 : 2;
 
@@ -267,8 +272,9 @@ Flops count_flops(const Scenario& s, const Mesh& m) {
   const double mtp = model.mtp_num_layers;
   const bool causal = s.flop_convention.causal_halved;
 
-  const LayerFwd dense = layer_fwd(model, seq, false, causal);
-  const LayerFwd moe = layer_fwd(model, seq, true, causal);
+  const int64_t span = attention_span(s.training).span;
+  const LayerFwd dense = layer_fwd(model, seq, false, causal, span);
+  const LayerFwd moe = layer_fwd(model, seq, true, causal, span);
   const LayerCount c = all_layers(model);
   // MTP per depth: eh_proj (2h -> h) plus Megatron's 3h for enorm/hnorm/final norm.
   const double mtp_extra = mtp * 2 * tokens * (2 * h * h + 3 * h);
@@ -287,7 +293,7 @@ Flops count_flops(const Scenario& s, const Mesh& m) {
   out.hardware_flops = out.model_flops + out.recompute.total();
   out.per_step = s.flop_convention.include_recompute ? out.hardware_flops : out.model_flops;
   out.megatron_flops =
-      megatron_formula(model, seq, s.training.global_batch_size, m.padded_vocab);
+      megatron_formula(model, seq, span, s.training.global_batch_size, m.padded_vocab);
   out.per_gpu_per_step = m.world > 0 ? out.per_step / m.world : 0.0;
   return out;
 }

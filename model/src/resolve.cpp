@@ -54,6 +54,9 @@ RankShape resolve(const Scenario& s, const Mesh& m) {
   r.micro_batch = s.training.micro_batch_size;
   r.seq = static_cast<double>(s.training.seq_length);
   r.seq_rank = r.seq / m.cp;
+  const AttentionSpan span = attention_span(s.training);
+  r.attn_docs = static_cast<double>(span.docs);
+  r.attn_span = static_cast<double>(span.span);
   r.tokens = r.micro_batch * r.seq / m.cp;
   r.sp_tokens = r.tokens / (m.sp ? m.tp : 1);
   r.tokens_int = static_cast<int64_t>(r.tokens);

@@ -346,13 +346,16 @@ template <class Sink>
 void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, double d_qk, double d_v,
                     double windowed_share) {
   const Scenario& s = *x.s;
-  const double seq = x.r.seq;
+  // Packed documents: the kernel runs attn_docs documents of attn_span tokens per sequence
+  // (THD); CP splits each document into 2c load-balanced chunks, the same as a whole sequence.
+  // The K/V volumes below are per token and do not change.
+  const double seq = x.r.attn_span;
   const int c = x.r.cp;
   constexpr uint32_t kCore = kRecomputeCoreAttn;
   Op a;
   a.id = OpId::kAttnCore;
   a.kind = OpKind::kAttention;
-  a.attn.batch = static_cast<int64_t>(x.r.micro_batch);
+  a.attn.batch = static_cast<int64_t>(x.r.micro_batch * x.r.attn_docs);
   a.attn.head_dim_qk = static_cast<int64_t>(d_qk);
   a.attn.head_dim_v = static_cast<int64_t>(d_v);
   a.attn.causal = true;

@@ -111,6 +111,12 @@ void check_sizes(const Scenario& s, Checker& check) {
         "ffn_hidden_size must be positive (the model has dense MLP layers)");
   check(t.seq_length > 0, "training.seq_length", "seq_length must be positive");
   check(t.micro_batch_size > 0, "training.micro_batch_size", "micro_batch_size must be positive");
+  check(t.document_length >= 0 && t.document_length <= t.seq_length, "training.document_length",
+        "document_length ({}) must be between 0 (one document per sequence) and seq_length ({})", t.document_length,
+        t.seq_length);
+  check(t.document_length == 0 || t.attention_backend == AttentionBackend::kFused, "training.document_length",
+        "packed documents (document_length > 0) run per-document attention in the fused kernel (THD); "
+        "attention_backend unfused masks the whole sequence instead");
   check(t.global_batch_size > 0, "training.global_batch_size", "global_batch_size must be positive");
   check(p.tensor_model_parallel_size > 0, "parallel.tensor_model_parallel_size", "tensor_model_parallel_size must be positive");
   check(p.pipeline_model_parallel_size > 0, "parallel.pipeline_model_parallel_size",
@@ -221,6 +227,11 @@ void check_world(const Scenario& s, Checker& check) {
     check(m.num_attention_heads % g == 0, "model.num_query_groups",
           "num_attention_heads ({}) must be a multiple of num_query_groups ({})", m.num_attention_heads, g);
   }
+  if (cp > 1 && t.document_length > 0)
+    check(t.document_length >= 2 * cp, "training.document_length",
+          "document_length ({}) must be at least 2 * context_parallel_size ({}): each packed document is split "
+          "into 2 * CP load-balanced chunks",
+          t.document_length, 2 * cp);
   if (cp > 1)
     check(t.seq_length % (2 * cp) == 0, "training.seq_length",
           "seq_length ({}) should be a multiple of 2 * context_parallel_size ({}) if "

@@ -203,6 +203,12 @@ ArgBlock megatron_model_args(const Scenario& s) {
 
 ArgBlock megatron_training_args(const Scenario& s) {
   const TrainingSpec& t = s.training;
+  if (t.document_length > 0)
+    cannot(fmt::format(
+        "document_length {}: packed sequences (THD, per-document attention) come from the data pipeline, and "
+        "Megatron-LM's pretrain_gpt.py flags have none (--reset-attention-mask masks the whole sequence); "
+        "export to nemo (Megatron-Bridge dataset.packed_sequence_specs) instead",
+        t.document_length));
   ArgBlock b{"TRAINING_ARGS", "Batch and precision", {}};
   b.add("--global-batch-size", num(t.global_batch_size));
   b.add("--bf16");
@@ -499,6 +505,16 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
   train.add("global_batch_size", num(t.global_batch_size));
   YamlSection dataset{"dataset", {}};
   dataset.add("seq_length", num(t.seq_length), "= model.seq_length");
+  if (t.document_length > 0) {
+    // A nested mapping (PackedSequenceSpecs): written as raw lines under the section.
+    dataset.lines.push_back("  packed_sequence_specs:");
+    dataset.lines.push_back(fmt::format(
+        "    packed_sequence_size: {}  # lcm priced documents of {} tokens on average (the dataset decides it)",
+        t.seq_length, t.document_length));
+    const int cp = s.parallel.context_parallel_size;
+    dataset.lines.push_back(cp > 1 ? fmt::format("    pad_seq_to_mult: {}  # 2 x CP with context parallelism", 2 * cp)
+                                   : std::string("    pad_seq_to_mult: 1"));
+  }
   const bool fsdp = p.data_parallel_sharding_strategy == DpSharding::kOptimGrads ||
                     p.data_parallel_sharding_strategy == DpSharding::kOptimGradsParams;
   YamlSection ddp{"ddp", {}};
@@ -571,6 +587,10 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
     cannot("low-precision optimizer state: TorchTitan keeps float32 master weights and Adam moments");
   if (t.attention_backend == AttentionBackend::kUnfused)
     cannot("unfused attention: TorchTitan runs SDPA / flex attention (fused)");
+  if (t.document_length > 0)
+    cannot(fmt::format("document_length {}: lcm exports no TorchTitan document masking (flex attention's block-causal "
+                       "mask); export to nemo instead",
+                       t.document_length));
   if (t.precision == Precision::kFp8 && (t.fp8_recipe == Fp8Recipe::kBlockwise || t.fp8_recipe == Fp8Recipe::kMxfp8))
     cannot(fmt::format("fp8_recipe {}: TorchTitan's float8 converter (torchao) scales per tensor or per row",
                        to_string(t.fp8_recipe)));

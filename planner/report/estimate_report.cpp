@@ -258,8 +258,12 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
                            has_moe(s.model) ? fmt::format(" | ep={} etp={} edp={}", m.ep, m.etp, m.edp) : "",
                            m.sp ? " | sp" : "")},
       {"sequence x micro-batch x global batch",
-       fmt::format("{} x {} x {} ({} micro-batches per pipeline)", s.training.seq_length,
-                   s.training.micro_batch_size, s.training.global_batch_size, m.num_micro_batches)},
+       fmt::format("{} x {} x {} ({} micro-batches per pipeline{})", s.training.seq_length,
+                   s.training.micro_batch_size, s.training.global_batch_size, m.num_micro_batches,
+                   s.training.document_length > 0
+                       ? fmt::format("; packed: {} documents of {} tokens per sequence",
+                                     attention_span(s.training).docs, attention_span(s.training).span)
+                       : "")},
       {"params total / active", fmt::format("{} / {}", fmt_count(e.params.total.main()),
                                             fmt_count(e.params.active.main()))},
       {"FLOPs per step", fmt::format("{} ({})", fmt_sci(e.flops.per_step),

@@ -419,6 +419,21 @@ TEST(Validate, Fp8RecipeRules) {
   expect_problem(s, "training.exp_avg_dtype", "fp8_block is a GEMM operand type");
 }
 
+TEST(Validate, PackedDocumentRules) {
+  Scenario s = base();
+  s.training.document_length = s.training.seq_length + 1;
+  expect_problem(s, "training.document_length", "must be between 0 (one document per sequence) and seq_length");
+  s.training.document_length = 256;
+  EXPECT_TRUE(validate_scenario(s).empty());
+  s.training.attention_backend = AttentionBackend::kUnfused;
+  expect_problem(s, "training.document_length", "attention_backend unfused masks the whole sequence");
+  s.training.attention_backend = AttentionBackend::kFused;
+  s.parallel.context_parallel_size = 2;
+  s.num_gpus *= 2;
+  s.training.document_length = 3;
+  expect_problem(s, "training.document_length", "must be at least 2 * context_parallel_size (4)");
+}
+
 TEST(Validate, MlaUpProjRecomputeNeedsMla) {
   Scenario s = base();
   s.parallel.recompute_granularity = RecomputeGranularity::kSelective;

@@ -226,6 +226,36 @@ TEST(Flops, SlidingWindowAttention) {
   EXPECT_EQ(attention_full_view(a).window, 0);
 }
 
+// Packed documents (training.document_length, THD): attention runs per document. Hand-derived:
+// s = 8192 in documents of 1024 tokens is 8 squares of 1024^2, 1/8 of the one 8192^2 square;
+// a mean of 200 tokens in 4096 rounds to 20 documents of 204 tokens (4096 / 20 = 204.8, whole
+// tokens). Only the core moves, and Megatron's sum of L_i^2 (B s span) moves with it.
+TEST(Flops, PackedDocumentsAttendPerDocument) {
+  TrainingSpec t;
+  t.seq_length = 4096;
+  EXPECT_EQ(attention_span(t).docs, 1);
+  EXPECT_EQ(attention_span(t).span, 4096);
+  t.document_length = 200;
+  EXPECT_EQ(attention_span(t).docs, 20);
+  EXPECT_EQ(attention_span(t).span, 204);
+  t.document_length = 4096;  // one document fills the sequence
+  EXPECT_EQ(attention_span(t).docs, 1);
+  t.document_length = 3000;  // 1.37 rounds to one document
+  EXPECT_EQ(attention_span(t).docs, 1);
+  EXPECT_EQ(attention_span(t).span, 4096);
+
+  Scenario s = llama3_8b(8192, 128);
+  const Flops whole = count_flops(s, derive_mesh(s));
+  s.training.document_length = 1024;
+  const Flops packed = count_flops(s, derive_mesh(s));
+  EXPECT_DOUBLE_EQ(packed.fwd.attn_core, whole.fwd.attn_core / 8);
+  EXPECT_DOUBLE_EQ(packed.bwd.attn_core, whole.bwd.attn_core / 8);
+  EXPECT_DOUBLE_EQ(packed.fwd.attn_proj, whole.fwd.attn_proj);
+  EXPECT_DOUBLE_EQ(packed.fwd.dense_mlp, whole.fwd.dense_mlp);
+  // Megatron's core term 3 * 2 * sum(L_i^2) * (a d_h / 2 * 2) * L: 6 B s (s - 1024) a d_h L less.
+  EXPECT_LT(rel(whole.megatron_flops - packed.megatron_flops, 6.0 * 128 * 8192 * (8192 - 1024) * 32 * 128 * 32), 1e-12);
+}
+
 TEST(Flops, FullUniformRecomputeIsFourThirdsOnLayerGemms) {
   Scenario s = llama3_8b(8192, 128);
   s.parallel.recompute_granularity = RecomputeGranularity::kFull;

@@ -115,16 +115,26 @@ using namespace lcm;
 // +2.1 %, 70B +7.8 -> +4.8 %, 405B +17.5 -> +14.4 %; Bridge 20.8 -> 20.3 %, all 15.9 -> 15.6 %
 // (signed +10.1 -> +9.8 %). A development-set change (the rows' errors were known); the recipe
 // is the row's recorded precision. Bounds tightened.
-constexpr double kBridgeMaeBound = 20.4;       // tokens/s, %
-constexpr double kNemoMaeBound = 12.6;         // tokens/s, %
+// Session 29 modelled packed sequences (training.document_length): the SFT rows run per-document
+// attention over SQuAD examples of ~200 tokens (kSquadDocumentTokens), where they had been priced
+// as 4096-token pre-training. NeMo 24.07's published FLOPs per token of its three SFT rows now
+// equal lcm's count within 0.2 % (39.8 / 77.4 / 413.1 against 39.8 / 77.3 / 412.4: NeMo counted
+// the documents' attention; they were 14-16 % off before), so the physics is the runs'. The rows
+// get faster, and the model's general over-prediction no longer hides behind the 4096-token
+// attention: Llama 2 7B SFT +5.7 -> +20.8 %, 13B -19.6 -> -10.3 %, 70B -3.3 -> +4.4 %, Bridge Llama 3
+// 70B SFT +9.5 -> +17.9 %; Bridge 20.3 -> 20.5 %, NeMo 12.5 -> 13.0 %, all 15.6 -> 15.8 % (signed
+// +9.8 -> +10.4 %), 52 -> 51 within 20 %. A development-set change (the rows' errors were known),
+// kept because the FLOP count confirms it. Bounds raised to the new figures.
+constexpr double kBridgeMaeBound = 20.6;       // tokens/s, %
+constexpr double kNemoMaeBound = 13.0;         // tokens/s, %
 constexpr double kWeakScalingMaeBound = 7.7;   // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 9.4;      // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 15.7;      // all counted rows, primary metric, %
+constexpr double kOverallMaeBound = 15.9;      // all counted rows, primary metric, %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14, 47 of 57 in
 // session 21, 49 of 57 in session 23. A floor, like the bounds above.
 constexpr int kMinBandCovered = 49;
-constexpr int kMinWithin20Pct = 52;            // counted rows within 20 % on their primary metric
+constexpr int kMinWithin20Pct = 51;            // counted rows within 20 % on their primary metric
 constexpr int kMinCounted = 63;                // rows evaluated and counted
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)
 constexpr int kMinNemoNonCausalMatches = 9;
@@ -365,8 +375,15 @@ struct Recipe {
   bool tp_comm_overlap = true;  // NeMo rows with TP > 1: userbuffers overlap unless the recipe turns it off
   CudaGraphImpl cuda_graph_impl = CudaGraphImpl::kNone;
   uint32_t cuda_graph_modules = 0;
+  int64_t document_length = 0;  // packed SFT / LoRA sequences (kSquadDocumentTokens)
   std::string note;
 };
+
+// SFT and LoRA rows of both tables pack SQuAD v1.1 ("{input} {output}") into 4096-token
+// sequences: a mean example of about 160 words of context, 10 of question and 3 of answer, taken
+// as 200 tokens (validation/published/DECLARATION_lora.md, fixed before the LoRA rows were first
+// scored; at 200 tokens the core is about 5 % of its 4096-token cost for these models).
+constexpr int64_t kSquadDocumentTokens = 200;
 
 // Sources: NVIDIA-NeMo/Megatron-Bridge scripts/performance/configs/*/ *_workload_base_configs.py
 // and *_llm_pretrain.py (H100 presets), read 2026-08.
@@ -461,6 +478,7 @@ Built build(const std::string& id, const ModelSpec& model, const Layout& l, cons
   s.training.precision = l.precision;
   s.training.fp8_recipe = l.fp8_recipe;
   s.training.grad_reduce_in_fp32 = rc.grad_reduce_in_fp32;
+  s.training.document_length = rc.document_length;
   if (rc.bf16_optimizer) {
     s.training.main_params_dtype = DType::kBf16;  // no copy beside the bf16 weights
     s.training.exp_avg_dtype = s.training.exp_avg_sq_dtype = DType::kBf16;
@@ -644,8 +662,10 @@ std::vector<Result> bridge_rows(const HardwareSpec& hw, const std::map<std::stri
     if (model.find("tokendrop") != std::string::npos) {
       rc.note = "token-drop run modelled as dropless: balanced routing drops nothing at capacity factor 1";
     }
-    if (section.find("SFT") != std::string::npos)
-      rc.note += std::string(rc.note.empty() ? "" : "; ") + "SFT on packed 4K sequences modelled as pre-training";
+    if (section.find("SFT") != std::string::npos) {
+      rc.note += std::string(rc.note.empty() ? "" : "; ") + "SFT: packed SQuAD documents of ~200 tokens";
+      rc.document_length = kSquadDocumentTokens;
+    }
     const bool dense = m.num_experts == 0;
     Built b = build(res.id, m, l, rc, hw, /*tp_comm_overlap=*/dense);
     res.reason = rc.note;
@@ -697,7 +717,8 @@ std::vector<Result> nemo_rows(const HardwareSpec& hw, const std::map<std::string
     l.precision = Precision::kFp8;
     Recipe rc = recipe_for("nemo", m);
     if (task == "SFT") {
-      rc.note = "SFT on packed sequences modelled as pre-training";
+      rc.note = "SFT: packed SQuAD documents of ~200 tokens";
+      rc.document_length = kSquadDocumentTokens;
       // conf/peft/llama/sft.yaml (launcher tag 24.07): distributed_fused_adam with `dtype: bf16`
       // (NeMo then stores no master copy: optimizer dtype == model dtype) and bf16 moments.
       rc.bf16_optimizer = true;
@@ -990,12 +1011,16 @@ Summary print_table(const std::string& title, const std::vector<Result>& rows, c
 // Rows whose published TFLOP/s and tokens/s imply lcm's FLOPs per token under the table's
 // convention within 1 % (pre-training rows; SFT rows count packed tokens differently and
 // GPT-OSS's count in Megatron-Bridge follows its own sliding-window formula).
-int convention_matches(const std::vector<Result>& rows, bool causal) {
+// Rows whose published FLOPs per token match lcm's count under one convention within 1 %;
+// `only`: and not under the other (packed ~200-token documents make the two differ by < 1 %).
+int convention_matches(const std::vector<Result>& rows, bool causal, bool only = false) {
   int n = 0;
+  const auto match = [](double pub, double ours) { return std::fabs(pub / ours - 1.0) < 0.01; };
   for (const Result& r : rows) {
     if (!r.evaluated || r.pub_flops_per_token <= 0) continue;
     const double ours = causal ? r.flops_per_token : r.flops_per_token_nc;
-    n += std::fabs(r.pub_flops_per_token / ours - 1.0) < 0.01 ? 1 : 0;
+    const double other = causal ? r.flops_per_token_nc : r.flops_per_token;
+    n += match(r.pub_flops_per_token, ours) && !(only && match(r.pub_flops_per_token, other)) ? 1 : 0;
   }
   return n;
 }
@@ -1057,9 +1082,9 @@ TEST(PerfValidation, PublishedH100TablesWithinRecordedBounds) {
   // FLOP conventions: Megatron-Bridge counts causal attention halved; NeMo 24.07's implied
   // FLOPs per token match lcm's non-causal count (and not the causal one).
   const int bridge_causal = convention_matches(bridge, true), nemo_nc = convention_matches(nemo, false),
-            nemo_causal = convention_matches(nemo, true);
+            nemo_causal = convention_matches(nemo, true, /*only=*/true);
   std::printf("FLOP convention: %d Bridge rows match lcm's causal count within 1 %%; %d NeMo rows match the "
-              "non-causal count, %d the causal one\n",
+              "non-causal count, %d the causal one only\n",
               bridge_causal, nemo_nc, nemo_causal);
   EXPECT_GE(bridge_causal, kMinBridgeCausalMatches);
   EXPECT_GE(nemo_nc, kMinNemoNonCausalMatches);

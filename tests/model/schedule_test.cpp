@@ -56,11 +56,17 @@ double schedule_model_flops(const Built& b) {
   return per_pipeline * b.mesh.tp * b.mesh.cp * b.mesh.dp;
 }
 
-TEST(Schedule, DenseFlopsMatchTheFlopModel) {
+// Llama 3 8B on 16 GPUs with TP 2 + SP and CP 2.
+Scenario llama_tp2_sp_cp2() {
   Scenario s = base(testing::llama3_8b(), 16);
   s.parallel.tensor_model_parallel_size = 2;
   s.parallel.sequence_parallel = true;
   s.parallel.context_parallel_size = 2;
+  return s;
+}
+
+TEST(Schedule, DenseFlopsMatchTheFlopModel) {
+  Scenario s = llama_tp2_sp_cp2();
   s.parallel.pipeline_model_parallel_size = 2;
   const Built b = build(s);
   const Flops f = count_flops(s, b.mesh);
@@ -85,6 +91,23 @@ TEST(Schedule, NonCausalConventionDoublesAttentionModelFlopsOnly) {
   const Built b = build(s);
   const Flops f = count_flops(s, b.mesh);
   EXPECT_NEAR(schedule_model_flops(b) / f.model_flops, 1.0, 1e-9);
+}
+
+// Packed documents: the attention op runs docs x mbs sequences of span tokens (CP splits each
+// document), and the schedule's FLOPs still equal count_flops'. 8192 tokens in documents of
+// 1024 with CP 2: 8 documents, seq_q 512, seq_kv 1024.
+TEST(Schedule, PackedDocumentsShapeTheAttentionOp) {
+  Scenario s = llama_tp2_sp_cp2();
+  s.training.document_length = 1024;
+  const Built b = build(s);
+  EXPECT_NEAR(schedule_model_flops(b) / count_flops(s, b.mesh).model_flops, 1.0, 1e-9);
+  const Op* core = nullptr;
+  for (const Op& o : b.sched.dense.fwd)
+    if (o.id == OpId::kAttnCore) core = &o;
+  ASSERT_NE(core, nullptr);
+  EXPECT_EQ(core->attn.batch, 8);
+  EXPECT_EQ(core->attn.seq_q, 512);
+  EXPECT_EQ(core->attn.seq_kv, 1024);
 }
 
 // FP8: each layer GEMM's operands are cast (docs/op-schedule.md §4.1a). attn.proj's input

@@ -49,6 +49,10 @@ struct RankShape {
   // One micro-batch on this rank.
   double micro_batch = 0;  // b
   double seq = 0;          // s, the whole sequence
+  // Packed documents (attention_span): each attention kernel runs attn_docs documents of
+  // attn_span tokens per sequence; 1 and s without packing.
+  double attn_docs = 1;
+  double attn_span = 0;
   double seq_rank = 0;     // s / c: this CP rank's part of a sequence
   double tokens = 0;       // T = b·s/c: tokens of this CP rank (full hidden under TP)
   double sp_tokens = 0;    // T/t with SP, else T: tokens between TP regions (and entering MoE)

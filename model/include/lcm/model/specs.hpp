@@ -11,6 +11,7 @@
 // `_us`, `_GiB`) and the loader converts once, so nothing below holds a GB or a µs.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -168,6 +169,11 @@ struct ModelSpec {
 // ---------------------------------------------------------------------------------
 struct TrainingSpec {
   int64_t seq_length = 0;
+  // Packed sequences: the mean length of the documents packed into one sequence, each
+  // attending only to itself (Transformer Engine's THD format, cu_seqlens). 0: one document
+  // per sequence. The schedule prices round(seq_length / document_length) equal documents
+  // (attention_span(), docs/op-schedule.md).
+  int64_t document_length = 0;
   int micro_batch_size = 1;
   int global_batch_size = 1;
   Precision precision = Precision::kBf16;
@@ -185,6 +191,22 @@ struct TrainingSpec {
 
   bool operator==(const TrainingSpec&) const = default;
 };
+
+// What one attention kernel sees of a sequence: `docs` documents of `span` tokens each.
+// Without packing (document_length 0, or >= seq_length) one document of seq_length tokens;
+// with it round(seq_length / document_length) equal documents of seq_length / docs tokens
+// (whole tokens), the mean length the scenario states. Used by the op schedule's attention
+// ops and by the FLOP count, so both price the same per-document squares.
+struct AttentionSpan {
+  int64_t docs = 1;
+  int64_t span = 0;
+};
+inline AttentionSpan attention_span(const TrainingSpec& t) {
+  if (t.document_length <= 0 || t.document_length >= t.seq_length) return {1, t.seq_length};
+  const int64_t docs = std::max<int64_t>(
+      1, (t.seq_length + t.document_length / 2) / t.document_length);  // round to nearest
+  return {docs, t.seq_length / docs};
+}
 
 // ---------------------------------------------------------------------------------
 // Parallel layout. Data-parallel sizes are derived (see mesh.hpp), never configured.
