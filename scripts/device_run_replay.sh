@@ -51,7 +51,7 @@ for list in "$@"; do
     mapfile -t ARGS < <(replay_args "$path")
     section "replay $rel: lcm-exec ${ARGS[*]}"
     dir=$RES/run$n
-    if timeout 240 $MPI "$EXE" "${ARGS[@]}" --out "$dir" > "$dir.log" 2>&1 && [ -f "$dir/summary.json" ]; then
+    if timeout 240 $MPI "$EXE" "${ARGS[@]}" --out "$dir" < /dev/null > "$dir.log" 2>&1 && [ -f "$dir/summary.json" ]; then
       mkdir -p "$OUT/replay/$(dirname "$rel")"
       cp "$dir/summary.json" "$OUT/replay/$rel"
       tail -2 "$dir.log"
