@@ -93,6 +93,16 @@ constexpr Spelling<Fp8Recipe> kFp8Recipe[] = {
     {"blockwise", Fp8Recipe::kBlockwise},
     {"mxfp8", Fp8Recipe::kMxfp8},
 };
+constexpr Spelling<Peft> kPeft[] = {
+    {"none", Peft::kNone},
+    {"lora", Peft::kLora},
+};
+// Megatron-Bridge LoRA.target_modules names (NeMo 1.0: attention_qkv, attention_dense, mlp_fc1,
+// mlp_fc2, read as the same four).
+constexpr Spelling<LoraTarget> kLoraTarget[] = {
+    {"linear_qkv", kLoraQkv}, {"attention_qkv", kLoraQkv}, {"linear_proj", kLoraProj}, {"attention_dense", kLoraProj},
+    {"linear_fc1", kLoraFc1}, {"mlp_fc1", kLoraFc1},       {"linear_fc2", kLoraFc2},   {"mlp_fc2", kLoraFc2},
+};
 constexpr Spelling<CrossEntropyFusionImpl> kCrossEntropyFusionImpl[] = {
     {"native", CrossEntropyFusionImpl::kNative},
     {"te", CrossEntropyFusionImpl::kTe},
@@ -155,6 +165,8 @@ LCM_ENUM_TABLE(RecomputeMethod, kRecomputeMethod)
 LCM_ENUM_TABLE(AttentionBackend, kAttentionBackend)
 LCM_ENUM_TABLE(CrossEntropyFusionImpl, kCrossEntropyFusionImpl)
 LCM_ENUM_TABLE(Fp8Recipe, kFp8Recipe)
+LCM_ENUM_TABLE(Peft, kPeft)
+LCM_ENUM_TABLE(LoraTarget, kLoraTarget)
 LCM_ENUM_TABLE(Dim, kDim)
 LCM_ENUM_TABLE(RecomputeModule, kRecomputeModule)
 LCM_ENUM_TABLE(CudaGraphImpl, kCudaGraphImpl)
@@ -184,6 +196,7 @@ std::string_view to_string(RecomputeMethod v) { return name_of(io::kRecomputeMet
 std::string_view to_string(AttentionBackend v) { return name_of(io::kAttentionBackend, v); }
 std::string_view to_string(CrossEntropyFusionImpl v) { return name_of(io::kCrossEntropyFusionImpl, v); }
 std::string_view to_string(Fp8Recipe v) { return name_of(io::kFp8Recipe, v); }
+std::string_view to_string(Peft v) { return name_of(io::kPeft, v); }
 std::string_view to_string(Dim v) { return name_of(io::kDim, v); }
 std::string_view to_string(CudaGraphImpl v) { return name_of(io::kCudaGraphImpl, v); }
 std::string_view to_string(RecomputeModule m) { return name_of(io::kRecomputeModule, m); }
@@ -249,6 +262,14 @@ std::vector<std::string> cuda_graph_module_names(uint32_t modules) {
   std::vector<std::string> out;
   for (const auto& sp : io::kCudaGraphModule)
     if (modules & sp.value) out.emplace_back(sp.name);
+  return out;
+}
+
+std::optional<LoraTarget> parse_lora_target(std::string_view s) { return parse_enum<LoraTarget>(s); }
+std::vector<std::string> lora_target_names(uint32_t targets) {
+  std::vector<std::string> out;
+  for (LoraTarget t : {kLoraQkv, kLoraProj, kLoraFc1, kLoraFc2})
+    if (targets & t) out.emplace_back(name_of(io::kLoraTarget, t));  // the first (Megatron-Bridge) spelling
   return out;
 }
 

@@ -257,15 +257,23 @@ std::string read_name_list(const YAML::Node& n, std::vector<std::string>& names)
   return {};
 }
 
-std::string parse_recompute_modules(const YAML::Node& n, ScenarioDraft& d) {
+// A list of names of a bit-set enum E into `bits`; `what` names an entry in the error.
+template <class E>
+std::string read_name_bits(const YAML::Node& n, const char* what, uint32_t& bits) {
   std::vector<std::string> names;
   if (std::string e = read_name_list(n, names); !e.empty()) return e;
-  uint32_t bits = 0;
+  bits = 0;
   for (const std::string& name : names) {
-    const auto m = parse_recompute_module(name);
-    if (!m) return fmt::format("unknown recompute module '{}'; expected any of: {}", name, spelling_list<RecomputeModule>());
-    bits |= *m;
+    const auto v = parse_enum<E>(name);
+    if (!v) return fmt::format("unknown {} '{}'; expected any of: {}", what, name, spelling_list<E>());
+    bits |= *v;
   }
+  return {};
+}
+
+std::string parse_recompute_modules(const YAML::Node& n, ScenarioDraft& d) {
+  uint32_t bits = 0;
+  if (std::string e = read_name_bits<RecomputeModule>(n, "recompute module", bits); !e.empty()) return e;
   d.s.parallel.recompute_modules = bits;
   return {};
 }
@@ -296,6 +304,23 @@ YAML::Node emit_cuda_graph_modules(const Scenario& s) {
     return YAML::Node(YAML::NodeType::Undefined);
   YAML::Node n(YAML::NodeType::Sequence);
   for (const std::string& name : cuda_graph_module_names(s.parallel.cuda_graph_modules)) n.push_back(name);
+  n.SetStyle(YAML::EmitterStyle::Flow);
+  return n;
+}
+
+std::string parse_lora_targets(const YAML::Node& n, ScenarioDraft& d) {
+  uint32_t bits = 0;
+  if (std::string e = read_name_bits<LoraTarget>(n, "LoRA target", bits); !e.empty()) return e;
+  if (bits == 0) return "expected at least one LoRA target (linear_qkv, linear_proj, linear_fc1, linear_fc2)";
+  d.s.training.lora_targets = bits;
+  return {};
+}
+
+YAML::Node emit_lora_targets(const Scenario& s) {
+  if (s.training.peft == Peft::kNone && s.training.lora_targets == kLoraAllTargets)
+    return YAML::Node(YAML::NodeType::Undefined);
+  YAML::Node n(YAML::NodeType::Sequence);
+  for (const std::string& name : lora_target_names(s.training.lora_targets)) n.push_back(name);
   n.SetStyle(YAML::EmitterStyle::Flow);
   return n;
 }
@@ -464,6 +489,9 @@ std::vector<FieldSpec> build() {
                },
                [](const S& s) { return YAML::Node(s.training.seq_length); }});
   f.push_back(integer(T, "document_length", [](S& s) -> auto& { return s.training.document_length; }, 0, L::kSeqLength));
+  f.push_back(enumeration(T, "peft", [](S& s) -> auto& { return s.training.peft; }));
+  f.push_back(integer(T, "lora_rank", [](S& s) -> auto& { return s.training.lora_rank; }, 0, L::kHiddenSize));
+  f.push_back({T, "lora_target_modules", false, parse_lora_targets, emit_lora_targets});
   f.push_back(integer(T, "micro_batch_size", [](S& s) -> auto& { return s.training.micro_batch_size; }, 1, L::kMicroBatchSize, true));
   f.push_back(integer(T, "global_batch_size", [](S& s) -> auto& { return s.training.global_batch_size; }, 1, L::kGlobalBatchSize, true));
   f.push_back(enumeration(T, "precision", [](S& s) -> auto& { return s.training.precision; }));

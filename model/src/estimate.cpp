@@ -9,7 +9,7 @@ Estimate estimate(const Scenario& s, const EstimateOptions& opts) {
   Estimate e;
   e.mesh = derive_mesh(s);
   e.stage_layers = stage_layers(s, e.mesh);
-  e.params = count_params(s.model, e.mesh.padded_vocab);
+  e.params = count_params(s, e.mesh.padded_vocab);
   e.gpu_params = gpu_params(s, e.mesh, e.stage_layers);
   e.flops = count_flops(s, e.mesh);
   e.memory = estimate_memory(s, e.mesh, e.stage_layers, e.gpu_params);

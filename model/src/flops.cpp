@@ -30,9 +30,13 @@ struct LayerFwd {
   double routed = 0;
   double shared = 0;
   double router = 0;
+  // LoRA adapters (A and B) on the attention projections and on the MLP / experts.
+  double lora_attn = 0;
+  double lora_mlp = 0;
 
-  double total() const { return attn_proj + attn_core + dense_mlp + routed + shared + router; }
-  double total_without_router() const { return total() - router; }
+  double total() const { return attn_proj + attn_core + dense_mlp + routed + shared + router + lora_attn + lora_mlp; }
+  // An MTP layer's GEMMs: no router, no LoRA adapters (MTP layers keep none).
+  double total_without_router() const { return total() - router - lora_attn - lora_mlp; }
 };
 
 double ffn_factor(const ModelSpec& m) { return m.swiglu ? 3.0 : 2.0; }  // GEMMs per MLP width
@@ -82,7 +86,33 @@ double attn_core_macs_per_pair(const ModelSpec& m) {
 
 // `span`: the tokens one document of the sequence attends over (attention_span; 0: the
 // whole sequence). s / span documents of span^2 pairs each.
-LayerFwd layer_fwd(const ModelSpec& m, int64_t seq, bool moe, bool causal_halved, int64_t span = 0) {
+// Forward FLOPs per token of a layer's LoRA adapters: 2 r (in + out) per target linear; fc1 / fc2
+// adapt the dense MLP, or the shared experts and the top-k routed experts a token visits.
+struct LoraMacs {
+  double attn = 0, mlp = 0;
+};
+LoraMacs lora_flops_per_token(const ModelSpec& m, const TrainingSpec* t, bool moe) {
+  LoraMacs l;
+  if (!t || t->peft != Peft::kLora) return l;
+  const double r = static_cast<double>(t->lora_rank), h = static_cast<double>(m.hidden_size);
+  const double gate = m.swiglu ? 2.0 : 1.0;
+  auto one = [&](uint32_t target, double in, double out) { return (t->lora_targets & target) ? 2 * r * (in + out) : 0.0; };
+  if (!m.multi_latent_attention) {
+    const double q = head_dim(m) * m.num_attention_heads, kv = head_dim(m) * query_groups(m);
+    l.attn = one(kLoraQkv, h, q + 2 * kv) + one(kLoraProj, q, h);
+  }
+  auto mlp = [&](double w) { return one(kLoraFc1, h, gate * w) + one(kLoraFc2, w, h); };
+  if (!moe) {
+    l.mlp = mlp(static_cast<double>(ffn_width(m)));
+  } else if (has_moe(m)) {
+    l.mlp = mlp(expert_ffn(m)) * m.moe_router_topk +
+            (m.moe_shared_expert_intermediate_size > 0 ? mlp(static_cast<double>(m.moe_shared_expert_intermediate_size)) : 0.0);
+  }
+  return l;
+}
+
+LayerFwd layer_fwd(const ModelSpec& m, int64_t seq, bool moe, bool causal_halved, int64_t span = 0,
+                   const TrainingSpec* t = nullptr) {
   const double s = static_cast<double>(seq);
   const double h = static_cast<double>(m.hidden_size);
   if (span <= 0) span = seq;
@@ -103,6 +133,9 @@ LayerFwd layer_fwd(const ModelSpec& m, int64_t seq, bool moe, bool causal_halved
   } else {
     f.dense_mlp = 2 * s * ffn_factor(m) * h * static_cast<double>(ffn_width(m));
   }
+  const LoraMacs lora = lora_flops_per_token(m, t, moe);
+  f.lora_attn = s * lora.attn;
+  f.lora_mlp = s * lora.mlp;
   return f;
 }
 
@@ -114,6 +147,7 @@ void add_layers(FlopTerms& t, const LayerFwd& f, double n) {
   t.routed_experts += n * f.routed;
   t.shared_experts += n * f.shared;
   t.router += n * f.router;
+  t.lora_adapters += n * (f.lora_attn + f.lora_mlp);
 }
 
 // Adds `n` MTP layers: their GEMMs go to `mtp`, their router to `router`.
@@ -124,7 +158,7 @@ void add_mtp_layers(FlopTerms& t, const LayerFwd& f, double n) {
 
 FlopTerms scaled(const FlopTerms& t, double k) {
   return FlopTerms{t.attn_proj * k,      t.attn_core * k, t.dense_mlp * k, t.routed_experts * k,
-                   t.shared_experts * k, t.router * k,    t.logits * k,    t.mtp * k};
+                   t.shared_experts * k, t.router * k,    t.logits * k,    t.mtp * k, t.lora_adapters * k};
 }
 
 struct LayerCount {
@@ -169,11 +203,15 @@ LayerFwd selective_part(const ModelSpec& model, const LayerFwd& f, int64_t seq, 
   LayerFwd r;
   if (mods & kRecomputeCoreAttn) r.attn_core = f.attn_core;
   if (mods & kRecomputeMlaUpProj) r.attn_proj = 2 * static_cast<double>(seq) * mla_up_proj_macs(model);
-  if (!moe && (mods & kRecomputeMlp)) r.dense_mlp = f.dense_mlp;
+  if (!moe && (mods & kRecomputeMlp)) {
+    r.dense_mlp = f.dense_mlp;
+    r.lora_mlp = f.lora_mlp;
+  }
   if (moe && (mods & kRecomputeMoe)) {
     r.routed = f.routed;
     r.shared = f.shared;
     r.router = f.router;
+    r.lora_mlp = f.lora_mlp;
   }
   if (moe && (mods & kRecomputeSharedExperts)) r.shared = f.shared;
   return r;
@@ -273,8 +311,8 @@ Flops count_flops(const Scenario& s, const Mesh& m) {
   const bool causal = s.flop_convention.causal_halved;
 
   const int64_t span = attention_span(s.training).span;
-  const LayerFwd dense = layer_fwd(model, seq, false, causal, span);
-  const LayerFwd moe = layer_fwd(model, seq, true, causal, span);
+  const LayerFwd dense = layer_fwd(model, seq, false, causal, span, &s.training);
+  const LayerFwd moe = layer_fwd(model, seq, true, causal, span, &s.training);
   const LayerCount c = all_layers(model);
   // MTP per depth: eh_proj (2h -> h) plus Megatron's 3h for enorm/hnorm/final norm.
   const double mtp_extra = mtp * 2 * tokens * (2 * h * h + 3 * h);
@@ -287,6 +325,13 @@ Flops count_flops(const Scenario& s, const Mesh& m) {
   // Output layer over the padded vocabulary, once for the main head and once per MTP depth.
   out.fwd.logits = 2 * tokens * h * static_cast<double>(m.padded_vocab) * (1 + mtp);
   out.bwd = scaled(out.fwd, 2.0);
+  if (s.training.peft == Peft::kLora) {
+    // A frozen base: its GEMMs run dgrad only (1x forward); the core and the adapters keep 2x.
+    FlopTerms b = scaled(out.fwd, 1.0);
+    b.attn_core = out.bwd.attn_core;
+    b.lora_adapters = out.bwd.lora_adapters;
+    out.bwd = b;
+  }
   out.recompute = recompute_terms(s, m, dense, moe, seqs, mtp_extra);
 
   out.model_flops = out.fwd.total() + out.bwd.total();

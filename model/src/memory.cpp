@@ -523,8 +523,10 @@ void add_model_state(const Scenario& s, const Mesh& m, const std::vector<StageLa
     const double wd = b.shard_params ? P.dense / dense_shard : P.dense;
     const double we = b.shard_params ? P.expert / expert_shard : P.expert;
     st.weights = 2.0 * (wd + we);
-    st.grads = b.grad_b * (b.shard_grads ? P.dense / dense_shard + P.expert / expert_shard : P.total());
-    const double opt_params = b.shard_optim ? P.dense / dense_shard + P.expert / expert_shard : P.total();
+    // Gradients and optimizer state exist for what trains (LoRA: the adapters only).
+    const double td = P.trainable_dense, te = P.trainable_expert;
+    st.grads = b.grad_b * (b.shard_grads ? td / dense_shard + te / expert_shard : td + te);
+    const double opt_params = b.shard_optim ? td / dense_shard + te / expert_shard : td + te;
     st.main_params = b.main_b * opt_params;
     st.optimizer_states = b.optim_b * opt_params;
     st.fsdp_gather_buffers = b.shard_params ? (2.0 * 2.0 + b.grad_b) * zero3_unit : 0.0;

@@ -166,6 +166,40 @@ double active_fraction(const ModelSpec& m) {
 
 // One whole transformer layer (MoE or dense MLP). `expert_scale` scales the routed experts
 // (1 for total, top-k/E for active).
+// LoRA adapters of one layer (Megatron-Bridge ParallelLinearAdapter): per target linear
+// in -> out, A (r x in) and B (out x r), both TP-sharded (column-parallel base: A over r, B
+// over out; row-parallel: A over in, B over out). fc1 / fc2 adapt the dense MLP, the shared
+// experts and each routed expert (sharded over EP x ETP like the expert). MLA projections are
+// refused by validation.
+Split lora_layer(const ModelSpec& m, const TrainingSpec& t, bool moe, double expert_scale) {
+  Split s;
+  if (t.peft != Peft::kLora) return s;
+  const double r = static_cast<double>(t.lora_rank), h = static_cast<double>(m.hidden_size);
+  const double gate = m.swiglu ? 2.0 : 1.0;
+  auto adapter = [&](uint32_t target, double in, double out, double& params, double& tensors, double copies) {
+    if (!(t.lora_targets & target)) return;
+    params += copies * r * (in + out);
+    tensors += copies * 2;
+  };
+  if (!m.multi_latent_attention) {
+    const double q = head_dim(m) * m.num_attention_heads, kv = head_dim(m) * query_groups(m);
+    adapter(kLoraQkv, h, q + 2 * kv, s.tp, s.tensors, 1);
+    adapter(kLoraProj, q, h, s.tp, s.tensors, 1);
+  }
+  auto mlp_adapters = [&](double w, double& params, double& tensors, double copies) {
+    adapter(kLoraFc1, h, gate * w, params, tensors, copies);
+    adapter(kLoraFc2, w, h, params, tensors, copies);
+  };
+  if (!moe) {
+    mlp_adapters(static_cast<double>(ffn_width(m)), s.tp, s.tensors, 1);
+    return s;
+  }
+  if (m.moe_shared_expert_intermediate_size > 0)
+    mlp_adapters(static_cast<double>(m.moe_shared_expert_intermediate_size), s.tp, s.tensors, 1);
+  mlp_adapters(expert_ffn(m), s.expert, s.expert_tensors, m.num_experts * expert_scale);
+  return s;
+}
+
 Split layer(const ModelSpec& m, bool moe, double expert_scale) {
   Split s = attention(m);
   s += layer_norms(m);
@@ -211,6 +245,21 @@ ParamCounts count_params(const ModelSpec& model, int64_t padded_vocab) {
   return ParamCounts{components(model, v, 1.0), components(model, v, active_fraction(model))};
 }
 
+ParamCounts count_params(const Scenario& s, int64_t padded_vocab) {
+  ParamCounts c = count_params(s.model, padded_vocab);
+  if (s.training.peft != Peft::kLora) return c;
+  int moe_layers = 0;
+  for (int i = 0; i < s.model.num_layers; ++i) moe_layers += is_moe_layer(s.model, i) ? 1 : 0;
+  const int dense_layers = s.model.num_layers - moe_layers;
+  const auto adapters = [&](double scale) {
+    return dense_layers * lora_layer(s.model, s.training, false, scale).total() +
+           moe_layers * lora_layer(s.model, s.training, true, scale).total();
+  };
+  c.total.lora_adapters = adapters(1.0);
+  c.active.lora_adapters = adapters(active_fraction(s.model));
+  return c;
+}
+
 ParamComponents total_params(const ModelSpec& model, int64_t padded_vocab) {
   return components(model, static_cast<double>(padded_vocab), 1.0);
 }
@@ -233,6 +282,9 @@ std::vector<GpuParams> gpu_params(const Scenario& s, const Mesh& m,
                      x.expert / (static_cast<double>(m.ep) * m.etp) + x.expert_ep / m.ep, x.tensors,
                      x.expert_tensors / m.ep};
   };
+  const bool lora = s.training.peft == Peft::kLora;
+  const Split lora_dense = lora_layer(model, s.training, false, 1.0);
+  const Split lora_moe = has_moe(model) ? lora_layer(model, s.training, true, 1.0) : Split{};
   const bool mtp_moe = mtp_is_moe(model);
   const Split dense_layer = layer(model, false, 1.0);
   const Split moe_layer = has_moe(model) ? layer(model, true, 1.0) : Split{};
@@ -263,7 +315,16 @@ std::vector<GpuParams> gpu_params(const Scenario& s, const Mesh& m,
       // holds one, else the stage keeps its own copy of the word embedding.
       if (model.untie_embeddings_and_output_weights || !holds_embedding) held.tp += vocab * h, held.tensors += 1;
     }
-    out.push_back(on_gpu(held));
+    // LoRA: the adapters of the stage's transformer layers (MTP layers keep none) are held on
+    // top of the frozen base and are all that trains.
+    const Split adapters = lora_dense * (st.num_layers - st.num_moe_layers) + lora_moe * st.num_moe_layers;
+    GpuParams g = on_gpu(held + adapters);
+    const GpuParams t = lora ? on_gpu(adapters) : g;
+    g.trainable_dense = t.dense;
+    g.trainable_expert = t.expert;
+    g.trainable_dense_tensors = t.dense_tensors;
+    g.trainable_expert_tensors = t.expert_tensors;
+    out.push_back(g);
   }
   return out;
 }

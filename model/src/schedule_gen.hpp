@@ -42,6 +42,11 @@ struct Ctx {
   DType gemm_dtype = DType::kBf16;
   // Volumes are real numbers (balanced-routing expectations are fractional).
   double act = 0;  // X = T·h·2 B: one activation of this CP rank, the S of a TP collective
+  // LoRA (training.peft: lora): every base GEMM is frozen (dgrad only); adapters of rank
+  // lora_rank follow the target GEMMs (lora_adapter). lora_targets 0: none here (MTP layers).
+  bool lora = false;
+  double lora_rank = 0;
+  uint32_t lora_targets = 0;
 };
 
 inline Ctx make_ctx(const Scenario& s, const Mesh& m) {
@@ -53,6 +58,9 @@ inline Ctx make_ctx(const Scenario& s, const Mesh& m) {
                  : s.training.fp8_recipe == Fp8Recipe::kBlockwise ? DType::kFp8Block
                                                                   : DType::kFp8;
   x.act = x.r.tokens * x.r.hidden * kAct;
+  x.lora = s.training.peft == Peft::kLora;
+  x.lora_rank = static_cast<double>(s.training.lora_rank);
+  x.lora_targets = x.lora ? s.training.lora_targets : 0;
   return x;
 }
 
@@ -83,6 +91,7 @@ inline Op gemm_op(OpId base, const GemmShape& g, const Ctx& x) {
   o.gemm.grad_c_bytes = 2.0 * (x.s->training.grad_reduce_in_fp32 ? 4.0 : 2.0);
   o.flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
   o.model_flops = o.flops;
+  o.frozen_weight = x.lora;  // LoRA's base model: no weight gradient
   return o;
 }
 inline Op gemm_op(OpId base, int64_t m, int64_t n, int64_t k, int groups, const Ctx& x) {
@@ -238,12 +247,13 @@ void bwd_ops(const Elem& e, F&& f) {
     o.part = GemmPart::kDgrad;
     o.gemm = dgrad_shape(g);
     f(o);
+    if (e.op.frozen_weight) return;
     o.part = GemmPart::kWgrad;
     o.gemm = wgrad_shape(g);
     f(o);
     return;
   }
-  if (is_comm(e.op) && !e.has_bwd) return;
+  if (!e.has_bwd) return;  // forward-only collectives, LoRA's scaled add
   Op o = e.op;
   o.pass = Pass::kBwd;
   o.host_syncs = 0;  // the backward reuses the forward's host-side counts
@@ -296,10 +306,13 @@ void tp_enter(Sink& out, OpId sp_base, OpId copy_base, double bytes, const TpIte
                 it.rs, bytes, 1, modules));
     // The column-parallel GEMM saves only its SP shard of the input and all-gathers it
     // again in backward for the weight gradient (Megatron's
-    // LinearWithGradAccumulationAndAsyncCommunication; TE's LayerNormLinear with SP).
-    Op regather = coll_op(sp_base, Collective::kAllGather, CommDim::kTp, x.r.tp, bytes, it.ag);
-    regather.part = GemmPart::kWgrad;
-    out(bwd_only_el(regather));
+    // LinearWithGradAccumulationAndAsyncCommunication; TE's LayerNormLinear with SP). A
+    // frozen GEMM (LoRA) has no weight gradient; its adapter saved its own gathered input.
+    if (!x.lora) {
+      Op regather = coll_op(sp_base, Collective::kAllGather, CommDim::kTp, x.r.tp, bytes, it.ag);
+      regather.part = GemmPart::kWgrad;
+      out(bwd_only_el(regather));
+    }
   } else {
     out(bwd_only_el(coll_op(copy_base, Collective::kAllReduce, CommDim::kTp, x.r.tp, bytes, it.ar)));
   }
@@ -685,6 +698,91 @@ inline const Fp8Cast* fp8_cast_of(OpId gemm, const Scenario& s) {
   return nullptr;
 }
 
+// ---------------------------------------------------------------------------------
+// LoRA adapters (docs/op-schedule.md §4.1b; Megatron-Bridge LoRALinear / ParallelLinearAdapter):
+// after its frozen base GEMM, a target linear runs A (in -> r) and B (r -> out) in BF16 with
+// weight gradients, then scales B's output and adds it to the base output (one elementwise
+// pass: 5 element reads and writes; its backward passes the gradient through). A
+// column-parallel base (qkv, fc1) under SP first all-gathers its input over TP
+// (gather_from_sequence_parallel_region; backward reduce-scatter), A is sharded over r and B
+// over out; a row-parallel base (proj, fc2) shards A over in and all-reduces its T x r output
+// (forward only), and B is priced column-parallel (out / t). Routed experts: one adapter per
+// expert, grouped like the base, ETP in place of TP, no SP gather. The small all-gather of a
+// column adapter's T x r output is left out.
+// ---------------------------------------------------------------------------------
+struct LoraSite {
+  OpId base;
+  uint32_t target;
+  bool column;  // column-parallel base (input full width, output sharded)
+  bool expert;  // routed experts (grouped, ETP)
+  OpId sp_ag, a, tp_ar, b, add;
+};
+inline const LoraSite* lora_site(OpId base) {
+  static constexpr OpId N = OpId::kNone;
+  static constexpr LoraSite kSites[] = {
+      {OpId::kAttnQkv, kLoraQkv, true, false, OpId::kAttnQkvLoraSpAllGather, OpId::kAttnQkvLoraA, N,
+       OpId::kAttnQkvLoraB, OpId::kAttnQkvLoraAdd},
+      {OpId::kAttnProj, kLoraProj, false, false, N, OpId::kAttnProjLoraA, OpId::kAttnProjLoraTpAllReduce,
+       OpId::kAttnProjLoraB, OpId::kAttnProjLoraAdd},
+      {OpId::kMlpFc1, kLoraFc1, true, false, OpId::kMlpFc1LoraSpAllGather, OpId::kMlpFc1LoraA, N, OpId::kMlpFc1LoraB,
+       OpId::kMlpFc1LoraAdd},
+      {OpId::kMlpFc2, kLoraFc2, false, false, N, OpId::kMlpFc2LoraA, OpId::kMlpFc2LoraTpAllReduce, OpId::kMlpFc2LoraB,
+       OpId::kMlpFc2LoraAdd},
+      {OpId::kMoeSharedFc1, kLoraFc1, true, false, OpId::kMoeSharedFc1LoraSpAllGather, OpId::kMoeSharedFc1LoraA, N,
+       OpId::kMoeSharedFc1LoraB, OpId::kMoeSharedFc1LoraAdd},
+      {OpId::kMoeSharedFc2, kLoraFc2, false, false, N, OpId::kMoeSharedFc2LoraA, OpId::kMoeSharedFc2LoraTpAllReduce,
+       OpId::kMoeSharedFc2LoraB, OpId::kMoeSharedFc2LoraAdd},
+      {OpId::kMoeExpertsFc1, kLoraFc1, true, true, N, OpId::kMoeExpertsFc1LoraA, N, OpId::kMoeExpertsFc1LoraB,
+       OpId::kMoeExpertsFc1LoraAdd},
+      {OpId::kMoeExpertsFc2, kLoraFc2, false, true, N, OpId::kMoeExpertsFc2LoraA, N, OpId::kMoeExpertsFc2LoraB,
+       OpId::kMoeExpertsFc2LoraAdd},
+  };
+  for (const LoraSite& s : kSites)
+    if (s.base == base) return &s;
+  return nullptr;
+}
+
+// The adapter elements of the base GEMM element `base` (nothing when it is no target).
+template <class Sink>
+void lora_adapter(Sink& out, const Ctx& x, const Elem& base) {
+  if (!x.lora_targets || base.op.kind != OpKind::kGemm || base.op.pass != Pass::kFwd) return;
+  const LoraSite* site = lora_site(base.op.id);
+  if (!site || !(x.lora_targets & site->target)) return;
+  const GemmShape& g = base.op.gemm;
+  const int t = site->expert ? x.m->etp : x.r.tp;
+  const auto r = static_cast<int64_t>(x.lora_rank);
+  auto inherit = [&](Elem e) {  // the base's recompute modules and checkpointed region
+    e.modules = base.modules;
+    e.checkpointed = base.checkpointed;
+    return e;
+  };
+  auto like = [&](const Op& o) { return inherit(compute_el(o)); };
+  auto adapter_gemm = [&](OpId id, int64_t n, int64_t k) {
+    Op o = gemm_op(id, GemmShape{g.m, n, k, g.groups}, x);
+    o.dtype = DType::kBf16;  // Megatron linears, outside the FP8 autocast's TE modules
+    o.gemm.loads = g.loads;
+    o.frozen_weight = false;
+    return like(o);
+  };
+  if (site->column) {
+    if (site->sp_ag != OpId::kNone && x.r.sp)
+      out(inherit(coll_el(coll_op(site->sp_ag, Collective::kAllGather, CommDim::kTp, x.r.tp, x.act,
+                                  CommItemId::kTpSpAllGather),
+                          Collective::kReduceScatter, CommItemId::kTpSpReduceScatter, x.act, 1)));
+    out(adapter_gemm(site->a, std::max<int64_t>(1, r / t), g.k));
+    out(adapter_gemm(site->b, g.n, r));
+  } else {
+    out(adapter_gemm(site->a, r, g.k));
+    if (site->tp_ar != OpId::kNone && t > 1)
+      out(inherit(fwd_only_el(coll_op(site->tp_ar, Collective::kAllReduce, CommDim::kTp, t,
+                                      static_cast<double>(g.m) * static_cast<double>(r) * kAct, CommItemId::kTpAllReduce))));
+    out(adapter_gemm(site->b, std::max<int64_t>(1, g.n / t), r));
+  }
+  Elem add = like(memory_op(site->add, 5.0 * kAct * static_cast<double>(g.m) * static_cast<double>(g.n)));
+  add.has_bwd = false;
+  out(add);
+}
+
 // One transformer layer of a kind.
 template <class Sink>
 void emit_layer(const Ctx& x, bool moe, Sink& out) {
@@ -695,8 +793,12 @@ void emit_layer(const Ctx& x, bool moe, Sink& out) {
     else
       dense_mlp_block(sink, x);
   };
+  auto with_lora = [&](const Elem& e) {
+    out(e);
+    lora_adapter(out, x, e);
+  };
   if (!is_fp8(x.gemm_dtype)) {
-    body(out);
+    body(with_lora);
     return;
   }
   // Bytes per element of a cast: read the BF16 tensor (2 B), write its FP8 copy and the
@@ -718,7 +820,7 @@ void emit_layer(const Ctx& x, bool moe, Sink& out) {
         out(ce);
       }
     }
-    out(e);
+    with_lora(e);
   };
   body(with_casts);
 }
@@ -797,7 +899,9 @@ void emit_mtp(const Ctx& x, Sink& out) {
   tp_enter(out, OpId::kMtpEhProjSpAllGather, OpId::kMtpEhProjTpCopy, 2.0 * x.act, kTpLayer, x);
   out(compute_el(gemm_op(OpId::kMtpEhProj, x.r.tokens_int, static_cast<int64_t>(x.r.hidden / x.r.tp), 2 * md.hidden_size, 1, x)));
   tp_exit(out, OpId::kMtpEhProjSpReduceScatter, OpId::kMtpEhProjTpAllReduce, x.act, kTpLayer, x);
-  emit_layer(x, x.r.mtp_moe, out);
+  Ctx no_adapters = x;  // MTP layers keep no LoRA adapters (frozen like the rest)
+  no_adapters.lora_targets = 0;
+  emit_layer(no_adapters, x.r.mtp_moe, out);
   emit_head(outside, x, OpId::kMtpNorm, OpId::kMtpSpAllGather, OpId::kMtpTpCopy, OpId::kMtpLogits, OpId::kMtpLoss);
 }
 
@@ -885,11 +989,14 @@ void emit_step(const Ctx& x, bool first, bool last, const GpuParams& p, double t
     OpId ar, rs, ag, ag_bwd;                 // ops
     CommItemId ar_item, rs_item, ag_item;  // Comm items
   };
+  // What trains (GpuParams::trainable_*): every parameter, or under LoRA the adapters only;
+  // Megatron's DDP buffers hold only parameters that require gradients.
+  const bool lora = s.training.peft == Peft::kLora;
   const Group groups[2] = {
-      {p.dense, p.dense_tensors, CommDim::kDp, m.dp * m.cp, OpId::kDpGradsAllReduce, OpId::kDpGradsReduceScatter, OpId::kDpParamsAllGather,
+      {p.trainable_dense, p.trainable_dense_tensors, CommDim::kDp, m.dp * m.cp, OpId::kDpGradsAllReduce, OpId::kDpGradsReduceScatter, OpId::kDpParamsAllGather,
        OpId::kDpParamsAllGatherBwd, CommItemId::kDpAllReduceGrads, CommItemId::kDpReduceScatterGrads,
        CommItemId::kDpAllGatherParams},
-      {p.expert, p.expert_tensors, CommDim::kEdp, x.r.moe ? m.edp : 1, OpId::kEdpGradsAllReduce, OpId::kEdpGradsReduceScatter,
+      {p.trainable_expert, p.trainable_expert_tensors, CommDim::kEdp, x.r.moe ? m.edp : 1, OpId::kEdpGradsAllReduce, OpId::kEdpGradsReduceScatter,
        OpId::kEdpParamsAllGather, OpId::kEdpParamsAllGatherBwd, CommItemId::kEdpAllReduceGrads,
        CommItemId::kEdpReduceScatterGrads, CommItemId::kEdpAllGatherParams}};
   // The optimizer's per-tensor host work walks the tensors of the rank's shard: all of them
@@ -922,12 +1029,13 @@ void emit_step(const Ctx& x, bool first, bool last, const GpuParams& p, double t
     optimizer_params += g.params / std::max(1, g.size);
     optimizer_tensors += how == DpSharding::kOptim ? g.tensors / std::max(1, g.size) : g.tensors;
   }
-  add(OpId::kTpGradsAllReduce, Collective::kAllReduce, CommDim::kTp, x.r.tp, tp_replicated * gb, CommItemId::kTpAllReduceGrads,
-      1, false);
+  // LoRA: the replicated parameters (norms, router) are frozen; the adapters are TP-sharded.
+  add(OpId::kTpGradsAllReduce, Collective::kAllReduce, CommDim::kTp, x.r.tp, lora ? 0.0 : tp_replicated * gb,
+      CommItemId::kTpAllReduceGrads, 1, false);
   // finalize_model_grads: the word embedding lives on the first and the last stage when it
   // is tied to the output layer or needed by MTP; its main grad is summed between them.
   const bool shared_embedding = !s.model.untie_embeddings_and_output_weights || s.model.mtp_num_layers > 0;
-  if (m.pp > 1 && shared_embedding && (first || last))
+  if (m.pp > 1 && shared_embedding && (first || last) && !lora)
     add(OpId::kEmbGradsAllReduce, Collective::kAllReduce, CommDim::kEmb, 2,
         static_cast<double>(m.padded_vocab) * x.r.hidden / m.tp * gb, CommItemId::kEmbAllReduceGrads, 1, false);
   // Gradient clipping's norm reads every fp32 main grad once (Megatron's clip_grad_norm with

@@ -111,6 +111,13 @@ void check_sizes(const Scenario& s, Checker& check) {
         "ffn_hidden_size must be positive (the model has dense MLP layers)");
   check(t.seq_length > 0, "training.seq_length", "seq_length must be positive");
   check(t.micro_batch_size > 0, "training.micro_batch_size", "micro_batch_size must be positive");
+  check(t.peft != Peft::kLora || t.lora_rank > 0, "training.lora_rank",
+        "peft lora needs lora_rank > 0 (Megatron-Bridge LoRA.dim, NeMo adapter_dim; both default to 32)");
+  check(t.peft != Peft::kNone || t.lora_rank == 0, "training.lora_rank",
+        "lora_rank applies to peft: lora only (peft is none)");
+  check(t.peft != Peft::kLora || !m.multi_latent_attention || (t.lora_targets & (kLoraQkv | kLoraProj)) == 0,
+        "training.lora_target_modules",
+        "LoRA on multi-latent attention's projections is not modelled: target linear_fc1 / linear_fc2 only");
   check(t.document_length >= 0 && t.document_length <= t.seq_length, "training.document_length",
         "document_length ({}) must be between 0 (one document per sequence) and seq_length ({})", t.document_length,
         t.seq_length);
@@ -226,6 +233,16 @@ void check_world(const Scenario& s, Checker& check) {
           "num_query_groups ({}) must be a multiple or divisor of tensor_model_parallel_size ({})", g, tp);
     check(m.num_attention_heads % g == 0, "model.num_query_groups",
           "num_attention_heads ({}) must be a multiple of num_query_groups ({})", m.num_attention_heads, g);
+  }
+  if (t.peft == Peft::kLora && t.lora_rank > 0) {
+    check(t.lora_rank % tp == 0, "training.lora_rank",
+          "lora_rank ({}) must be a multiple of tensor_model_parallel_size ({}): a column-parallel adapter shards "
+          "its rank over TP",
+          t.lora_rank, tp);
+    if (m.num_experts > 0 && (t.lora_targets & (kLoraFc1 | kLoraFc2)))
+      check(t.lora_rank % etp == 0, "training.lora_rank",
+            "lora_rank ({}) must be a multiple of expert_tensor_parallel_size ({}) with adapters on the experts",
+            t.lora_rank, etp);
   }
   if (cp > 1 && t.document_length > 0)
     check(t.document_length >= 2 * cp, "training.document_length",
@@ -553,6 +570,10 @@ void check_sharding(const Scenario& s, Checker& check) {
   check(!(p.use_distributed_optimizer && p.data_parallel_sharding_strategy == DpSharding::kNoShard),
         "parallel.data_parallel_sharding_strategy",
         "use_distributed_optimizer shards the optimizer state; data_parallel_sharding_strategy cannot be no_shard");
+  check(s.training.peft != Peft::kLora || (p.data_parallel_sharding_strategy != DpSharding::kOptimGrads &&
+                                           p.data_parallel_sharding_strategy != DpSharding::kOptimGradsParams),
+        "parallel.data_parallel_sharding_strategy",
+        "LoRA with Megatron-FSDP sharding (optim_grads, optim_grads_params) is not modelled: use no_shard or optim");
 }
 
 }  // namespace

@@ -203,6 +203,8 @@ ArgBlock megatron_model_args(const Scenario& s) {
 
 ArgBlock megatron_training_args(const Scenario& s) {
   const TrainingSpec& t = s.training;
+  if (t.peft != Peft::kNone)
+    cannot("peft lora: Megatron-LM's pretrain_gpt.py has no LoRA; export to nemo (Megatron-Bridge's peft) instead");
   if (t.document_length > 0)
     cannot(fmt::format(
         "document_length {}: packed sequences (THD, per-document attention) come from the data pipeline, and "
@@ -543,6 +545,14 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
       "# Import back: lcm import nemo THIS_FILE --gpus {} --hw {}\n",
       num_nodes(s), gpus_per_node(s), num_nodes(s), gpus_per_node(s), s.num_gpus, s.hardware.name);
   out += model.render() + train.render() + dataset.render() + ddp.render() + optimizer.render();
+  if (t.peft == Peft::kLora) {
+    YamlSection peft{"peft", {}};
+    peft.add("_target_", "megatron.bridge.peft.lora.LoRA");
+    peft.add("dim", num(t.lora_rank));
+    peft.add("alpha", num(t.lora_rank), "no effect on the estimate");
+    peft.add("target_modules", fmt::format("[{}]", fmt::join(lora_target_names(t.lora_targets), ", ")));
+    out += peft.render();
+  }
   const bool fp8 = t.precision == Precision::kFp8;
   if (fp8 && t.fp8_recipe == Fp8Recipe::kTensorwise)
     out += "# note: this recipe keeps the first and the last layer in BF16 (first_last_layers_bf16), which lcm\n"
@@ -587,6 +597,7 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
     cannot("low-precision optimizer state: TorchTitan keeps float32 master weights and Adam moments");
   if (t.attention_backend == AttentionBackend::kUnfused)
     cannot("unfused attention: TorchTitan runs SDPA / flex attention (fused)");
+  if (t.peft != Peft::kNone) cannot("peft lora: lcm exports no TorchTitan LoRA; export to nemo instead");
   if (t.document_length > 0)
     cannot(fmt::format("document_length {}: lcm exports no TorchTitan document masking (flex attention's block-causal "
                        "mask); export to nemo instead",

@@ -25,6 +25,7 @@ void for_param_terms(const ParamComponents& c, F&& f) {
   f("norms", c.norms);
   f("output_layer", c.output_layer);
   f("mtp", c.mtp);
+  if (c.lora_adapters > 0) f("lora_adapters", c.lora_adapters);  // peft: lora only
 }
 
 template <class F>
@@ -37,6 +38,7 @@ void for_flop_terms(const FlopTerms& t, F&& f) {
   f("router", t.router);
   f("logits", t.logits);
   f("mtp", t.mtp);
+  f("lora_adapters", t.lora_adapters);  // 0 without peft: lora
 }
 
 // Terms of StageMemory; `allocated` says whether the term is part of the allocator's

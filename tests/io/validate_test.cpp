@@ -434,6 +434,23 @@ TEST(Validate, PackedDocumentRules) {
   expect_problem(s, "training.document_length", "must be at least 2 * context_parallel_size (4)");
 }
 
+TEST(Validate, LoraRules) {
+  Scenario s = base();
+  s.training.lora_rank = 16;
+  expect_problem(s, "training.lora_rank", "lora_rank applies to peft: lora only");
+  s.training.peft = Peft::kLora;
+  EXPECT_TRUE(validate_scenario(s).empty());
+  s.training.lora_rank = 0;
+  expect_problem(s, "training.lora_rank", "peft lora needs lora_rank > 0");
+  s.training.lora_rank = 3;
+  s.parallel.tensor_model_parallel_size = 2;
+  expect_problem(s, "training.lora_rank", "must be a multiple of tensor_model_parallel_size (2)");
+  s.parallel.tensor_model_parallel_size = 1;
+  s.training.lora_rank = 16;
+  s.parallel.data_parallel_sharding_strategy = DpSharding::kOptimGradsParams;
+  expect_problem(s, "parallel.data_parallel_sharding_strategy", "LoRA with Megatron-FSDP sharding");
+}
+
 TEST(Validate, MlaUpProjRecomputeNeedsMla) {
   Scenario s = base();
   s.parallel.recompute_granularity = RecomputeGranularity::kSelective;

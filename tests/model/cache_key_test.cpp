@@ -53,6 +53,7 @@ const Base kBases[] = {
       {"recompute_granularity", "selective"}, {"recompute_num_layers", "null"}}},
     {"llama3.1-8b", {{"precision", "fp8"}, {"pipeline_model_parallel_size", "2"}, {"num_gpus", "16"}}},
     {"qwen3-30b-a3b", {{"cuda_graph_impl", "transformer_engine"}, {"cuda_graph_modules", "[attn, moe_router]"}}},
+    {"llama3.1-70b", {{"peft", "lora"}, {"lora_rank", "16"}, {"document_length", "512"}}},
 };
 
 // A few legal-looking values of one knob besides its value in `s`, as --set text; the
@@ -66,6 +67,7 @@ std::vector<std::string> alternatives(const io::FieldSpec& f, const Scenario& s,
   if (key == "rope_scaling") return {"{type: llama3, factor: 8, original_max_position_embeddings: 8192}", "{type: none}"};
   if (key == "moe_layer_freq") return {"1", "2", "([0]*1+[1]*1)*" + std::to_string(s.model.num_layers / 2)};
   if (key == "recompute_modules") return {"[core_attn]", "[core_attn, moe_act]", "[mlp, layernorm]", "[moe]", "[shared_experts, mla_up_proj]"};
+  if (key == "lora_target_modules") return {"[linear_qkv]", "[linear_fc1, linear_fc2]", "[linear_proj]"};
   if (key == "cuda_graph_modules") return {"[attn]", "[moe_router, moe_preprocess]", "[attn, moe_router, moe_preprocess]", "[moe_router]"};
   if (key == "hierarchical_context_parallel_sizes") return {"[1, 2]", "[2, 1]", "[2, 2]", "[2, 4]", "[4, 2]", "[8, 1]"};
   if (key == "rank_order") return {"tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp", "cp-tp-ep-dp-pp", "tp-cp-dp-ep-pp"};

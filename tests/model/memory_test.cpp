@@ -380,7 +380,7 @@ OneStage one_stage(int num_gpus, double dense, double expert) {
   o.s.training.global_batch_size = num_gpus;
   o.m = derive_mesh(o.s);
   o.layers = stage_layers(o.s, o.m);
-  o.params = {GpuParams{dense, expert}};
+  o.params = {GpuParams::all_trainable(dense, expert)};
   return o;
 }
 
@@ -412,7 +412,7 @@ TEST(MemoryState, DenseShardsOverDpTimesCpExpertOverEdp) {
   o.m = derive_mesh(o.s);
   ASSERT_EQ(o.m.dp, 4);
   ASSERT_EQ(o.m.edp, 2);
-  o.params = {GpuParams{1e9, 2e9}};
+  o.params = {GpuParams::all_trainable(1e9, 2e9)};
   const Memory mem = estimate_memory(o.s, o.m, o.layers, o.params);
   expect_rel(state_bytes(mem.stages[0]), 1e9 * (6.0 + 12.0 / 8.0) + 2e9 * (6.0 + 12.0 / 2.0));
 }
@@ -459,7 +459,7 @@ Scenario pipeline(int p, int vp_layers, int gbs) {
 std::vector<double> in_flight(const Scenario& s) {
   const Mesh m = derive_mesh(s);
   const auto layers = stage_layers(s, m);
-  const std::vector<GpuParams> params(layers.size(), GpuParams{1e6, 0});
+  const std::vector<GpuParams> params(layers.size(), GpuParams::all_trainable(1e6, 0));
   const Memory mem = estimate_memory(s, m, layers, params);
   std::vector<double> out;
   for (const auto& st : mem.stages) out.push_back(st.in_flight_microbatches);
@@ -499,7 +499,7 @@ TEST(MemoryPipeline, FirstStageHoldsMostActivations) {
   const Scenario s = pipeline(4, 0, 16);
   const Mesh m = derive_mesh(s);
   const auto layers = stage_layers(s, m);
-  const std::vector<GpuParams> params(layers.size(), GpuParams{1e6, 0});
+  const std::vector<GpuParams> params(layers.size(), GpuParams::all_trainable(1e6, 0));
   const Memory mem = estimate_memory(s, m, layers, params);
   for (size_t r = 1; r < mem.stages.size(); ++r)
     EXPECT_GT(mem.stages[0].activations, mem.stages[r].activations);
@@ -516,7 +516,7 @@ TEST(MemoryLoss, Fp32LogitsAtLongContext) {
   const Mesh m = derive_mesh(s);
   ASSERT_EQ(m.padded_vocab, 128256);
   const auto layers = stage_layers(s, m);
-  const Memory mem = estimate_memory(s, m, layers, {GpuParams{1e9, 0}});
+  const Memory mem = estimate_memory(s, m, layers, {GpuParams::all_trainable(1e9, 0)});
   // fp32 logits 4 s b V = 15.66 GiB, plus the bf16 logits they are cast from (2 s b V).
   const double fp32_logits = 4.0 * 32768.0 * 128256.0;
   EXPECT_NEAR(fp32_logits / kGiB, 15.66, 0.01);
@@ -526,7 +526,7 @@ TEST(MemoryLoss, Fp32LogitsAtLongContext) {
   t8.parallel.tensor_model_parallel_size = 8;
   t8.num_gpus = 8;
   const Mesh m8 = derive_mesh(t8);
-  const Memory mem8 = estimate_memory(t8, m8, stage_layers(t8, m8), {GpuParams{1e9, 0}});
+  const Memory mem8 = estimate_memory(t8, m8, stage_layers(t8, m8), {GpuParams::all_trainable(1e9, 0)});
   expect_rel(mem8.stages[0].logits_and_loss, 6.0 * 32768.0 * m8.padded_vocab / 8.0);
 }
 
@@ -534,7 +534,7 @@ TEST(MemoryLoss, MtpKeepsAnotherSoftmaxPerDepth) {
   Scenario s = gpt_paper(1, false);
   s.model.mtp_num_layers = 1;
   const Mesh m = derive_mesh(s);
-  const Memory mem = estimate_memory(s, m, stage_layers(s, m), {GpuParams{1e9, 0}});
+  const Memory mem = estimate_memory(s, m, stage_layers(s, m), {GpuParams::all_trainable(1e9, 0)});
   expect_rel(mem.stages[0].logits_and_loss, 10.0 * 2048.0 * m.padded_vocab);
 }
 
@@ -546,7 +546,7 @@ TEST(MemoryLoss, FusedCrossEntropyBytes) {
   auto loss = [](Scenario s) {
     const Mesh m = derive_mesh(s);
     EXPECT_EQ(m.padded_vocab, 51200);
-    return estimate_memory(s, m, stage_layers(s, m), {GpuParams{1e9, 0}}).stages[0].logits_and_loss;
+    return estimate_memory(s, m, stage_layers(s, m), {GpuParams::all_trainable(1e9, 0)}).stages[0].logits_and_loss;
   };
   Scenario s = gpt_paper(1, false);
   // Unfused: bf16 logits + their fp32 copy, 2 + 4 B per logit = 600 MiB.
@@ -580,7 +580,7 @@ TEST(MemoryTotals, FullRecomputeTransientIsOneLayer) {
   s.parallel.recompute_granularity = RecomputeGranularity::kFull;
   s.parallel.recompute_num_layers = 1;
   const Mesh m = derive_mesh(s);
-  const Memory mem = estimate_memory(s, m, stage_layers(s, m), {GpuParams{1e9, 0}});
+  const Memory mem = estimate_memory(s, m, stage_layers(s, m), {GpuParams::all_trainable(1e9, 0)});
   Scenario none = s;
   none.parallel.recompute_granularity = RecomputeGranularity::kNone;
   const double layer = layer_activation_bytes(none, m, false).total();
@@ -596,11 +596,11 @@ TEST(MemoryTotals, ContextParallelP2pBuffers) {
   s.parallel.context_parallel_size = 4;
   s.num_gpus = 4;
   const Mesh m = derive_mesh(s);
-  const Memory mem = estimate_memory(s, m, stage_layers(s, m), {GpuParams{1e9, 0}});
+  const Memory mem = estimate_memory(s, m, stage_layers(s, m), {GpuParams::all_trainable(1e9, 0)});
   // Two KV blocks (send + receive) of 2 (s/c) b g d_h bf16 values.
   expect_rel(mem.stages[0].comm_buffers, 2.0 * 2.0 * 512.0 * 2.0 * 64 * 96);
   s.parallel.cp_comm_type = CpCommType::kAllGather;
-  const Memory ag = estimate_memory(s, m, stage_layers(s, m), {GpuParams{1e9, 0}});
+  const Memory ag = estimate_memory(s, m, stage_layers(s, m), {GpuParams::all_trainable(1e9, 0)});
   EXPECT_EQ(ag.stages[0].comm_buffers, 0.0);
 }
 
@@ -612,7 +612,7 @@ TEST(MemoryTotals, AllowancesAndFit) {
   s.hardware.allowances.fragmentation_fraction = 0.05;
   const Mesh m = derive_mesh(s);  // tp 2, dp 4, ep 4, etp 1, edp 2
   const auto layers = stage_layers(s, m);
-  const Memory mem = estimate_memory(s, m, layers, {GpuParams{1e9, 1e9}});
+  const Memory mem = estimate_memory(s, m, layers, {GpuParams::all_trainable(1e9, 1e9)});
   const StageMemory& st = mem.stages[0];
   // tp, dp, ep, etp (1 != tp 2 -> none), edp: 4 communicators.
   EXPECT_DOUBLE_EQ(st.nccl_buffers, 4 * 100e6);
@@ -635,14 +635,14 @@ TEST(MemoryTotals, AllowancesAndFit) {
   // Three verdicts: HBM just above the band's top fits; between its ends, tight (may fit,
   // not fits); just below its bottom, out of memory.
   s.hardware.gpu.hbm_bytes = st.peak_high * 1.001;
-  Memory v = estimate_memory(s, m, layers, {GpuParams{1e9, 1e9}});
+  Memory v = estimate_memory(s, m, layers, {GpuParams::all_trainable(1e9, 1e9)});
   EXPECT_TRUE(v.fits && v.may_fit);
   s.hardware.gpu.hbm_bytes = st.peak;
-  v = estimate_memory(s, m, layers, {GpuParams{1e9, 1e9}});
+  v = estimate_memory(s, m, layers, {GpuParams::all_trainable(1e9, 1e9)});
   EXPECT_FALSE(v.fits);
   EXPECT_TRUE(v.may_fit);
   s.hardware.gpu.hbm_bytes = st.peak_low * 0.999;
-  v = estimate_memory(s, m, layers, {GpuParams{1e9, 1e9}});
+  v = estimate_memory(s, m, layers, {GpuParams::all_trainable(1e9, 1e9)});
   EXPECT_FALSE(v.fits || v.may_fit);
 }
 
@@ -650,7 +650,7 @@ TEST(MemoryTotals, WorstStageIsTheLargestPeak) {
   const Scenario s = pipeline(4, 0, 16);
   const Mesh m = derive_mesh(s);
   const auto layers = stage_layers(s, m);
-  const std::vector<GpuParams> params(layers.size(), GpuParams{1e6, 0});
+  const std::vector<GpuParams> params(layers.size(), GpuParams::all_trainable(1e6, 0));
   const Memory mem = estimate_memory(s, m, layers, params);
   double best = 0;
   int at = -1;

@@ -125,17 +125,22 @@ using namespace lcm;
 // 70B SFT +9.5 -> +17.9 %; Bridge 20.3 -> 20.5 %, NeMo 12.5 -> 13.0 %, all 15.6 -> 15.8 % (signed
 // +9.8 -> +10.4 %), 52 -> 51 within 20 %. A development-set change (the rows' errors were known),
 // kept because the FLOP count confirms it. Bounds raised to the new figures.
-constexpr double kBridgeMaeBound = 20.6;       // tokens/s, %
-constexpr double kNemoMaeBound = 13.0;         // tokens/s, %
+// Then session 29 modelled LoRA (training.peft: lora) and scored the four LoRA rows once, held
+// out (validation/published/DECLARATION_lora.md, declared before the code existed): +3.1 %, +0.1 %,
+// +6.6 % (NeMo Llama 2 7B / 13B / 70B), -6.0 % (Bridge Llama 3 70B); mean |error| 4.0 %, signed
+// +1.0 %. They join the statistics as development rows: Bridge 20.5 -> 20.1 %, NeMo 13.0 -> 11.3 %,
+// all 15.8 -> 15.1 % over 67 rows (signed +10.4 -> +9.8 %), 55 within 20 %. Bounds tightened.
+constexpr double kBridgeMaeBound = 20.2;       // tokens/s, %
+constexpr double kNemoMaeBound = 11.4;         // tokens/s, %
 constexpr double kWeakScalingMaeBound = 7.7;   // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 9.4;      // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 15.9;      // all counted rows, primary metric, %
+constexpr double kOverallMaeBound = 15.2;      // all counted rows, primary metric, %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14, 47 of 57 in
 // session 21, 49 of 57 in session 23. A floor, like the bounds above.
-constexpr int kMinBandCovered = 49;
-constexpr int kMinWithin20Pct = 51;            // counted rows within 20 % on their primary metric
-constexpr int kMinCounted = 63;                // rows evaluated and counted
+constexpr int kMinBandCovered = 53;  // 53 of 61 with the LoRA rows (session 29)
+constexpr int kMinWithin20Pct = 55;            // counted rows within 20 % on their primary metric
+constexpr int kMinCounted = 67;                // rows evaluated and counted
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)
 constexpr int kMinNemoNonCausalMatches = 9;
 
@@ -376,8 +381,14 @@ struct Recipe {
   CudaGraphImpl cuda_graph_impl = CudaGraphImpl::kNone;
   uint32_t cuda_graph_modules = 0;
   int64_t document_length = 0;  // packed SFT / LoRA sequences (kSquadDocumentTokens)
+  uint32_t lora_targets = 0;     // LoRA rows (rank kLoraRank): the stack's default targets; 0 none
   std::string note;
 };
+
+// LoRA rows (validation/published/DECLARATION_lora.md, fixed before they were first scored): rank
+// 32 in both stacks (NeMo 1.0 lora_tuning.adapter_dim, Megatron-Bridge LoRA.dim); targets NeMo
+// 1.0's default attention_qkv, Megatron-Bridge's default linear_qkv / proj / fc1 / fc2.
+constexpr int64_t kLoraRank = 32;
 
 // SFT and LoRA rows of both tables pack SQuAD v1.1 ("{input} {output}") into 4096-token
 // sequences: a mean example of about 160 words of context, 10 of question and 3 of answer, taken
@@ -479,6 +490,11 @@ Built build(const std::string& id, const ModelSpec& model, const Layout& l, cons
   s.training.fp8_recipe = l.fp8_recipe;
   s.training.grad_reduce_in_fp32 = rc.grad_reduce_in_fp32;
   s.training.document_length = rc.document_length;
+  if (rc.lora_targets != 0) {
+    s.training.peft = Peft::kLora;
+    s.training.lora_rank = kLoraRank;
+    s.training.lora_targets = rc.lora_targets;
+  }
   if (rc.bf16_optimizer) {
     s.training.main_params_dtype = DType::kBf16;  // no copy beside the bf16 weights
     s.training.exp_avg_dtype = s.training.exp_avg_sq_dtype = DType::kBf16;
@@ -623,8 +639,6 @@ std::vector<Result> bridge_rows(const HardwareSpec& hw, const std::map<std::stri
     const std::string prec = get(r, "precision");
     if (get(r, "variant") != "primary") {
       res.reason = "parenthesized alternative (blockwise FP8): the table gives one tokens/s cell for both; counted once";
-    } else if (section.find("LoRA") != std::string::npos) {
-      res.reason = "LoRA: frozen base weights (no weight gradients, no optimizer over them) and adapters are not expressible";
     } else if (arch_name(model).empty() || !archs.count(arch_name(model))) {
       res.reason = "architecture not expressible or not in model_architectures.csv (Nemotron-3 Nano is a Mamba/attention hybrid MoE)";
     } else if (prec.find("MX") != std::string::npos) {
@@ -666,6 +680,12 @@ std::vector<Result> bridge_rows(const HardwareSpec& hw, const std::map<std::stri
       rc.note += std::string(rc.note.empty() ? "" : "; ") + "SFT: packed SQuAD documents of ~200 tokens";
       rc.document_length = kSquadDocumentTokens;
     }
+    if (section.find("LoRA") != std::string::npos) {
+      rc.note += std::string(rc.note.empty() ? "" : "; ") +
+                 "LoRA rank 32 on qkv, proj, fc1, fc2; packed SQuAD documents of ~200 tokens; held out when first scored";
+      rc.document_length = kSquadDocumentTokens;
+      rc.lora_targets = kLoraAllTargets;
+    }
     const bool dense = m.num_experts == 0;
     Built b = build(res.id, m, l, rc, hw, /*tp_comm_overlap=*/dense);
     res.reason = rc.note;
@@ -703,9 +723,7 @@ std::vector<Result> nemo_rows(const HardwareSpec& hw, const std::map<std::string
     res.pub2 = real(r, "model_tflops_per_gpu");
     res.pub_flops_per_token = implied_flops_per_token(res.pub2, res.pub);
     const std::string task = get(r, "task");
-    if (task == "LoRA") {
-      res.reason = "LoRA: frozen base weights and adapters are not expressible";
-    } else if (arch_name(model).empty() || !archs.count(arch_name(model))) {
+    if (arch_name(model).empty() || !archs.count(arch_name(model))) {
       res.reason = "architecture not in model_architectures.csv";
     }
     if (!res.reason.empty()) {
@@ -722,6 +740,11 @@ std::vector<Result> nemo_rows(const HardwareSpec& hw, const std::map<std::string
       // conf/peft/llama/sft.yaml (launcher tag 24.07): distributed_fused_adam with `dtype: bf16`
       // (NeMo then stores no master copy: optimizer dtype == model dtype) and bf16 moments.
       rc.bf16_optimizer = true;
+    }
+    if (task == "LoRA") {
+      rc.note = "LoRA rank 32 on qkv; packed SQuAD documents of ~200 tokens; held out when first scored";
+      rc.document_length = kSquadDocumentTokens;
+      rc.lora_targets = kLoraQkv;
     }
     Built b = build(res.id, m, l, rc, hw, /*tp_comm_overlap=*/rc.tp_comm_overlap);
     b.s.flop_convention.causal_halved = false;

@@ -129,6 +129,37 @@ const Op* find(const std::vector<Op>& ops, const std::string& name) {
   return nullptr;
 }
 
+// LoRA: the frozen base runs no weight gradients and the adapters' A and B GEMMs run forward,
+// dgrad and wgrad; summed over the step the schedule's model FLOPs still equal count_flops'
+// (whose backward is 1x forward on the base GEMMs). Dense with TP + SP + CP, and MoE with
+// adapters on the routed experts (grouped) and ETP 2.
+TEST(Schedule, LoraFlopsMatchTheFlopModel) {
+  Scenario d = llama_tp2_sp_cp2();
+  d.training.peft = Peft::kLora;
+  d.training.lora_rank = 16;
+  Built b = build(d);
+  EXPECT_NEAR(schedule_model_flops(b) / count_flops(d, b.mesh).model_flops, 1.0, 1e-9);
+  const Flops full = count_flops(llama_tp2_sp_cp2(), b.mesh), lora = count_flops(d, b.mesh);
+  EXPECT_DOUBLE_EQ(lora.bwd.dense_mlp, full.fwd.dense_mlp);  // dgrad only
+  EXPECT_DOUBLE_EQ(lora.bwd.attn_core, full.bwd.attn_core);
+  // Adapters per token and layer, forward: 2 r (in + out) on qkv (4096 -> 6144), proj, fc1
+  // (4096 -> 2 x 14336) and fc2; backward twice that.
+  const double per_token = 2.0 * 16 * ((4096 + 6144) + (4096 + 4096) + (4096 + 28672) + (14336 + 4096));
+  EXPECT_DOUBLE_EQ(lora.fwd.lora_adapters, per_token * 32 * 8192.0 * 32);
+  EXPECT_DOUBLE_EQ(lora.bwd.lora_adapters, 2 * lora.fwd.lora_adapters);
+  const Op* wgrad = nullptr;
+  for (const Op& o : b.sched.dense.bwd)
+    if (o.id == OpId::kMlpFc1 && o.part == GemmPart::kWgrad) wgrad = &o;
+  EXPECT_EQ(wgrad, nullptr);
+
+  Scenario moe = mixtral_tp2_ep8();
+  moe.parallel.expert_tensor_parallel_size = 2;
+  moe.training.peft = Peft::kLora;
+  moe.training.lora_rank = 8;
+  b = build(moe);
+  EXPECT_NEAR(schedule_model_flops(b) / count_flops(moe, b.mesh).model_flops, 1.0, 1e-9);
+}
+
 TEST(Schedule, Fp8GemmsCarryTheirCasts) {
   Scenario s = mixtral_tp2_ep8();
   {

@@ -99,6 +99,9 @@ TrainPlan plan_training(const TrainOptions& o, int gpus) {
   if (md.hidden_dropout > 0 || md.attention_dropout > 0)
     refuse("dropout is not implemented by the runner: --set model.hidden_dropout=0 --set model.attention_dropout=0");
   if (s.training.precision != Precision::kBf16) refuse("the runner trains in bf16 only: --set training.precision=bf16");
+  if (s.training.peft != Peft::kNone)
+    refuse("LoRA (frozen base, adapters) is not implemented by the runner: --set training.peft=none "
+           "--set training.lora_rank=0");
   if (s.training.document_length > 0)
     refuse("packed documents (per-document attention) are not implemented by the runner (one document per sequence): "
            "--set training.document_length=0");

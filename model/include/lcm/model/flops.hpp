@@ -1,6 +1,6 @@
 // FLOPs of one training step (one global batch), split by op class and by pass.
 // Convention (explicit, see FlopConvention): 2 FLOPs per multiply-accumulate; backward
-// = 2x forward for every GEMM (dgrad + wgrad); causal attention counted as half of
+// = 2x forward for every GEMM (dgrad + wgrad; a frozen LoRA base GEMM 1x, dgrad only); causal attention counted as half of
 // the full s x s work when causal_halved; recomputation counted only in `recompute`
 // and included in the headline total only when include_recompute (hardware FLOPs).
 // With causal_halved and no recompute the total equals Megatron-LM's
@@ -22,10 +22,11 @@ struct FlopTerms {
   double router = 0;          // h x E gating GEMM (not in Megatron's count)
   double logits = 0;          // output layer (+ MTP heads)
   double mtp = 0;             // MTP transformer blocks and projections
+  double lora_adapters = 0;   // LoRA adapters' A and B GEMMs (training.peft: lora)
 
   double total() const {
     return attn_proj + attn_core + dense_mlp + routed_experts + shared_experts + router + logits +
-           mtp;
+           mtp + lora_adapters;
   }
   bool operator==(const FlopTerms&) const = default;
 };

@@ -118,6 +118,16 @@ enum class OpId : uint8_t {
   kMoeCombineReduceScatter, kMoeCombineA2A, kMoeUnpermute, kMoeSharedSpAllGather, kMoeSharedTpCopy,
   kMoeSharedFc1, kMoeSharedAct, kMoeSharedFc2, kMoeSharedSpReduceScatter, kMoeSharedTpAllReduce,
   kMoeExpertsFc1Fp8Cast, kMoeExpertsFc2Fp8Cast, kMoeSharedFc1Fp8Cast, kMoeSharedFc2Fp8Cast,
+  // LoRA adapters (§4.1b): per target linear its input's SP all-gather (column-parallel) or the
+  // low-rank all-reduce (row-parallel), A, B, and the scaled add into the base output.
+  kAttnQkvLoraSpAllGather, kAttnQkvLoraA, kAttnQkvLoraB, kAttnQkvLoraAdd,
+  kAttnProjLoraA, kAttnProjLoraTpAllReduce, kAttnProjLoraB, kAttnProjLoraAdd,
+  kMlpFc1LoraSpAllGather, kMlpFc1LoraA, kMlpFc1LoraB, kMlpFc1LoraAdd,
+  kMlpFc2LoraA, kMlpFc2LoraTpAllReduce, kMlpFc2LoraB, kMlpFc2LoraAdd,
+  kMoeSharedFc1LoraSpAllGather, kMoeSharedFc1LoraA, kMoeSharedFc1LoraB, kMoeSharedFc1LoraAdd,
+  kMoeSharedFc2LoraA, kMoeSharedFc2LoraTpAllReduce, kMoeSharedFc2LoraB, kMoeSharedFc2LoraAdd,
+  kMoeExpertsFc1LoraA, kMoeExpertsFc1LoraB, kMoeExpertsFc1LoraAdd,
+  kMoeExpertsFc2LoraA, kMoeExpertsFc2LoraB, kMoeExpertsFc2LoraAdd,
   // Embedding and head (first and last stage).
   kEmbed, kEmbedSpReduceScatter, kEmbedTpAllReduce, kFinalNorm, kLogitsSpAllGather, kLogitsTpCopy,
   kLogits, kLoss, kLossTpAllReduce,
@@ -232,6 +242,36 @@ inline constexpr std::array<IdName<OpId>, kNumOpIds> kOpNames{{
     {OpId::kMoeExpertsFc2Fp8Cast, "moe.experts.fc2.fp8cast"},
     {OpId::kMoeSharedFc1Fp8Cast, "moe.shared.fc1.fp8cast"},
     {OpId::kMoeSharedFc2Fp8Cast, "moe.shared.fc2.fp8cast"},
+    {OpId::kAttnQkvLoraSpAllGather, "attn.qkv.lora.sp.allgather"},
+    {OpId::kAttnQkvLoraA, "attn.qkv.lora_a"},
+    {OpId::kAttnQkvLoraB, "attn.qkv.lora_b"},
+    {OpId::kAttnQkvLoraAdd, "attn.qkv.lora_add"},
+    {OpId::kAttnProjLoraA, "attn.proj.lora_a"},
+    {OpId::kAttnProjLoraTpAllReduce, "attn.proj.lora.tp.allreduce"},
+    {OpId::kAttnProjLoraB, "attn.proj.lora_b"},
+    {OpId::kAttnProjLoraAdd, "attn.proj.lora_add"},
+    {OpId::kMlpFc1LoraSpAllGather, "mlp.fc1.lora.sp.allgather"},
+    {OpId::kMlpFc1LoraA, "mlp.fc1.lora_a"},
+    {OpId::kMlpFc1LoraB, "mlp.fc1.lora_b"},
+    {OpId::kMlpFc1LoraAdd, "mlp.fc1.lora_add"},
+    {OpId::kMlpFc2LoraA, "mlp.fc2.lora_a"},
+    {OpId::kMlpFc2LoraTpAllReduce, "mlp.fc2.lora.tp.allreduce"},
+    {OpId::kMlpFc2LoraB, "mlp.fc2.lora_b"},
+    {OpId::kMlpFc2LoraAdd, "mlp.fc2.lora_add"},
+    {OpId::kMoeSharedFc1LoraSpAllGather, "moe.shared.fc1.lora.sp.allgather"},
+    {OpId::kMoeSharedFc1LoraA, "moe.shared.fc1.lora_a"},
+    {OpId::kMoeSharedFc1LoraB, "moe.shared.fc1.lora_b"},
+    {OpId::kMoeSharedFc1LoraAdd, "moe.shared.fc1.lora_add"},
+    {OpId::kMoeSharedFc2LoraA, "moe.shared.fc2.lora_a"},
+    {OpId::kMoeSharedFc2LoraTpAllReduce, "moe.shared.fc2.lora.tp.allreduce"},
+    {OpId::kMoeSharedFc2LoraB, "moe.shared.fc2.lora_b"},
+    {OpId::kMoeSharedFc2LoraAdd, "moe.shared.fc2.lora_add"},
+    {OpId::kMoeExpertsFc1LoraA, "moe.experts.fc1.lora_a"},
+    {OpId::kMoeExpertsFc1LoraB, "moe.experts.fc1.lora_b"},
+    {OpId::kMoeExpertsFc1LoraAdd, "moe.experts.fc1.lora_add"},
+    {OpId::kMoeExpertsFc2LoraA, "moe.experts.fc2.lora_a"},
+    {OpId::kMoeExpertsFc2LoraB, "moe.experts.fc2.lora_b"},
+    {OpId::kMoeExpertsFc2LoraAdd, "moe.experts.fc2.lora_add"},
     {OpId::kEmbed, "embed"},
     {OpId::kEmbedSpReduceScatter, "embed.sp.reducescatter"},
     {OpId::kEmbedTpAllReduce, "embed.tp.allreduce"},
@@ -499,6 +539,8 @@ struct Op {
   // token dispatcher's per-expert counts in the forward (and recompute), the pipeline receive
   // without interleaving (batch_p2p_sync).
   int host_syncs = 0;
+  // GEMMs of a frozen weight (LoRA's base model): the backward runs dgrad only.
+  bool frozen_weight = false;
   bool operator==(const Op&) const = default;
 };
 

@@ -21,10 +21,11 @@ struct ParamComponents {
   double norms = 0;           // per-layer norms and the final norm
   double output_layer = 0;    // untied LM head (0 when tied)
   double mtp = 0;             // multi-token-prediction blocks (excluded from `main`)
+  double lora_adapters = 0;   // LoRA adapters (training.peft: lora), the only trainable ones then
 
   double total() const {
     return embedding + attention + dense_mlp + router + routed_experts + shared_experts + norms +
-           output_layer + mtp;
+           output_layer + mtp + lora_adapters;
   }
   // The published convention: main model without MTP, embeddings and output layer included.
   double main() const { return total() - mtp; }
@@ -36,6 +37,8 @@ struct ParamCounts {
 };
 
 ParamCounts count_params(const ModelSpec& model, int64_t padded_vocab);
+// The same with the scenario's LoRA adapters (lora_adapters; 0 without peft).
+ParamCounts count_params(const Scenario& s, int64_t padded_vocab);
 // count_params(...).total alone (the memory model's ZeRO-3 unit needs no active count).
 ParamComponents total_params(const ModelSpec& model, int64_t padded_vocab);
 
@@ -48,7 +51,19 @@ struct GpuParams {
   // the optimizer step's host work walks them (schedule's optimizer.step).
   double dense_tensors = 0;
   double expert_tensors = 0;  // the local experts' (E / EP of them)
+  // What trains: every parameter, or under LoRA only the adapters (included in dense / expert
+  // above). Gradients, main parameters, optimizer states and the DP gradient and parameter
+  // collectives are sized by these.
+  double trainable_dense = 0;
+  double trainable_expert = 0;
+  double trainable_dense_tensors = 0;
+  double trainable_expert_tensors = 0;
   double total() const { return dense + expert; }
+  double trainable() const { return trainable_dense + trainable_expert; }
+  // A GPU's parameters with all of them training (no PEFT), tensors as given.
+  static GpuParams all_trainable(double dense, double expert, double dense_tensors = 0, double expert_tensors = 0) {
+    return {dense, expert, dense_tensors, expert_tensors, dense, expert, dense_tensors, expert_tensors};
+  }
   bool operator==(const GpuParams&) const = default;
 };
 

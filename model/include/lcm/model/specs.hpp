@@ -42,6 +42,18 @@ inline constexpr double dtype_bytes(DType d) { return is_fp8(d) ? 1.0 : d == DTy
 // block (DeepSeek-V3's scheme; other cuBLASLt kernels, efficiency.gemm_fp8_block); mxfp8:
 // Blackwell's microscaling (not on Hopper).
 enum class Fp8Recipe { kDelayed, kTensorwise, kBlockwise, kMxfp8 };
+// Parameter-efficient fine-tuning (Megatron-Bridge / NeMo `peft`): none (every weight trains)
+// or LoRA (the base model frozen; low-rank adapters on the target linears train).
+enum class Peft { kNone, kLora };
+// LoRA target linears (Megatron-Bridge LoRA.target_modules names), as a bit set. fc1 / fc2
+// adapt dense MLPs, shared experts and routed experts (one adapter per expert).
+enum LoraTarget : uint32_t {
+  kLoraQkv = 1u << 0,   // linear_qkv (column-parallel)
+  kLoraProj = 1u << 1,  // linear_proj (row-parallel)
+  kLoraFc1 = 1u << 2,   // linear_fc1 (column-parallel)
+  kLoraFc2 = 1u << 3,   // linear_fc2 (row-parallel)
+};
+inline constexpr uint32_t kLoraAllTargets = kLoraQkv | kLoraProj | kLoraFc1 | kLoraFc2;
 enum class RouterScore { kSoftmax, kSigmoid };
 enum class Dispatcher { kAllGather, kAllToAll, kFlex };
 // The flex dispatcher's fused all-to-all (Megatron --moe-flex-dispatcher-backend).
@@ -174,6 +186,11 @@ struct TrainingSpec {
   // per sequence. The schedule prices round(seq_length / document_length) equal documents
   // (attention_span(), docs/op-schedule.md).
   int64_t document_length = 0;
+  // LoRA (peft: lora): the frozen base runs forward and input gradients only; adapters of rank
+  // lora_rank on lora_targets train (docs/op-schedule.md, "LoRA"). lora_rank is required then.
+  Peft peft = Peft::kNone;
+  int64_t lora_rank = 0;
+  uint32_t lora_targets = kLoraAllTargets;
   int micro_batch_size = 1;
   int global_batch_size = 1;
   Precision precision = Precision::kBf16;

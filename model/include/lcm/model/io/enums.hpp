@@ -35,6 +35,7 @@ std::string_view to_string(RecomputeMethod v);
 std::string_view to_string(AttentionBackend v);
 std::string_view to_string(CrossEntropyFusionImpl v);
 std::string_view to_string(Fp8Recipe v);
+std::string_view to_string(Peft v);
 std::string_view to_string(Dim v);
 std::string_view to_string(CudaGraphImpl v);
 
@@ -65,6 +66,9 @@ std::optional<RecomputeModule> parse_recompute_module(std::string_view s);
 std::string_view to_string(RecomputeModule m);
 // The names of the bits set in `modules`, in bit order.
 std::vector<std::string> recompute_module_names(uint32_t modules);
+std::optional<LoraTarget> parse_lora_target(std::string_view s);
+// Megatron-Bridge names of the set targets, in its order.
+std::vector<std::string> lora_target_names(uint32_t targets);
 // One Megatron --cuda-graph-modules name ("attn", "moe_router", ...) <-> its bit.
 std::optional<CudaGraphModule> parse_cuda_graph_module(std::string_view s);
 std::vector<std::string> cuda_graph_module_names(uint32_t modules);
