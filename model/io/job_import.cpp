@@ -79,6 +79,12 @@ Result<std::vector<MegatronFlag>> parse_megatron_bridge_yaml(const std::string& 
         if (const auto recipe = bridge_fp8_recipe(mp)) add(sloc, "fp8-recipe", std::string(to_string(*recipe)));
         continue;
       }
+      // Megatron-Bridge's PEFT (LoRA): lcm models it, but not through Megatron-LM flags; a
+      // silent full-training import would be wrong.
+      if (section == "peft" && !sec.second.IsNull())
+        return error_at(sloc, section,
+                        "peft (LoRA) is not imported: set training.peft: lora, training.lora_rank and "
+                        "training.lora_target_modules in the imported scenario");
       if (std::find(std::begin(kSections), std::end(kSections), section) == std::end(kSections)) {
         if (unread) unread->push_back(section);  // checkpoint, scheduler, logger, ...: no cost
         continue;

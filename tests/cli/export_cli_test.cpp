@@ -265,6 +265,25 @@ TEST(ExportBadInput, LayoutsTheTargetCannotExpress) {
   expect_one_line_error(run("export megatron scenarios/llama3.1-8b.yaml --set rope_scaling.type=dynamic_ntk"),
                         "dynamic_ntk");
   expect_one_line_error(run("export megatron scenarios/default.yaml --layout 'tp2 order=tp-dp-cp-ep-pp'"), "order");
+  // LoRA and packed documents: Megatron-LM's pretrain_gpt.py has neither.
+  expect_one_line_error(run("export megatron scenarios/llama3.1-8b.yaml --set training.peft=lora --set training.lora_rank=16"),
+                        "peft lora: Megatron-LM's pretrain_gpt.py has no LoRA");
+  expect_one_line_error(run("export megatron scenarios/llama3.1-8b.yaml --set training.document_length=512"),
+                        "document_length 512: packed sequences");
+}
+
+// LoRA goes to Megatron-Bridge as a peft section; the importer refuses it rather than reading
+// the job back as full training.
+TEST(ExportBadInput, BridgeLoraExportsAndIsNotImportedSilently) {
+  const fs::path job = scratch() / "lora.yaml";
+  const lcm::test::LcmRun e = run("export nemo scenarios/llama3.1-8b.yaml --set training.peft=lora --set training.lora_rank=16 "
+                                  "--set training.lora_target_modules=[linear_qkv] -o '" + job.string() + "'");
+  ASSERT_EQ(e.code, 0) << e.err;
+  std::ifstream in(job);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("peft:\n  _target_: megatron.bridge.peft.lora.LoRA\n  dim: 16\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  target_modules: [linear_qkv]\n"), std::string::npos) << text;
+  expect_one_line_error(run("import nemo '" + job.string() + "' --gpus 8 --hw h200-sxm"), "peft (LoRA) is not imported");
 }
 
 TEST(ExportBadInput, MalformedTomlNamesFileAndLine) {
