@@ -17,6 +17,7 @@
 #include <cassert>
 
 #include "lcm/model/mesh.hpp"
+#include "lcm/model/params.hpp"
 #include "lcm/model/resolve.hpp"
 
 namespace lcm {
@@ -86,31 +87,6 @@ double attn_core_macs_per_pair(const ModelSpec& m) {
 
 // `span`: the tokens one document of the sequence attends over (attention_span; 0: the
 // whole sequence). s / span documents of span^2 pairs each.
-// Forward FLOPs per token of a layer's LoRA adapters: 2 r (in + out) per target linear; fc1 / fc2
-// adapt the dense MLP, or the shared experts and the top-k routed experts a token visits.
-struct LoraMacs {
-  double attn = 0, mlp = 0;
-};
-LoraMacs lora_flops_per_token(const ModelSpec& m, const TrainingSpec* t, bool moe) {
-  LoraMacs l;
-  if (!t || t->peft != Peft::kLora) return l;
-  const double r = static_cast<double>(t->lora_rank), h = static_cast<double>(m.hidden_size);
-  const double gate = m.swiglu ? 2.0 : 1.0;
-  auto one = [&](uint32_t target, double in, double out) { return (t->lora_targets & target) ? 2 * r * (in + out) : 0.0; };
-  if (!m.multi_latent_attention) {
-    const double q = head_dim(m) * m.num_attention_heads, kv = head_dim(m) * query_groups(m);
-    l.attn = one(kLoraQkv, h, q + 2 * kv) + one(kLoraProj, q, h);
-  }
-  auto mlp = [&](double w) { return one(kLoraFc1, h, gate * w) + one(kLoraFc2, w, h); };
-  if (!moe) {
-    l.mlp = mlp(static_cast<double>(ffn_width(m)));
-  } else if (has_moe(m)) {
-    l.mlp = mlp(expert_ffn(m)) * m.moe_router_topk +
-            (m.moe_shared_expert_intermediate_size > 0 ? mlp(static_cast<double>(m.moe_shared_expert_intermediate_size)) : 0.0);
-  }
-  return l;
-}
-
 LayerFwd layer_fwd(const ModelSpec& m, int64_t seq, bool moe, bool causal_halved, int64_t span = 0,
                    const TrainingSpec* t = nullptr) {
   const double s = static_cast<double>(seq);
@@ -133,9 +109,13 @@ LayerFwd layer_fwd(const ModelSpec& m, int64_t seq, bool moe, bool causal_halved
   } else {
     f.dense_mlp = 2 * s * ffn_factor(m) * h * static_cast<double>(ffn_width(m));
   }
-  const LoraMacs lora = lora_flops_per_token(m, t, moe);
-  f.lora_attn = s * lora.attn;
-  f.lora_mlp = s * lora.mlp;
+  // LoRA adapters: 2 FLOPs per adapter parameter per token; a token visits top-k routed experts.
+  if (t) {
+    const LoraLayerParams lora = lora_layer_params(m, *t, moe);
+    const double topk = moe && has_moe(m) ? m.moe_router_topk : 0;
+    f.lora_attn = 2 * s * lora.attn;
+    f.lora_mlp = 2 * s * (lora.mlp + lora.per_expert * topk);
+  }
   return f;
 }
 

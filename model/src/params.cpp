@@ -166,37 +166,17 @@ double active_fraction(const ModelSpec& m) {
 
 // One whole transformer layer (MoE or dense MLP). `expert_scale` scales the routed experts
 // (1 for total, top-k/E for active).
-// LoRA adapters of one layer (Megatron-Bridge ParallelLinearAdapter): per target linear
-// in -> out, A (r x in) and B (out x r), both TP-sharded (column-parallel base: A over r, B
-// over out; row-parallel: A over in, B over out). fc1 / fc2 adapt the dense MLP, the shared
-// experts and each routed expert (sharded over EP x ETP like the expert). MLA projections are
-// refused by validation.
+// LoRA adapters of one layer (Megatron-Bridge ParallelLinearAdapter), as held: TP-sharded
+// (column-parallel base: A over r, B over out; row-parallel: A over in, B over out); routed
+// experts' sharded over EP x ETP like the expert. MLA projections are refused by validation.
 Split lora_layer(const ModelSpec& m, const TrainingSpec& t, bool moe, double expert_scale) {
+  const LoraLayerParams p = lora_layer_params(m, t, moe);
   Split s;
-  if (t.peft != Peft::kLora) return s;
-  const double r = static_cast<double>(t.lora_rank), h = static_cast<double>(m.hidden_size);
-  const double gate = m.swiglu ? 2.0 : 1.0;
-  auto adapter = [&](uint32_t target, double in, double out, double& params, double& tensors, double copies) {
-    if (!(t.lora_targets & target)) return;
-    params += copies * r * (in + out);
-    tensors += copies * 2;
-  };
-  if (!m.multi_latent_attention) {
-    const double q = head_dim(m) * m.num_attention_heads, kv = head_dim(m) * query_groups(m);
-    adapter(kLoraQkv, h, q + 2 * kv, s.tp, s.tensors, 1);
-    adapter(kLoraProj, q, h, s.tp, s.tensors, 1);
-  }
-  auto mlp_adapters = [&](double w, double& params, double& tensors, double copies) {
-    adapter(kLoraFc1, h, gate * w, params, tensors, copies);
-    adapter(kLoraFc2, w, h, params, tensors, copies);
-  };
-  if (!moe) {
-    mlp_adapters(static_cast<double>(ffn_width(m)), s.tp, s.tensors, 1);
-    return s;
-  }
-  if (m.moe_shared_expert_intermediate_size > 0)
-    mlp_adapters(static_cast<double>(m.moe_shared_expert_intermediate_size), s.tp, s.tensors, 1);
-  mlp_adapters(expert_ffn(m), s.expert, s.expert_tensors, m.num_experts * expert_scale);
+  s.tp = p.attn + p.mlp;
+  s.tensors = p.attn_tensors + p.mlp_tensors;
+  const double experts = moe && has_moe(m) ? m.num_experts * expert_scale : 0.0;
+  s.expert = p.per_expert * experts;
+  s.expert_tensors = p.per_expert_tensors * experts;
   return s;
 }
 
@@ -243,6 +223,35 @@ ParamComponents components(const ModelSpec& m, double vocab, double expert_scale
 ParamCounts count_params(const ModelSpec& model, int64_t padded_vocab) {
   const double v = static_cast<double>(padded_vocab);
   return ParamCounts{components(model, v, 1.0), components(model, v, active_fraction(model))};
+}
+
+LoraLayerParams lora_layer_params(const ModelSpec& m, const TrainingSpec& t, bool moe_layer) {
+  LoraLayerParams p;
+  if (t.peft != Peft::kLora) return p;
+  const double r = static_cast<double>(t.lora_rank), h = static_cast<double>(m.hidden_size);
+  const double gate = m.swiglu ? 2.0 : 1.0;
+  auto adapter = [&](uint32_t target, double in, double out, double& params, double& tensors) {
+    if (!(t.lora_targets & target)) return;
+    params += r * (in + out);
+    tensors += 2;
+  };
+  if (!m.multi_latent_attention) {
+    const double q = head_dim(m) * m.num_attention_heads, kv = head_dim(m) * query_groups(m);
+    adapter(kLoraQkv, h, q + 2 * kv, p.attn, p.attn_tensors);
+    adapter(kLoraProj, q, h, p.attn, p.attn_tensors);
+  }
+  auto mlp = [&](double w, double& params, double& tensors) {
+    adapter(kLoraFc1, h, gate * w, params, tensors);
+    adapter(kLoraFc2, w, h, params, tensors);
+  };
+  if (!moe_layer) {
+    mlp(static_cast<double>(ffn_width(m)), p.mlp, p.mlp_tensors);
+  } else if (has_moe(m)) {
+    if (m.moe_shared_expert_intermediate_size > 0)
+      mlp(static_cast<double>(m.moe_shared_expert_intermediate_size), p.mlp, p.mlp_tensors);
+    mlp(expert_ffn(m), p.per_expert, p.per_expert_tensors);
+  }
+  return p;
 }
 
 ParamCounts count_params(const Scenario& s, int64_t padded_vocab) {

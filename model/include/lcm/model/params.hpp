@@ -37,6 +37,17 @@ struct ParamCounts {
 };
 
 ParamCounts count_params(const ModelSpec& model, int64_t padded_vocab);
+
+// LoRA adapters of one layer, unsharded (training.peft: lora; all zero otherwise): per target
+// linear in -> out, A (r x in) and B (out x r), r (in + out) parameters in 2 tensors. `attn`:
+// qkv and proj; `mlp`: fc1 / fc2 of the dense MLP (dense layer) or of the shared experts (MoE
+// layer); `per_expert`: one routed expert's fc1 / fc2. The one home of the adapters' shapes:
+// the parameter counts and the FLOP count (2 FLOPs per parameter per token) use it.
+struct LoraLayerParams {
+  double attn = 0, mlp = 0, per_expert = 0;
+  double attn_tensors = 0, mlp_tensors = 0, per_expert_tensors = 0;
+};
+LoraLayerParams lora_layer_params(const ModelSpec& model, const TrainingSpec& t, bool moe_layer);
 // The same with the scenario's LoRA adapters (lora_adapters; 0 without peft).
 ParamCounts count_params(const Scenario& s, int64_t padded_vocab);
 // count_params(...).total alone (the memory model's ZeRO-3 unit needs no active count).
