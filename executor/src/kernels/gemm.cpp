@@ -211,9 +211,28 @@ nlohmann::json GemmRunner::algo_json(int i) const {
   cublasLtMatmulAlgoConfigGetAttribute(&h.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &w);
   cublasLtMatmulAlgoConfigGetAttribute(&h.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
   cublasLtMatmulAlgoConfigGetAttribute(&h.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster, &w);
+  uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_NONE;
+  cublasLtMatmulAlgoConfigGetAttribute(&h.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme, &w);
+  const char* scheme_name = scheme == CUBLASLT_REDUCTION_SCHEME_INPLACE         ? "inplace"
+                            : scheme == CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE ? "compute_type"
+                            : scheme == CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE  ? "output_type"
+                                                                               : "none";
   return {{"heuristic_index", i}, {"algo_id", id},   {"tile_id", tile},         {"stages_id", stages},
-          {"splitk", splitk},     {"cluster_shape_id", cluster}, {"workspace_bytes", h.workspaceSize}, {"waves", h.wavesCount},
+          {"splitk", splitk},     {"reduction_scheme", scheme_name}, {"cluster_shape_id", cluster},
+          {"workspace_bytes", h.workspaceSize}, {"waves", h.wavesCount},
           {"c_matrix", c_null_ ? "none (beta = 0)" : "aliases D"}};
+}
+
+GemmReduction GemmRunner::reduction(int i) const {
+  const cublasLtMatmulHeuristicResult_t& h = algos_.at(static_cast<size_t>(i));
+  int32_t splitk = 1;
+  uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_NONE;
+  size_t w = 0;
+  cublasLtMatmulAlgoConfigGetAttribute(&h.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
+  cublasLtMatmulAlgoConfigGetAttribute(&h.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme, &w);
+  return {.splitk = std::max(splitk, 1),
+          .partials_in_output_type = splitk > 1 && (scheme & (CUBLASLT_REDUCTION_SCHEME_INPLACE |
+                                                              CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE)) != 0};
 }
 
 void GemmRunner::enqueue(int set) { LCM_CUBLAS_CHECK(launch(set, algos_.at(static_cast<size_t>(selected_)))); }
@@ -236,7 +255,7 @@ Comparison GemmRunner::verify(int set, uint64_t sample_seed) {
   LCM_CUDA_CHECK(cudaStreamSynchronize(stream_));
   cudaFree(d_idx);
   cudaFree(d_out);
-  return check_gemm(p_, seed_a(set), seed_b(set), g, got);
+  return check_gemm(p_, seed_a(set), seed_b(set), g, got, reduction(selected_));
 }
 
 void GemmRunner::corrupt_output(int set, int64_t row, int64_t col, float value) {

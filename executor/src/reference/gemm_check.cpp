@@ -49,7 +49,7 @@ SampleGrid sample_grid(const GemmProblem& p, uint64_t seed) {
 }
 
 Comparison check_gemm(const GemmProblem& p, uint64_t seed_a, uint64_t seed_b, const SampleGrid& g,
-                     const std::vector<float>& got) {
+                      const std::vector<float>& got, const GemmReduction& reduction) {
   const size_t K = static_cast<size_t>(p.k);
   const uint64_t lda = static_cast<uint64_t>(p.lda()), ldb = static_cast<uint64_t>(p.ldb());
   // Materialise the sampled rows of A and columns of B once (storage index: row x ld + column).
@@ -73,18 +73,28 @@ Comparison check_gemm(const GemmProblem& p, uint64_t seed_a, uint64_t seed_b, co
   // Tolerance per element: |ref| / 128 (bf16 output rounding is at most |ref| / 256) plus
   // sum_k |a_k b_k| x acc; relative L2 error at most 1e-2.
   Comparer cmp(Tolerance{.rel = 1.0 / 128, .mag_rel = acc, .rel_l2_limit = 1e-2});
+  // Split-K partials rounded to bf16 (see gemm.hpp): 2^-8 x sum_s (|P_s| + |R_s|), carried in
+  // the magnitude term (scaled by 2^-8 / acc, as the comparer multiplies it by acc).
+  const size_t splits = reduction.partials_in_output_type ? static_cast<size_t>(std::max(reduction.splitk, 1)) : 1;
+  const size_t chunk = (K + splits - 1) / splits;
+  const double partial_weight = (1.0 / 256) / acc;
   for (size_t r = 0; r < g.rows.size(); ++r) {
     for (size_t q = 0; q < g.cols.size(); ++q) {
-      double dot = 0, abs_sum = 0;
+      double dot = 0, abs_sum = 0, partial = 0, rounding = 0;
       const float* a = &arow[r * K];
       const float* b = &bcol[q * K];
       for (size_t k = 0; k < K; ++k) {
         const double prod = static_cast<double>(a[k]) * static_cast<double>(b[k]);
         dot += prod;
+        partial += prod;
         abs_sum += std::fabs(prod);
+        if (splits > 1 && (k + 1 == K || (k + 1) % chunk == 0)) {
+          rounding += std::fabs(partial) + std::fabs(dot);
+          partial = 0;
+        }
       }
-      cmp.add(static_cast<double>(got[r * g.cols.size() + q]), dot * scale, abs_sum * scale,
-              g.rows[r] * p.n + g.cols[q]);
+      cmp.add(static_cast<double>(got[r * g.cols.size() + q]), dot * scale,
+              (abs_sum + partial_weight * rounding) * scale, g.rows[r] * p.n + g.cols[q]);
     }
   }
   return cmp.result();

@@ -56,13 +56,28 @@ struct SampleGrid {
 };
 SampleGrid sample_grid(const GemmProblem& p, uint64_t seed);
 
+// How the algorithm that ran reduces a split-K GEMM's partial sums (cuBLASLt's
+// CUBLASLT_ALGO_CONFIG_SPLITK_NUM and _REDUCTION_SCHEME of the selected algorithm).
+struct GemmReduction {
+  int splitk = 1;
+  // The partial sums (or the running sum) are held in the output type, bf16: cuBLASLt's
+  // OUTPUT_TYPE and INPLACE schemes. PyTorch allows them by default
+  // (allow_bf16_reduced_precision_reduction) and cuBLASLt's heuristic picks them for skinny
+  // shapes (6144x100x4096 on the H100: split-K 5, partials in bf16).
+  bool partials_in_output_type = false;
+};
+
 // Compares got[r * cols.size() + c] = C[rows[r], cols[c]] with the float64 reference
 // (reference/gemm_check.cpp), the worst element reported as its index r * n + c.
 // Tolerance per element: |ref| / 128 + sum_k |a_k b_k| x (2^-16 bf16, 2^-13 fp8): bf16 output
 // rounding is at most |ref| / 256; the second term covers the accumulation (fp32 for bf16,
 // Hopper's reduced-precision fp8 MMA accumulation for fp8). Relative L2 error <= 1e-2.
+// A split-K algorithm whose partials are rounded to bf16 adds 2^-8 x sum_s (|P_s| + |R_s|),
+// P_s the s-th partial over k split into `splitk` equal contiguous chunks and R_s the running
+// sum after it: bf16 rounding moves a value by at most 2^-8 of itself, once per stored
+// partial (OUTPUT_TYPE) or running sum (INPLACE).
 Comparison check_gemm(const GemmProblem& p, uint64_t seed_a, uint64_t seed_b, const SampleGrid& g,
-                      const std::vector<float>& got);
+                      const std::vector<float>& got, const GemmReduction& reduction = {});
 
 class GemmRunner {
  public:
@@ -80,6 +95,7 @@ class GemmRunner {
   void select_algo(int i) { selected_ = i; }
   int selected_algo() const { return selected_; }
   nlohmann::json algo_json(int i) const;
+  GemmReduction reduction(int i) const;  // the split-K reduction of candidate i
   int sets() const { return static_cast<int>(sets_.size()); }
   const GemmProblem& problem() const { return p_; }
 
