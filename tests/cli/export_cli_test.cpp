@@ -167,17 +167,10 @@ TEST(ExportRoundTrip, Fp8Recipe) {
   EXPECT_NE(exported("nemo scenarios/default.yaml " + tensorwise.args)
                 .find("mixed_precision: bf16_with_fp8_current_scaling_mixed"),
             std::string::npos);
-  const fs::path dir = scratch();
-  const fs::path hw = dir / "h200-block.yaml";
-  std::ifstream in(std::string(LCM_SOURCE_DIR) + "/hwprofiles/h200-sxm.calibrated.yaml");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t at = text.find("  gemm_fp8:");
-  ASSERT_NE(at, std::string::npos);
-  text.insert(at, "  gemm_fp8_block: 0.5\n");
-  write_file(hw, text);
+  // The default scenario's profile (h200-sxm.calibrated) carries the block-scaled GEMM term.
   const lcm::test::LcmRun tt = lcm::test::run_lcm(
-      "export torchtitan scenarios/default.yaml --hw '" + hw.string() +
-          "' --layout 'full optim_grads_params' --set training.precision=fp8 --set training.fp8_recipe=blockwise",
+      "export torchtitan scenarios/default.yaml --layout 'full optim_grads_params' --set training.precision=fp8 "
+      "--set training.fp8_recipe=blockwise",
       kTag);
   EXPECT_NE(tt.code, 0);
   EXPECT_NE(tt.err.find("fp8_recipe blockwise: TorchTitan's float8 converter (torchao) scales per tensor or per row"),

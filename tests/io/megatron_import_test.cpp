@@ -232,9 +232,21 @@ TEST(MegatronImport, Vocabulary) {
 TEST(MegatronImport, PrecisionAndAttentionBackend) {
   EXPECT_EQ(imported(kMinimal + "--fp8-format hybrid").training.precision, Precision::kFp8);
   EXPECT_EQ(imported(kMinimal + "--fp8-format hybrid").training.fp8_recipe, Fp8Recipe::kDelayed);  // Megatron's default
-  // h100-sxm has no block-scaled GEMM term (unmeasured on an H100): the import says so.
-  EXPECT_THAT(import_error(kMinimal + "--fp8-format hybrid --fp8-recipe blockwise"),
-              HasSubstr("--fp8-recipe: fp8_recipe blockwise needs efficiency.gemm_fp8_block in the hardware profile"));
+  // h100-sxm carries the block-scaled GEMM term measured on an H100 (session 29): the recipe imports.
+  EXPECT_EQ(imported(kMinimal + "--fp8-format hybrid --fp8-recipe blockwise").training.fp8_recipe,
+            Fp8Recipe::kBlockwise);
+  // A profile without that term (h200-sxm.yaml, the uncalibrated starting profile) refuses it.
+  {
+    auto flags = parse_megatron_command_line(kMinimal + "--fp8-format hybrid --fp8-recipe blockwise", "run.sh");
+    ASSERT_TRUE(flags.ok());
+    auto h200 = load_hardware_profile(profile_dir() + "/h200-sxm.yaml");
+    ASSERT_TRUE(h200.ok());
+    ASSERT_EQ(h200.value().efficiency.gemm_fp8_block, 0);
+    auto r = import_megatron_report(flags.value(), 8, h200.value(), "job");
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().str(),
+                HasSubstr("--fp8-recipe: fp8_recipe blockwise needs efficiency.gemm_fp8_block in the hardware profile"));
+  }
   EXPECT_THAT(import_error(kMinimal + "--fp8-format hybrid --fp8-recipe mxfp8"), HasSubstr("runs on Blackwell"));
   EXPECT_EQ(imported(kMinimal + "--fp8-format e4m3 --fp8-recipe tensorwise").training.fp8_recipe, Fp8Recipe::kTensorwise);
   // Without --fp8-format Megatron ignores the recipe, and so does the import.

@@ -130,17 +130,29 @@ using namespace lcm;
 // +6.6 % (NeMo Llama 2 7B / 13B / 70B), -6.0 % (Bridge Llama 3 70B); mean |error| 4.0 %, signed
 // +1.0 %. They join the statistics as development rows: Bridge 20.5 -> 20.1 %, NeMo 13.0 -> 11.3 %,
 // all 15.8 -> 15.1 % over 67 rows (signed +10.4 -> +9.8 %), 55 within 20 %. Bounds tightened.
-constexpr double kBridgeMaeBound = 20.2;       // tokens/s, %
-constexpr double kNemoMaeBound = 11.4;         // tokens/s, %
-constexpr double kWeakScalingMaeBound = 7.7;   // TFLOP/s (non-causal), %
-constexpr double kMoeLayerMaeBound = 9.4;      // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 15.2;      // all counted rows, primary metric, %
+// Session 30 applied the H100 profile's own kernel terms, fitted on 1369 lcm-exec ops measured on
+// an H100 and adopted by the rule declared before the measurement (validation/measured/h100/
+// DECLARATION.md: CV 90.6 %, held-out set B 88.1 % within 10 % against the ported terms' 81.3 %),
+// and the block-scaled FP8 GEMM term measured there (validation/measured/h200/fp8_block/
+// DECLARATION.md), which brings the six blockwise-FP8 MoE-layer rows into the count. Scored once,
+// as both declarations prescribe, with no other change in between: on the same 67 rows 15.1 ->
+// 15.9 % (signed +9.8 -> +10.8 %; the measured H100 GEMMs are ~2 % faster than the ported terms
+// priced them, and the dense rows were already too fast); the six blockwise rows -0.6 .. -28.4 %
+// (mean |error| 18.2 %, every one too slow in lcm's favour: the published FP8 layers are slower).
+// Over all 73 counted rows: Bridge 20.9 %, NeMo 12.7 %, weak scaling 7.7 %, MoE layer 14.0 %
+// (12 rows), all 16.1 % (signed +8.4 %), 57 within 20 %, band coverage 53 of 61. The bounds follow
+// (the op-level evidence decided the profile, not these rows).
+constexpr double kBridgeMaeBound = 21.0;       // tokens/s, %
+constexpr double kNemoMaeBound = 12.8;         // tokens/s, %
+constexpr double kWeakScalingMaeBound = 7.8;   // TFLOP/s (non-causal), %
+constexpr double kMoeLayerMaeBound = 14.1;     // fwd+bwd ms, %
+constexpr double kOverallMaeBound = 16.2;      // all counted rows, primary metric, %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14, 47 of 57 in
 // session 21, 49 of 57 in session 23. A floor, like the bounds above.
 constexpr int kMinBandCovered = 53;  // 53 of 61 with the LoRA rows (session 29)
-constexpr int kMinWithin20Pct = 55;            // counted rows within 20 % on their primary metric
-constexpr int kMinCounted = 67;                // rows evaluated and counted
+constexpr int kMinWithin20Pct = 57;            // counted rows within 20 % on their primary metric
+constexpr int kMinCounted = 73;                // rows evaluated and counted (67 before session 30's blockwise rows)
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)
 constexpr int kMinNemoNonCausalMatches = 9;
 
@@ -1146,9 +1158,12 @@ TEST(PerfValidation, NemoLongSequenceTable) {
   // signed +34.3 % (every row too fast, +9.0 % at 4K rising to +41..+51 % from 32K), 1 of 9
   // within 10 %, the band covering 4 of 9, all 9 fitting or tight. A regression guard on the
   // recorded figures, not a target: a change that makes them worse fails here.
-  EXPECT_LE(s.mae(), 34.4);
-  EXPECT_GE(within10, 1);
-  EXPECT_GE(covered, 4);
+  // Session 30's H100 kernel terms (adopted on H100 op data, see kBridgeMaeBound) moved them to
+  // 35.8 % (signed +35.8 %), 0 of 9 within 10 % (the 4K row +9.0 -> +10.4 %), the band covering
+  // 3 of 9; the guard follows.
+  EXPECT_LE(s.mae(), 35.9);
+  EXPECT_GE(within10, 0);
+  EXPECT_GE(covered, 3);
   EXPECT_EQ(fit, 9);
 }
 
