@@ -1145,11 +1145,13 @@ TEST(PerfValidation, NemoLongSequenceTable) {
   const Summary s = print_table("NeMo long-sequence pre-training, DGX-H100, Llama 2 7B FP8 (TFLOP/s/GPU, non-causal)",
                                 rows, "");
   int covered = 0, within10 = 0, fit = 0;
+  double best = INFINITY;  // the smallest |error| of the table (the 4K row)
   for (const Result& r : rows) {
     ASSERT_TRUE(r.evaluated) << r.id << ": " << r.reason;
     const Range range = rate_range(r.pred, r.band);
     covered += r.pub >= range.low && r.pub <= range.high ? 1 : 0;
     within10 += std::fabs(r.err()) <= 10.0 ? 1 : 0;
+    best = std::min(best, std::fabs(r.err()));
     fit += r.reason.rfind("OUT OF MEMORY", 0) == 0 ? 0 : 1;
   }
   std::printf("NeMo long-sequence: %d of %d within 10 %%, the 80%% band covers %d, %d fit or are tight\n", within10,
@@ -1160,9 +1162,9 @@ TEST(PerfValidation, NemoLongSequenceTable) {
   // recorded figures, not a target: a change that makes them worse fails here.
   // Session 30's H100 kernel terms (adopted on H100 op data, see kBridgeMaeBound) moved them to
   // 35.8 % (signed +35.8 %), 0 of 9 within 10 % (the 4K row +9.0 -> +10.4 %), the band covering
-  // 3 of 9; the guard follows.
+  // 3 of 9; the guard follows (on the best row's error, now that no row is within 10 %).
   EXPECT_LE(s.mae(), 35.9);
-  EXPECT_GE(within10, 0);
+  EXPECT_LE(best, 10.5);
   EXPECT_GE(covered, 3);
   EXPECT_EQ(fit, 9);
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <utility>
 #include <vector>
 
 #include "lcm/executor/error.hpp"
@@ -200,19 +201,31 @@ cublasStatus_t GemmRunner::launch(int set, const cublasLtMatmulHeuristicResult_t
                         workspace_, workspace_bytes_, stream_);
 }
 
+namespace {
+
+// The split-K count and reduction scheme of a cuBLASLt algorithm (algo_json and reduction()).
+std::pair<int32_t, uint32_t> split_k_of(const cublasLtMatmulAlgo_t& algo) {
+  int32_t splitk = 1;
+  uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_NONE;
+  size_t w = 0;
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
+  cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme, &w);
+  return {splitk, scheme};
+}
+
+}  // namespace
+
 nlohmann::json GemmRunner::algo_json(int i) const {
   const cublasLtMatmulHeuristicResult_t& h = algos_.at(static_cast<size_t>(i));
-  int32_t id = 0, splitk = 0;
+  int32_t id = 0;
   uint32_t tile = 0, stages = 0;
   uint16_t cluster = 0;
   size_t w = 0;
   cublasLtMatmulAlgoConfigGetAttribute(&h.algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
   cublasLtMatmulAlgoConfigGetAttribute(&h.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
   cublasLtMatmulAlgoConfigGetAttribute(&h.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&h.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
   cublasLtMatmulAlgoConfigGetAttribute(&h.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster, &w);
-  uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_NONE;
-  cublasLtMatmulAlgoConfigGetAttribute(&h.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme, &w);
+  const auto [splitk, scheme] = split_k_of(h.algo);
   const char* scheme_name = scheme == CUBLASLT_REDUCTION_SCHEME_INPLACE         ? "inplace"
                             : scheme == CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE ? "compute_type"
                             : scheme == CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE  ? "output_type"
@@ -224,12 +237,7 @@ nlohmann::json GemmRunner::algo_json(int i) const {
 }
 
 GemmReduction GemmRunner::reduction(int i) const {
-  const cublasLtMatmulHeuristicResult_t& h = algos_.at(static_cast<size_t>(i));
-  int32_t splitk = 1;
-  uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_NONE;
-  size_t w = 0;
-  cublasLtMatmulAlgoConfigGetAttribute(&h.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
-  cublasLtMatmulAlgoConfigGetAttribute(&h.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme, &w);
+  const auto [splitk, scheme] = split_k_of(algos_.at(static_cast<size_t>(i)).algo);
   return {.splitk = std::max(splitk, 1),
           .partials_in_output_type = splitk > 1 && (scheme & (CUBLASLT_REDUCTION_SCHEME_INPLACE |
                                                               CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE)) != 0};
