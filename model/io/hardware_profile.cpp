@@ -115,7 +115,8 @@ Key roofline_exponent_key() {
 // Keys a profile may leave out: block-scaled FP8 GEMMs are measured on some GPUs only (a
 // blockwise scenario on a profile without the key is refused by validate_scenario).
 bool optional_key(std::string_view block, std::string_view name) {
-  return block == "efficiency" && name == "gemm_fp8_block";
+  return block == "efficiency" && (name == "gemm_fp8_block" || name == "attention_l2_miss_slowdown" ||
+                                   name == "attention_l2_miss_start" || name == "attention_l2_miss_full");
 }
 
 // Achieved fractions of a peak, (0, 1], and the curve parameters of the time model.
@@ -166,6 +167,12 @@ std::vector<Key> efficiency_keys() {
                [](HardwareSpec& h) -> double& { return h.efficiency.attention_cta_tail; }),
       real_key("attention_window_extra_tokens", 1.0, 0, false, 1e6,
                [](HardwareSpec& h) -> double& { return h.efficiency.attention_window_extra; }),
+      real_key("attention_l2_miss_slowdown", 1.0, 0, false, 10,
+               [](HardwareSpec& h) -> double& { return h.efficiency.attention_l2_miss_slowdown; }),
+      real_key("attention_l2_miss_start", 1.0, 0, false, 100,
+               [](HardwareSpec& h) -> double& { return h.efficiency.attention_l2_miss_start; }),
+      real_key("attention_l2_miss_full", 1.0, 0, false, 100,
+               [](HardwareSpec& h) -> double& { return h.efficiency.attention_l2_miss_full; }),
       real_key("gemm_sm_fill_exponent", 1.0, 0, false, 4,
                [](HardwareSpec& h) -> double& { return h.efficiency.gemm_sm_fill_exponent; }),
       real_key("gemm_accumulate_miss_bw", 1.0, 0, true, 1,

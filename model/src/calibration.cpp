@@ -131,6 +131,12 @@ Param p_grouped_fixed{"efficiency.grouped_gemm_fixed_us", 1e-6, Transform::kPosi
                       [](HardwareSpec& h) -> double& { return h.efficiency.grouped_gemm_fixed; }, 4e-6};
 Param p_cta_tail{"efficiency.attention_cta_tail", 1, Transform::kNonNegative,
                  [](HardwareSpec& h) -> double& { return h.efficiency.attention_cta_tail; }, 0.5};
+Param p_l2_slowdown{"efficiency.attention_l2_miss_slowdown", 1, Transform::kNonNegative,
+                    [](HardwareSpec& h) -> double& { return h.efficiency.attention_l2_miss_slowdown; }, 0.15};
+Param p_l2_start{"efficiency.attention_l2_miss_start", 1, Transform::kPositive,
+                 [](HardwareSpec& h) -> double& { return h.efficiency.attention_l2_miss_start; }, 0.8};
+Param p_l2_full{"efficiency.attention_l2_miss_full", 1, Transform::kPositive,
+                [](HardwareSpec& h) -> double& { return h.efficiency.attention_l2_miss_full; }, 1.3};
 Param p_sm_fill{"efficiency.gemm_sm_fill_exponent", 1, Transform::kNonNegative,
                 [](HardwareSpec& h) -> double& { return h.efficiency.gemm_sm_fill_exponent; }, 0.5};
 Param p_c_exposed{"efficiency.gemm_c_write_exposed", 1, Transform::kFraction,
@@ -330,6 +336,19 @@ std::vector<Param> class_params(CalibClass c, const std::vector<const MeasuredOp
             return a.batch * a.heads_q * ((a.seq_q + kAttentionBlockQ - 1) / kAttentionBlockQ) <= 4 * 132;
           }))
         ps.push_back(p_cta_tail);
+      // The forward's slowdown once one KV head's K and V outgrow L2 (50 MiB on Hopper) shows in
+      // forwards whose K and V of a head exceed 32 MiB: with at least 3 of them, its size and
+      // the ramp's two ends are fitted.
+      const auto beyond_l2 = count([](const MeasuredOp* m) {
+        const AttentionShape& a = m->op.attn;
+        return m->op.pass != Pass::kBwd &&
+               2.0 * static_cast<double>(a.seq_kv) * static_cast<double>(a.head_dim_qk + a.head_dim_v) > 32.0 * kMiB;
+      });
+      if (beyond_l2 >= 3) {
+        ps.push_back(p_l2_slowdown);
+        ps.push_back(p_l2_start);
+        ps.push_back(p_l2_full);
+      }
       return ps;
     }
     case CalibClass::kMemory: {

@@ -308,27 +308,25 @@ double one_attention_time(const AttentionShape& a, double flops, bool backward, 
     const double longest = t * hw.gpu.num_sms * share;
     t = std::max(t + e.attention_cta_tail * longest, longest);
   }
-  // Forward K/V streaming: every CTA reads the K and V rows it attends. Concurrent CTAs of
-  // one KV head sweep them in the same order, so L2 serves them while one head's K and V
-  // fit. Hopper's L2 is two partitions, each caching the data its own SMs read, so data every
-  // SM reads is held twice and a sweep fits in l2_bytes / 2; a cyclic sweep larger than an
-  // LRU cache misses throughout, so the miss share rises from 0 at l2_bytes / 2 to 1 at
-  // l2_bytes (session 17; from l2_bytes to twice that before, which priced forwards of
-  // 98K-180K tokens at d128, K/V of 1-1.8 x l2, 7-13 % too fast). The kernel then runs at the
-  // larger of its compute and its HBM time (TMA loads overlap the math: a hard maximum). The
-  // backward does 2.5x the FLOPs per byte and stays compute-bound.
-  // A sliding window's CTAs of one head read overlapping key ranges in order: the working set
-  // is the keys one CTA touches (window_keys), not the head's whole K and V.
-  const double kv_keys = window_keys > 0 ? std::min(window_keys, static_cast<double>(a.seq_kv))
-                                         : static_cast<double>(a.seq_kv);
-  const double kv_head_bytes = 2.0 * kv_keys * static_cast<double>(a.head_dim_qk + a.head_dim_v);
-  if (!backward && hw.gpu.l2_bytes > 0 && kv_head_bytes > 0.5 * hw.gpu.l2_bytes && hw.gpu.hbm_bw > 0) {
-    const double miss = l2_miss_share(kv_head_bytes, 0.5 * hw.gpu.l2_bytes, hw.gpu.l2_bytes);
-    const double ctas = static_cast<double>(a.batch * a.heads_q) *
-                        std::ceil(static_cast<double>(a.seq_q) / static_cast<double>(kAttentionBlockQ));
-    const double bytes = miss * ctas * static_cast<double>(a.seq_kv) * wf * 2.0 *
-                         static_cast<double>(a.head_dim_qk + a.head_dim_v);
-    t = std::max(t, bytes / (hw.gpu.hbm_bw * e.hbm));
+  // Forward K/V beyond L2: every CTA reads the K and V rows it attends, and concurrent CTAs of
+  // one KV head share them in L2 while the head's K and V fit. Past that the forward slows by
+  // a fixed share, the same on the H100 (3.35 TB/s) and the H200 (4.8 TB/s): the loads' latency
+  // is exposed, their bandwidth is not the limit (validation/measured/h100/attention_l2/; until
+  // session 30 an HBM-bound stream, which priced the H100's long forwards 34-67 % too slow).
+  // The backward (2.5x the FLOPs per byte) does not slow. A sliding window's CTAs of one head
+  // read overlapping key ranges in order: the working set is the keys one CTA touches
+  // (window_keys), not the head's whole K and V. Under the CP ring each step's kernel streams
+  // the one KV block it holds (kv_block keys).
+  if (!backward && e.attention_l2_miss_slowdown > 0 && hw.gpu.l2_bytes > 0) {
+    const double resident = a.kv_block > 0 ? std::min(a.kv_block, a.seq_kv) : a.seq_kv;
+    const double kv_keys = window_keys > 0 ? std::min(window_keys, static_cast<double>(resident))
+                                           : static_cast<double>(resident);
+    const double kv_head_bytes = 2.0 * kv_keys * static_cast<double>(a.head_dim_qk + a.head_dim_v);
+    // A ramp of zero width (full <= start) is a step at start.
+    const double start = e.attention_l2_miss_start * hw.gpu.l2_bytes;
+    const double full = std::max(e.attention_l2_miss_full * hw.gpu.l2_bytes, start + 1.0);
+    const double miss = l2_miss_share(kv_head_bytes, start, full);
+    t *= 1.0 + e.attention_l2_miss_slowdown * miss;
   }
   return t + e.kernel_fixed;
 }

@@ -33,8 +33,8 @@ TEST(HardwareProfile, H100ConvertedOnce) {
   EXPECT_DOUBLE_EQ(h.efficiency.gemm, 0.7342);
   EXPECT_DOUBLE_EQ(h.efficiency.gemm_fp8, 0.6528);
   EXPECT_DOUBLE_EQ(h.efficiency.gemm_fp8_block, 0.6004);
-  EXPECT_DOUBLE_EQ(h.efficiency.attention_fwd, 0.6573);
-  EXPECT_DOUBLE_EQ(h.efficiency.attention_bwd, 0.5453);
+  EXPECT_DOUBLE_EQ(h.efficiency.attention_fwd, 0.661);
+  EXPECT_DOUBLE_EQ(h.efficiency.attention_bwd, 0.546);
   EXPECT_DOUBLE_EQ(h.efficiency.hbm, 0.9004);
   EXPECT_DOUBLE_EQ(h.efficiency.hbm_elementwise, 0.70);
   EXPECT_DOUBLE_EQ(h.efficiency.nvlink, 0.822);
@@ -43,7 +43,10 @@ TEST(HardwareProfile, H100ConvertedOnce) {
   EXPECT_DOUBLE_EQ(h.efficiency.gemm_dim_half, 13.97);
   EXPECT_EQ(h.efficiency.gemm_tile_m, 128);
   EXPECT_EQ(h.efficiency.gemm_tile_n, 128);
-  EXPECT_DOUBLE_EQ(h.efficiency.attention_seq_half, 334.1);
+  EXPECT_DOUBLE_EQ(h.efficiency.attention_seq_half, 337.5);
+  EXPECT_DOUBLE_EQ(h.efficiency.attention_l2_miss_slowdown, 0.2153);
+  EXPECT_DOUBLE_EQ(h.efficiency.attention_l2_miss_start, 0.5255);
+  EXPECT_DOUBLE_EQ(h.efficiency.attention_l2_miss_full, 1.44);
   EXPECT_DOUBLE_EQ(h.efficiency.nvlink_half_bytes, 20.0 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(h.efficiency.nic_half_bytes, 4.0 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(h.allowances.cuda_context, 0.92 * 1024 * 1024 * 1024);
@@ -82,36 +85,40 @@ TEST(HardwareProfile, H200DiffersInMemoryOnly) {
   EXPECT_DOUBLE_EQ(h200.value().interconnect.nvlink_bw, h100.value().interconnect.nvlink_bw);
 }
 
-// The H100 profile carries the calibrated H200 profile's die-level kernel terms (the same GH100
-// die and kernels; session 23, validation/published/DECLARATION_h100_die_port.md) and keeps its
-// own NVLink terms. A refit of the H200 profile that moves one of them fails here until the port
-// is redone.
 // The H100 profile's kernel terms are the H100 fit that validation/measured/h100/DECLARATION.md
-// adopted (validation/measured/h100/scores/h100-fit.yaml, session 29), key for key; its NVLink
-// terms stay its own (8-GPU H100 NCCL figures: the fit had no collective points), and the
+// adopted (validation/measured/h100/scores/h100-fit.yaml, session 29), key for key, except the
+// attention class: the session-30 refit of set A's attention points with the L2 slowdown terms,
+// which validation/measured/h100/attention_l2/DECLARATION.md adopted (h100-l2-fit.yaml). Its
+// NVLink terms stay its own (8-GPU H100 NCCL figures: the fit had no collective points), and the
 // block-scaled FP8 term measured on the H100 is the same in the calibrated H200 profile (the
 // die-port rule read the other way).
 TEST(HardwareProfile, H100CarriesItsAdoptedFit) {
   auto h100 = load_hardware_profile(profile_dir() + "/h100-sxm.yaml");
   auto fit = load_hardware_profile(std::string(LCM_SOURCE_DIR) + "/validation/measured/h100/scores/h100-fit.yaml");
+  auto l2 = load_hardware_profile(std::string(LCM_SOURCE_DIR) +
+                                  "/validation/measured/h100/attention_l2/h100-l2-fit.yaml");
   auto h200 = load_hardware_profile(profile_dir() + "/h200-sxm.calibrated.yaml");
-  ASSERT_TRUE(h100.ok() && fit.ok() && h200.ok());
+  ASSERT_TRUE(h100.ok() && fit.ok() && l2.ok() && h200.ok());
   const EfficiencySpec& a = h100.value().efficiency;
   const EfficiencySpec& b = fit.value().efficiency;
+  const EfficiencySpec& c = l2.value().efficiency;
   for (auto [what, x, y] : {std::tuple{"gemm", a.gemm, b.gemm}, {"gemm_fp8", a.gemm_fp8, b.gemm_fp8},
-                            {"attention_fwd", a.attention_fwd, b.attention_fwd},
-                            {"attention_bwd", a.attention_bwd, b.attention_bwd}, {"hbm", a.hbm, b.hbm},
+                            {"attention_fwd", a.attention_fwd, c.attention_fwd},
+                            {"attention_bwd", a.attention_bwd, c.attention_bwd}, {"hbm", a.hbm, b.hbm},
                             {"hbm_elementwise", a.hbm_elementwise, b.hbm_elementwise},
                             {"gemm_dim_half", a.gemm_dim_half, b.gemm_dim_half},
-                            {"attention_seq_half", a.attention_seq_half, b.attention_seq_half},
-                            {"attention_head_dim_half", a.attention_head_dim_half, b.attention_head_dim_half},
+                            {"attention_seq_half", a.attention_seq_half, c.attention_seq_half},
+                            {"attention_head_dim_half", a.attention_head_dim_half, c.attention_head_dim_half},
                             {"attention_bwd_wide_dim_exponent", a.attention_bwd_wide_dim_exponent,
-                             b.attention_bwd_wide_dim_exponent},
+                             c.attention_bwd_wide_dim_exponent},
                             {"kernel_fixed", a.kernel_fixed, b.kernel_fixed},
                             {"gemm_roofline_exponent", a.gemm_roofline_exponent, b.gemm_roofline_exponent},
                             {"memory_fixed", a.memory_fixed, b.memory_fixed},
                             {"grouped_gemm_fixed", a.grouped_gemm_fixed, b.grouped_gemm_fixed},
-                            {"attention_cta_tail", a.attention_cta_tail, b.attention_cta_tail},
+                            {"attention_cta_tail", a.attention_cta_tail, c.attention_cta_tail},
+                            {"attention_l2_miss_slowdown", a.attention_l2_miss_slowdown, c.attention_l2_miss_slowdown},
+                            {"attention_l2_miss_start", a.attention_l2_miss_start, c.attention_l2_miss_start},
+                            {"attention_l2_miss_full", a.attention_l2_miss_full, c.attention_l2_miss_full},
                             {"attention_window_extra", a.attention_window_extra, b.attention_window_extra},
                             {"gemm_sm_fill_exponent", a.gemm_sm_fill_exponent, b.gemm_sm_fill_exponent},
                             {"gemm_accumulate_miss_bw", a.gemm_accumulate_miss_bw, b.gemm_accumulate_miss_bw},
@@ -128,7 +135,8 @@ TEST(HardwareProfile, H100CarriesItsAdoptedFit) {
   EXPECT_DOUBLE_EQ(a.nvlink, 0.822);
   EXPECT_DOUBLE_EQ(h100.value().uncertainty.nvlink.low, -0.7617);
   // The fit's cross-validated op bands.
-  EXPECT_DOUBLE_EQ(h100.value().uncertainty.attention.low, fit.value().uncertainty.attention.low);
+  EXPECT_DOUBLE_EQ(h100.value().uncertainty.attention.low, l2.value().uncertainty.attention.low);
+  EXPECT_DOUBLE_EQ(h100.value().uncertainty.attention.high, l2.value().uncertainty.attention.high);
   EXPECT_DOUBLE_EQ(h100.value().uncertainty.gemm_bf16.high, fit.value().uncertainty.gemm_bf16.high);
   EXPECT_DOUBLE_EQ(a.gemm_fp8_block, 0.6004);
   EXPECT_DOUBLE_EQ(h200.value().efficiency.gemm_fp8_block, a.gemm_fp8_block);

@@ -1163,7 +1163,12 @@ TEST(PerfValidation, NemoLongSequenceTable) {
   // Session 30's H100 kernel terms (adopted on H100 op data, see kBridgeMaeBound) moved them to
   // 35.8 % (signed +35.8 %), 0 of 9 within 10 % (the 4K row +9.0 -> +10.4 %), the band covering
   // 3 of 9; the guard follows (on the best row's error, now that no row is within 10 %).
-  EXPECT_LE(s.mae(), 35.9);
+  // Session 31 landed the die-level L2 slowdown of long forwards that validation/measured/h100/
+  // attention_l2/DECLARATION.md adopted (held out 25 of 26 ops within 10 %, against 17) and
+  // priced the CP ring's per-step kernels on the KV block each holds: 43.7 % (signed +43.7 %),
+  // the band covering 4 of 9. Both make these rows' long attention faster, and the rows were
+  // already too fast; the kernel evidence decided, and the guard follows.
+  EXPECT_LE(s.mae(), 43.8);
   EXPECT_LE(best, 10.5);
   EXPECT_GE(covered, 3);
   EXPECT_EQ(fit, 9);

@@ -110,6 +110,35 @@ TEST(Schedule, PackedDocumentsShapeTheAttentionOp) {
   EXPECT_EQ(core->attn.seq_kv, 1024);
 }
 
+// The CP ring runs one attention kernel per step on the KV block the rank holds then
+// (Transformer Engine's p2p CP): the op records that block, s / cp keys, as the forward's L2
+// working set (timing.cpp); a2a+p2p's ring holds s / p2p-ranks; all-gather and a2a CP run one
+// kernel over the whole sequence (0 = seq_kv).
+TEST(Schedule, CpRingKernelsHoldOneKvBlock) {
+  Scenario s = base(testing::llama3_8b(), 8);
+  s.parallel.tensor_model_parallel_size = 2;
+  s.parallel.sequence_parallel = true;
+  s.parallel.context_parallel_size = 4;
+  const auto core_of = [&](CpCommType type, std::vector<int> sizes) {
+    s.parallel.cp_comm_type = type;
+    s.parallel.hierarchical_context_parallel_sizes = std::move(sizes);
+    const Built b = build(s);
+    for (const Op& o : b.sched.dense.fwd)
+      if (o.id == OpId::kAttnCore) return o.attn;
+    ADD_FAILURE() << "no attention core";
+    return AttentionShape{};
+  };
+  const int64_t seq = s.training.seq_length;
+  const AttentionShape p2p = core_of(CpCommType::kP2P, {});
+  EXPECT_EQ(p2p.seq_kv, seq);
+  EXPECT_EQ(p2p.kv_block, seq / 4);
+  EXPECT_EQ(core_of(CpCommType::kA2AP2P, {2, 2}).kv_block, seq / 2);
+  EXPECT_EQ(core_of(CpCommType::kAllGather, {}).kv_block, 0);
+  EXPECT_EQ(core_of(CpCommType::kA2A, {}).kv_block, 0);
+  s.parallel.context_parallel_size = 1;
+  EXPECT_EQ(core_of(CpCommType::kP2P, {}).kv_block, 0);
+}
+
 // FP8: each layer GEMM's operands are cast (docs/op-schedule.md §4.1a). attn.proj's input
 // T x (a·d/t) is cast in forward (4 B/element) and its output gradient T x h in backward;
 // QKV's input comes from the norm in FP8 (forward 0 bytes), its gradient is cast. BF16 has

@@ -365,28 +365,49 @@ TEST(TimingAttention, FewCtasLeaveATail) {
   EXPECT_NEAR(attention_time(one, f1, false, h), 132 * even, 1e-15);
 }
 
-// Forward K/V streaming past L2 (50 MiB; data every SM reads is held in both L2 partitions,
-// so a sweep fits in 25 MiB). s = 262144, 32 query heads, d 128, causal: one KV head's K and V
-// are 2 x 262144 x 256 B = 128 MiB > L2, so every CTA reads its keys from HBM: 32 x 2048 CTAs
-// x 131072 keys x 512 B = 4.398e12 B / 2.8475e12 = 1.54453 s, above the compute time
-// 5.630e14 FLOP / (989.4e12 x 0.65 x 131072 / 131584) = 0.87877 s. s = 163840 (80 MiB):
-// all miss too, 0.603332 s against 0.34407 s of compute. s = 98304 (48 MiB): the miss share is
-// (48 - 25) / 25 = 0.92: 0.92 x 32 x 768 x 49152 x 512 B / 2.8475e12 = 0.199823 s against
-// 0.12438 s. At s = 65536 (32 MiB, miss 0.28: 0.0270 s of HBM) compute (0.0556 s) alone.
-// The backward never streams.
-TEST(TimingAttention, ForwardStreamsKvPastL2) {
-  auto fwd = [](int64_t s, bool bwd) {
+// Forward beyond L2 (50 MiB): one KV head's K and V are W = 2 x s x 256 B at d 128. With
+// slowdown 0.2 and the ramp from 0.5 to 1.5 x L2: s = 262144 (W = 128 MiB = 2.56 x L2) misses
+// fully, 1.2 x the compute time 5.630e14 FLOP / (989.4e12 x 0.65 x 131072 / 131584) = 0.878775 s
+// = 1.054530 s; s = 98304 (48 MiB, 0.96 x L2): miss (0.96 - 0.5) / 1 = 0.46, 1.092 x 0.124379 =
+// 0.135822 s; s = 65536 (0.64 x L2): miss 0.14, 1.028 x 0.055565 = 0.057120 s; s = 16384
+// (0.16 x L2) and every backward: compute alone. The term does not depend on the HBM bandwidth
+// (the H100 and the H200 lose the same share), and slowdown 0 turns it off.
+TEST(TimingAttention, ForwardBeyondL2SlowsByAShare) {
+  HardwareSpec h = hw;
+  h.efficiency.attention_l2_miss_slowdown = 0.2;
+  h.efficiency.attention_l2_miss_start = 0.5;
+  h.efficiency.attention_l2_miss_full = 1.5;
+  auto time = [&](int64_t s, bool bwd, const HardwareSpec& x) {
     const AttentionShape a{1, s, s, 32, 8, 128, 128, true, 0.5};
     const double flops = 4.0 * 32 * static_cast<double>(s) * static_cast<double>(s) * 128 * 0.5;
-    return attention_time(a, bwd ? 2.5 * flops : flops, bwd, hw);
+    return attention_time(a, bwd ? 2.5 * flops : flops, bwd, x);
   };
-  EXPECT_NEAR(fwd(262144, false), 1.544529, 1e-6);
-  EXPECT_NEAR(fwd(163840, false), 0.603332, 1e-6);
-  EXPECT_NEAR(fwd(98304, false), 0.199823, 1e-6);
-  const double s65 = 65536.0, compute65 = 4.0 * 32 * s65 * s65 * 128 * 0.5 / (989.4e12 * 0.65 * 32768 / 33280);
-  EXPECT_NEAR(fwd(65536, false), compute65, 1e-12);
-  const double bwd = 2.5 * 4.0 * 32 * 262144.0 * 262144.0 * 128 * 0.5 / (989.4e12 * 0.5 * 131072 / 131584);
-  EXPECT_NEAR(fwd(262144, true), bwd, 1e-9);
+  auto compute = [](double s, double eff) { return 4.0 * 32 * s * s * 128 * 0.5 / (989.4e12 * eff * (s / 2) / (s / 2 + 512)); };
+  EXPECT_NEAR(time(262144, false, h), 1.054530, 1e-6);
+  EXPECT_NEAR(time(98304, false, h), 0.135822, 1e-6);
+  EXPECT_NEAR(time(65536, false, h), 0.057120, 1e-6);
+  EXPECT_NEAR(time(16384, false, h), compute(16384, 0.65), 1e-12);
+  EXPECT_NEAR(time(262144, true, h), 2.5 * compute(262144, 0.5), 1e-9);
+  HardwareSpec slow_hbm = h;
+  slow_hbm.gpu.hbm_bw *= 0.5;
+  EXPECT_DOUBLE_EQ(time(262144, false, slow_hbm), time(262144, false, h));
+  HardwareSpec off = h;
+  off.efficiency.attention_l2_miss_slowdown = 0;
+  EXPECT_NEAR(time(262144, false, off), compute(262144, 0.65), 1e-9);
+  // Under the CP ring (8 ranks) each step's kernel streams one rank's KV block: 32768 keys x
+  // 256 x 2 B = 16 MiB per head, below the ramp's start (25 MiB): no slowdown; the same op
+  // priced over all 262144 keys (one kernel) slows by the full 20 %.
+  AttentionShape ring{1, 32768, 262144, 32, 8, 128, 128, true, 0.5};
+  const double ring_flops = 4.0 * 32 * 32768.0 * 262144.0 * 128 * 0.5;
+  ring.kv_block = 32768;
+  EXPECT_DOUBLE_EQ(attention_time(ring, ring_flops, false, h), attention_time(ring, ring_flops, false, off));
+  ring.kv_block = 0;
+  EXPECT_NEAR(attention_time(ring, ring_flops, false, h) - h.efficiency.kernel_fixed,
+              1.2 * (attention_time(ring, ring_flops, false, off) - h.efficiency.kernel_fixed), 1e-12);
+  // A ramp of zero width is a step at its start.
+  HardwareSpec step = h;
+  step.efficiency.attention_l2_miss_full = 0.5;
+  EXPECT_NEAR(time(65536, false, step), 1.2 * compute(65536, 0.65), 1e-9);
 }
 
 // Sliding-window attention (hand-derived): 1 x 4096 x 4096, 8 heads, d 128, window 512. A

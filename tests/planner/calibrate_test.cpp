@@ -41,8 +41,9 @@ const std::string kSrc = LCM_SOURCE_DIR;
 // 825 (92.4%) with session 17's LL protocol alternative for small ring collectives, 829
 // (92.8%) with its half-L2 K/V sweep, 840 (94.1%) with session 22's split-K chunk; 1534 since
 // session 22's inputs (the mixed held-out sets 7-9, 13 and 14, development sets since their
-// scores): 1431 (93.3%); the first 200 (the 9 original files) at 179 or more.
-constexpr int kCommittedWithin10 = 1431;
+// scores): 1431 (93.3%), 1433 (93.4%) with session 31's die-level L2 slowdown of long
+// forwards; the first 200 (the 9 original files) at 179 or more.
+constexpr int kCommittedWithin10 = 1433;
 constexpr int kCommittedPoints = 1534;
 
 HardwareSpec h200() {
@@ -576,7 +577,7 @@ TEST(Calibrate, WarnsWhenTheMeasurementsAreOfAnotherGpu) {
 
 // The committed H200 fit cross-validated over 5 folds (docs/calibration.md): points within
 // 10% when each is predicted by the fit that did not see its shape.
-constexpr int kCommittedCvWithin10 = 1414;  // of 1534, 5 folds (docs/calibration.md); 818 of 893 before
+constexpr int kCommittedCvWithin10 = 1416;  // of 1534, 5 folds (docs/calibration.md); 1414 before session 31, 818 of 893 before
 
 // Relative noise uniform in [-5%, +5%] from mt19937's raw output (its sequence is fixed by
 // the standard, unlike the distributions').
@@ -840,12 +841,12 @@ TEST(CalibrateCv, EveryReportFormatShowsBoth) {
   ASSERT_EQ(cells.size(), 9u);
   EXPECT_EQ(cells[1], "1534");
   EXPECT_EQ(cells[2], "952");
-  EXPECT_EQ(cells[3], "1431/1534 (93.3%)");
-  EXPECT_EQ(cells[4], "1414/1534 (92.2%)");
+  EXPECT_EQ(cells[3], "1433/1534 (93.4%)");
+  EXPECT_EQ(cells[4], "1416/1534 (92.3%)");
 
   auto md = lcm(base + "--format md");
   EXPECT_THAT(md.out, HasSubstr("### Cross-validation: 5 folds by shape"));
-  EXPECT_THAT(md.out, HasSubstr("1431 of 1534 points within 10% after the fit (93.3%, in-sample; 1414/1534 (92.2%) "
+  EXPECT_THAT(md.out, HasSubstr("1433 of 1534 points within 10% after the fit (93.4%, in-sample; 1416/1534 (92.3%) "
                                 "cross-validated)"));
 
   auto js = lcm(base + "--format json");
@@ -853,8 +854,8 @@ TEST(CalibrateCv, EveryReportFormatShowsBoth) {
   const auto j = nlohmann::json::parse(js.out);
   const auto& cv = j.at("cross_validation");
   EXPECT_EQ(cv.at("folds"), 5);
-  EXPECT_EQ(cv.at("in_sample").at("within_10"), 1431);
-  EXPECT_EQ(cv.at("cross_validated").at("within_10"), 1414);
+  EXPECT_EQ(cv.at("in_sample").at("within_10"), 1433);
+  EXPECT_EQ(cv.at("cross_validated").at("within_10"), 1416);
   EXPECT_TRUE(cv.at("warning").is_null());
   EXPECT_EQ(cv.at("classes").size(), 7u);  // kNumCalibClasses, empty ones included
   for (const char* k : {"within_10_share", "median_abs_error", "mean_abs_error"}) {

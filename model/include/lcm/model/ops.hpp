@@ -469,6 +469,10 @@ struct AttentionShape {
   // FLOPs and time are the two views' weighted by the share (attention_windowed_view). 0 = none.
   int64_t window = 0;
   double windowed_share = 0;
+  // Keys of one KV head that one kernel of this op streams: the CP ring (p2p, and a2a+p2p's
+  // ring) runs one kernel per step on the KV block it holds then, seq_kv / ring size keys
+  // (TE context_parallel.py); the L2 working set of the forward (timing.cpp). 0 = seq_kv.
+  int64_t kv_block = 0;
   bool operator==(const AttentionShape&) const = default;
 };
 

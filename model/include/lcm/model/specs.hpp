@@ -381,6 +381,14 @@ struct EfficiencySpec {
   // tiles a 128-query block touches, partly masked), in tokens; the windowed kernel runs at the
   // causal curve's efficiency for W + this keys per row (timing.cpp). 0 = none.
   double attention_window_extra = 0;
+  // Causal forward attention whose K and V of one KV head (s_kv x (d_qk + d_v) x 2 bytes)
+  // outgrow L2: its time x (1 + attention_l2_miss_slowdown x miss), the miss share rising
+  // linearly from 0 at attention_l2_miss_start x l2_bytes to 1 at attention_l2_miss_full x
+  // l2_bytes (timing.cpp). A property of the die, not of HBM: the H100 and the H200 lose the
+  // same ~15 % (validation/measured/h100/attention_l2/DECLARATION.md). 0 = off.
+  double attention_l2_miss_slowdown = 0;
+  double attention_l2_miss_start = 0;
+  double attention_l2_miss_full = 0;
   // GEMM SM fill: with fewer output tiles (gemm_tile_m x gemm_tile_n) than SMs, efficiency x
   // (tiles / num_sms)^g (split-K recovers part of the idle SMs, so g < 1). 0 = off.
   double gemm_sm_fill_exponent = 0;
