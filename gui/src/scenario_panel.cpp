@@ -1,6 +1,9 @@
 // ScenarioPanel.
 #include "lcm/gui/scenario_panel.hpp"
 
+#include <algorithm>
+
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
@@ -55,7 +58,13 @@ ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
       experts_(new QSpinBox(this)),
       topk_(new QSpinBox(this)),
       capacity_(new QDoubleSpinBox(this)),
-      skew_(new QDoubleSpinBox(this)) {
+      skew_(new QDoubleSpinBox(this)),
+      document_length_(new QSpinBox(this)),
+      lora_rank_(new QSpinBox(this)),
+      lora_qkv_(new QCheckBox("qkv", this)),
+      lora_proj_(new QCheckBox("proj", this)),
+      lora_fc1_(new QCheckBox("fc1", this)),
+      lora_fc2_(new QCheckBox("fc2", this)) {
   auto* box = new QGroupBox("Scenario", this);
   auto* open = new QPushButton("Open…", box);
   auto* save = new QPushButton("Save as…", box);
@@ -121,6 +130,32 @@ ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
   skew_->setToolTip("Routing skew the estimate assumes (model.moe_routing_skew): expert popularity ~ 1/i^S over a "
                     "random placement; the busiest EP rank sets each MoE layer's time and memory");
 
+  document_length_->setObjectName("document_length");
+  document_length_->setRange(0, 1 << 30);  // capped at seq_length in refresh()
+  document_length_->setSingleStep(256);
+  document_length_->setSpecialValueText("one per sequence");
+  document_length_->setToolTip("Packed documents (training.document_length, SFT): attention runs within documents of "
+                               "this many tokens, round(seq_length / document_length) per sequence; 0 = one "
+                               "document per sequence");
+  lora_rank_->setObjectName("lora_rank");
+  lora_rank_->setRange(0, 1 << 16);
+  lora_rank_->setSingleStep(8);
+  lora_rank_->setSpecialValueText("off (all weights train)");
+  lora_rank_->setToolTip("LoRA (training.peft: lora, training.lora_rank): the base model is frozen and runs forward "
+                         "and input gradients only; adapters of this rank on the checked linears train. 0 = peft none");
+  auto* targets = new QWidget(this);
+  auto* targets_row = new QHBoxLayout(targets);
+  targets_row->setContentsMargins(0, 0, 0, 0);
+  const std::pair<QCheckBox*, const char*> boxes[] = {
+      {lora_qkv_, "lora_qkv"}, {lora_proj_, "lora_proj"}, {lora_fc1_, "lora_fc1"}, {lora_fc2_, "lora_fc2"}};
+  for (const auto& [box_, name] : boxes) {
+    box_->setObjectName(name);
+    box_->setToolTip("training.lora_target_modules: linear_" + QString(name).mid(5) +
+                     " (fc1 / fc2 adapt dense MLPs, shared and routed experts)");
+    targets_row->addWidget(box_);
+  }
+  targets_row->addStretch(1);
+
   auto* form = new QFormLayout();
   form->addRow("model", model_);
   form->addRow("hardware profile", hardware_);
@@ -133,6 +168,9 @@ ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
   form->addRow("moe_router_topk", topk_);
   form->addRow("capacity factor", capacity_);
   form->addRow("routing skew", skew_);
+  form->addRow("document length", document_length_);
+  form->addRow("LoRA rank", lora_rank_);
+  form->addRow("LoRA targets", targets);
   auto* inner = new QVBoxLayout(box);
   inner->addLayout(buttons);
   inner->addWidget(path_);
@@ -145,9 +183,11 @@ ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
   connect(model_, &QComboBox::activated, this, &ScenarioPanel::pick_model);
   connect(hardware_, &QComboBox::activated, this, &ScenarioPanel::pick_hardware);
   for (QComboBox* c : {gpus_, seq_, precision_, fp8_recipe_}) connect(c, &QComboBox::activated, this, [this] { apply_knobs(); });
-  for (QSpinBox* s : {gbs_, experts_, topk_})
+  for (QSpinBox* s : {gbs_, experts_, topk_, document_length_, lora_rank_})
     connect(s, &QSpinBox::valueChanged, this, [this] { apply_knobs(); });
   for (QDoubleSpinBox* d : {capacity_, skew_}) connect(d, &QDoubleSpinBox::valueChanged, this, [this] { apply_knobs(); });
+  for (QCheckBox* c : {lora_qkv_, lora_proj_, lora_fc1_, lora_fc2_})
+    connect(c, &QCheckBox::toggled, this, [this] { apply_knobs(); });
   connect(session_, &Session::baseChanged, this, &ScenarioPanel::refresh);
   connect(session_, &Session::estimateChanged, this, &ScenarioPanel::refresh);
   refresh();
@@ -198,6 +238,15 @@ void ScenarioPanel::refresh() {
   capacity_->setEnabled(has_moe(s.model));
   skew_->setValue(s.model.moe_routing_skew);
   skew_->setEnabled(has_moe(s.model));
+  document_length_->setMaximum(static_cast<int>(std::min<int64_t>(s.training.seq_length, 1 << 30)));
+  document_length_->setValue(static_cast<int>(std::min<int64_t>(s.training.document_length, 1 << 30)));
+  const bool lora = s.training.peft == Peft::kLora;
+  lora_rank_->setValue(lora ? static_cast<int>(s.training.lora_rank) : 0);
+  for (const auto& [box_, bit] : {std::pair{lora_qkv_, kLoraQkv}, std::pair{lora_proj_, kLoraProj},
+                                  std::pair{lora_fc1_, kLoraFc1}, std::pair{lora_fc2_, kLoraFc2}}) {
+    box_->setChecked((s.training.lora_targets & bit) != 0);
+    box_->setEnabled(lora);
+  }
   // Layout problems of the current document (a knob change can invalidate the layout).
   const auto& problems = session_->problems();
   if (!problems.empty()) {
@@ -228,6 +277,22 @@ void ScenarioPanel::apply_knobs() {
   s.model.moe_router_topk = topk_->value();
   s.model.moe_expert_capacity_factor = capacity_->value();
   s.model.moe_routing_skew = has_moe(s.model) ? skew_->value() : 0.0;
+  s.training.document_length = document_length_->value();
+  const int rank = lora_rank_->value();
+  s.training.peft = rank > 0 ? Peft::kLora : Peft::kNone;
+  s.training.lora_rank = rank;
+  uint32_t targets = 0;
+  for (const auto& [box_, bit] : {std::pair{lora_qkv_, kLoraQkv}, std::pair{lora_proj_, kLoraProj},
+                                  std::pair{lora_fc1_, kLoraFc1}, std::pair{lora_fc2_, kLoraFc2}})
+    targets |= box_->isChecked() ? bit : 0u;
+  if (rank > 0 && targets == 0) {
+    // The loader's rule (training.lora_target_modules): at least one target.
+    const QString msg = "training.lora_target_modules: expected at least one LoRA target (qkv, proj, fc1, fc2)";
+    show_error("<b>training.lora_target_modules</b>: expected at least one LoRA target (qkv, proj, fc1, fc2)", msg);
+    return;
+  }
+  // peft none keeps the default target set (what the scenario file leaves out).
+  s.training.lora_targets = rank > 0 ? targets : kLoraAllTargets;
   show_error({}, {});
   session_->set_base(s, session_->hardware_ref());
 }

@@ -2,6 +2,7 @@
 // lcm::planner return for the same scenario and layout.
 #include <QBarSet>
 #include <QChart>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QLabel>
@@ -71,6 +72,7 @@ class GuiTest : public QObject {
   void bad_yaml_shows_the_error_with_its_key();
   void knob_change_that_breaks_the_layout_is_reported_with_its_key();
   void fp8_recipe_combo_sets_the_recipe();
+  void document_length_and_lora_controls_set_the_scenario();
   void validation_tab_compares_the_committed_measurements();
   void export_writes_png_and_svg();
   void model_name_is_the_scenarios_own();
@@ -325,6 +327,61 @@ void GuiTest::fp8_recipe_combo_sets_the_recipe() {
   QCOMPARE(w.session()->base().training.fp8_recipe, Fp8Recipe::kBlockwise);
   QVERIFY2(w.session()->has_estimate(), qPrintable(w.scenario_panel()->error_text()));
   QVERIFY(w.session()->estimate().time.step_s > delayed);
+}
+
+// Packed documents and LoRA: each control reaches the scenario and the estimate; the LoRA
+// targets are enabled with a rank, and unchecking every one is the loader's one-line error (the
+// last valid scenario is kept).
+void GuiTest::document_length_and_lora_controls_set_the_scenario() {
+  gui::MainWindow w;
+  QVERIFY(w.scenario_panel()->open_file(kLlama8b));
+  auto* doc = w.scenario_panel()->findChild<QSpinBox*>("document_length");
+  auto* rank = w.scenario_panel()->findChild<QSpinBox*>("lora_rank");
+  auto* qkv = w.scenario_panel()->findChild<QCheckBox*>("lora_qkv");
+  QVERIFY(doc && rank && qkv);
+  QVERIFY(w.session()->has_estimate());
+  const Estimate unpacked = w.session()->estimate();
+  QCOMPARE(doc->value(), 0);
+  QCOMPARE(doc->maximum(), static_cast<int>(w.session()->base().training.seq_length));
+  // Documents of 1024 tokens: attention runs within each, less work than over the sequence.
+  doc->setValue(1024);
+  QCOMPARE(w.session()->base().training.document_length, int64_t{1024});
+  QVERIFY(w.session()->has_estimate());
+  QVERIFY(w.session()->estimate().flops.model_flops < unpacked.flops.model_flops);
+  QVERIFY(w.session()->estimate().time.step_s < unpacked.time.step_s);
+  doc->setValue(0);
+  QCOMPARE(w.session()->base().training.document_length, int64_t{0});
+
+  // LoRA rank 16 on every target: the base model is frozen, no weight gradients, no base
+  // optimizer state: a faster step and a smaller peak.
+  QCOMPARE(rank->value(), 0);
+  QVERIFY(!qkv->isEnabled());
+  rank->setValue(16);
+  QCOMPARE(w.session()->base().training.peft, Peft::kLora);
+  QCOMPARE(w.session()->base().training.lora_rank, int64_t{16});
+  QCOMPARE(w.session()->base().training.lora_targets, kLoraAllTargets);
+  QVERIFY2(w.session()->has_estimate(), qPrintable(w.scenario_panel()->error_text()));
+  QVERIFY(qkv->isEnabled());
+  QVERIFY(w.session()->estimate().time.step_s < unpacked.time.step_s);
+  QVERIFY(w.session()->estimate().memory.peak_bytes < unpacked.memory.peak_bytes);
+  // qkv only.
+  for (const char* name : {"lora_proj", "lora_fc1", "lora_fc2"})
+    w.scenario_panel()->findChild<QCheckBox*>(name)->setChecked(false);
+  QCOMPARE(w.session()->base().training.lora_targets, static_cast<uint32_t>(kLoraQkv));
+  QVERIFY(w.scenario_panel()->error_text().isEmpty());
+  // None: refused with the key; the scenario keeps qkv.
+  qkv->setChecked(false);
+  QVERIFY2(w.scenario_panel()->error_text().contains("training.lora_target_modules"),
+           qPrintable(w.scenario_panel()->error_text()));
+  QCOMPARE(w.session()->base().training.lora_targets, static_cast<uint32_t>(kLoraQkv));
+  qkv->setChecked(true);
+  QVERIFY(w.scenario_panel()->error_text().isEmpty());
+  // Rank 0: peft none, every weight trains again (the estimate of the file's scenario).
+  rank->setValue(0);
+  QCOMPARE(w.session()->base().training.peft, Peft::kNone);
+  QCOMPARE(w.session()->base().training.lora_rank, int64_t{0});
+  QVERIFY(!qkv->isEnabled());
+  QCOMPARE(w.session()->estimate().time.step_s, unpacked.time.step_s);
 }
 
 void GuiTest::validation_tab_compares_the_committed_measurements() {

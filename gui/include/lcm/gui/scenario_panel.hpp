@@ -6,6 +6,7 @@
 #include <QWidget>
 
 QT_BEGIN_NAMESPACE
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -54,6 +55,12 @@ class ScenarioPanel : public QWidget {
   QSpinBox* topk_;
   QDoubleSpinBox* capacity_;
   QDoubleSpinBox* skew_;  // model.moe_routing_skew, the Zipf exponent (0: balanced)
+  QSpinBox* document_length_;  // training.document_length (0: one document per sequence)
+  QSpinBox* lora_rank_;        // training.lora_rank; 0: peft none (every weight trains)
+  QCheckBox* lora_qkv_;        // training.lora_target_modules, enabled with a rank
+  QCheckBox* lora_proj_;
+  QCheckBox* lora_fc1_;
+  QCheckBox* lora_fc2_;
 };
 
 }  // namespace lcm::gui
