@@ -338,6 +338,39 @@ double one_attention_time(const AttentionShape& a, double flops, bool backward, 
 // op's FLOPs per executed pair: the backward's factor included) and its own kernel shape.
 double attention_time(const AttentionShape& a, double flops, bool backward, const HardwareSpec& hw) {
   if (flops <= 0) return 0;
+  // The CP ring (p2p, and a2a+p2p's ring): one kernel per ring step, each on the KV block the
+  // rank holds then (Transformer Engine's AttnFuncWithCPAndKVP2P; lcm-exec bench cp-attention
+  // runs the same steps). Rank r holds the load-balanced chunks r and 2n-1-r of a sequence cut in
+  // 2n: its q = s/n queries, the block B = s/n keys. Step 0 is causal over its own block (q x B
+  // x 1/2 pairs); each of the n-1 others is q x B/2 pairs without a mask: all q over the first
+  // half of the block (a block from an earlier rank) or the second half of q over the whole
+  // block (a later rank's). Every step but the first has both kinds on some rank, and a rank's
+  // next block waits for its predecessor, so the n-1 steps take the slower kind each. Each step
+  // is a kernel of its own: its keys per query, CTA tail, L2 working set and fixed time. The
+  // schedule gives the op s/n queries over all s keys (its FLOPs are the steps' sum); a
+  // sliding window keeps the one-kernel form below.
+  if (a.kv_block > 0 && a.kv_block < a.seq_kv && a.causal && a.window <= 0) {
+    const double useful = attention_core_flops(a);
+    if (!(useful > 0)) return one_attention_time(a, flops, backward, hw);
+    const double per_flop = flops / useful;
+    const int64_t n = std::max<int64_t>(2, (a.seq_kv + a.kv_block / 2) / a.kv_block);
+    AttentionShape diag = a;
+    diag.seq_kv = a.kv_block;
+    diag.kv_block = 0;
+    diag.work_fraction = 0.5;
+    AttentionShape lower = diag;  // all queries, the first half of the block
+    lower.seq_kv = std::max<int64_t>(1, a.kv_block / 2);
+    lower.causal = false;
+    lower.work_fraction = 1.0;
+    AttentionShape upper = diag;  // the second half of the queries, the whole block
+    upper.seq_q = std::max<int64_t>(1, a.seq_q / 2);
+    upper.causal = false;
+    upper.work_fraction = 1.0;
+    const auto step = [&](const AttentionShape& s) {
+      return one_attention_time(s, per_flop * attention_core_flops(s), backward, hw);
+    };
+    return step(diag) + static_cast<double>(n - 1) * std::max(step(lower), step(upper));
+  }
   if (a.window <= 0 || !(a.windowed_share > 0)) return one_attention_time(a, flops, backward, hw);
   const double share = std::min(1.0, a.windowed_share);
   const double useful = attention_core_flops(a);

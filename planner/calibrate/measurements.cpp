@@ -187,7 +187,8 @@ std::vector<int> rank_list(const json& j, const char* key) {
 // without a family-specific shape (MoE phases, CP ring steps):
 //   {"kind": "gemm", "m", "n", "k", "groups", "dtype"} | {"kind": "memory", "bytes", "copy" (optional, false)} |
 //   {"kind": "collective", "collective", "bytes", "group_size"} |
-//   {"kind": "attention", "b", "s_q", "s_kv", "hq", "hkv", "d", "d_v", "work_fraction", "pass"}
+//   {"kind": "attention", "b", "s_q", "s_kv", "hq", "hkv", "d", "d_v", "work_fraction", "pass",
+//    "kv_block" (optional: the keys one kernel of a CP ring step holds)}
 std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ranks,
                                       const std::map<int, std::string>& hosts, int gpn, std::string* why) {
   const std::string kind = mo.value("kind", "");
@@ -235,6 +236,7 @@ std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ra
     a.head_dim_v = mo.contains("d_v") ? integer(mo, "d_v", kMaxDim) : a.head_dim_qk;
     a.work_fraction = mo.contains("work_fraction") ? number(mo, "work_fraction") : 1.0;
     a.causal = a.work_fraction < 1.0;
+    a.kv_block = mo.contains("kv_block") ? integer(mo, "kv_block", kMaxDim) : 0;
     m.op.pass = mo.value("pass", "fwd") == "bwd" ? Pass::kBwd : Pass::kFwd;
     if (a.batch <= 0 || a.seq_q <= 0 || a.seq_kv <= 0 || a.heads_q <= 0 || a.head_dim_qk <= 0)
       return *why = "attention model_op without b, s_q, s_kv, hq, d", std::nullopt;
@@ -375,6 +377,34 @@ std::optional<MeasuredOp> point_op(const json& p, const std::string& key, const 
       m->op.pass = key.find("/bwd/") != std::string::npos || op.ends_with(".bwd") ? Pass::kBwd : Pass::kFwd;
     } else {
       why = "attention point without extra.attention {s, hq, d}";
+    }
+  } else if (family == "cp-attention") {
+    // `bench cp-attention`'s compute-only steps of one rank (L.attn.core.fwd / .bwd): the op
+    // the schedule builds for a CP rank of the p2p ring (schedule_gen.hpp attention_core), s / cp
+    // load-balanced queries over the whole sequence's keys, each step's kernel holding one
+    // rank's KV block (s / cp keys). The ring totals include the messages; the messages are
+    // point-to-point sends of the ring, not a collective of the model.
+    const std::string op = p.value("op", "");
+    const json a = p.contains("extra") ? p["extra"].value("cp_attention", json::object()) : json::object();
+    if (op != "L.attn.core.fwd" && op != "L.attn.core.bwd") {
+      why = "a CP ring total or message (the compute-only steps are the model's op)";
+    } else if (number(a, "s") > 0 && number(a, "cp") > 0 && number(a, "hq") > 0 && number(a, "d") > 0) {
+      const int64_t s = integer(a, "s", kMaxDim), cp = integer(a, "cp", limits::kNumGpus);
+      m = MeasuredOp{};
+      m->op.kind = OpKind::kAttention;
+      AttentionShape& sh = m->op.attn;
+      sh.batch = std::max<int64_t>(1, integer(a, "b", kMaxDim));
+      sh.seq_q = s / cp;
+      sh.seq_kv = s;
+      sh.heads_q = integer(a, "hq", kMaxDim);
+      sh.heads_kv = a.contains("hkv") ? integer(a, "hkv", kMaxDim) : sh.heads_q;
+      sh.head_dim_qk = sh.head_dim_v = integer(a, "d", kMaxDim);
+      sh.causal = true;
+      sh.work_fraction = 0.5;
+      sh.kv_block = cp > 1 ? s / cp : 0;
+      m->op.pass = op.ends_with(".bwd") ? Pass::kBwd : Pass::kFwd;
+    } else {
+      why = "cp-attention point without extra.cp_attention {s, cp, hq, d}";
     }
   } else if (family == "collectives") {
     const auto c = collective_named(p.value("collective", ""));

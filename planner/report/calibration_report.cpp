@@ -25,8 +25,13 @@ std::string shape_of(const MeasuredOp& m) {
       return fmt::format("{}x{}x{}{} {}", o.gemm.m, o.gemm.n, o.gemm.k,
                          o.gemm.groups > 1 ? fmt::format(" /{}", o.gemm.groups) : "", lcm::to_string(o.dtype));
     case OpKind::kAttention:
-      return fmt::format("b{} s{} h{}/{} d{} {}", o.attn.batch, o.attn.seq_q, o.attn.heads_q, o.attn.heads_kv,
-                         o.attn.head_dim_qk, o.pass == Pass::kBwd ? "bwd" : "fwd");
+      // Queries over another key count (a CP rank's share of the sequence): "s8192/32768"; a CP
+      // ring's per-step KV block: " ring 16384".
+      return fmt::format("b{} s{}{} h{}/{} d{}{} {}", o.attn.batch, o.attn.seq_q,
+                         o.attn.seq_kv != o.attn.seq_q ? fmt::format("/{}", o.attn.seq_kv) : "", o.attn.heads_q,
+                         o.attn.heads_kv, o.attn.head_dim_qk,
+                         o.attn.kv_block > 0 ? fmt::format(" ring {}", o.attn.kv_block) : "",
+                         o.pass == Pass::kBwd ? "bwd" : "fwd");
     case OpKind::kMemoryBound: return fmt::format("{:.1f} MiB moved", o.mem.bytes / (1024.0 * 1024.0));
     case OpKind::kCollective:
     case OpKind::kSendRecv:

@@ -142,15 +142,19 @@ using namespace lcm;
 // Over all 73 counted rows: Bridge 20.9 %, NeMo 12.7 %, weak scaling 7.7 %, MoE layer 14.0 %
 // (12 rows), all 16.1 % (signed +8.4 %), 57 within 20 %, band coverage 53 of 61. The bounds follow
 // (the op-level evidence decided the profile, not these rows).
-constexpr double kBridgeMaeBound = 21.0;       // tokens/s, %
-constexpr double kNemoMaeBound = 12.8;         // tokens/s, %
+// Session 31 landed the die-level L2 slowdown of long attention forwards (held out on an H100,
+// validation/measured/h100/attention_l2/) and priced the CP ring's attention as its per-step
+// kernels (validation/measured/h200/cp_ring/): Bridge 20.8 %, NeMo 12.6 %, all 16.0 % (+8.4 %),
+// 57 within 20 %, band coverage 55 of 61. Bounds tightened.
+constexpr double kBridgeMaeBound = 20.9;       // tokens/s, %
+constexpr double kNemoMaeBound = 12.7;         // tokens/s, %
 constexpr double kWeakScalingMaeBound = 7.8;   // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 14.1;     // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 16.2;      // all counted rows, primary metric, %
+constexpr double kOverallMaeBound = 16.1;      // all counted rows, primary metric, %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14, 47 of 57 in
 // session 21, 49 of 57 in session 23. A floor, like the bounds above.
-constexpr int kMinBandCovered = 53;  // 53 of 61 with the LoRA rows (session 29)
+constexpr int kMinBandCovered = 55;  // 53 of 61 with the LoRA rows (session 29), 55 since session 31
 constexpr int kMinWithin20Pct = 57;            // counted rows within 20 % on their primary metric
 constexpr int kMinCounted = 73;                // rows evaluated and counted (67 before session 30's blockwise rows)
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)
@@ -1167,8 +1171,9 @@ TEST(PerfValidation, NemoLongSequenceTable) {
   // attention_l2/DECLARATION.md adopted (held out 25 of 26 ops within 10 %, against 17) and
   // priced the CP ring's per-step kernels on the KV block each holds: 43.7 % (signed +43.7 %),
   // the band covering 4 of 9. Both make these rows' long attention faster, and the rows were
-  // already too fast; the kernel evidence decided, and the guard follows.
-  EXPECT_LE(s.mae(), 43.8);
+  // already too fast; the kernel evidence decided, and the guard follows. Pricing the ring's
+  // steps as kernels of their own (validation/measured/h200/cp_ring/) then gave 42.9 %.
+  EXPECT_LE(s.mae(), 43.0);
   EXPECT_LE(best, 10.5);
   EXPECT_GE(covered, 3);
   EXPECT_EQ(fit, 9);

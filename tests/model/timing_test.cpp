@@ -410,6 +410,33 @@ TEST(TimingAttention, ForwardBeyondL2SlowsByAShare) {
   EXPECT_NEAR(time(65536, false, step), 1.2 * compute(65536, 0.65), 1e-9);
 }
 
+// The CP ring (hand-derived): a rank of a ring of 4 over 16384 tokens holds 4096 queries and
+// runs 4 kernels on 4096-key blocks, 8 heads, d 128 (4096 FLOPs per pair): step 0 causal (4096
+// x 4096 / 2 pairs, 2048 keys per query: 0.65 x 2048 / 2560 = 0.52 of the peak); the 3 others
+// 4096 x 2048 pairs, unmasked, the slower of all queries over half the block (2048 keys: 0.52)
+// and half the queries over the block (4096 keys: 0.65 x 4096 / 4608 = 0.5778), each with the
+// fixed time. One kernel over all 16384 keys (8192 per query: 0.65 x 8192 / 8704) was faster.
+TEST(TimingAttention, CpRingRunsOneKernelPerStep) {
+  HardwareSpec h = hw;
+  h.efficiency.kernel_fixed = 5e-6;
+  AttentionShape a{1, 4096, 16384, 8, 8, 128, 128, true, 0.5};
+  a.kv_block = 4096;
+  const double pair = 2.0 * 8 * 256;
+  const double total = pair * 4096.0 * 16384.0 * 0.5, step = pair * 4096.0 * 2048.0;
+  const double expected = 4.0 * (step / (989.4e12 * 0.52) + 5e-6);
+  EXPECT_NEAR(attention_time(a, total, false, h), expected, 1e-12);
+  // The backward: the same steps at attention_bwd (0.5 x 2048 / 2560 = 0.4), 2.5x the FLOPs.
+  EXPECT_NEAR(attention_time(a, 2.5 * total, true, h), 4.0 * (2.5 * step / (989.4e12 * 0.4) + 5e-6), 1e-12);
+  a.kv_block = 0;
+  EXPECT_NEAR(attention_time(a, total, false, h), total / (989.4e12 * 0.65 * 8192.0 / 8704.0) + 5e-6, 1e-12);
+  // A ring of one block (kv_block = s_kv) is the one kernel.
+  AttentionShape one{1, 4096, 4096, 8, 8, 128, 128, true, 0.5};
+  const double f1 = pair * 4096.0 * 4096.0 * 0.5;
+  const double t1 = attention_time(one, f1, false, h);
+  one.kv_block = 4096;
+  EXPECT_DOUBLE_EQ(attention_time(one, f1, false, h), t1);
+}
+
 // Sliding-window attention (hand-derived): 1 x 4096 x 4096, 8 heads, d 128, window 512. A
 // windowed layer does 512 x 4096 - 512^2 / 2 = 1966080 pairs (0.1171875 of s^2): a query row
 // attends 480 keys on average, so the kernel runs at 0.65 x 480 / (480 + 512) of the peak, a

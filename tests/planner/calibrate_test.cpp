@@ -298,6 +298,34 @@ TEST(Calibrate, ReadsMoePhasesAsModelOps) {
   EXPECT_THAT(skipped[1], HasSubstr("whole-layer total"));
 }
 
+// `bench cp-attention`'s compute-only steps (the committed 2 x H200 CP 2 ring) are the op the
+// schedule builds for a CP rank of the p2p ring: s/2 queries over s keys, causal, the KV block
+// of a step s/2; the ring totals and messages are skipped (validation/measured/h200/cp_ring/).
+TEST(CalibrateInput, CpRingComputeStepsAreTheSchedulesOp) {
+  std::vector<std::string> skipped;
+  auto r = calib::parse_exec_summary(slurp(kSrc + "/validation/measured/h200/cp_attention_cp2.json"), "cp.json", 8,
+                                     &skipped);
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  ASSERT_EQ(r.value().size(), 6u);
+  const int64_t seqs[] = {8192, 32768, 131072};
+  for (size_t i = 0; i < 6; ++i) {
+    const MeasuredOp& m = r.value()[i];
+    const int64_t s = seqs[i / 2];
+    EXPECT_EQ(m.op.kind, OpKind::kAttention);
+    EXPECT_EQ(m.op.pass, i % 2 == 0 ? Pass::kFwd : Pass::kBwd) << i;
+    EXPECT_EQ(m.op.attn.seq_q, s / 2);
+    EXPECT_EQ(m.op.attn.seq_kv, s);
+    EXPECT_EQ(m.op.attn.kv_block, s / 2);
+    EXPECT_EQ(m.op.attn.heads_q, 32);
+    EXPECT_EQ(m.op.attn.heads_kv, 8);
+    EXPECT_EQ(m.op.attn.head_dim_qk, 128);
+    EXPECT_DOUBLE_EQ(m.op.attn.work_fraction, 0.5);
+  }
+  EXPECT_NEAR(r.value()[4].measured_s, 115464.28680419922e-6, 1e-12);  // 128K forward, rank 0
+  ASSERT_EQ(skipped.size(), 15u);
+  for (const std::string& s : skipped) EXPECT_THAT(s, HasSubstr("a CP ring total or message"));
+}
+
 // A grouped GEMM's weight gradient splits the tokens (k), not the rows: 128 experts' dW of
 // 2048 x 7168 over 256 tokens each run at the efficiency of 2048 x 7168 x 256 GEMMs, plus
 // the fixed time of one kernel for the first expert and the back-to-back fixed time
