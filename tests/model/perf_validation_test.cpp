@@ -146,16 +146,25 @@ using namespace lcm;
 // validation/measured/h100/attention_l2/) and priced the CP ring's attention as its per-step
 // kernels (validation/measured/h200/cp_ring/): Bridge 20.8 %, NeMo 12.6 %, all 16.0 % (+8.4 %),
 // 57 within 20 %, band coverage 55 of 61. Bounds tightened.
-constexpr double kBridgeMaeBound = 20.9;       // tokens/s, %
-constexpr double kNemoMaeBound = 12.7;         // tokens/s, %
-constexpr double kWeakScalingMaeBound = 7.8;   // TFLOP/s (non-causal), %
-constexpr double kMoeLayerMaeBound = 14.1;     // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 16.1;      // all counted rows, primary metric, %
+// Then the H100's elementwise rate: 0.70 -> 0.79 from the H100's own kernel probe, adopted by the
+// rule declared before measuring (validation/measured/h100/train_suite2/DECLARATION.md: a second
+// held-out H100 train suite, step median |error| 8.6 -> 2.5 %). Re-scored once here: Bridge 22.0 %,
+// NeMo 14.6 %, weak scaling 8.2 %, MoE layer 15.1 %, all 17.3 % (signed +9.4 %), 54 within 20 %,
+// band coverage 54 of 61.
+// Every row gets faster and the rows were already too fast: the memory-bound over-pricing had
+// hidden part of what the model misses in composition. The bounds follow (the kernel and the
+// held-out training evidence decided).
+constexpr double kBridgeMaeBound = 22.1;       // tokens/s, %
+constexpr double kNemoMaeBound = 14.7;         // tokens/s, %
+constexpr double kWeakScalingMaeBound = 8.3;   // TFLOP/s (non-causal), %
+constexpr double kMoeLayerMaeBound = 15.2;     // fwd+bwd ms, %
+constexpr double kOverallMaeBound = 17.4;      // all counted rows, primary metric, %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14, 47 of 57 in
 // session 21, 49 of 57 in session 23. A floor, like the bounds above.
-constexpr int kMinBandCovered = 55;  // 53 of 61 with the LoRA rows (session 29), 55 since session 31
-constexpr int kMinWithin20Pct = 57;            // counted rows within 20 % on their primary metric
+constexpr int kMinBandCovered = 54;  // 53 of 61 with the LoRA rows (session 29), 55 after session 31's L2 term,
+                                     // 54 after its H100 elementwise rate (the spread moved)
+constexpr int kMinWithin20Pct = 54;            // counted rows within 20 % on their primary metric (57 before the H100 elementwise rate)
 constexpr int kMinCounted = 73;                // rows evaluated and counted (67 before session 30's blockwise rows)
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)
 constexpr int kMinNemoNonCausalMatches = 9;
@@ -1172,9 +1181,11 @@ TEST(PerfValidation, NemoLongSequenceTable) {
   // priced the CP ring's per-step kernels on the KV block each holds: 43.7 % (signed +43.7 %),
   // the band covering 4 of 9. Both make these rows' long attention faster, and the rows were
   // already too fast; the kernel evidence decided, and the guard follows. Pricing the ring's
-  // steps as kernels of their own (validation/measured/h200/cp_ring/) then gave 42.9 %.
-  EXPECT_LE(s.mae(), 43.0);
-  EXPECT_LE(best, 10.5);
+  // steps as kernels of their own (validation/measured/h200/cp_ring/) then gave 42.9 %; the H100's
+  // elementwise rate from its own kernel probe (validation/measured/h100/train_suite2/) 44.3 %,
+  // the 4K row +13.0 %.
+  EXPECT_LE(s.mae(), 44.4);
+  EXPECT_LE(best, 13.1);
   EXPECT_GE(covered, 3);
   EXPECT_EQ(fit, 9);
 }

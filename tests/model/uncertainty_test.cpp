@@ -47,19 +47,19 @@ TEST(StepBand, HandDerived) {
   EXPECT_TRUE(b.op_present);
   EXPECT_NEAR(b.op_center, 0.028, 1e-12);
   EXPECT_NEAR(b.op_half, 0.134, 1e-12);
-  // Composition (stored spread -5.19% / +44.41%, session 31): m_c = (ln 0.9481 + ln 1.4441) / 2
-  // = 0.1570955, s_c = (ln 1.4441 - ln 0.9481) / 2 = 0.2103908.
-  EXPECT_NEAR(b.comp_center, 0.1570955, 1e-6);
-  EXPECT_NEAR(b.comp_half, 0.2103908, 1e-6);
-  // m = 0.1850955, s = sqrt(0.134^2 + 0.2103908^2) = 0.2494399:
-  // low = exp(-0.0643444) - 1 = -0.0623180, high = exp(0.4345354) - 1 = 0.5442455.
-  EXPECT_NEAR(b.low, -0.0623180, 1e-6);
-  EXPECT_NEAR(b.high, 0.5442455, 1e-6);
-  // A 10 s prediction: 9.377 .. 15.442 s; an MFU of 40%: 25.90% .. 42.66%.
-  EXPECT_NEAR(time_range(10.0, b).low, 9.376820, 1e-5);
-  EXPECT_NEAR(time_range(10.0, b).high, 15.442455, 1e-5);
-  EXPECT_NEAR(rate_range(0.40, b).low, 0.2590262, 1e-7);  // 0.40 / 1.5442455
-  EXPECT_NEAR(rate_range(0.40, b).high, 0.4265839, 1e-7);  // 0.40 / 0.9376820
+  // Composition (stored spread -4.31% / +44.90%, session 31): m_c = (ln 0.9569 + ln 1.4490) / 2
+  // = 0.1634086, s_c = (ln 1.4490 - ln 0.9569) / 2 = 0.2074650.
+  EXPECT_NEAR(b.comp_center, 0.1634086, 1e-6);
+  EXPECT_NEAR(b.comp_half, 0.2074650, 1e-6);
+  // m = 0.1914086, s = sqrt(0.134^2 + 0.2074650^2) = 0.2469772:
+  // low = exp(-0.0555686) - 1 = -0.0540528, high = exp(0.4383858) - 1 = 0.5502029.
+  EXPECT_NEAR(b.low, -0.0540528, 1e-6);
+  EXPECT_NEAR(b.high, 0.5502029, 1e-6);
+  // A 10 s prediction: 9.459 .. 15.502 s; an MFU of 40%: 25.80% .. 42.29%.
+  EXPECT_NEAR(time_range(10.0, b).low, 9.459472, 1e-5);
+  EXPECT_NEAR(time_range(10.0, b).high, 15.502029, 1e-5);
+  EXPECT_NEAR(rate_range(0.40, b).low, 0.2580307, 1e-7);  // 0.40 / 1.5502029
+  EXPECT_NEAR(rate_range(0.40, b).high, 0.4228566, 1e-7);  // 0.40 / 0.9459472
 }
 
 TEST(StepBand, Fp8GemmsTakeTheFp8Band) {
@@ -67,9 +67,9 @@ TEST(StepBand, Fp8GemmsTakeTheFp8Band) {
   // Only the GEMM term changes: 0.44 x (-0.1) instead of 0: m_op = -0.016, s_op unchanged.
   EXPECT_NEAR(b.op_center, -0.016, 1e-12);
   EXPECT_NEAR(b.op_half, 0.134, 1e-12);
-  // m = 0.1410955, s = 0.2494399: low = exp(-0.1083444) - 1, high = exp(0.3905354) - 1.
-  EXPECT_NEAR(b.low, -0.1026815, 1e-6);
-  EXPECT_NEAR(b.high, 0.4777718, 1e-6);
+  // m = 0.1474086, s = 0.2469772: low = exp(-0.0995686) - 1, high = exp(0.3943858) - 1.
+  EXPECT_NEAR(b.low, -0.0947721, 1e-6);
+  EXPECT_NEAR(b.high, 0.4834728, 1e-6);
 }
 
 TEST(StepBand, WithoutOpResidualsTheBandIsTheCompositionSpread) {
@@ -77,8 +77,8 @@ TEST(StepBand, WithoutOpResidualsTheBandIsTheCompositionSpread) {
   EXPECT_FALSE(b.op_present);
   EXPECT_EQ(b.op_center, 0.0);
   EXPECT_EQ(b.op_half, 0.0);
-  EXPECT_NEAR(b.low, -0.0519, 1e-12);
-  EXPECT_NEAR(b.high, 0.4441, 1e-12);
+  EXPECT_NEAR(b.low, -0.0431, 1e-12);
+  EXPECT_NEAR(b.high, 0.4490, 1e-12);
   EXPECT_TRUE(composition_spread().development_set);
   EXPECT_EQ(composition_spread().rows, 82);
 }

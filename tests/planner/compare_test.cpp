@@ -475,29 +475,28 @@ TEST(CompareHost, BadHostCostsAreOneLineErrors) {
   EXPECT_NE(missing.error().str().find("host.kernel_enqueue_s"), std::string::npos) << missing.error().str();
 }
 
-// The first `lcm-exec train` suite on an H100 (validation/measured/h100/train_suite1/, held out
-// when scored in session 31 with --profile h100-sxm: step median |error| 1.6 %, worst 6.7 %;
-// peak allocated 0.8 % / 1.6 %). Re-predicted from the committed summaries, run by run: a model
-// change that moves any run's step past its recorded error by more than 1.5 points, or the
-// suite's median or worst past the recorded figures by more than 0.5 point, fails here (a
-// guard; the runs are a development set since their score).
-TEST(TrainSuiteH100, TheHeldOutScoreHolds) {
-  const fs::path runs = fs::path(LCM_SOURCE_DIR) / "validation/measured/h100/train_suite1/runs";
-  struct Run {
-    const char* name;
-    const char* scenario;
-    double step_error;  // predicted / measured - 1, as scored
-    double peak_error;
-  };
-  const Run suite[] = {{"llama8b_s8k_none", "llama3.1-8b", 0.065, 0.001},
-                       {"llama8b_s32k_full", "llama3.1-8b", -0.006, -0.005},
-                       {"llama8b_s64k_full", "llama3.1-8b", -0.016, -0.010},
-                       {"llama8b_s64k_sel_mb1", "llama3.1-8b", -0.008, -0.008},
-                       {"llama8b_s128k_full", "llama3.1-8b", 0.003, -0.016},
-                       {"mixtral_s16k_sel_mb1", "mixtral-8x7b", 0.043, -0.012},
-                       {"qwen3_30b_s8k_full_mb4", "qwen3-30b-a3b", 0.067, 0.002}};
+// The `lcm-exec train` suites on an H100 (validation/measured/h100/train_suite1/ and
+// train_suite2/), re-predicted from the committed summaries with --profile h100-sxm, run by run:
+// a model change that moves any run's step error by more than 1.5 points, or its peak allocated
+// error by more than 0.5, fails here, and so does a suite median or worst past the recorded one
+// by more than 0.5 point (a guard; both suites are development sets since their scores).
+// Suite 1, held out when scored at 9243a25 (step median 1.6 %, worst 6.7 %), and suite 2, held
+// out for the elementwise rate (train_suite2/DECLARATION.md: 8.6 % / 13.9 % with 0.70, 2.5 % /
+// 10.1 % with the adopted 0.79); the figures below are the profile's since then.
+namespace {
+
+struct SuiteRun {
+  const char* name;
+  const char* scenario;
+  double step_error;  // predicted / measured - 1
+  double peak_error;
+};
+
+void expect_suite_holds(const char* suite, const std::vector<SuiteRun>& runs_of, double median_step,
+                        double worst_step, double median_peak, double worst_peak) {
+  const fs::path runs = fs::path(LCM_SOURCE_DIR) / "validation/measured/h100" / suite / "runs";
   std::vector<double> step, peak;
-  for (const Run& r : suite) {
+  for (const SuiteRun& r : runs_of) {
     SCOPED_TRACE(r.name);
     auto m = lcm::report::read_train_summary((runs / r.name).string());
     ASSERT_TRUE(m) << m.error().str();
@@ -517,12 +516,40 @@ TEST(TrainSuiteH100, TheHeldOutScoreHolds) {
         peak.push_back(std::fabs(pe));
       }
   }
-  ASSERT_EQ(step.size(), 7u);
-  ASSERT_EQ(peak.size(), 7u);
+  ASSERT_EQ(step.size(), runs_of.size());
+  ASSERT_EQ(peak.size(), runs_of.size());
   std::sort(step.begin(), step.end());
   std::sort(peak.begin(), peak.end());
-  EXPECT_LE(step[3], 0.016 + 0.005);  // median of 7
-  EXPECT_LE(step[6], 0.067 + 0.005);
-  EXPECT_LE(peak[3], 0.008 + 0.005);
-  EXPECT_LE(peak[6], 0.016 + 0.005);
+  const auto median = [](const std::vector<double>& v) {
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  };
+  EXPECT_LE(median(step), median_step + 0.005);
+  EXPECT_LE(step.back(), worst_step + 0.005);
+  EXPECT_LE(median(peak), median_peak + 0.005);
+  EXPECT_LE(peak.back(), worst_peak + 0.005);
+}
+
+}  // namespace
+
+TEST(TrainSuiteH100, SuiteOneHolds) {
+  expect_suite_holds("train_suite1",
+                     {{"llama8b_s8k_none", "llama3.1-8b", 0.047, 0.001},
+                      {"llama8b_s32k_full", "llama3.1-8b", -0.018, -0.005},
+                      {"llama8b_s64k_full", "llama3.1-8b", -0.025, -0.010},
+                      {"llama8b_s64k_sel_mb1", "llama3.1-8b", -0.017, -0.008},
+                      {"llama8b_s128k_full", "llama3.1-8b", -0.003, -0.016},
+                      {"mixtral_s16k_sel_mb1", "mixtral-8x7b", 0.011, -0.012},
+                      {"qwen3_30b_s8k_full_mb4", "qwen3-30b-a3b", 0.037, 0.002}},
+                     0.018, 0.047, 0.008, 0.016);
+}
+
+TEST(TrainSuiteH100, SuiteTwoHolds) {
+  expect_suite_holds("train_suite2",
+                     {{"llama8b_s2k_none_mb4", "llama3.1-8b", 0.101, 0.003},
+                      {"llama8b_s16k_none_mb1", "llama3.1-8b", 0.019, -0.001},
+                      {"llama8b_s96k_full", "llama3.1-8b", 0.008, -0.013},
+                      {"mixtral_s4k_mb1", "mixtral-8x7b", 0.030, -0.002},
+                      {"qwen3_30b_s2k_mb2", "qwen3-30b-a3b", 0.020, -0.001},
+                      {"qwen3_30b_s4k_cf1.25_mb2", "qwen3-30b-a3b", 0.089, 0.001}},
+                     0.025, 0.101, 0.002, 0.013);
 }
