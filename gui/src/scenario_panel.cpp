@@ -41,6 +41,15 @@ void select_data(QComboBox* c, const QVariant& v) {
 
 QString html_escape(const std::string& s) { return QString::fromStdString(s).toHtmlEscaped(); }
 
+// The LoRA target boxes: the scenario's bit and the box's label (its object name is "lora_" and
+// the label), in ScenarioPanel::lora_targets_' order.
+struct LoraTargetBox {
+  LoraTarget bit;
+  const char* label;
+};
+constexpr std::array<LoraTargetBox, 4> kLoraTargetBoxes{
+    {{kLoraQkv, "qkv"}, {kLoraProj, "proj"}, {kLoraFc1, "fc1"}, {kLoraFc2, "fc2"}}};
+
 }  // namespace
 
 ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
@@ -61,10 +70,7 @@ ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
       skew_(new QDoubleSpinBox(this)),
       document_length_(new QSpinBox(this)),
       lora_rank_(new QSpinBox(this)),
-      lora_qkv_(new QCheckBox("qkv", this)),
-      lora_proj_(new QCheckBox("proj", this)),
-      lora_fc1_(new QCheckBox("fc1", this)),
-      lora_fc2_(new QCheckBox("fc2", this)) {
+      lora_targets_{} {
   auto* box = new QGroupBox("Scenario", this);
   auto* open = new QPushButton("Open…", box);
   auto* save = new QPushButton("Save as…", box);
@@ -146,13 +152,14 @@ ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
   auto* targets = new QWidget(this);
   auto* targets_row = new QHBoxLayout(targets);
   targets_row->setContentsMargins(0, 0, 0, 0);
-  const std::pair<QCheckBox*, const char*> boxes[] = {
-      {lora_qkv_, "lora_qkv"}, {lora_proj_, "lora_proj"}, {lora_fc1_, "lora_fc1"}, {lora_fc2_, "lora_fc2"}};
-  for (const auto& [box_, name] : boxes) {
-    box_->setObjectName(name);
-    box_->setToolTip("training.lora_target_modules: linear_" + QString(name).mid(5) +
+  for (size_t i = 0; i < kLoraTargetBoxes.size(); ++i) {
+    const QString label = kLoraTargetBoxes[i].label;
+    auto* box_ = new QCheckBox(label, targets);
+    box_->setObjectName("lora_" + label);
+    box_->setToolTip("training.lora_target_modules: linear_" + label +
                      " (fc1 / fc2 adapt dense MLPs, shared and routed experts)");
     targets_row->addWidget(box_);
+    lora_targets_[i] = box_;
   }
   targets_row->addStretch(1);
 
@@ -186,8 +193,7 @@ ScenarioPanel::ScenarioPanel(Session* session, QWidget* parent)
   for (QSpinBox* s : {gbs_, experts_, topk_, document_length_, lora_rank_})
     connect(s, &QSpinBox::valueChanged, this, [this] { apply_knobs(); });
   for (QDoubleSpinBox* d : {capacity_, skew_}) connect(d, &QDoubleSpinBox::valueChanged, this, [this] { apply_knobs(); });
-  for (QCheckBox* c : {lora_qkv_, lora_proj_, lora_fc1_, lora_fc2_})
-    connect(c, &QCheckBox::toggled, this, [this] { apply_knobs(); });
+  for (QCheckBox* c : lora_targets_) connect(c, &QCheckBox::toggled, this, [this] { apply_knobs(); });
   connect(session_, &Session::baseChanged, this, &ScenarioPanel::refresh);
   connect(session_, &Session::estimateChanged, this, &ScenarioPanel::refresh);
   refresh();
@@ -242,10 +248,9 @@ void ScenarioPanel::refresh() {
   document_length_->setValue(static_cast<int>(std::min<int64_t>(s.training.document_length, 1 << 30)));
   const bool lora = s.training.peft == Peft::kLora;
   lora_rank_->setValue(lora ? static_cast<int>(s.training.lora_rank) : 0);
-  for (const auto& [box_, bit] : {std::pair{lora_qkv_, kLoraQkv}, std::pair{lora_proj_, kLoraProj},
-                                  std::pair{lora_fc1_, kLoraFc1}, std::pair{lora_fc2_, kLoraFc2}}) {
-    box_->setChecked((s.training.lora_targets & bit) != 0);
-    box_->setEnabled(lora);
+  for (size_t i = 0; i < kLoraTargetBoxes.size(); ++i) {
+    lora_targets_[i]->setChecked((s.training.lora_targets & kLoraTargetBoxes[i].bit) != 0);
+    lora_targets_[i]->setEnabled(lora);
   }
   // Layout problems of the current document (a knob change can invalidate the layout).
   const auto& problems = session_->problems();
@@ -282,13 +287,12 @@ void ScenarioPanel::apply_knobs() {
   s.training.peft = rank > 0 ? Peft::kLora : Peft::kNone;
   s.training.lora_rank = rank;
   uint32_t targets = 0;
-  for (const auto& [box_, bit] : {std::pair{lora_qkv_, kLoraQkv}, std::pair{lora_proj_, kLoraProj},
-                                  std::pair{lora_fc1_, kLoraFc1}, std::pair{lora_fc2_, kLoraFc2}})
-    targets |= box_->isChecked() ? bit : 0u;
+  for (size_t i = 0; i < kLoraTargetBoxes.size(); ++i)
+    targets |= lora_targets_[i]->isChecked() ? kLoraTargetBoxes[i].bit : 0u;
   if (rank > 0 && targets == 0) {
     // The loader's rule (training.lora_target_modules): at least one target.
-    const QString msg = "training.lora_target_modules: expected at least one LoRA target (qkv, proj, fc1, fc2)";
-    show_error("<b>training.lora_target_modules</b>: expected at least one LoRA target (qkv, proj, fc1, fc2)", msg);
+    const QString key = "training.lora_target_modules", what = "expected at least one LoRA target (qkv, proj, fc1, fc2)";
+    show_error(QString("<b>%1</b>: %2").arg(key, what), key + ": " + what);
     return;
   }
   // peft none keeps the default target set (what the scenario file leaves out).

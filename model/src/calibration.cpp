@@ -340,9 +340,7 @@ std::vector<Param> class_params(CalibClass c, const std::vector<const MeasuredOp
       // forwards whose K and V of a head exceed 32 MiB: with at least 3 of them, its size and
       // the ramp's two ends are fitted.
       const auto beyond_l2 = count([](const MeasuredOp* m) {
-        const AttentionShape& a = m->op.attn;
-        return m->op.pass != Pass::kBwd &&
-               2.0 * static_cast<double>(a.seq_kv) * static_cast<double>(a.head_dim_qk + a.head_dim_v) > 32.0 * kMiB;
+        return m->op.pass != Pass::kBwd && attention_kv_head_bytes(m->op.attn) > 32.0 * kMiB;
       });
       if (beyond_l2 >= 3) {
         ps.push_back(p_l2_slowdown);

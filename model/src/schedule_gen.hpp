@@ -413,7 +413,7 @@ void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, do
     switch (type) {
       case CpCommType::kP2P:
         ring(c);
-        a.attn.kv_block = static_cast<int64_t>(seq / c);
+        set_cp_ring_sequence(a.attn, static_cast<int64_t>(seq), c);
         break;
       case CpCommType::kAllGather:
         // K and V gathered separately (full sequence); the backward reduce-scatters dK, dV.
@@ -434,11 +434,8 @@ void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, do
         }
         // a2a+p2p: after the a2a a rank holds s/n_p2p tokens of heads/n_a2a, the same KV
         // block as plain p2p, in a ring over n_p2p.
-        if (type == CpCommType::kA2AP2P && n_p2p > 1) {
-          ring(n_p2p);
-          a.attn.kv_block = static_cast<int64_t>(seq / n_p2p);
-        }
-        a.attn.seq_q = static_cast<int64_t>(seq / n_p2p);
+        if (type == CpCommType::kA2AP2P) ring(n_p2p);
+        set_cp_ring_sequence(a.attn, static_cast<int64_t>(seq), n_p2p);
         a.attn.heads_q = static_cast<int64_t>(heads_q / n_a2a);
         a.attn.heads_kv = static_cast<int64_t>(std::max(1.0, heads_kv / n_a2a));
         break;

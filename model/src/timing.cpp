@@ -318,10 +318,7 @@ double one_attention_time(const AttentionShape& a, double flops, bool backward, 
   // (window_keys), not the head's whole K and V. Under the CP ring each step's kernel streams
   // the one KV block it holds (kv_block keys).
   if (!backward && e.attention_l2_miss_slowdown > 0 && hw.gpu.l2_bytes > 0) {
-    const double resident = a.kv_block > 0 ? std::min(a.kv_block, a.seq_kv) : a.seq_kv;
-    const double kv_keys = window_keys > 0 ? std::min(window_keys, static_cast<double>(resident))
-                                           : static_cast<double>(resident);
-    const double kv_head_bytes = 2.0 * kv_keys * static_cast<double>(a.head_dim_qk + a.head_dim_v);
+    const double kv_head_bytes = attention_kv_head_bytes(a, window_keys);
     // A ramp of zero width (full <= start) is a step at start.
     const double start = e.attention_l2_miss_start * hw.gpu.l2_bytes;
     const double full = std::max(e.attention_l2_miss_full * hw.gpu.l2_bytes, start + 1.0);
@@ -332,6 +329,11 @@ double one_attention_time(const AttentionShape& a, double flops, bool backward, 
 }
 
 }  // namespace
+
+double attention_kv_head_bytes(const AttentionShape& a, double keys) {
+  const double resident = static_cast<double>(a.kv_block > 0 ? std::min(a.kv_block, a.seq_kv) : a.seq_kv);
+  return 2.0 * (keys > 0 ? std::min(keys, resident) : resident) * static_cast<double>(a.head_dim_qk + a.head_dim_v);
+}
 
 // A sliding-window op stands for windowed_share of its layers windowed and the rest in full:
 // its time is the two populations' times weighted by the share, each at its own FLOPs (the

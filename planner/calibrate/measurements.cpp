@@ -380,10 +380,9 @@ std::optional<MeasuredOp> point_op(const json& p, const std::string& key, const 
     }
   } else if (family == "cp-attention") {
     // `bench cp-attention`'s compute-only steps of one rank (L.attn.core.fwd / .bwd): the op
-    // the schedule builds for a CP rank of the p2p ring (schedule_gen.hpp attention_core), s / cp
-    // load-balanced queries over the whole sequence's keys, each step's kernel holding one
-    // rank's KV block (s / cp keys). The ring totals include the messages; the messages are
-    // point-to-point sends of the ring, not a collective of the model.
+    // the schedule builds for a CP rank of the p2p ring (set_cp_ring_sequence, ops.hpp). The
+    // ring totals include the messages; the messages are point-to-point sends of the ring, not
+    // a collective of the model.
     const std::string op = p.value("op", "");
     const json a = p.contains("extra") ? p["extra"].value("cp_attention", json::object()) : json::object();
     if (op != "L.attn.core.fwd" && op != "L.attn.core.bwd") {
@@ -394,14 +393,10 @@ std::optional<MeasuredOp> point_op(const json& p, const std::string& key, const 
       m->op.kind = OpKind::kAttention;
       AttentionShape& sh = m->op.attn;
       sh.batch = std::max<int64_t>(1, integer(a, "b", kMaxDim));
-      sh.seq_q = s / cp;
-      sh.seq_kv = s;
+      set_cp_ring_sequence(sh, s, cp);
       sh.heads_q = integer(a, "hq", kMaxDim);
       sh.heads_kv = a.contains("hkv") ? integer(a, "hkv", kMaxDim) : sh.heads_q;
       sh.head_dim_qk = sh.head_dim_v = integer(a, "d", kMaxDim);
-      sh.causal = true;
-      sh.work_fraction = 0.5;
-      sh.kv_block = cp > 1 ? s / cp : 0;
       m->op.pass = op.ends_with(".bwd") ? Pass::kBwd : Pass::kFwd;
     } else {
       why = "cp-attention point without extra.cp_attention {s, cp, hq, d}";

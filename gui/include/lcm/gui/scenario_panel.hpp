@@ -3,6 +3,8 @@
 // problems are shown inline with the offending key.
 #pragma once
 
+#include <array>
+
 #include <QWidget>
 
 QT_BEGIN_NAMESPACE
@@ -57,10 +59,9 @@ class ScenarioPanel : public QWidget {
   QDoubleSpinBox* skew_;  // model.moe_routing_skew, the Zipf exponent (0: balanced)
   QSpinBox* document_length_;  // training.document_length (0: one document per sequence)
   QSpinBox* lora_rank_;        // training.lora_rank; 0: peft none (every weight trains)
-  QCheckBox* lora_qkv_;        // training.lora_target_modules, enabled with a rank
-  QCheckBox* lora_proj_;
-  QCheckBox* lora_fc1_;
-  QCheckBox* lora_fc2_;
+  // training.lora_target_modules, enabled with a rank: one box per LoraTarget bit, in
+  // kLoraTargetBoxes' order (scenario_panel.cpp).
+  std::array<QCheckBox*, 4> lora_targets_;
 };
 
 }  // namespace lcm::gui

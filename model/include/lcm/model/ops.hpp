@@ -476,6 +476,19 @@ struct AttentionShape {
   bool operator==(const AttentionShape&) const = default;
 };
 
+// One rank's attention sequence under the p2p CP ring of `ring` ranks over `seq` tokens
+// (Transformer Engine's load-balanced chunks: the sequence cut in 2·ring, rank r holding chunks r
+// and 2·ring-1-r): seq / ring causal queries over all seq keys, half that matrix, and the KV
+// block one ring step's kernel holds, seq / ring keys (none without a ring). The schedule's op
+// and lcm calibrate's reading of `bench cp-attention` both take it from here.
+inline void set_cp_ring_sequence(AttentionShape& a, int64_t seq, int64_t ring) {
+  a.seq_q = seq / ring;
+  a.seq_kv = seq;
+  a.causal = true;
+  a.work_fraction = 0.5;
+  a.kv_block = ring > 1 ? seq / ring : 0;
+}
+
 // A memory-bound op: bytes read plus bytes written.
 struct MemoryShape {
   double bytes = 0;

@@ -62,6 +62,10 @@ inline constexpr int64_t kAttentionHeadDimTile = 64;
 double gemm_time(const GemmShape& g, DType dtype, const HardwareSpec& hw);
 double gemm_efficiency(const GemmShape& g, const HardwareSpec& hw);
 double attention_time(const AttentionShape& a, double flops, bool backward, const HardwareSpec& hw);
+// Bytes of one KV head's K and V (bf16) that one kernel of the op streams: the forward's L2
+// working set in attention_time. The CP ring's kernels hold one block (kv_block keys); `keys` > 0
+// caps the count further (a sliding-window CTA's keys).
+double attention_kv_head_bytes(const AttentionShape& a, double keys = 0);
 // A memory-bound op: a copy at efficiency.hbm, any other kernel at efficiency.hbm_elementwise.
 double memory_time(const MemoryShape& m, const HardwareSpec& hw);
 double collective_time(const CollectiveShape& c, const GroupTopology& topo, const HardwareSpec& hw);
