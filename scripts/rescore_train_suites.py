@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Re-predicts every committed `lcm-exec train` run with the current model and compares profiles.
 
-  rescore_train_suites.py [--lcm build/bin/lcm] PROFILE [PROFILE ...]
+  rescore_train_suites.py [--lcm build/bin/lcm] [--gpu h200|h100] PROFILE [PROFILE ...]
 
-For each run under validation/measured/h200/train_suite*/runs/ (summary.json: the scenario it
+For each run under validation/measured/GPU/train_suite*/runs/ (GPU: h200, the default, or h100) (summary.json: the scenario it
 ran and its overrides), runs `lcm compare SCENARIO RUN --profile P --format json` for every
 PROFILE (a name under hwprofiles/ or a path) and prints, per suite and over all runs, the
 median and worst |step error| and the mean signed error (error = predicted / measured - 1).
@@ -32,10 +32,11 @@ def step_error(lcm: str, scenario: str, run: Path, profile: str) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lcm", default=str(ROOT / "build/bin/lcm"))
+    ap.add_argument("--gpu", choices=["h200", "h100"], default="h200", help="whose committed suites to re-predict")
     ap.add_argument("profiles", nargs="+")
     a = ap.parse_args()
     errors = defaultdict(lambda: defaultdict(list))  # profile -> suite -> [error]
-    runs = sorted(p.parent for p in ROOT.glob("validation/measured/h200/train_suite*/runs/*/summary.json"))
+    runs = sorted(p.parent for p in ROOT.glob(f"validation/measured/{a.gpu}/train_suite*/runs/*/summary.json"))
     if not runs:
         print("no train-suite runs found", file=sys.stderr)
         return 1

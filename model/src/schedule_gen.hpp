@@ -264,7 +264,7 @@ void bwd_ops(const Elem& e, F&& f) {
       o.model_flops = 2.0 * e.op.model_flops;
       break;
     case OpKind::kMemoryBound:
-      o.mem.bytes = e.bwd_bytes > 0 ? e.bwd_bytes : 2.0 * e.op.mem.bytes;  // bwd_bytes: FP8 gradient casts
+      o.mem.bytes = e.bwd_bytes > 0 ? e.bwd_bytes : 2.0 * e.op.mem.bytes;  // bwd_bytes: FP8 gradient casts, residual bda / forks
       break;
     case OpKind::kCollective:
     case OpKind::kSendRecv:
@@ -340,14 +340,32 @@ inline Op replicated_gemm(OpId base, const GemmShape& g, const Ctx& x) {
   return o;
 }
 
-// Norm: read input, write output (bf16). Bias-dropout-add: read two, write one.
+// Norm: read input, write output (bf16); its backward twice that. A layer's pre-norm reads the
+// residual stream, which also feeds the block's residual add: autograd sums the two gradients
+// of that fork (read two, write one) after the norm's backward, so a `residual_fork` norm's
+// backward carries that add too (lcm-exec train runs it inside the norm's backward op).
+enum class NormInput { kResidualFork, kPlain };
 template <class Sink>
-void norm(Sink& out, OpId base, const Ctx& x, uint32_t modules = 0) {
-  out(compute_el(memory_op(base, 2.0 * kAct * static_cast<double>(x.r.sp_tokens_int) * x.r.hidden), modules));
+void norm(Sink& out, OpId base, const Ctx& x, NormInput input, uint32_t modules = 0) {
+  const double elems = static_cast<double>(x.r.sp_tokens_int) * x.r.hidden;
+  Elem e = compute_el(memory_op(base, 2.0 * kAct * elems), modules);
+  if (input == NormInput::kResidualFork) e.bwd_bytes = (2.0 * 2.0 * kAct + 3.0 * kAct) * elems;
+  out(e);
 }
+// Bias-dropout-add: read two, write one. Its backward: the residual add passes the gradient to
+// both summands (no kernel; their sum at the fork is the pre-norm's, above); dropout multiplies
+// it by the mask (read the gradient and the 1-byte mask, write: 5 B per element); a linear bias
+// sums it over the tokens (read: 2 B). At hidden_dropout 0 without a bias (every Llama-style
+// recipe) the backward launches no kernel, eager or compiled
+// (validation/measured/h100/bda_probe/), so the op has none.
 template <class Sink>
 void bda(Sink& out, OpId base, const Ctx& x) {
-  out(compute_el(memory_op(base, 3.0 * kAct * static_cast<double>(x.r.sp_tokens_int) * x.r.hidden)));
+  const double elems = static_cast<double>(x.r.sp_tokens_int) * x.r.hidden;
+  Elem e = compute_el(memory_op(base, 3.0 * kAct * elems));
+  const double bwd = (x.s->model.hidden_dropout > 0 ? 5.0 : 0.0) + (x.s->model.add_bias_linear ? kAct : 0.0);
+  if (bwd > 0) e.bwd_bytes = bwd * elems;
+  else e.has_bwd = false;
+  out(e);
 }
 
 // ---------------------------------------------------------------------------------
@@ -461,7 +479,7 @@ void attention_block(Sink& out, const Ctx& x, double windowed_share) {
   const double t = x.r.tp;
   const int64_t T = x.r.tokens_int;
   const int64_t h = md.hidden_size;
-  norm(out, OpId::kAttnNorm, x, kRecomputeLayernorm);
+  norm(out, OpId::kAttnNorm, x, NormInput::kResidualFork, kRecomputeLayernorm);
   if (md.multi_latent_attention) {
     // multi_latent_attention.py: the down projections are duplicated linears on the tokens
     // this rank holds (the SP shard); the column-parallel up projections gather their
@@ -524,7 +542,7 @@ void mlp_gemms(Sink& out, OpId fc1, OpId act, OpId fc2, double w, const Ctx& x, 
 template <class Sink>
 void dense_mlp_block(Sink& out, const Ctx& x) {
   constexpr uint32_t kMlp = kRecomputeMlp;
-  norm(out, OpId::kMlpNorm, x, kRecomputeLayernorm);
+  norm(out, OpId::kMlpNorm, x, NormInput::kResidualFork, kRecomputeLayernorm);
   tp_enter(out, OpId::kMlpSpAllGather, OpId::kMlpTpCopy, x.act, kTpLayer, x, kMlp);
   mlp_gemms(out, OpId::kMlpFc1, OpId::kMlpAct, OpId::kMlpFc2, x.r.ffn, x, kMlp);
   tp_exit(out, OpId::kMlpSpReduceScatter, OpId::kMlpTpAllReduce, x.act, kTpLayer, x, kMlp);
@@ -548,7 +566,7 @@ void moe_block(Sink& out, const Ctx& x) {
   const double Te = x.r.sp_tokens;
   const double dispatch_bytes = x.s->parallel.moe_fp8_dispatch ? 1.0 : kAct;  // forward dispatch only
   const Dispatcher type = md.moe_token_dispatcher_type;
-  norm(out, OpId::kMlpNorm, x, kRecomputeLayernorm);
+  norm(out, OpId::kMlpNorm, x, NormInput::kResidualFork, kRecomputeLayernorm);
   out(compute_el(replicated_gemm(OpId::kMoeRouter, moe_router_shape(x.r.sp_tokens_int, md.hidden_size, md.num_experts), x),
                  kMoe));
   out(compute_el(memory_op(OpId::kMoeTopk, 3.0 * 4.0 * static_cast<double>(x.r.sp_tokens_int) * E), kMoe));
@@ -865,7 +883,7 @@ template <class Sink>
 void emit_head(Sink& out, const Ctx& x, OpId norm_base, OpId ag_base, OpId copy_base, OpId logits_base,
                OpId loss_base) {
   const double v_local = static_cast<double>(x.m->padded_vocab) / x.r.tp;
-  norm(out, norm_base, x);
+  norm(out, norm_base, x, NormInput::kPlain);
   tp_enter(out, ag_base, copy_base, x.act, kTpOutput, x);
   out(compute_el(gemm_op(logits_base, x.r.tokens_int, static_cast<int64_t>(v_local), x.s->model.hidden_size, 1, x)));
   const LossTraffic lt = loss_traffic_per_logit(x.s->training);

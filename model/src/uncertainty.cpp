@@ -37,12 +37,14 @@ namespace {
 // 31's die-level L2 slowdown of long forwards (validation/measured/h100/attention_l2/), with the CP
 // ring's per-step KV block, made NeMo's long-sequence rows faster still: -5.19% / +44.41%. Then
 // the H100's elementwise rate from its own kernel probe (validation/measured/h100/train_suite2/):
-// -4.31% / +44.90%.
-constexpr SpreadData kComposition{{-0.0431, 0.4490},
+// -4.31% / +44.90%. Session 32's residual-stream gradients (no residual-add backward at dropout 0
+// without a bias; the fork's gradient sum in the pre-norm's backward, from lcm-exec train's
+// traces): -4.13% / +45.22%.
+constexpr SpreadData kComposition{{-0.0413, 0.4522},
                                   82,
                                   "step-level residuals of the 82 published H100 rows of "
                                   "tests/model/perf_validation_test.cpp (docs/validation-performance.md), "
-                                  "10th/90th percentiles after session 31's L2 slowdown, CP ring and H100 elementwise rate; "
+                                  "10th/90th percentiles after session 32's residual-stream gradients; "
                                   "a development set",
                                   true};
 

@@ -139,6 +139,54 @@ TEST(Schedule, CpRingKernelsHoldOneKvBlock) {
   EXPECT_EQ(core_of(CpCommType::kP2P, {}).kv_block, 0);
 }
 
+// The residual stream's gradients (docs/op-schedule.md §3): a residual add's backward is the
+// dropout mask multiply (5 B per element) and the bias gradient sum (2 B), nothing at dropout 0
+// without a bias; a pre-norm's backward is twice its forward (8 B) plus the fork's gradient sum
+// (read two, write one: 6 B); the final norm reads no fork (8 B). Llama 3 8B, TP 2 + SP at 8K:
+// 4096 tokens x 4096 per rank.
+TEST(Schedule, ResidualStreamGradients) {
+  Scenario s = base(testing::llama3_8b(), 8);
+  s.parallel.tensor_model_parallel_size = 2;
+  s.parallel.sequence_parallel = true;
+  s.model.hidden_dropout = 0;  // Megatron-Core's default is 0.1; Llama recipes set 0
+  const double el = 4096.0 * 4096.0;
+  const auto bwd = [&](const Built& b, OpId id) -> const Op* {
+    for (const Op& o : b.sched.dense.bwd)
+      if (o.id == id) return &o;
+    return nullptr;
+  };
+  {
+    const Built b = build(s);
+    EXPECT_EQ(bwd(b, OpId::kAttnBda), nullptr);
+    EXPECT_EQ(bwd(b, OpId::kMlpBda), nullptr);
+    ASSERT_NE(bwd(b, OpId::kAttnNorm), nullptr);
+    EXPECT_DOUBLE_EQ(bwd(b, OpId::kAttnNorm)->mem.bytes, 14.0 * el);
+    EXPECT_DOUBLE_EQ(bwd(b, OpId::kMlpNorm)->mem.bytes, 14.0 * el);
+    double final_norm = -1;
+    for (const Op& o : b.sched.stages.back().post_bwd)
+      if (o.id == OpId::kFinalNorm) final_norm = o.mem.bytes;
+    EXPECT_DOUBLE_EQ(final_norm, 8.0 * el);
+  }
+  s.model.hidden_dropout = 0.1;
+  {
+    const Built b = build(s);
+    ASSERT_NE(bwd(b, OpId::kAttnBda), nullptr);
+    EXPECT_DOUBLE_EQ(bwd(b, OpId::kAttnBda)->mem.bytes, 5.0 * el);
+    EXPECT_DOUBLE_EQ(bwd(b, OpId::kMlpBda)->mem.bytes, 5.0 * el);
+  }
+  s.model.add_bias_linear = true;
+  {
+    const Built b = build(s);
+    EXPECT_DOUBLE_EQ(bwd(b, OpId::kMlpBda)->mem.bytes, 7.0 * el);
+  }
+  s.model.hidden_dropout = 0;
+  {
+    const Built b = build(s);
+    EXPECT_DOUBLE_EQ(bwd(b, OpId::kAttnBda)->mem.bytes, 2.0 * el);
+    EXPECT_DOUBLE_EQ(bwd(b, OpId::kAttnNorm)->mem.bytes, 14.0 * el);
+  }
+}
+
 // FP8: each layer GEMM's operands are cast (docs/op-schedule.md §4.1a). attn.proj's input
 // T x (a·d/t) is cast in forward (4 B/element) and its output gradient T x h in backward;
 // QKV's input comes from the norm in FP8 (forward 0 bytes), its gradient is cast. BF16 has

@@ -471,7 +471,6 @@ DeviceArray<bf16> Model::attention_backward(int l, LayerActs& a, const bf16* dmi
                                      static_cast<size_t>(src_cols) * sizeof(bf16), static_cast<size_t>(cols) * sizeof(bf16),
                                      static_cast<size_t>(T), cudaMemcpyDeviceToDevice, stream_));
   };
-  op(OpId::kAttnBda, B, GemmPart::kNone, l, [] {});  // identity
   auto dout = act<bf16>(T * hq * dv);
   op(OpId::kAttnProj, B, GemmPart::kDgrad, l, [&] { linear_dgrad(dmid, W(q.proj), dout.get(), h, hq * dv); });
   op(OpId::kAttnProj, B, GemmPart::kWgrad, l, [&] { linear_wgrad(dmid, a.o.get(), G(q.proj), h, hq * dv); });
@@ -571,7 +570,6 @@ void Model::layer_backward(int l, LayerActs& a, const bf16* x, const bf16* dy, b
     layer_forward(l, a, x, out.get(), Pass::kRecompute, nullptr);
   }
   const Pass B = Pass::kBwd;
-  op(OpId::kMlpBda, B, GemmPart::kNone, l, [] {});  // identity: dy flows to both summands
   auto dn2 = act<bf16>(T * h);
   if (!moe) {
     auto da1 = act<bf16>(T * f);
