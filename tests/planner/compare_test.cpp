@@ -475,14 +475,15 @@ TEST(CompareHost, BadHostCostsAreOneLineErrors) {
   EXPECT_NE(missing.error().str().find("host.kernel_enqueue_s"), std::string::npos) << missing.error().str();
 }
 
-// The `lcm-exec train` suites on an H100 (validation/measured/h100/train_suite1/ and
-// train_suite2/), re-predicted from the committed summaries with --profile h100-sxm, run by run:
+// The `lcm-exec train` suites on an H100 (validation/measured/h100/train_suite1/, train_suite2/
+// and train_suite3/), re-predicted from the committed summaries with --profile h100-sxm, run by run:
 // a model change that moves any run's step error by more than 1.5 points, or its peak allocated
 // error by more than 0.5, fails here, and so does a suite median or worst past the recorded one
 // by more than 0.5 point (a guard; both suites are development sets since their scores).
 // Suite 1, held out when scored at 9243a25 (step median 1.6 %, worst 6.7 %), and suite 2, held
 // out for the elementwise rate (train_suite2/DECLARATION.md: 8.6 % / 13.9 % with 0.70, 2.5 % /
-// 10.1 % with the adopted 0.79); the figures below are the profile's since then.
+// 10.1 % with the adopted 0.79); the figures below are the model's since session 32's
+// memory-bound backward rules (read off suites 1 and 2's traces, so development figures there).
 namespace {
 
 struct SuiteRun {
@@ -533,23 +534,37 @@ void expect_suite_holds(const char* suite, const std::vector<SuiteRun>& runs_of,
 
 TEST(TrainSuiteH100, SuiteOneHolds) {
   expect_suite_holds("train_suite1",
-                     {{"llama8b_s8k_none", "llama3.1-8b", 0.047, 0.001},
-                      {"llama8b_s32k_full", "llama3.1-8b", -0.018, -0.005},
-                      {"llama8b_s64k_full", "llama3.1-8b", -0.025, -0.010},
-                      {"llama8b_s64k_sel_mb1", "llama3.1-8b", -0.017, -0.008},
-                      {"llama8b_s128k_full", "llama3.1-8b", -0.003, -0.016},
-                      {"mixtral_s16k_sel_mb1", "mixtral-8x7b", 0.011, -0.012},
-                      {"qwen3_30b_s8k_full_mb4", "qwen3-30b-a3b", 0.037, 0.002}},
-                     0.018, 0.047, 0.008, 0.016);
+                     {{"llama8b_s8k_none", "llama3.1-8b", 0.039, 0.001},
+                      {"llama8b_s32k_full", "llama3.1-8b", -0.022, -0.005},
+                      {"llama8b_s64k_full", "llama3.1-8b", -0.029, -0.010},
+                      {"llama8b_s64k_sel_mb1", "llama3.1-8b", -0.021, -0.008},
+                      {"llama8b_s128k_full", "llama3.1-8b", -0.006, -0.016},
+                      {"mixtral_s16k_sel_mb1", "mixtral-8x7b", 0.004, -0.012},
+                      {"qwen3_30b_s8k_full_mb4", "qwen3-30b-a3b", 0.032, 0.002}},
+                     0.022, 0.039, 0.008, 0.016);
 }
 
 TEST(TrainSuiteH100, SuiteTwoHolds) {
   expect_suite_holds("train_suite2",
-                     {{"llama8b_s2k_none_mb4", "llama3.1-8b", 0.101, 0.003},
-                      {"llama8b_s16k_none_mb1", "llama3.1-8b", 0.019, -0.001},
-                      {"llama8b_s96k_full", "llama3.1-8b", 0.008, -0.013},
-                      {"mixtral_s4k_mb1", "mixtral-8x7b", 0.030, -0.002},
-                      {"qwen3_30b_s2k_mb2", "qwen3-30b-a3b", 0.020, -0.001},
-                      {"qwen3_30b_s4k_cf1.25_mb2", "qwen3-30b-a3b", 0.089, 0.001}},
-                     0.025, 0.101, 0.002, 0.013);
+                     {{"llama8b_s2k_none_mb4", "llama3.1-8b", 0.094, 0.003},
+                      {"llama8b_s16k_none_mb1", "llama3.1-8b", 0.013, -0.001},
+                      {"llama8b_s96k_full", "llama3.1-8b", 0.005, -0.013},
+                      {"mixtral_s4k_mb1", "mixtral-8x7b", 0.025, -0.002},
+                      {"qwen3_30b_s2k_mb2", "qwen3-30b-a3b", 0.017, -0.001},
+                      {"qwen3_30b_s4k_cf1.25_mb2", "qwen3-30b-a3b", 0.085, 0.001}},
+                     0.021, 0.094, 0.002, 0.013);
+}
+
+// Suite 3, held out for session 32's memory-bound backward rules (train_suite3/DECLARATION.md,
+// 36ebd63), scored once at 1965991: step median 2.9 %, worst 5.7 %; peak allocated 0.6 % / 2.4 %.
+TEST(TrainSuiteH100, SuiteThreeHolds) {
+  expect_suite_holds("train_suite3",
+                     {{"llama8b_s4k_sel_mb2", "llama3.1-8b", 0.057, 0.002},
+                      {"llama8b_s12k_full_mb2", "llama3.1-8b", 0.010, -0.000},
+                      {"llama8b_s24k_none_mb1", "llama3.1-8b", 0.029, -0.003},
+                      {"llama8b_s48k_sel_mb1", "llama3.1-8b", -0.005, -0.006},
+                      {"mixtral_s8k_sel_mb2", "mixtral-8x7b", 0.019, -0.006},
+                      {"qwen3_30b_s16k_sel_mb1", "qwen3-30b-a3b", 0.048, -0.024},
+                      {"deepseek_s4k_cf1.25_mb2", "deepseek-v3", 0.032, 0.008}},
+                     0.029, 0.057, 0.006, 0.024);
 }
