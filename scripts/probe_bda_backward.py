@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Does the backward of Megatron's bias-dropout-add run a kernel when dropout is 0 and there is
-no bias? (The schedule prices `attn.bda` / `mlp.bda` backwards at twice their forward bytes.)
+no bias? (Session 31's evidence: the schedule then priced `attn.bda` / `mlp.bda` backwards at
+twice their forward bytes; since session 32 it gives them none there, schedule_gen.hpp bda().)
 
 For T x h bf16 activations, times the forward and the backward of
   out = residual + dropout(x [+ bias], p, training=True)

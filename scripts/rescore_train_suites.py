@@ -3,8 +3,8 @@
 
   rescore_train_suites.py [--lcm build/bin/lcm] [--gpu h200|h100] PROFILE [PROFILE ...]
 
-For each run under validation/measured/GPU/train_suite*/runs/ (GPU: h200, the default, or h100) (summary.json: the scenario it
-ran and its overrides), runs `lcm compare SCENARIO RUN --profile P --format json` for every
+For each run under validation/measured/GPU/train_suite*/runs/ (GPU: h200, the default, or
+h100; summary.json: the scenario it ran and its overrides), runs `lcm compare SCENARIO RUN --profile P --format json` for every
 PROFILE (a name under hwprofiles/ or a path) and prints, per suite and over all runs, the
 median and worst |step error| and the mean signed error (error = predicted / measured - 1).
 These runs were each scored once when first predicted (their READMEs hold those held-out

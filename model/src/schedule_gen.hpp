@@ -264,7 +264,7 @@ void bwd_ops(const Elem& e, F&& f) {
       o.model_flops = 2.0 * e.op.model_flops;
       break;
     case OpKind::kMemoryBound:
-      o.mem.bytes = e.bwd_bytes > 0 ? e.bwd_bytes : 2.0 * e.op.mem.bytes;  // bwd_bytes: FP8 gradient casts, residual bda / forks
+      o.mem.bytes = e.bwd_bytes > 0 ? e.bwd_bytes : 2.0 * e.op.mem.bytes;  // bwd_bytes: an element's own backward (FP8 casts, norms at a fork, bda, activations, RoPE)
       break;
     case OpKind::kCollective:
     case OpKind::kSendRecv:
@@ -342,22 +342,16 @@ inline Op replicated_gemm(OpId base, const GemmShape& g, const Ctx& x) {
 
 // Norm: read input, write output (bf16); its backward twice that. A layer's pre-norm reads the
 // residual stream, which also feeds the block's residual add: autograd sums the two gradients
-// of that fork (read two, write one) after the norm's backward, so a `residual_fork` norm's
+// of that fork (read two, write one) after the norm's backward, so a kResidualFork norm's
 // backward carries that add too (lcm-exec train runs it inside the norm's backward op).
 enum class NormInput { kResidualFork, kPlain };
 template <class Sink>
 void norm(Sink& out, OpId base, const Ctx& x, NormInput input, uint32_t modules = 0) {
   const double elems = static_cast<double>(x.r.sp_tokens_int) * x.r.hidden;
   Elem e = compute_el(memory_op(base, 2.0 * kAct * elems), modules);
-  if (input == NormInput::kResidualFork) e.bwd_bytes = (2.0 * 2.0 * kAct + 3.0 * kAct) * elems;
+  if (input == NormInput::kResidualFork) e.bwd_bytes = 2.0 * e.op.mem.bytes + 3.0 * kAct * elems;
   out(e);
 }
-// Bias-dropout-add: read two, write one. Its backward: the residual add passes the gradient to
-// both summands (no kernel; their sum at the fork is the pre-norm's, above); dropout multiplies
-// it by the mask (read the gradient and the 1-byte mask, write: 5 B per element); a linear bias
-// sums it over the tokens (read: 2 B). At hidden_dropout 0 without a bias (every Llama-style
-// recipe) the backward launches no kernel, eager or compiled
-// (validation/measured/h100/bda_probe/), so the op has none.
 // An MLP activation over `elems` elements of its output (tokens x width): the forward reads
 // the fc1 output (gate x elems: the gated half too for SwiGLU / GeGLU) and writes elems; the
 // backward reads the saved fc1 output and the incoming gradient and writes the fc1 output's
@@ -377,6 +371,12 @@ inline Elem rope_el(double bytes, uint32_t modules = 0) {
   return e;
 }
 
+// Bias-dropout-add: read two, write one. Its backward: the residual add passes the gradient to
+// both summands (no kernel; their sum at the fork is the pre-norm's, above); dropout multiplies
+// it by the mask (read the gradient and the 1-byte mask, write: 5 B per element); a linear bias
+// sums it over the tokens (read: 2 B). At hidden_dropout 0 without a bias (every Llama-style
+// recipe) the backward launches no kernel, eager or compiled
+// (validation/measured/h100/bda_probe/), so the op has none.
 template <class Sink>
 void bda(Sink& out, OpId base, const Ctx& x) {
   const double elems = static_cast<double>(x.r.sp_tokens_int) * x.r.hidden;
