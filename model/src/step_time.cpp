@@ -420,6 +420,12 @@ LayerTimes layer_times(const LayerOps& l, const ParallelSpec& par, const MeshTop
   return t;
 }
 
+double standalone_pass_seconds(const PassTime& p) {
+  HostClock clock;
+  clock.add(p, 1);
+  return p.total + clock.finish();
+}
+
 std::array<PassTime, 4> edge_times(const std::array<const std::vector<Op>*, 4>& lists, const ParallelSpec& par,
                                    const MeshTopology& topo, const HardwareSpec& hw) {
   std::array<PassTime, 4> t;

@@ -165,17 +165,26 @@ using namespace lcm;
 // forward 1.75 for SwiGLU, 5/3 by count, and 1.00 for RoPE, where lcm had 2 for both): Bridge
 // 22.7 %, NeMo 16.4 %, weak scaling 8.7 %, MoE layer 15.6 %, all 18.2 % (signed +10.3 %), 52 within
 // 20 %. Same reasoning, bounds follow.
+// Session 33: (1) the MoE-layer rows are timed as the benchmark times them, each pass in the
+// host-bound regime of lcm's own host model (the kernels' enqueue, the MoE layer's Python,
+// the dispatcher's synchronisation: standalone_pass_seconds), where they were bare GPU sums;
+// the model's terms are unchanged. MoE layer 15.6 -> 10.1 %, all 18.2 -> 17.3 %, 52 -> 55 within
+// 20 %. The FP8 rows' backwards, which the benchmark ran barely faster than the BF16 ones, are
+// host-bound. (2) The signed mean had added the MoE rows' time errors (negative: lcm faster)
+// to the other rows' rate errors (positive: lcm faster); it now counts lcm faster as positive
+// on every row: all rows +10.3 % as printed before, +15.3 % in one direction, +14.3 % after (1).
 constexpr double kBridgeMaeBound = 22.8;       // tokens/s, %
 constexpr double kNemoMaeBound = 16.5;         // tokens/s, %
 constexpr double kWeakScalingMaeBound = 8.7;   // TFLOP/s (non-causal), %
-constexpr double kMoeLayerMaeBound = 15.7;     // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 18.3;      // all counted rows, primary metric, %
+constexpr double kMoeLayerMaeBound = 10.2;     // fwd+bwd ms, %
+constexpr double kOverallMaeBound = 17.4;      // all counted rows, primary metric, %
+constexpr double kOverallSignedBound = 14.4;   // |mean signed error| of all counted rows (+: lcm faster), %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14, 47 of 57 in
 // session 21, 49 of 57 in session 23. A floor, like the bounds above.
 constexpr int kMinBandCovered = 54;  // 53 of 61 with the LoRA rows (session 29), 55 after session 31's L2 term,
                                      // 54 after its H100 elementwise rate (the spread moved), 55 in session 32
-constexpr int kMinWithin20Pct = 52;            // counted rows within 20 % on their primary metric (57 before the H100 elementwise rate, 54 before session 32's residual gradients, 53 before its activation / RoPE backwards)
+constexpr int kMinWithin20Pct = 55;            // counted rows within 20 % on their primary metric (57 before the H100 elementwise rate, 54 before session 32's residual gradients, 53 before its activation / RoPE backwards, 52 before session 33's host-bound MoE-layer rows)
 constexpr int kMinCounted = 73;                // rows evaluated and counted (67 before session 30's blockwise rows)
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)
 constexpr int kMinNemoNonCausalMatches = 9;
@@ -903,7 +912,10 @@ std::vector<Result> weak_scaling_rows(const HardwareSpec& hw) {
 // Single MoE layer on 8 H100 (EP 8, TP 1, 4096 tokens per rank, balanced routing):
 // forward and backward ms of the schedule's "moe." ops (router, top-k, permute, dispatch
 // all-to-all, grouped expert GEMMs, activation, combine all-to-all, unpermute), summed
-// without overlap (the benchmark times one layer on one stream). Non-gated GeLU experts
+// without overlap (the benchmark times one layer on one stream), each pass in the host-bound
+// regime: the host enqueues those kernels and runs the MoE layer's Python, and the alltoall
+// and DeepEP dispatchers synchronise once in the forward (CUDA events around each pass see
+// the GPU wait for the host). Non-gated GeLU experts
 // (the proxies do not set gated_linear_unit); no shared expert (not passed to the config).
 // FP8 rows: expert and router GEMMs at the FP8 peak. All dispatchers (alltoall, DeepEP,
 // HybridEP) are modelled as the same NCCL-style all-to-all volumes.
@@ -967,14 +979,19 @@ std::vector<Result> weak_scaling_rows(const HardwareSpec& hw) {
     const auto params = gpu_params(s, mesh, layers);
     const Schedule sched = build_schedule(s, mesh, layers, params);
     const MeshTopology topo = mesh_topology(s, mesh);
-    auto sum = [&](const std::vector<Op>& ops) {
-      double t = 0;
-      for (const Op& op : ops)
-        if (std::string_view(to_string(op.id)).starts_with("moe.")) t += op_time(op, topo, s.hardware) * op.calls;
-      return t * 1e3;
+    // One pass of the MoE block alone, as the benchmark times it: its ops' GPU time, and the
+    // host's enqueue of their kernels plus the MoE layer's Python (router, dispatcher, experts:
+    // host.moe_overhead_*), with the dispatcher's synchronisation (standalone_pass_seconds).
+    auto pass_ms = [&](const std::vector<Op>& layer, double python) {
+      std::vector<Op> ops;
+      for (const Op& op : layer)
+        if (std::string_view(to_string(op.id)).starts_with("moe.")) ops.push_back(op);
+      PassTime p = pass_time(ops, s.parallel, topo, s.hardware);
+      p.host += python;
+      return standalone_pass_seconds(p) * 1e3;
     };
-    res.pred2 = sum(sched.moe.fwd);
-    res.pred3 = sum(sched.moe.bwd);
+    res.pred2 = pass_ms(sched.moe.fwd, s.hardware.host.moe_overhead_fwd);
+    res.pred3 = pass_ms(sched.moe.bwd, s.hardware.host.moe_overhead_bwd);
     res.pred = res.pred2 + res.pred3;
     res.evaluated = true;
     if (rc.dispatcher == Dispatcher::kFlex)
@@ -996,15 +1013,19 @@ std::vector<Result> weak_scaling_rows(const HardwareSpec& hw) {
 // ---------------------------------------------------------------------------------
 // Reporting
 // ---------------------------------------------------------------------------------
+// The signed mean counts lcm predicting faster than measured as positive on every row: a
+// row's error is pred / pub - 1 of its own quantity, a rate (tokens/s, TFLOP/s) on the step
+// rows and a time (ms) on the MoE-layer rows, whose sign is flipped for the mean.
 struct Summary {
   int n = 0, within20 = 0;
   double sum_abs = 0, sum_signed = 0;
   double mae() const { return n > 0 ? sum_abs / n : 0; }
   double bias() const { return n > 0 ? sum_signed / n : 0; }
-  void add(double e) {
+  void add(const Result& r) {
+    const double e = r.err();
     ++n;
     sum_abs += std::fabs(e);
-    sum_signed += e;
+    sum_signed += r.table == "moe" ? -e : e;
     within20 += std::fabs(e) <= 20.0 ? 1 : 0;
   }
 };
@@ -1012,7 +1033,7 @@ struct Summary {
 Summary summarize(const std::vector<Result>& rows) {
   Summary s;
   for (const Result& r : rows)
-    if (r.evaluated && r.counted) s.add(r.err());
+    if (r.evaluated && r.counted) s.add(r);
   return s;
 }
 
@@ -1062,7 +1083,7 @@ Summary print_table(const std::string& title, const std::vector<Result>& rows, c
     std::printf("- %s: %s\n", r.id.c_str(), r.reason.c_str());
   }
   const Summary s = summarize(rows);
-  std::printf("\n%s: %d rows counted, mean |error| %.1f %%, mean signed error %+.1f %%, %d within 20 %%\n",
+  std::printf("\n%s: %d rows counted, mean |error| %.1f %%, mean signed error %+.1f %% (+: lcm faster), %d within 20 %%\n",
               title.c_str(), s.n, s.mae(), s.bias(), s.within20);
   return s;
 }
@@ -1113,8 +1134,8 @@ TEST(PerfValidation, PublishedH100TablesWithinRecordedBounds) {
   Summary all;
   for (const auto* rows : {&bridge, &nemo, &weak, &moe})
     for (const Result& r : *rows)
-      if (r.evaluated && r.counted) all.add(r.err());
-  std::printf("\nOverall: %d rows counted, mean |error| %.1f %%, mean signed error %+.1f %%, %d within 20 %%\n", all.n,
+      if (r.evaluated && r.counted) all.add(r);
+  std::printf("\nOverall: %d rows counted, mean |error| %.1f %%, mean signed error %+.1f %% (+: lcm faster), %d within 20 %%\n", all.n,
               all.mae(), all.bias(), all.within20);
 
   // Error-band coverage (issue 12: the band of a prediction covers the published value in at
@@ -1155,6 +1176,7 @@ TEST(PerfValidation, PublishedH100TablesWithinRecordedBounds) {
   EXPECT_LE(sw.mae(), kWeakScalingMaeBound);
   EXPECT_LE(sm.mae(), kMoeLayerMaeBound);
   EXPECT_LE(all.mae(), kOverallMaeBound);
+  EXPECT_LE(std::fabs(all.bias()), kOverallSignedBound);
   EXPECT_GE(all.within20, kMinWithin20Pct);
 }
 

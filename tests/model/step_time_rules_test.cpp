@@ -1092,6 +1092,15 @@ TEST(StepTimeRules, GpuBoundSegmentBetweenSyncsDoesNotIdle) {
   EXPECT_NEAR(t.fwd, 8 * kMs, kTol);
 }
 
+// One pass run by itself (a layer benchmark): max(GPU, host) plus its syncs' idle.
+//   GPU 3, host 5, one sync idling 0.25 ms -> 5.25 ms; GPU 3, host 1, no sync -> 3 ms;
+//   GPU 3, host 1, two syncs of 0.5 ms -> 4 ms.
+TEST(StepTimeRules, StandalonePassWaitsForTheHost) {
+  EXPECT_NEAR(standalone_pass_seconds(host_pass(3, 5, 1, 0.25)), 5.25 * kMs, kTol);
+  EXPECT_NEAR(standalone_pass_seconds(host_pass(3, 1)), 3 * kMs, kTol);
+  EXPECT_NEAR(standalone_pass_seconds(host_pass(3, 1, 2, 1)), 4 * kMs, kTol);
+}
+
 // One stage, m = 2, a host-bound dense list (forward GPU 10 / host 20 ms), sync 2 ms, launch
 // latency 1 ms, `iteration_ms` of the loop's Python per step and the given step ops (the two
 // tests below).

@@ -115,6 +115,11 @@ struct PassTime {
 };
 PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const MeshTopology& topo,
                    const HardwareSpec& hw);
+// One pass run by itself and timed from its first enqueue to the GPU's last kernel (a layer
+// benchmark's CUDA events around one forward or backward): the host-bound regime of one
+// pass, max(GPU, host) plus the idle of each synchronisation (docs/time-model.md,
+// "Host-bound regime"; the step composes passes with the same clock). Seconds.
+double standalone_pass_seconds(const PassTime& p);
 // pass_time of a stage's four edge lists (StageSchedule pre_fwd, post_fwd, post_bwd, pre_bwd),
 // with the per-micro-batch Python outside the layers (HostSpec::microbatch_overhead): half on
 // the forward list that holds the embedding, half on the one that holds the loss.
