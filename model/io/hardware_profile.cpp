@@ -116,7 +116,9 @@ Key roofline_exponent_key() {
 // blockwise scenario on a profile without the key is refused by validate_scenario).
 bool optional_key(std::string_view block, std::string_view name) {
   return block == "efficiency" && (name == "gemm_fp8_block" || name == "attention_l2_miss_slowdown" ||
-                                   name == "attention_l2_miss_start" || name == "attention_l2_miss_full");
+                                   name == "attention_l2_miss_start" || name == "attention_l2_miss_full" ||
+                                   name == "attention_dropout_fwd_Gelem_per_s" ||
+                                   name == "attention_dropout_bwd_Gelem_per_s");
 }
 
 // Achieved fractions of a peak, (0, 1], and the curve parameters of the time model.
@@ -173,6 +175,10 @@ std::vector<Key> efficiency_keys() {
                [](HardwareSpec& h) -> double& { return h.efficiency.attention_l2_miss_start; }),
       real_key("attention_l2_miss_full", 1.0, 0, false, 100,
                [](HardwareSpec& h) -> double& { return h.efficiency.attention_l2_miss_full; }),
+      real_key("attention_dropout_fwd_Gelem_per_s", 1e9, 0, false, 1e6,
+               [](HardwareSpec& h) -> double& { return h.efficiency.attention_dropout_fwd_rate; }),
+      real_key("attention_dropout_bwd_Gelem_per_s", 1e9, 0, false, 1e6,
+               [](HardwareSpec& h) -> double& { return h.efficiency.attention_dropout_bwd_rate; }),
       real_key("gemm_sm_fill_exponent", 1.0, 0, false, 4,
                [](HardwareSpec& h) -> double& { return h.efficiency.gemm_sm_fill_exponent; }),
       real_key("gemm_accumulate_miss_bw", 1.0, 0, true, 1,

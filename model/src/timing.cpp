@@ -325,6 +325,11 @@ double one_attention_time(const AttentionShape& a, double flops, bool backward, 
     const double miss = l2_miss_share(kv_head_bytes, start, full);
     t *= 1.0 + e.attention_l2_miss_slowdown * miss;
   }
+  // Dropout: a random number per score element the kernel computes, at its own rate (the
+  // measured difference of whole kernels with and without it, so after the terms above).
+  const double drop_rate = backward ? e.attention_dropout_bwd_rate : e.attention_dropout_fwd_rate;
+  if (a.dropout && drop_rate > 0)
+    t += static_cast<double>(a.batch * a.heads_q * a.seq_q) * static_cast<double>(a.seq_kv) * wf / drop_rate;
   return t + e.kernel_fixed;
 }
 

@@ -47,6 +47,8 @@ TEST(HardwareProfile, H100ConvertedOnce) {
   EXPECT_DOUBLE_EQ(h.efficiency.attention_l2_miss_slowdown, 0.2153);
   EXPECT_DOUBLE_EQ(h.efficiency.attention_l2_miss_start, 0.5255);
   EXPECT_DOUBLE_EQ(h.efficiency.attention_l2_miss_full, 1.44);
+  EXPECT_DOUBLE_EQ(h.efficiency.attention_dropout_fwd_rate, 890e9);
+  EXPECT_DOUBLE_EQ(h.efficiency.attention_dropout_bwd_rate, 1680e9);
   EXPECT_DOUBLE_EQ(h.efficiency.nvlink_half_bytes, 20.0 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(h.efficiency.nic_half_bytes, 4.0 * 1024 * 1024);
   EXPECT_DOUBLE_EQ(h.allowances.cuda_context, 0.92 * 1024 * 1024 * 1024);

@@ -173,18 +173,22 @@ using namespace lcm;
 // host-bound. (2) The signed mean had added the MoE rows' time errors (negative: lcm faster)
 // to the other rows' rate errors (positive: lcm faster); it now counts lcm faster as positive
 // on every row: all rows +10.3 % as printed before, +15.3 % in one direction, +14.3 % after (1).
+// (3) Dropout as the GPT-3 5B / 20B recipes set it (0.1, Megatron-Core's default), priced: fused
+// attention's random numbers at the profile's measured rates and the bias-dropout-add's mask
+// (validation/measured/h100/dropout/). GPT3-5B +21.6 -> +15.7 %, GPT3-20B +20.5 -> +17.0 %; NeMo
+// 16.4 -> 15.8 %, all 17.3 -> 17.2 % (+14.2 %), 55 -> 57 within 20 %. Bounds follow.
 constexpr double kBridgeMaeBound = 22.8;       // tokens/s, %
-constexpr double kNemoMaeBound = 16.5;         // tokens/s, %
+constexpr double kNemoMaeBound = 15.9;         // tokens/s, %
 constexpr double kWeakScalingMaeBound = 8.7;   // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 10.2;     // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 17.4;      // all counted rows, primary metric, %
-constexpr double kOverallSignedBound = 14.4;   // |mean signed error| of all counted rows (+: lcm faster), %
+constexpr double kOverallMaeBound = 17.3;      // all counted rows, primary metric, %
+constexpr double kOverallSignedBound = 14.3;   // |mean signed error| of all counted rows (+: lcm faster), %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14, 47 of 57 in
 // session 21, 49 of 57 in session 23. A floor, like the bounds above.
 constexpr int kMinBandCovered = 54;  // 53 of 61 with the LoRA rows (session 29), 55 after session 31's L2 term,
                                      // 54 after its H100 elementwise rate (the spread moved), 55 in session 32
-constexpr int kMinWithin20Pct = 55;            // counted rows within 20 % on their primary metric (57 before the H100 elementwise rate, 54 before session 32's residual gradients, 53 before its activation / RoPE backwards, 52 before session 33's host-bound MoE-layer rows)
+constexpr int kMinWithin20Pct = 57;            // counted rows within 20 % on their primary metric (57 before the H100 elementwise rate, 54 before session 32's residual gradients, 53 before its activation / RoPE backwards, 52 before session 33's host-bound MoE-layer rows, 55 before its dropout)
 constexpr int kMinCounted = 73;                // rows evaluated and counted (67 before session 30's blockwise rows)
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)
 constexpr int kMinNemoNonCausalMatches = 9;
@@ -334,8 +338,14 @@ ModelSpec model_from_arch(const Row& a) {
   m.position_embedding_type = gpt3 ? PositionEmbedding::kLearnedAbsolute : PositionEmbedding::kRope;
   m.untie_embeddings_and_output_weights = get(a, "tied_embeddings") == "no";
   m.add_bias_linear = gpt3 || act.find("biases on") != std::string::npos;
-  m.hidden_dropout = 0;
-  m.attention_dropout = 0;
+  // Dropout as the recorded configurations set it: NeMo's GPTConfig5B and GPTConfig20B keep
+  // Megatron-Core's TransformerConfig defaults, hidden and attention dropout 0.1 (the NeMo 1.0
+  // launcher's gpt3/5b and 20b recipes too), where GPTConfig175B sets both to 0
+  // (nemo/collections/llm/gpt/model/base.py, the source column's file); LlamaConfig, NemotronConfig
+  // and the Bridge models set 0.
+  const bool gpt3_dropout = gpt3 && m.name.find("175B") == std::string::npos;
+  m.hidden_dropout = gpt3_dropout ? 0.1 : 0;
+  m.attention_dropout = gpt3_dropout ? 0.1 : 0;
   m.max_position_embeddings = 4096;
   const int64_t experts = num(a, "experts", 0);
   if (experts > 0) {

@@ -139,6 +139,23 @@ TEST(Schedule, CpRingKernelsHoldOneKvBlock) {
   EXPECT_EQ(core_of(CpCommType::kP2P, {}).kv_block, 0);
 }
 
+// attention_dropout marks the fused attention op (its random numbers are priced by the
+// profile's dropout rates, timing.cpp); hidden dropout alone does not.
+TEST(Schedule, AttentionDropoutMarksTheKernel) {
+  Scenario s = base(testing::llama3_8b(), 8);
+  const auto core = [&]() {
+    for (const Op& o : build(s).sched.dense.fwd)
+      if (o.id == OpId::kAttnCore) return o.attn;
+    ADD_FAILURE() << "no attention core";
+    return AttentionShape{};
+  };
+  s.model.attention_dropout = 0;
+  s.model.hidden_dropout = 0.1;
+  EXPECT_FALSE(core().dropout);
+  s.model.attention_dropout = 0.1;
+  EXPECT_TRUE(core().dropout);
+}
+
 // The residual stream's gradients (docs/op-schedule.md §3): a residual add's backward is the
 // dropout mask multiply (5 B per element) and the bias gradient sum (2 B), nothing at dropout 0
 // without a bias; a pre-norm's backward is twice its forward (8 B) plus the fork's gradient sum
@@ -167,12 +184,21 @@ TEST(Schedule, ResidualStreamGradients) {
       if (o.id == OpId::kFinalNorm) final_norm = o.mem.bytes;
     EXPECT_DOUBLE_EQ(final_norm, 8.0 * el);
   }
+  const auto fwd = [&](const Built& b, OpId id) {
+    for (const Op& o : b.sched.dense.fwd)
+      if (o.id == id) return o.mem.bytes;
+    ADD_FAILURE() << "no forward op";
+    return 0.0;
+  };
+  EXPECT_DOUBLE_EQ(fwd(build(s), OpId::kAttnBda), 6.0 * el);  // read two, write one
   s.model.hidden_dropout = 0.1;
   {
     const Built b = build(s);
     ASSERT_NE(bwd(b, OpId::kAttnBda), nullptr);
     EXPECT_DOUBLE_EQ(bwd(b, OpId::kAttnBda)->mem.bytes, 5.0 * el);
     EXPECT_DOUBLE_EQ(bwd(b, OpId::kMlpBda)->mem.bytes, 5.0 * el);
+    EXPECT_DOUBLE_EQ(fwd(b, OpId::kAttnBda), 7.0 * el);  // and the 1-byte mask
+    EXPECT_DOUBLE_EQ(fwd(b, OpId::kMlpBda), 7.0 * el);
   }
   s.model.add_bias_linear = true;
   {

@@ -410,6 +410,34 @@ TEST(TimingAttention, ForwardBeyondL2SlowsByAShare) {
   EXPECT_NEAR(time(65536, false, step), 1.2 * compute(65536, 0.65), 1e-9);
 }
 
+// Attention dropout: one random number per score element the kernel computes, at its own rate.
+// b 1, s 4096, 8 heads, causal: 8 x 4096^2 / 2 = 67,108,864 elements; at 1e12 per second
+// forward that adds 67.1089 us to FewCtasLeaveATail's 66.7843 us (133.8932 us); at 2e12 backward
+// 33.5544 us. Without the flag, or with a profile that has no rate, the time is unchanged. A
+// CP-ring op adds each step's elements (the diagonal step's half block and the others' halves):
+// the same elements as the op's s/n x s x 1/2.
+TEST(TimingAttention, DropoutAddsItsRandomNumbers) {
+  HardwareSpec h = hw;
+  AttentionShape a{1, 4096, 4096, 8, 8, 128, 128, true, 0.5};
+  const double flops = 4.0 * 8 * 4096.0 * 4096.0 * 128 * 0.5;
+  const double fwd = attention_time(a, flops, false, h), bwd = attention_time(a, 2.5 * flops, true, h);
+  a.dropout = true;
+  EXPECT_DOUBLE_EQ(attention_time(a, flops, false, h), fwd);  // no rate in the profile: priced free
+  h.efficiency.attention_dropout_fwd_rate = 1e12;
+  h.efficiency.attention_dropout_bwd_rate = 2e12;
+  EXPECT_NEAR(attention_time(a, flops, false, h), 133.8932e-6, 1e-10);
+  EXPECT_NEAR(attention_time(a, 2.5 * flops, true, h) - bwd, 33.5544e-6, 1e-10);
+  a.dropout = false;
+  EXPECT_DOUBLE_EQ(attention_time(a, flops, false, h), fwd);
+  // Ring of 4 over 16384 tokens: 4096 queries x 16384 keys x 1/2 = 33,554,432 elements per head.
+  AttentionShape ring{1, 4096, 16384, 8, 8, 128, 128, true, 0.5};
+  ring.kv_block = 4096;
+  const double ring_flops = 4.0 * 8 * 4096.0 * 16384.0 * 128 * 0.5;
+  const double plain = attention_time(ring, ring_flops, false, h);
+  ring.dropout = true;
+  EXPECT_NEAR(attention_time(ring, ring_flops, false, h) - plain, 8 * 33554432.0 / 1e12, 1e-12);
+}
+
 // The CP ring (hand-derived): a rank of a ring of 4 over 16384 tokens holds 4096 queries and
 // runs 4 kernels on 4096-key blocks, 8 heads, d 128 (4096 FLOPs per pair): step 0 causal (4096
 // x 4096 / 2 pairs, 2048 keys per query: 0.65 x 2048 / 2560 = 0.52 of the peak); the 3 others

@@ -473,6 +473,9 @@ struct AttentionShape {
   // ring) runs one kernel per step on the KV block it holds then, seq_kv / ring size keys
   // (TE context_parallel.py); the L2 working set of the forward (timing.cpp). 0 = seq_kv.
   int64_t kv_block = 0;
+  // attention_dropout > 0: the kernel masks its probabilities with random numbers it draws
+  // (EfficiencySpec::attention_dropout_fwd_rate / _bwd_rate).
+  bool dropout = false;
   bool operator==(const AttentionShape&) const = default;
 };
 

@@ -389,6 +389,14 @@ struct EfficiencySpec {
   double attention_l2_miss_slowdown = 0;
   double attention_l2_miss_start = 0;
   double attention_l2_miss_full = 0;
+  // Fused attention with dropout (ModelSpec::attention_dropout > 0): the kernel draws a random
+  // number for every score element it computes (Philox, on the CUDA cores) and masks with it,
+  // the backward again from the same seed. That adds elements / rate to the kernel's time, at
+  // these rates (score elements per second, forward and backward; timing.cpp). The added time
+  // does not scale with the head dim or the kernel's FLOP rate (validation/measured/h100/dropout/).
+  // 0 = not measured: dropout priced free.
+  double attention_dropout_fwd_rate = 0;
+  double attention_dropout_bwd_rate = 0;
   // GEMM SM fill: with fewer output tiles (gemm_tile_m x gemm_tile_n) than SMs, efficiency x
   // (tiles / num_sms)^g (split-K recovers part of the idle SMs, so g < 1). 0 = off.
   double gemm_sm_fill_exponent = 0;
