@@ -13,7 +13,7 @@ bias-dropout-add forward at 6 B per element whatever the dropout.
 2. Bias-dropout-add: Megatron's fused training form (torch.compile: residual + dropout(x + bias))
    and the bias-free form on a tokens x hidden BF16 tensor at p 0 and 0.1, forward and forward +
    backward; the forward's bytes per element are 6 without dropout, 7 with its 1-byte mask.
-Writes JSON to argv[1].
+Writes JSON to the path given; --shapes "b,h,s,d[,full];..." and --no-bda choose other cases.
 """
 import json
 import statistics
@@ -68,23 +68,44 @@ bda_train = torch.compile(_bda)
 da_train = torch.compile(_da)
 
 
+def parse_args():
+    """--shapes "b,h,s,d[,full];..." replaces the attention shapes (full: not causal);
+    --no-bda skips the bias-dropout-add part."""
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--shapes", default="")
+    ap.add_argument("--no-bda", action="store_true")
+    a = ap.parse_args()
+    shapes = []
+    for item in filter(None, a.shapes.split(";")):
+        f = item.split(",")
+        shapes.append((int(f[0]), int(f[1]), int(f[2]), int(f[3]), len(f) < 5 or f[4] != "full"))
+    return a, shapes
+
+
 def main():
+    args, shapes = parse_args()
+    global ATTN, BDA
+    ATTN = shapes or [(b, h, s, d, True) for (b, h, s, d) in ATTN]
+    if args.no_bda:
+        BDA = []
     dev = torch.device("cuda")
     out = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
            "cudnn": torch.backends.cudnn.version(), "attention": [], "bda": []}
-    for (b, h, s, d) in ATTN:
+    for (b, h, s, d, causal) in ATTN:
         q, k, v = (torch.randn(b, h, s, d, device=dev, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
         g = torch.randn(b, h, s, d, device=dev, dtype=torch.bfloat16)
         for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
-            row = {"batch": b, "heads": h, "seq": s, "head_dim": d, "backend": name}
+            row = {"batch": b, "heads": h, "seq": s, "head_dim": d, "causal": causal, "backend": name}
             try:
                 def fwd(p):
                     with sdpa_kernel(backend), torch.no_grad():
-                        return F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+                        return F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=causal)
 
                 def fb(p):
                     with sdpa_kernel(backend):
-                        o = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+                        o = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=causal)
                     o.backward(g)
 
                 t = interleaved({"fwd0": lambda: fwd(0.0), "fwd1": lambda: fwd(0.1),
@@ -139,7 +160,7 @@ def main():
               f"; dropout fwd = {row['da_fwd_bytes_per_el_p01_at_p0_rate']:.2f} B/el at the p=0 rate", flush=True)
         del x, bias, res, gy
         torch.cuda.empty_cache()
-    with open(sys.argv[1], "w") as fh:
+    with open(args.out, "w") as fh:
         json.dump(out, fh, indent=1)
 
 
