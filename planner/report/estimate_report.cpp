@@ -400,6 +400,22 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
           1e6 * h.layer_overhead_bwd, 1e6 * h.moe_overhead_fwd, 1e6 * h.moe_overhead_bwd, 1e6 * h.microbatch_overhead,
           1e6 * h.optimizer_tensor, 1e6 * h.iteration_overhead));
     }
+    // A profile without the attention dropout rates prices dropout's random numbers as free
+    // (EfficiencySpec::attention_dropout_*_rate, docs/time-model.md): say so where it applies.
+    const EfficiencySpec& eff = s.hardware.efficiency;
+    if (s.model.attention_dropout > 0 && (eff.attention_dropout_fwd_rate <= 0 || eff.attention_dropout_bwd_rate <= 0))
+      tt.notes.push_back(fmt::format(
+          "Attention dropout {:g} is priced free in the {} of the attention kernels: the profile {} has no "
+          "efficiency.attention_dropout_{}_Gelem_per_s (cuDNN's fused attention at dropout 0.1 ran its forward 1.9-2.5x "
+          "as long on an H100: validation/measured/h100/dropout/; measure with scripts/probe_dropout.py).",
+          s.model.attention_dropout,
+          eff.attention_dropout_fwd_rate <= 0 && eff.attention_dropout_bwd_rate <= 0 ? "forward and backward"
+          : eff.attention_dropout_fwd_rate <= 0                                         ? "forward"
+                                                                                        : "backward",
+          s.hardware.name,
+          eff.attention_dropout_fwd_rate <= 0 && eff.attention_dropout_bwd_rate <= 0 ? "{fwd,bwd}"
+          : eff.attention_dropout_fwd_rate <= 0                                         ? "fwd"
+                                                                                        : "bwd"));
     out.push_back(tt);
   }
   return out;

@@ -4,6 +4,10 @@
 // framework; a step that is not host-bound has no such note.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "../common/run_lcm.hpp"
@@ -33,6 +37,31 @@ TEST(HostCli, GpuBoundEstimateHasNoHostNote) {
   const LcmRun r = lcm("estimate scenarios/llama3.1-70b.yaml");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.find("Host-bound:"), std::string::npos) << r.out;
+}
+
+// Attention dropout on a profile without its rates: the estimate says the random numbers are
+// priced free and where the rates come from; with the shipped profile (which has them) no note.
+TEST(HostCli, AttentionDropoutWithoutRatesIsNamed) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("lcm_dropout_cli_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ifstream in(std::string(LCM_SOURCE_DIR) + "/hwprofiles/h100-sxm.yaml");
+  ASSERT_TRUE(in.good());
+  std::ofstream prof(dir / "no_dropout.yaml");
+  for (std::string line; std::getline(in, line);)
+    if (line.find("attention_dropout_") == std::string::npos) prof << line << "\n";
+  prof.close();
+  const std::string scenario = "estimate scenarios/llama3.1-8b.yaml --set attention_dropout=0.1";
+  const LcmRun bare = lcm(scenario + " --hw '" + (dir / "no_dropout.yaml").string() + "'");
+  ASSERT_EQ(bare.code, 0) << bare.err;
+  EXPECT_NE(bare.out.find("Attention dropout 0.1 is priced free in the forward and backward of the attention kernels"),
+            std::string::npos)
+      << bare.out;
+  EXPECT_NE(bare.out.find("efficiency.attention_dropout_{fwd,bwd}_Gelem_per_s"), std::string::npos) << bare.out;
+  const LcmRun shipped = lcm(scenario + " --hw h100-sxm");
+  ASSERT_EQ(shipped.code, 0) << shipped.err;
+  EXPECT_EQ(shipped.out.find("priced free"), std::string::npos) << shipped.out;
+  fs::remove_all(dir);
 }
 
 }  // namespace
