@@ -329,7 +329,7 @@ double one_attention_time(const AttentionShape& a, double flops, bool backward, 
   // measured difference of whole kernels with and without it, so after the terms above).
   const double drop_rate = backward ? e.attention_dropout_bwd_rate : e.attention_dropout_fwd_rate;
   if (a.dropout && drop_rate > 0)
-    t += static_cast<double>(a.batch * a.heads_q * a.seq_q) * static_cast<double>(a.seq_kv) * wf / drop_rate;
+    t += rows * static_cast<double>(a.seq_kv) * wf / drop_rate;
   return t + e.kernel_fixed;
 }
 

@@ -402,20 +402,15 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
     }
     // A profile without the attention dropout rates prices dropout's random numbers as free
     // (EfficiencySpec::attention_dropout_*_rate, docs/time-model.md): say so where it applies.
-    const EfficiencySpec& eff = s.hardware.efficiency;
-    if (s.model.attention_dropout > 0 && (eff.attention_dropout_fwd_rate <= 0 || eff.attention_dropout_bwd_rate <= 0))
+    const bool no_fwd = s.hardware.efficiency.attention_dropout_fwd_rate <= 0;
+    const bool no_bwd = s.hardware.efficiency.attention_dropout_bwd_rate <= 0;
+    if (s.model.attention_dropout > 0 && (no_fwd || no_bwd))
       tt.notes.push_back(fmt::format(
           "Attention dropout {:g} is priced free in the {} of the attention kernels: the profile {} has no "
           "efficiency.attention_dropout_{}_Gelem_per_s (cuDNN's fused attention at dropout 0.1 ran its forward 1.9-2.5x "
           "as long on an H100: validation/measured/h100/dropout/; measure with scripts/probe_dropout.py).",
-          s.model.attention_dropout,
-          eff.attention_dropout_fwd_rate <= 0 && eff.attention_dropout_bwd_rate <= 0 ? "forward and backward"
-          : eff.attention_dropout_fwd_rate <= 0                                         ? "forward"
-                                                                                        : "backward",
-          s.hardware.name,
-          eff.attention_dropout_fwd_rate <= 0 && eff.attention_dropout_bwd_rate <= 0 ? "{fwd,bwd}"
-          : eff.attention_dropout_fwd_rate <= 0                                         ? "fwd"
-                                                                                        : "bwd"));
+          s.model.attention_dropout, no_fwd && no_bwd ? "forward and backward" : no_fwd ? "forward" : "backward",
+          s.hardware.name, no_fwd && no_bwd ? "{fwd,bwd}" : no_fwd ? "fwd" : "bwd"));
     out.push_back(tt);
   }
   return out;
