@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from probe_timing import interleaved_samples
+
 ATTN = [  # batch, heads, seq, head dim: GPT3-20B at TP 2 (mbs 2), GPT3-5B (mbs 2), Llama-like 8K / 16K, d64
     (2, 24, 2048, 128), (2, 32, 2048, 128), (1, 32, 8192, 128), (1, 32, 16384, 128), (1, 64, 4096, 64),
 ]
@@ -31,25 +33,8 @@ ROUNDS = 7
 REPS = 10
 
 
-def timed(fn, reps=REPS):
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    e0.record()
-    for _ in range(reps):
-        fn()
-    e1.record()
-    e1.synchronize()
-    return e0.elapsed_time(e1) * 1e3 / reps  # us
-
-
 def interleaved(fns):
-    for f in fns.values():
-        timed(f, 2)
-    res = {k: [] for k in fns}
-    keys = list(fns)
-    for r in range(ROUNDS):
-        for k in (keys if r % 2 == 0 else keys[::-1]):
-            res[k].append(timed(fns[k]))
-    return {k: statistics.median(v) for k, v in res.items()}
+    return {k: statistics.median(v) for k, v in interleaved_samples(fns, ROUNDS, REPS).items()}
 
 
 # Megatron-Core's and Transformer Engine's jit_fuser is torch.compile from PyTorch 2.2 on

@@ -568,7 +568,8 @@ std::string shape_key(const MeasuredOp& m) {
       return fmt::format("attention/b{:06}/sq{:09}/skv{:09}/hq{:05}/hkv{:05}/dqk{:05}/dv{:05}/{}/w{:.6f}", a.batch,
                          a.seq_q, a.seq_kv, a.heads_q, a.heads_kv, a.head_dim_qk, a.head_dim_v,
                          a.causal ? "causal" : "full", a.work_fraction) +
-             (a.kv_block > 0 ? fmt::format("/kv{:09}", a.kv_block) : std::string());
+             (a.kv_block > 0 ? fmt::format("/kv{:09}", a.kv_block) : std::string()) + (a.unfused ? "/unfused" : "") +
+             (a.dropout ? "/dropout" : "");
     }
     case OpKind::kMemoryBound: return fmt::format("memory/2^{:03}", size_bucket(o.mem.bytes));
     case OpKind::kCollective:

@@ -174,7 +174,7 @@ LayerModel model_layer(const Shape& x, bool moe, uint32_t modules) {
     if (x.unfused) {
       // Megatron's fused scale-mask-softmax kernel (sk <= 4096) saves bf16 probabilities;
       // beyond it the torch fallback saves fp32 probabilities plus their bf16 cast.
-      drop_core += (x.s_kv <= 4096 ? 2.0 : 6.0) * ss;
+      drop_core += (x.s_kv <= kFusedSoftmaxMaxKeys ? 2.0 : 6.0) * ss;
       if (x.attn_drop) drop_core += 3.0 * ss;  // 1-byte mask + bf16 dropped-out probabilities
     } else {
       drop_core += 4.0 * heads * x.b * x.s;  // fp32 softmax log-sum-exp
@@ -185,7 +185,7 @@ LayerModel model_layer(const Shape& x, bool moe, uint32_t modules) {
 
     // Working set: unfused attention holds the scores next to the probabilities in forward
     // and two s x s gradients in backward; fused attention holds dQ, dK, dV and dO.
-    const double attn_ws = x.unfused ? (x.s_kv <= 4096 ? 4.0 : 10.0) * ss
+    const double attn_ws = x.unfused ? (x.s_kv <= kFusedSoftmaxMaxKeys ? 4.0 : 10.0) * ss
                                      : 2.0 * T * (2.0 * q_width + 2.0 * x.g * x.dh) / t;
     out.transient = std::max(out.transient, attn_ws);
   }

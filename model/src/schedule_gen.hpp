@@ -260,7 +260,8 @@ void bwd_ops(const Elem& e, F&& f) {
   switch (o.kind) {
     case OpKind::kGemm: break;  // above
     case OpKind::kAttention:
-      o.flops = kAttentionBackwardFlopFactor * e.op.flops;
+      // Unfused: four batched GEMMs to the forward's two (no recomputed scores).
+      o.flops = (e.op.attn.unfused ? 2.0 : kAttentionBackwardFlopFactor) * e.op.flops;
       o.model_flops = 2.0 * e.op.model_flops;
       break;
     case OpKind::kMemoryBound:
@@ -486,6 +487,16 @@ void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, do
   }
   a.flops = attention_core_flops(a.attn);
   a.model_flops = s.flop_convention.causal_halved ? a.flops : 2.0 * a.flops;
+  if (s.training.attention_backend == AttentionBackend::kUnfused) {
+    // The unfused kernels compute every score, the causal and the windowed ones' masked half
+    // too (validation refuses CP for this backend): the op's executed FLOPs are the whole
+    // matrix's, its model FLOPs stay the convention's.
+    a.attn.unfused = true;
+    a.attn.work_fraction = 1.0;
+    a.attn.window = 0;
+    a.attn.windowed_share = 0;
+    a.flops = attention_core_flops(a.attn);
+  }
   out(compute_el(a, kCore));
   if (ulysses) a2a(OpId::kAttnCpA2AO, o_bytes);  // O after the core; backward: dO before it
   if (c > 1 && type == CpCommType::kAllGather) {

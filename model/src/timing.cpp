@@ -333,6 +333,30 @@ double one_attention_time(const AttentionShape& a, double flops, bool backward, 
   return t + e.kernel_fixed;
 }
 
+// Unfused attention (AttentionShape::unfused; the kernels and bytes: unfused_attention_traffic,
+// ops.hpp): the batched GEMMs over the whole score matrix (a causal mask does not skip the upper
+// triangle), each priced as one GEMM whose rows stack the batch x heads problems (the per-problem
+// m is at least 1K rows, where the saturation terms are flat), and the memory-bound kernels over
+// the scores at efficiency.hbm_elementwise, each with its fixed time.
+double unfused_attention_time(const AttentionShape& a, bool backward, const HardwareSpec& hw) {
+  const UnfusedAttentionTraffic t = unfused_attention_traffic(a, backward);
+  const double problems = static_cast<double>(a.batch * a.heads_q);
+  const auto rows = [&](int64_t r) { return static_cast<int64_t>(problems * static_cast<double>(r)); };
+  const auto gemm = [&](int64_t m, int64_t n, int64_t k) { return gemm_time(GemmShape{m, n, k}, DType::kBf16, hw); };
+  const int64_t sq = a.seq_q, sk = a.seq_kv, dqk = a.head_dim_qk, dv = a.head_dim_v;
+  const double gemms = backward ? gemm(rows(sq), sk, dv)     // dP = dO V^T
+                                      + gemm(rows(sk), dv, sq)   // dV = P^T dO
+                                      + gemm(rows(sq), dqk, sk)  // dQ = dS K
+                                      + gemm(rows(sk), dqk, sq)  // dK = dS^T Q
+                                : gemm(rows(sq), sk, dqk)        // S = Q K^T
+                                      + gemm(rows(sq), dv, sk);  // O = P V
+  const double scores = problems * static_cast<double>(sq) * static_cast<double>(sk);
+  const EfficiencySpec& e = hw.efficiency;
+  const double fixed = e.memory_fixed > 0 ? e.memory_fixed : e.kernel_fixed;
+  const double bytes = scores * t.score_bytes + t.other_bytes;
+  return gemms + bytes / (hw.gpu.hbm_bw * e.hbm_elementwise) + fixed * t.elementwise;
+}
+
 }  // namespace
 
 double attention_kv_head_bytes(const AttentionShape& a, double keys) {
@@ -345,6 +369,7 @@ double attention_kv_head_bytes(const AttentionShape& a, double keys) {
 // op's FLOPs per executed pair: the backward's factor included) and its own kernel shape.
 double attention_time(const AttentionShape& a, double flops, bool backward, const HardwareSpec& hw) {
   if (flops <= 0) return 0;
+  if (a.unfused) return unfused_attention_time(a, backward, hw);
   // The CP ring (p2p, and a2a+p2p's ring): one kernel per ring step, each on the KV block the
   // rank holds then (Transformer Engine's AttnFuncWithCPAndKVP2P; lcm-exec bench cp-attention
   // runs the same steps). Rank r holds the load-balanced chunks r and 2n-1-r of a sequence cut in

@@ -124,6 +124,10 @@ void check_sizes(const Scenario& s, Checker& check) {
   check(t.document_length == 0 || t.attention_backend == AttentionBackend::kFused, "training.document_length",
         "packed documents (document_length > 0) run per-document attention in the fused kernel (THD); "
         "attention_backend unfused masks the whole sequence instead");
+  check(p.context_parallel_size <= 1 || t.attention_backend == AttentionBackend::kFused, "training.attention_backend",
+        "context parallelism runs in fused attention (flash / cuDNN): attention_backend unfused cannot split the "
+        "sequence (Transformer Engine disables its unfused attention under context parallelism; Megatron's local "
+        "attention has none)");
   check(t.global_batch_size > 0, "training.global_batch_size", "global_batch_size must be positive");
   check(p.tensor_model_parallel_size > 0, "parallel.tensor_model_parallel_size", "tensor_model_parallel_size must be positive");
   check(p.pipeline_model_parallel_size > 0, "parallel.pipeline_model_parallel_size",

@@ -188,7 +188,9 @@ std::vector<int> rank_list(const json& j, const char* key) {
 //   {"kind": "gemm", "m", "n", "k", "groups", "dtype"} | {"kind": "memory", "bytes", "copy" (optional, false)} |
 //   {"kind": "collective", "collective", "bytes", "group_size"} |
 //   {"kind": "attention", "b", "s_q", "s_kv", "hq", "hkv", "d", "d_v", "work_fraction", "pass",
-//    "kv_block" (optional: the keys one kernel of a CP ring step holds)}
+//    "kv_block" (optional: the keys one kernel of a CP ring step holds),
+//    "unfused" (optional, false: the unfused kernels of training.attention_backend unfused),
+//    "dropout" (optional, false: attention dropout on)}
 std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ranks,
                                       const std::map<int, std::string>& hosts, int gpn, std::string* why) {
   const std::string kind = mo.value("kind", "");
@@ -237,6 +239,14 @@ std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ra
     a.work_fraction = mo.contains("work_fraction") ? number(mo, "work_fraction") : 1.0;
     a.causal = a.work_fraction < 1.0;
     a.kv_block = mo.contains("kv_block") ? integer(mo, "kv_block", kMaxDim) : 0;
+    const auto flag = [&](const char* key) {
+      const auto it = mo.find(key);
+      if (it == mo.end()) return false;
+      if (!it->is_boolean()) throw BadKey{key, fmt::format("expected true or false, got {}", it->dump())};
+      return it->get<bool>();
+    };
+    a.unfused = flag("unfused");
+    a.dropout = flag("dropout");
     m.op.pass = mo.value("pass", "fwd") == "bwd" ? Pass::kBwd : Pass::kFwd;
     if (a.batch <= 0 || a.seq_q <= 0 || a.seq_kv <= 0 || a.heads_q <= 0 || a.head_dim_qk <= 0)
       return *why = "attention model_op without b, s_q, s_kv, hq, d", std::nullopt;

@@ -419,6 +419,19 @@ TEST(Validate, Fp8RecipeRules) {
   expect_problem(s, "training.exp_avg_dtype", "fp8_block is a GEMM operand type");
 }
 
+// Unfused attention cannot run context parallelism (TE's get_attention_backend disables it
+// under CP; Megatron's local DotProductAttention asserts context_parallel_size == 1).
+TEST(Validate, UnfusedAttentionRefusesContextParallelism) {
+  Scenario s = base();
+  s.training.attention_backend = AttentionBackend::kUnfused;
+  EXPECT_TRUE(validate_scenario(s).empty());
+  s.parallel.context_parallel_size = 2;
+  s.num_gpus *= 2;
+  expect_problem(s, "training.attention_backend", "attention_backend unfused cannot split the sequence");
+  s.training.attention_backend = AttentionBackend::kFused;
+  EXPECT_TRUE(validate_scenario(s).empty());
+}
+
 TEST(Validate, PackedDocumentRules) {
   Scenario s = base();
   s.training.document_length = s.training.seq_length + 1;

@@ -156,6 +156,33 @@ TEST(Schedule, AttentionDropoutMarksTheKernel) {
   EXPECT_TRUE(core().dropout);
 }
 
+// attention_backend unfused: the core op stands for the unfused kernels, which compute the
+// whole score matrix: twice the causal FLOPs executed forward, 2x that backward (four GEMMs, no
+// recomputed scores), the model FLOPs unchanged. Llama 3 8B at 8K, TP 1: 32 heads x 8192^2 x
+// (128 + 128) x 2 = 1.099511627776e12 FLOPs forward.
+TEST(Schedule, UnfusedAttentionComputesTheWholeMatrix) {
+  Scenario s = base(testing::llama3_8b(), 8);
+  const auto core = [&](bool bwd) {
+    const Built b = build(s);
+    for (const Op& o : bwd ? b.sched.dense.bwd : b.sched.dense.fwd)
+      if (o.id == OpId::kAttnCore) return o;
+    ADD_FAILURE() << "no attention core";
+    return Op{};
+  };
+  const Op fused = core(false);
+  EXPECT_FALSE(fused.attn.unfused);
+  EXPECT_DOUBLE_EQ(fused.attn.work_fraction, 0.5);
+  s.training.attention_backend = AttentionBackend::kUnfused;
+  const Op f = core(false), b = core(true);
+  EXPECT_TRUE(f.attn.unfused);
+  EXPECT_DOUBLE_EQ(f.attn.work_fraction, 1.0);
+  EXPECT_DOUBLE_EQ(f.flops, 1.099511627776e12 * s.training.micro_batch_size);
+  EXPECT_DOUBLE_EQ(f.flops, 2.0 * fused.flops);
+  EXPECT_DOUBLE_EQ(f.model_flops, fused.model_flops);
+  EXPECT_DOUBLE_EQ(b.flops, 2.0 * f.flops);
+  EXPECT_DOUBLE_EQ(b.model_flops, 2.0 * f.model_flops);
+}
+
 // The residual stream's gradients (docs/op-schedule.md §3): a residual add's backward is the
 // dropout mask multiply (5 B per element) and the bias gradient sum (2 B), nothing at dropout 0
 // without a bias; a pre-norm's backward is twice its forward (8 B) plus the fork's gradient sum

@@ -438,6 +438,46 @@ TEST(TimingAttention, DropoutAddsItsRandomNumbers) {
   EXPECT_NEAR(attention_time(ring, ring_flops, false, h) - plain, 8 * 33554432.0 / 1e12, 1e-12);
 }
 
+// Unfused attention (hand-derived; ops.hpp unfused_attention_traffic): 8 heads of 1024 tokens,
+// head dim 128, on HBM at 1 TB/s x 1.0 with a 5 us fixed time per memory-bound kernel. Forward:
+// S = Q K^T and O = P V as GEMMs of 8 x 1024 stacked rows, the fused softmax's 4 B per score over
+// 8 x 1024^2 scores (33,554,432 B) and the output permute (2 x 2 B x 8 x 1024 x 128 = 4,194,304 B):
+// 37.748736 us + 2 kernels x 5 us. Backward: four GEMMs, 6 B per score (50,331,648 B) plus the
+// permute: 54.525952 us + 10 us. The flops argument is not used: the kernels are.
+TEST(TimingAttention, UnfusedAttentionIsItsKernels) {
+  HardwareSpec h = hw;
+  h.gpu.hbm_bw = 1e12;
+  h.efficiency.hbm_elementwise = 1.0;
+  h.efficiency.memory_fixed = 5e-6;
+  AttentionShape a{1, 1024, 1024, 8, 8, 128, 128, true, 1.0};
+  a.unfused = true;
+  const auto g = [&](int64_t m, int64_t n, int64_t k) { return gemm_time(GemmShape{m, n, k}, DType::kBf16, h); };
+  EXPECT_NEAR(attention_time(a, 1.0, false, h), g(8192, 1024, 128) + g(8192, 128, 1024) + 37.748736e-6 + 10e-6, 1e-12);
+  EXPECT_NEAR(attention_time(a, 1.0, true, h),
+              g(8192, 1024, 128) + g(8192, 128, 1024) + g(8192, 128, 1024) + g(8192, 128, 1024) + 54.525952e-6 + 10e-6,
+              1e-12);
+  Op op;
+  op.kind = OpKind::kAttention;
+  op.attn = a;
+  EXPECT_EQ(host_kernels(op), 4);  // 2 GEMMs, the softmax, the permute
+  // Past 4096 keys the torch fp32 softmax (4 kernels, 29 B forward / 33 B backward per score),
+  // with dropout (5 B and one kernel more each way) and GQA (8 query heads on 2 KV heads: K and
+  // V repeated: 2 B x 8192 x (8 + 2) heads read and written x (128 + 128) = 41,943,040 B, two kernels).
+  AttentionShape l{1, 8192, 8192, 8, 2, 128, 128, true, 1.0};
+  l.unfused = true;
+  l.dropout = true;
+  const double scores = 8.0 * 8192 * 8192, permute = 4.0 * 8 * 8192 * 128, repeat = 41943040.0;
+  EXPECT_NEAR(attention_time(l, 1.0, false, h),
+              g(65536, 8192, 128) + g(65536, 128, 8192) + (34.0 * scores + permute + repeat) / 1e12 + 8 * 5e-6, 1e-12);
+  EXPECT_NEAR(attention_time(l, 1.0, true, h),
+              g(65536, 8192, 128) + 3 * g(65536, 128, 8192) + (38.0 * scores + permute + repeat) / 1e12 + 8 * 5e-6,
+              1e-12);
+  op.attn = l;
+  op.pass = Pass::kBwd;
+  op.calls = 2;
+  EXPECT_EQ(host_kernels(op), 2 * (4 + 8));
+}
+
 // The CP ring (hand-derived): a rank of a ring of 4 over 16384 tokens holds 4096 queries and
 // runs 4 kernels on 4096-key blocks, 8 heads, d 128 (4096 FLOPs per pair): step 0 causal (4096
 // x 4096 / 2 pairs, 2048 keys per query: 0.65 x 2048 / 2560 = 0.52 of the peak); the 3 others

@@ -256,6 +256,31 @@ TEST(Calibrate, ExplicitMemoryOpIsAKernelUnlessItSaysCopy) {
   EXPECT_TRUE(r.value()[1].op.mem.copy);
 }
 
+// An explicit attention op says whether it is the unfused kernels (training.attention_backend
+// unfused) and whether dropout is on; both default to false, and a non-boolean is an error.
+TEST(Calibrate, ExplicitAttentionOpCarriesUnfusedAndDropout) {
+  const std::string text = R"({"benchmark": "x", "points": [
+    {"family": "x", "key": "a", "correct": true, "time_us": {"median": 10},
+     "model_op": {"kind": "attention", "b": 1, "s_q": 1024, "s_kv": 1024, "hq": 8, "hkv": 2, "d": 128, "pass": "bwd"}},
+    {"family": "x", "key": "b", "correct": true, "time_us": {"median": 10},
+     "model_op": {"kind": "attention", "b": 1, "s_q": 1024, "s_kv": 1024, "hq": 8, "hkv": 2, "d": 128,
+                  "work_fraction": 0.5, "unfused": true, "dropout": true}}]})";
+  auto r = calib::parse_exec_summary(text, "a.json", 8, nullptr);
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  ASSERT_EQ(r.value().size(), 2u);
+  EXPECT_FALSE(r.value()[0].op.attn.unfused);
+  EXPECT_FALSE(r.value()[0].op.attn.dropout);
+  EXPECT_EQ(r.value()[0].op.pass, Pass::kBwd);
+  EXPECT_TRUE(r.value()[1].op.attn.unfused);
+  EXPECT_TRUE(r.value()[1].op.attn.dropout);
+  EXPECT_TRUE(r.value()[1].op.attn.causal);
+  auto bad = calib::parse_exec_summary(R"({"benchmark":"x","points":[{"key":"k","correct":true,"time_us":{"median":1},)"
+                                       R"("model_op":{"kind":"attention","b":1,"s_q":8,"s_kv":8,"hq":1,"d":8,"unfused":1}}]})",
+                                       "f.json", 8, nullptr);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().str(), "f.json: k: unfused: expected true or false, got 1");
+}
+
 // `bench moe` phases become the model's ops by name: expert GEMMs grouped over the local
 // experts with this rank's received rows, their backward by dgrad_shape / wgrad_shape, the
 // all-to-alls on the EP group with the rows this rank sends.

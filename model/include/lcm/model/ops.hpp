@@ -476,8 +476,60 @@ struct AttentionShape {
   // attention_dropout > 0: the kernel masks its probabilities with random numbers it draws
   // (EfficiencySpec::attention_dropout_fwd_rate / _bwd_rate).
   bool dropout = false;
+  // training.attention_backend unfused: not one fused kernel but the sequence of kernels that
+  // materialises the seq_q x seq_kv scores (unfused_attention_traffic below; timing.cpp).
+  bool unfused = false;
   bool operator==(const AttentionShape&) const = default;
 };
+
+// Unfused attention (training.attention_backend unfused): Megatron-Core's DotProductAttention
+// (megatron/core/transformer/dot_product_attention.py) and Transformer Engine's
+// UnfusedDotProductAttention compute the whole seq_q x seq_kv score matrix of every head in
+// batched GEMMs and run the softmax over it in memory-bound kernels (a causal mask only masks):
+//   forward:  [GQA: K, V repeated to every query head] S = Q K^T (baddbmm) -> scale-mask-softmax
+//             -> [dropout] -> O = P V (bmm) -> O permuted to [s, b, h d] (a copy)
+//   backward: dO permuted; dP = dO V^T, dV = P^T dO; [dropout]; softmax backward; dQ = dS K,
+//             dK = dS^T Q; [GQA: dK, dV summed over the repeated heads]
+// Megatron's FusedScaleMaskSoftmax runs one kernel for 16 < seq_kv <= kFusedSoftmaxMaxKeys (bf16
+// scores in, bf16 probabilities out; the backward reads the probabilities and their gradient
+// and writes the scores' gradient). Above it the torch fallback runs in fp32 (fused_softmax.py
+// forward_torch_softmax, attention_softmax_in_fp32 = True): .float(), masked_fill_, softmax,
+// .bfloat16(), and their four backward kernels. Bytes per score element:
+//   fused kernel   forward 2 + 2 = 4                         backward 2 + 2 + 2 = 6
+//   torch fp32     forward (2+4) + (4+1+4) + (4+4) + (4+2) = 29   backward (2+4) + (4+4+4) + (4+1+4) + (4+2) = 33
+//   dropout        forward 2 + 2 + 1 (its bool mask) = 5       backward 2 + 1 + 2 = 5
+// The memory model saves what these kernels keep (memory.cpp). Transformer Engine's own softmax
+// kernel reaches seq_kv 16384; lcm has no knob for the implementation and takes Megatron's limit.
+inline constexpr int64_t kFusedSoftmaxMaxKeys = 4096;
+struct UnfusedAttentionTraffic {
+  double score_bytes = 0;  // memory-bound bytes per score element (softmax, dropout)
+  double other_bytes = 0;  // the output permute copy and GQA's K/V repeat (or its gradient's sum)
+  int gemms = 0;           // batched GEMM kernels
+  int elementwise = 0;     // memory-bound kernels
+};
+inline UnfusedAttentionTraffic unfused_attention_traffic(const AttentionShape& a, bool backward) {
+  UnfusedAttentionTraffic t;
+  const bool fused_softmax = a.seq_kv <= kFusedSoftmaxMaxKeys;
+  t.score_bytes = fused_softmax ? (backward ? 6.0 : 4.0) : (backward ? 33.0 : 29.0);
+  t.elementwise = fused_softmax ? 1 : 4;
+  if (a.dropout) {
+    t.score_bytes += 5.0;
+    t.elementwise += 1;
+  }
+  t.gemms = backward ? 4 : 2;
+  const double b = static_cast<double>(a.batch);
+  // O (or dO) read and written once by the permute copy.
+  t.other_bytes = 2.0 * 2.0 * b * static_cast<double>(a.heads_q * a.seq_q * a.head_dim_v);
+  t.elementwise += 1;
+  if (a.heads_q > a.heads_kv && a.heads_kv > 0) {
+    // repeat_interleave of K and V (forward: read heads_kv, write heads_q heads; backward: the
+    // gradient's sum, read heads_q, write heads_kv).
+    const double heads = static_cast<double>(a.heads_q + a.heads_kv);
+    t.other_bytes += 2.0 * b * static_cast<double>(a.seq_kv) * heads * static_cast<double>(a.head_dim_qk + a.head_dim_v);
+    t.elementwise += 2;
+  }
+  return t;
+}
 
 // One rank's attention sequence under the p2p CP ring of `ring` ranks over `seq` tokens
 // (Transformer Engine's load-balanced chunks: the sequence cut in 2·ring, rank r holding chunks r
@@ -568,7 +620,12 @@ inline bool is_comm(const Op& o) { return o.kind == OpKind::kCollective || o.kin
 
 // Kernels the host enqueues for one op (all its calls): one per call, a grouped GEMM one per
 // group (Transformer Engine's GroupedLinear runs one cuBLAS GEMM per expert).
+// Unfused attention enqueues its GEMMs and memory-bound kernels (unfused_attention_traffic).
 inline int host_kernels(const Op& o) {
+  if (o.kind == OpKind::kAttention && o.attn.unfused) {
+    const UnfusedAttentionTraffic t = unfused_attention_traffic(o.attn, o.pass == Pass::kBwd);
+    return std::max(1, o.calls) * (t.gemms + t.elementwise);
+  }
   return std::max(1, o.calls) * (o.kind == OpKind::kGemm ? std::max(1, o.gemm.groups) : 1);
 }
 
