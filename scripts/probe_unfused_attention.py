@@ -68,6 +68,11 @@ def _fused_softmax(x):
     return torch.softmax(y, dim=-1).to(x.dtype)
 
 
+# One compiled graph per shape and grad mode: the ten cases need more than dynamo's default of
+# 8 recompiles, past which it runs the function eagerly (the first run's sixth case did).
+for _name in ("recompile_limit", "cache_size_limit"):
+    if hasattr(torch._dynamo.config, _name):
+        setattr(torch._dynamo.config, _name, 64)
 fused_softmax = torch.compile(_fused_softmax, dynamic=False)
 _masks = {}
 
@@ -106,6 +111,28 @@ def megatron_local_attention(q, k, v, b, s, hq, hkv, dqk, dv, p):
     return ctx.view(s, b, hq * dv)
 
 
+def profile_kernels(fwd, forward_graph, backward, iters=3):
+    """GPU kernels of one forward and of one backward (the backward alone: its forward runs
+    before the profiler starts), name and median duration in us over `iters` profiled calls."""
+    from torch.profiler import ProfilerActivity, profile
+
+    def kernels(fn, before=None):
+        runs = []
+        for _ in range(iters):
+            arg = before() if before else None
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                fn(arg) if before else fn()
+                torch.cuda.synchronize()
+            evs = [e for e in prof.events() if e.device_type.name == "CUDA" and e.device_time > 0]
+            evs.sort(key=lambda e: e.time_range.start)
+            runs.append([(e.name, e.device_time) for e in evs])
+        n = min(len(r) for r in runs)
+        return [(runs[0][i][0], statistics.median(r[i][1] for r in runs)) for i in range(n)]
+
+    return {"fwd": kernels(fwd), "bwd": kernels(backward, forward_graph)}
+
+
 def check(q, k, v, b, s, hq, hkv, dqk, dv):
     """Against torch's math SDPA at dropout 0 (relative error of the output)."""
     with torch.no_grad():
@@ -124,6 +151,9 @@ def main():
     ap.add_argument("--cases", default="")
     ap.add_argument("--rounds", type=int, default=ROUNDS)
     ap.add_argument("--reps", type=int, default=REPS)
+    ap.add_argument("--kernels", action="store_true",
+                    help="also record each pass's GPU kernels with torch.profiler (extra.kernels_fwd / _bwd): "
+                         "their summed durations are the GPU time without the host's")
     a = ap.parse_args()
     cases = CASES
     if a.cases:
@@ -152,6 +182,13 @@ def main():
         # The forward under no_grad saves nothing; the timed forward of fwd_bwd runs the same
         # kernels (autograd only records), so backward = (forward + backward) - forward.
         t = interleaved({"fwd": fwd, "fwd_bwd": fwd_bwd}, a.rounds, a.reps)
+        def forward_graph():
+            return megatron_local_attention(q, k, v, b, s, hq, hkv, dqk, dv, p)
+
+        def backward(out):
+            torch.autograd.grad(out, (q, k, v), dout)
+
+        kern = profile_kernels(fwd, forward_graph, backward) if a.kernels else None
         softmax = "fused (emulated)" if s <= FUSED_MAX_KEYS else "torch fp32"
         base = dict(b=b, s_q=s, s_kv=s, hq=hq, hkv=hkv, d=dqk, d_v=dv, work_fraction=0.5, unfused=True,
                     dropout=p > 0)
@@ -167,6 +204,9 @@ def main():
                 "extra": {"softmax": softmax, "dropout_p": p, "rel_error_vs_sdpa": err,
                           "fwd_bwd_us": fwdbwd_us},
             })
+            if kern is not None:
+                points[-1]["extra"]["kernels"] = kern[pas]
+                points[-1]["extra"]["kernel_sum_us"] = sum(d for _, d in kern[pas])
         print(f"{name}: softmax {softmax}, fwd {fwd_us:.1f} us, bwd {fwdbwd_us - fwd_us:.1f} us, "
               f"rel err {err:.2e}", file=sys.stderr)
         del q, k, v, dout
