@@ -84,7 +84,7 @@ training:
   micro_batch_size: 2
   global_batch_size: 8
   precision: fp8
-  attention_backend: unfused
+  attention_backend: flash
   cross_entropy_loss_fusion: true
   cross_entropy_fusion_impl: te
   grad_reduce_in_fp32: false
@@ -145,7 +145,7 @@ flop_convention:
   EXPECT_EQ(m.mtp_num_layers, 1);
   EXPECT_EQ(s.training.seq_length, 4096);
   EXPECT_EQ(s.training.precision, Precision::kFp8);
-  EXPECT_EQ(s.training.attention_backend, AttentionBackend::kUnfused);
+  EXPECT_EQ(s.training.attention_backend, AttentionBackend::kFused);  // flash: fused (unfused refuses CP: below)
   EXPECT_TRUE(s.training.cross_entropy_loss_fusion);
   EXPECT_EQ(s.training.cross_entropy_fusion_impl, CrossEntropyFusionImpl::kTe);
   EXPECT_FALSE(s.training.grad_reduce_in_fp32);
@@ -327,6 +327,17 @@ TEST(Loader, AliasesOfEnumSpellings) {
   ASSERT_TRUE(r.ok()) << r.error().str();
   EXPECT_EQ(r.value().parallel.cp_comm_type, CpCommType::kAllGather);
   EXPECT_EQ(r.value().training.attention_backend, AttentionBackend::kFused);
+}
+
+// attention_backend unfused parses (its non-default value; EveryKeyParsed's scenario runs CP,
+// which unfused attention cannot).
+TEST(Loader, UnfusedAttentionBackendParsed) {
+  auto r = load_text(kBaseScenario, {"attention_backend=unfused"});
+  ASSERT_TRUE(r.ok()) << r.error().str();
+  EXPECT_EQ(r.value().training.attention_backend, AttentionBackend::kUnfused);
+  auto l = load_text(kBaseScenario, {"attention_backend=local"});
+  ASSERT_TRUE(l.ok()) << l.error().str();
+  EXPECT_EQ(l.value().training.attention_backend, AttentionBackend::kUnfused);
 }
 
 TEST(Overrides, ParseOverride) {

@@ -328,10 +328,12 @@ TEST(MegatronCiStepTime, IterationTimeWithinRecordedBounds) {
   // regime of these tiny steps is predicted too short. Then (development set) the per-micro-batch
   // Python outside the layers, measured with Megatron-LM (host runs set 3, declared before
   // measuring; hwprofiles host: microbatch_overhead_us): 40.3 %, signed -27.6 %, 7 within 20 %,
-  // 25 within 50 %, 8 inside their band.
+  // 25 within 50 %, 8 inside their band. Later terms brought it to 36.0 % (session 33); session
+  // 34 priced unfused attention as its kernels (14 of these rows run it): 35.8 %, signed -22.5 %,
+  // 10 within 20 %, 28 within 50 %, 11 inside their band; the bounds follow that.
   constexpr int kMinRows = 38;
-  constexpr double kMaeBoundPct = 40.5;
-  constexpr int kMinWithin50 = 25;
+  constexpr double kMaeBoundPct = 35.9;
+  constexpr int kMinWithin50 = 28;
   std::printf("Megatron-LM CI iteration times (H100): %d rows, mean |error| %.1f %%, mean signed error %+.1f %%, "
               "%d within 20 %%, %d within 50 %%, %d inside their band\n",
               n, mae, signed_err, within20, within50, in_band);
