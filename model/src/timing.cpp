@@ -335,9 +335,10 @@ double one_attention_time(const AttentionShape& a, double flops, bool backward, 
 
 // Unfused attention (AttentionShape::unfused; the kernels and bytes: unfused_attention_traffic,
 // ops.hpp): the batched GEMMs over the whole score matrix (a causal mask does not skip the upper
-// triangle), each priced as one GEMM whose rows stack the batch x heads problems (the per-problem
-// m is at least 1K rows, where the saturation terms are flat), and the memory-bound kernels over
-// the scores at efficiency.hbm_elementwise, each with its fixed time.
+// triangle), each priced as one GEMM whose rows stack the batch x heads problems (cuBLAS runs
+// them as one strided-batched kernel; at 512 or more rows per problem the per-dimension
+// saturation terms this ignores are within a few per cent of flat), and the memory-bound kernels
+// over the scores at efficiency.hbm_elementwise, each with its fixed time.
 double unfused_attention_time(const AttentionShape& a, bool backward, const HardwareSpec& hw) {
   const UnfusedAttentionTraffic t = unfused_attention_traffic(a, backward);
   const double problems = static_cast<double>(a.batch * a.heads_q);

@@ -167,6 +167,14 @@ double number(const json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
+// An optional boolean field: false when absent; anything but true / false throws BadKey.
+bool flag(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end()) return false;
+  if (!it->is_boolean()) throw BadKey{key, fmt::format("expected true or false, got {}", it->dump())};
+  return it->get<bool>();
+}
+
 // An integer field of `j`: 0 when absent or not a number (the callers' "missing"), else an
 // integer in [0, max] (integer_value).
 int64_t integer(const json& j, const char* key, int64_t max) {
@@ -208,10 +216,7 @@ std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ra
     m.op.mem.bytes = number(mo, "bytes");
     // A copy streams at efficiency.hbm, any other memory-bound kernel (a permutation, a norm)
     // at efficiency.hbm_elementwise.
-    const auto copy = mo.find("copy");
-    if (copy != mo.end() && !copy->is_boolean())
-      throw BadKey{"copy", fmt::format("expected true or false, got {}", copy->dump())};
-    m.op.mem.copy = copy != mo.end() && copy->get<bool>();
+    m.op.mem.copy = flag(mo, "copy");
     if (m.op.mem.bytes <= 0) return *why = "memory model_op without bytes", std::nullopt;
     return m;
   }
@@ -239,14 +244,8 @@ std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ra
     a.work_fraction = mo.contains("work_fraction") ? number(mo, "work_fraction") : 1.0;
     a.causal = a.work_fraction < 1.0;
     a.kv_block = mo.contains("kv_block") ? integer(mo, "kv_block", kMaxDim) : 0;
-    const auto flag = [&](const char* key) {
-      const auto it = mo.find(key);
-      if (it == mo.end()) return false;
-      if (!it->is_boolean()) throw BadKey{key, fmt::format("expected true or false, got {}", it->dump())};
-      return it->get<bool>();
-    };
-    a.unfused = flag("unfused");
-    a.dropout = flag("dropout");
+    a.unfused = flag(mo, "unfused");
+    a.dropout = flag(mo, "dropout");
     m.op.pass = mo.value("pass", "fwd") == "bwd" ? Pass::kBwd : Pass::kFwd;
     if (a.batch <= 0 || a.seq_q <= 0 || a.seq_kv <= 0 || a.heads_q <= 0 || a.head_dim_qk <= 0)
       return *why = "attention model_op without b, s_q, s_kv, hq, d", std::nullopt;
