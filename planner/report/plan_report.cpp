@@ -218,11 +218,17 @@ std::string plan_failure(const Scenario& base, const plan::PlanResult& r) {
             ? fmt::format("{:.2f} GiB per GPU (HBM {:.2f} GiB less the {:.2f}% headroom)", m.hbm_bytes / kGiB,
                           base.hardware.gpu.hbm_bytes / kGiB, 100.0 * r.constraints.headroom)
             : fmt::format("{:.2f} GiB of HBM per GPU", m.hbm_bytes / kGiB);
+    // Unfused attention keeps the s x s probabilities and rules out CP: name the knob.
+    const std::string unfused =
+        base.training.attention_backend == AttentionBackend::kUnfused
+            ? "; training.attention_backend is unfused, which keeps every layer's seq x seq probabilities and "
+              "cannot use context parallelism (--set attention_backend=fused lifts both)"
+            : "";
     return fmt::format(
         "nothing fits in {} on {} GPUs: of {} valid layouts the closest, {}, needs {:.2f} GiB on "
-        "pipeline stage {} (misses by {:.2f} GiB)",
+        "pipeline stage {} (misses by {:.2f} GiB){}",
         budget, base.num_gpus, r.counts.valid, plan::layout_string(r.closest_miss, base),
-        m.peak_high_bytes / kGiB, m.miss_stage, m.miss_bytes / kGiB);
+        m.peak_high_bytes / kGiB, m.miss_stage, m.miss_bytes / kGiB, unfused);
   }
   return fmt::format("no layout fits on {} GPUs", base.num_gpus);
 }

@@ -99,6 +99,15 @@ TEST(PlanCli, NothingFitsSaysByHowMuch) {
             std::string::npos)
       << h.err;
   EXPECT_NE(r.err.find("misses by"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("attention_backend"), std::string::npos) << r.err;
+  // Unfused attention's s x s probabilities at 128K: the message names the knob.
+  const auto u = lcm("plan scenarios/llama3.1-8b.yaml --set attention_backend=unfused");
+  EXPECT_EQ(u.code, 2);
+  ASSERT_EQ(lines(u.err).size(), 1u) << u.err;
+  EXPECT_NE(u.err.find("training.attention_backend is unfused, which keeps every layer's seq x seq probabilities and "
+                       "cannot use context parallelism (--set attention_backend=fused lifts both)"),
+            std::string::npos)
+      << u.err;
 }
 
 TEST(PlanCli, BadOptionsAreOneLineErrors) {
