@@ -64,4 +64,16 @@ TEST(HostCli, AttentionDropoutWithoutRatesIsNamed) {
   fs::remove_all(dir);
 }
 
+// An estimate of unfused attention says how its price fared held out, and that the band's
+// attention spread (the fused kernels') understates it; a fused estimate does not.
+TEST(HostCli, UnfusedAttentionNamesItsHeldOutError) {
+  const std::string scenario = "estimate scenarios/llama3.1-8b.yaml --set seq_length=4096 --set context_parallel_size=1";
+  const LcmRun unfused = lcm(scenario + " --set attention_backend=unfused");
+  ASSERT_EQ(unfused.code, 0) << unfused.err;
+  EXPECT_NE(unfused.out.find("5 of 20 ops within 10 %, 28.6 % too fast on average"), std::string::npos) << unfused.out;
+  const LcmRun fused = lcm(scenario);
+  ASSERT_EQ(fused.code, 0) << fused.err;
+  EXPECT_EQ(fused.out.find("Unfused attention"), std::string::npos) << fused.out;
+}
+
 }  // namespace
