@@ -34,22 +34,11 @@ import torch
 import torch.nn.functional as F
 
 from probe_timing import interleaved_samples
+from unfused_attention_cases import CASES, case_name, point
 
-# b, s, hq, hkv, d_qk, d_v, dropout: the cases declared in
-# validation/measured/h100/unfused_attention/DECLARATION.md (keep them in step).
-CASES = [
-    (4, 1024, 8, 8, 64, 64, 0.0),       # Megatron CI's small GPT (h 512, 8 heads, mbs 4, 1K)
-    (2, 2048, 16, 4, 128, 128, 0.0),    # GQA 4:1
-    (1, 4096, 32, 8, 128, 128, 0.0),    # Llama-3-8B-like at TP 1, the fused kernel's limit
-    (1, 4096, 16, 16, 128, 128, 0.1),   # attention dropout
-    (2, 2048, 16, 16, 192, 128, 0.0),   # MLA-like head dims
-    (8, 512, 16, 16, 64, 64, 0.0),      # short sequences, many problems
-    (1, 8192, 8, 8, 128, 128, 0.0),     # past 4096 keys: the torch fp32 softmax
-    (1, 8192, 16, 4, 128, 128, 0.1),    # fp32 softmax, GQA, dropout
-    (1, 12288, 8, 2, 64, 64, 0.0),      # fp32 softmax, GQA, head dim 64
-    (1, 16384, 4, 4, 128, 128, 0.0),    # fp32 softmax, long
-]
-FUSED_MAX_KEYS = 4096  # Megatron's FusedScaleMaskSoftmax: 16 < sk <= 4096
+# Megatron's FusedScaleMaskSoftmax: 16 < sk <= 4096 (what the probe runs; lcm's own copy of the limit
+# is kFusedSoftmaxMaxKeys in model/include/lcm/model/ops.hpp)
+FUSED_MAX_KEYS = 4096
 ROUNDS = 7
 REPS = 10
 
@@ -152,7 +141,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=ROUNDS)
     ap.add_argument("--reps", type=int, default=REPS)
     ap.add_argument("--kernels", action="store_true",
-                    help="also record each pass's GPU kernels with torch.profiler (extra.kernels_fwd / _bwd): "
+                    help="also record each pass's GPU kernels with torch.profiler (extra.kernels, extra.kernel_sum_us): "
                          "their summed durations are the GPU time without the host's")
     a = ap.parse_args()
     cases = CASES
@@ -182,6 +171,7 @@ def main():
         # The forward under no_grad saves nothing; the timed forward of fwd_bwd runs the same
         # kernels (autograd only records), so backward = (forward + backward) - forward.
         t = interleaved({"fwd": fwd, "fwd_bwd": fwd_bwd}, a.rounds, a.reps)
+
         def forward_graph():
             return megatron_local_attention(q, k, v, b, s, hq, hkv, dqk, dv, p)
 
@@ -190,23 +180,16 @@ def main():
 
         kern = profile_kernels(fwd, forward_graph, backward) if a.kernels else None
         softmax = "fused (emulated)" if s <= FUSED_MAX_KEYS else "torch fp32"
-        base = dict(b=b, s_q=s, s_kv=s, hq=hq, hkv=hkv, d=dqk, d_v=dv, work_fraction=0.5, unfused=True,
-                    dropout=p > 0)
-        name = f"unfused/b{b}/s{s}/hq{hq}/hkv{hkv}/d{dqk}x{dv}/p{p}"
+        name = case_name((b, s, hq, hkv, dqk, dv, p))
         ok = err < 2e-2
         fwd_us, fwdbwd_us = t["fwd"][0], t["fwd_bwd"][0]
         for pas, med, lo, hi in (("fwd", fwd_us, t["fwd"][1], t["fwd"][2]),
                                  ("bwd", fwdbwd_us - fwd_us, t["fwd_bwd"][1] - fwd_us, t["fwd_bwd"][2] - fwd_us)):
-            points.append({
-                "family": "unfused-attention", "key": f"{name}/{pas}", "op": f"attn.core.{pas}", "correct": ok,
-                "time_us": {"median": med, "p10": lo, "p90": hi},
-                "model_op": dict(base, kind="attention", **{"pass": pas}),
-                "extra": {"softmax": softmax, "dropout_p": p, "rel_error_vs_sdpa": err,
-                          "fwd_bwd_us": fwdbwd_us},
-            })
+            extra = {"softmax": softmax, "dropout_p": p, "rel_error_vs_sdpa": err, "fwd_bwd_us": fwdbwd_us}
             if kern is not None:
-                points[-1]["extra"]["kernels"] = kern[pas]
-                points[-1]["extra"]["kernel_sum_us"] = sum(d for _, d in kern[pas])
+                extra["kernels"] = kern[pas]
+                extra["kernel_sum_us"] = sum(d for _, d in kern[pas])
+            points.append(point((b, s, hq, hkv, dqk, dv, p), pas, {"median": med, "p10": lo, "p90": hi}, ok, extra))
         print(f"{name}: softmax {softmax}, fwd {fwd_us:.1f} us, bwd {fwdbwd_us - fwd_us:.1f} us, "
               f"rel err {err:.2e}", file=sys.stderr)
         del q, k, v, dout

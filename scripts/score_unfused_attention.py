@@ -10,11 +10,10 @@ table, the share within 10 % and the mean |error| of each.
 
     score_unfused_attention.py --declare --profile h100-sxm
 
-prints the predictions for the probe's declared cases (its CASES list, read without importing
-torch) before anything is measured.
+prints the predictions for the declared cases (scripts/unfused_attention_cases.py) before
+anything is measured.
 """
 import argparse
-import ast
 import copy
 import json
 import os
@@ -22,27 +21,16 @@ import subprocess
 import sys
 import tempfile
 
+from unfused_attention_cases import CASES, point
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def declared_cases():
-    src = open(os.path.join(HERE, "probe_unfused_attention.py")).read()
-    for n in ast.parse(src).body:
-        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "CASES":
-            return ast.literal_eval(n.value)
-    raise SystemExit("probe_unfused_attention.py: no CASES list")
-
-
-def placeholder_doc():
-    pts = []
-    for (b, s, hq, hkv, dqk, dv, p) in declared_cases():
-        for pas in ("fwd", "bwd"):
-            pts.append({"family": "unfused-attention", "key": f"unfused/b{b}/s{s}/hq{hq}/hkv{hkv}/d{dqk}x{dv}/p{p}/{pas}",
-                        "op": f"attn.core.{pas}", "correct": True, "time_us": {"median": 1.0},
-                        "model_op": {"kind": "attention", "b": b, "s_q": s, "s_kv": s, "hq": hq, "hkv": hkv, "d": dqk,
-                                     "d_v": dv, "work_fraction": 0.5, "unfused": True, "dropout": p > 0,
-                                     "pass": pas}})
-    return {"benchmark": "unfused-attention", "points": pts}
+def declared_points():
+    """The declared cases as summary points for `lcm calibrate --compare`, which reads a measured
+    median for every point: 1 us stands in for it, and only the predictions are printed."""
+    return {"benchmark": "unfused-attention",
+            "points": [point(c, pas, {"median": 1.0}) for c in CASES for pas in ("fwd", "bwd")]}
 
 
 def predict(doc, profile, lcm):
@@ -67,7 +55,7 @@ def main():
                     help="measured = the pass's GPU kernels summed (a probe run with --kernels), not its wall time")
     a = ap.parse_args()
     if a.declare:
-        pred = predict(placeholder_doc(), a.profile, a.lcm)
+        pred = predict(declared_points(), a.profile, a.lcm)
         print(f"| point | predicted us ({a.profile}) |\n|---|---:|")
         for k, v in pred.items():
             print(f"| {k} | {v:.1f} |")

@@ -61,6 +61,11 @@ TEST(HostCli, AttentionDropoutWithoutRatesIsNamed) {
   const LcmRun shipped = lcm(scenario + " --hw h100-sxm");
   ASSERT_EQ(shipped.code, 0) << shipped.err;
   EXPECT_EQ(shipped.out.find("priced free"), std::string::npos) << shipped.out;
+  // Unfused attention prices its dropout kernels by their bytes, not at the profile's rates.
+  const LcmRun unfused = lcm(scenario + " --set seq_length=4096 --set context_parallel_size=1 "
+                                        "--set attention_backend=unfused --hw '" + (dir / "no_dropout.yaml").string() + "'");
+  ASSERT_EQ(unfused.code, 0) << unfused.err;
+  EXPECT_EQ(unfused.out.find("priced free"), std::string::npos) << unfused.out;
   fs::remove_all(dir);
 }
 
