@@ -47,6 +47,13 @@ struct Ctx {
   bool lora = false;
   double lora_rank = 0;
   uint32_t lora_targets = 0;
+  // Transformer Engine's LayerNormLinear (QKV, dense FC1) under FP8 per-tensor scaling, with a
+  // weight gradient (not LoRA's frozen base): delayed scaling's fused norm writes the GEMM's
+  // FP8 input itself (norm_fp8_out); delayed and current scaling all-gather that input over SP
+  // in FP8 (gather_fp8: current scaling quantizes the norm's bf16 output first, its amax
+  // reduced over TP for that purpose). Blockwise keeps bf16 norms and gathers.
+  bool norm_fp8_out = false;
+  bool gather_fp8 = false;
 };
 
 inline Ctx make_ctx(const Scenario& s, const Mesh& m) {
@@ -61,6 +68,10 @@ inline Ctx make_ctx(const Scenario& s, const Mesh& m) {
   x.lora = s.training.peft == Peft::kLora;
   x.lora_rank = static_cast<double>(s.training.lora_rank);
   x.lora_targets = x.lora ? s.training.lora_targets : 0;
+  const bool tensor_scaled = s.training.precision == Precision::kFp8 &&
+                             (s.training.fp8_recipe == Fp8Recipe::kDelayed || s.training.fp8_recipe == Fp8Recipe::kTensorwise);
+  x.norm_fp8_out = tensor_scaled && !x.lora && s.training.fp8_recipe == Fp8Recipe::kDelayed;
+  x.gather_fp8 = tensor_scaled && !x.lora;
   return x;
 }
 
@@ -298,19 +309,22 @@ inline constexpr TpItems kTpOutput{CommItemId::kTpOutputAllGather, CommItemId::k
 
 // Enter (column-parallel input): SP all-gather forward, reduce-scatter backward. Without
 // SP an identity copy forward (Megatron's f) whose backward all-reduces the input grad.
+// `gather_bytes` (default: `bytes`) is what the all-gathers move where the input is gathered in
+// another type than its gradient is reduced in (an FP8 LayerNormLinear input: Ctx::gather_fp8).
 template <class Sink>
 void tp_enter(Sink& out, OpId sp_base, OpId copy_base, double bytes, const TpItems& it, const Ctx& x,
-              uint32_t modules = 0) {
+              uint32_t modules = 0, double gather_bytes = -1.0) {
   if (x.r.tp <= 1) return;
+  if (gather_bytes < 0) gather_bytes = bytes;
   if (x.r.sp) {
-    out(coll_el(coll_op(sp_base, Collective::kAllGather, CommDim::kTp, x.r.tp, bytes, it.ag), Collective::kReduceScatter,
-                it.rs, bytes, 1, modules));
+    out(coll_el(coll_op(sp_base, Collective::kAllGather, CommDim::kTp, x.r.tp, gather_bytes, it.ag),
+                Collective::kReduceScatter, it.rs, bytes, 1, modules));
     // The column-parallel GEMM saves only its SP shard of the input and all-gathers it
     // again in backward for the weight gradient (Megatron's
     // LinearWithGradAccumulationAndAsyncCommunication; TE's LayerNormLinear with SP). A
     // frozen GEMM (LoRA) has no weight gradient; its adapter saved its own gathered input.
     if (!x.lora) {
-      Op regather = coll_op(sp_base, Collective::kAllGather, CommDim::kTp, x.r.tp, bytes, it.ag);
+      Op regather = coll_op(sp_base, Collective::kAllGather, CommDim::kTp, x.r.tp, gather_bytes, it.ag);
       regather.part = GemmPart::kWgrad;
       out(bwd_only_el(regather));
     }
@@ -341,16 +355,19 @@ inline Op replicated_gemm(OpId base, const GemmShape& g, const Ctx& x) {
   return o;
 }
 
-// Norm: read input, write output (bf16); its backward twice that. A layer's pre-norm reads the
-// residual stream, which also feeds the block's residual add: autograd sums the two gradients
-// of that fork (read two, write one) after the norm's backward, so a kResidualFork norm's
-// backward carries that add too (lcm-exec train runs it inside the norm's backward op).
+// Norm: read input, write output (bf16, or FP8 where it writes an FP8 GEMM input itself:
+// out_bytes 1); its backward reads the input and the gradient and writes the input's gradient
+// and the weight's partial sums, twice a bf16 forward. A layer's pre-norm reads the residual
+// stream, which also feeds the block's residual add: autograd sums the two gradients of that
+// fork (read two, write one) after the norm's backward, so a kResidualFork norm's backward
+// carries that add too (lcm-exec train runs it inside the norm's backward op).
 enum class NormInput { kResidualFork, kPlain };
 template <class Sink>
-void norm(Sink& out, OpId base, const Ctx& x, NormInput input, uint32_t modules = 0) {
+void norm(Sink& out, OpId base, const Ctx& x, NormInput input, uint32_t modules = 0, double out_bytes = kAct) {
   const double elems = static_cast<double>(x.r.sp_tokens_int) * x.r.hidden;
-  Elem e = compute_el(memory_op(base, 2.0 * kAct * elems), modules);
-  if (input == NormInput::kResidualFork) e.bwd_bytes = 2.0 * e.op.mem.bytes + 3.0 * kAct * elems;
+  Elem e = compute_el(memory_op(base, (kAct + out_bytes) * elems), modules);
+  e.bwd_bytes = 4.0 * kAct * elems;
+  if (input == NormInput::kResidualFork) e.bwd_bytes += 3.0 * kAct * elems;
   out(e);
 }
 // An MLP activation over `elems` elements of its output (tokens x width): the forward reads
@@ -515,7 +532,10 @@ void attention_block(Sink& out, const Ctx& x, double windowed_share) {
   const double t = x.r.tp;
   const int64_t T = x.r.tokens_int;
   const int64_t h = md.hidden_size;
-  norm(out, OpId::kAttnNorm, x, NormInput::kResidualFork, kRecomputeLayernorm);
+  // Without MLA the norm is TE's LayerNormLinear's, feeding QKV (Ctx::norm_fp8_out).
+  const bool fused_qkv = !md.multi_latent_attention;
+  norm(out, OpId::kAttnNorm, x, NormInput::kResidualFork, kRecomputeLayernorm,
+       fused_qkv && x.norm_fp8_out ? 1.0 : kAct);
   if (md.multi_latent_attention) {
     // multi_latent_attention.py: the down projections are duplicated linears on the tokens
     // this rank holds (the SP shard); the column-parallel up projections gather their
@@ -549,7 +569,7 @@ void attention_block(Sink& out, const Ctx& x, double windowed_share) {
     const double a = md.num_attention_heads;
     const double g = x.r.groups;
     const double dh = x.r.head_dim;
-    tp_enter(out, OpId::kAttnSpAllGather, OpId::kAttnTpCopy, x.act, kTpLayer, x);
+    tp_enter(out, OpId::kAttnSpAllGather, OpId::kAttnTpCopy, x.act, kTpLayer, x, 0, x.gather_fp8 ? x.act / kAct : x.act);
     out(compute_el(gemm_op(OpId::kAttnQkv, T, static_cast<int64_t>((a + 2 * g) * dh / t), h, 1, x)));
     // qk_layernorm: per-head RMSNorm of Q and K after the projection (attention.py
     // q_layernorm / k_layernorm), read and write of both.
@@ -578,8 +598,8 @@ void mlp_gemms(Sink& out, OpId fc1, OpId act, OpId fc2, double w, const Ctx& x, 
 template <class Sink>
 void dense_mlp_block(Sink& out, const Ctx& x) {
   constexpr uint32_t kMlp = kRecomputeMlp;
-  norm(out, OpId::kMlpNorm, x, NormInput::kResidualFork, kRecomputeLayernorm);
-  tp_enter(out, OpId::kMlpSpAllGather, OpId::kMlpTpCopy, x.act, kTpLayer, x, kMlp);
+  norm(out, OpId::kMlpNorm, x, NormInput::kResidualFork, kRecomputeLayernorm, x.norm_fp8_out ? 1.0 : kAct);
+  tp_enter(out, OpId::kMlpSpAllGather, OpId::kMlpTpCopy, x.act, kTpLayer, x, kMlp, x.gather_fp8 ? x.act / kAct : x.act);
   mlp_gemms(out, OpId::kMlpFc1, OpId::kMlpAct, OpId::kMlpFc2, x.r.ffn, x, kMlp);
   tp_exit(out, OpId::kMlpSpReduceScatter, OpId::kMlpTpAllReduce, x.act, kTpLayer, x, kMlp);
   bda(out, OpId::kMlpBda, x);
@@ -859,19 +879,31 @@ void emit_layer(const Ctx& x, bool moe, Sink& out) {
   }
   // Bytes per element of a cast: read the BF16 tensor (2 B), write its FP8 copy and the
   // transposed copy Hopper's TN kernels need for the other GEMM of the pair (1 + 1 B).
-  // tensorwise (current scaling) reads the tensor once more for its amax first (+2 B), a fused
-  // norm's output included (its scale is not known until the norm is done); blockwise writes
-  // a 4-byte scale per 128 elements for each copy (+8/128 B); delayed scales by the amax
-  // history, inside the cast.
+  // tensorwise (current scaling) reads the tensor once more for its amax first (+2 B);
+  // blockwise writes a 4-byte scale per 128 elements for each copy (+8/128 B); delayed scales
+  // by the amax history, inside the cast.
+  // A norm-fed input (LayerNormLinear's QKV and dense FC1) has no cast of its own where the
+  // norm quantizes it, but the weight gradient still needs the transposed copy: delayed scaling's fused norm writes the FP8 input and Transformer
+  // Engine transposes it (read 1, write 1: TE 2.x rmsnorm/layernorm_fwd's nvte_transpose after
+  // the norm kernel, TE 1.x's tex.fp8_transpose(ln_out_total) before the weight-gradient GEMM).
+  // Current scaling and blockwise run the norm unfused (TE 2.x normalization.cpp
+  // force_unfused_kernel: the norm writes bf16, its amax computed in the norm kernel), then one
+  // cast-transpose (4 B; blockwise + 8/128). LoRA's frozen base has no weight gradient and
+  // keeps the amax pass only (its norm output also feeds the adapter in bf16), as does the
+  // experts' FC1 behind an FP8 dispatch (its tokens arrive quantized; not modelled further).
   const Fp8Recipe recipe = x.s->training.fp8_recipe;
   const double amax = recipe == Fp8Recipe::kTensorwise ? 2.0 : 0.0;
   const double cast = 4.0 + amax + (recipe == Fp8Recipe::kBlockwise ? 8.0 / 128.0 : 0.0);
+  auto fused_bytes = [&](OpId gemm) {
+    if (x.lora || gemm == OpId::kMoeExpertsFc1) return amax;
+    return recipe == Fp8Recipe::kDelayed ? 2.0 : cast - amax;
+  };
   auto with_casts = [&](const Elem& e) {
     if (e.op.kind == OpKind::kGemm && e.op.pass == Pass::kFwd) {
       if (const Fp8Cast* c = fp8_cast_of(e.op.id, *x.s)) {
         const GemmShape& g = e.op.gemm;
         Elem ce = e;  // the GEMM's recompute modules and checkpointed region
-        ce.op = memory_op(c->cast, (c->fused_input ? amax : cast) * static_cast<double>(g.m) * static_cast<double>(g.k));
+        ce.op = memory_op(c->cast, (c->fused_input ? fused_bytes(c->gemm) : cast) * static_cast<double>(g.m) * static_cast<double>(g.k));
         ce.bwd_bytes = cast * static_cast<double>(g.m) * static_cast<double>(g.n);
         out(ce);
       }

@@ -40,12 +40,14 @@ namespace {
 // -4.31% / +44.90%. Session 32's residual-stream gradients (no residual-add backward at dropout 0
 // without a bias; the fork's gradient sum in the pre-norm's backward, from lcm-exec train's
 // traces): -4.13% / +45.22%; then its activation and RoPE backwards at their own bytes (SwiGLU
-// (2 gate + 1) / (gate + 1) of the forward, RoPE 1x): -4.10% / +45.28%.
-constexpr SpreadData kComposition{{-0.0410, 0.4528},
+// (2 gate + 1) / (gate + 1) of the forward, RoPE 1x): -4.10% / +45.28%. Session 35's FP8
+// LayerNormLinear inputs (FP8 norm output and SP gather, the weight gradient's transpose):
+// -3.99% / +45.28%.
+constexpr SpreadData kComposition{{-0.0399, 0.4528},
                                   82,
                                   "step-level residuals of the 82 published H100 rows of "
                                   "tests/model/perf_validation_test.cpp (docs/validation-performance.md), "
-                                  "10th/90th percentiles after session 32's residual-stream gradients and activation / RoPE backwards; "
+                                  "10th/90th percentiles after session 35's FP8 LayerNormLinear inputs; "
                                   "a development set",
                                   true};
 

@@ -335,8 +335,39 @@ TEST(Schedule, Fp8GemmsCarryTheirCasts) {
   ASSERT_TRUE(proj_f && proj_b && qkv_f && qkv_b);
   EXPECT_DOUBLE_EQ(proj_f->mem.bytes, 4 * T * proj_k);
   EXPECT_DOUBLE_EQ(proj_b->mem.bytes, 4 * T * h);
-  EXPECT_DOUBLE_EQ(qkv_f->mem.bytes, 0);
+  // QKV's input comes from LayerNormLinear's fused norm in FP8: no cast, only the transpose
+  // the weight gradient needs (read 1, write 1 B per element).
+  EXPECT_DOUBLE_EQ(qkv_f->mem.bytes, 2 * T * h);
   EXPECT_DOUBLE_EQ(qkv_b->mem.bytes, 4 * T * qkv_n);
+  // That norm writes FP8 (read 2, write 1 B per element of its SP shard, T / tp tokens), and SP
+  // all-gathers its output in FP8, forward and for the weight gradient; the input gradient's
+  // reduce-scatter stays bf16. The MoE layer's pre-MLP norm is a plain TENorm (bf16 out).
+  const double shard = T / 2 * h;
+  const Op* attn_norm = find(b.sched.moe.fwd, "L.attn.norm.fwd");
+  const Op* attn_norm_b = find(b.sched.moe.bwd, "L.attn.norm.bwd");
+  const Op* mlp_norm = find(b.sched.moe.fwd, "L.mlp.norm.fwd");
+  ASSERT_TRUE(attn_norm && attn_norm_b && mlp_norm);
+  EXPECT_DOUBLE_EQ(attn_norm->mem.bytes, 3 * shard);
+  EXPECT_DOUBLE_EQ(attn_norm_b->mem.bytes, 14 * shard);  // x, dy read, dx written, the fork's add
+  EXPECT_DOUBLE_EQ(mlp_norm->mem.bytes, 4 * shard);
+  int gathers = 0;
+  for (const auto* list : {&b.sched.moe.fwd, &b.sched.moe.bwd})
+    for (const Op& o : *list) {
+      if (o.id != OpId::kAttnSpAllGather) continue;  // the TP enter (its backward: the reduce-scatter)
+      const bool gather = o.coll.kind == Collective::kAllGather;
+      gathers += gather;
+      EXPECT_DOUBLE_EQ(o.coll.message_bytes, (gather ? 1.0 : 2.0) * T * h) << op_name(o, "L.");
+    }
+  EXPECT_EQ(gathers, 2);  // forward, and again in backward for the weight gradient
+  // LoRA's frozen base: no weight gradient, its norm output also feeds the adapter in bf16.
+  s.training.peft = Peft::kLora;
+  s.training.lora_rank = 8;
+  const Built lora = build(s);
+  const Op* lora_qkv = find(lora.sched.moe.fwd, "L.attn.qkv.fp8cast.fwd");
+  const Op* lora_norm = find(lora.sched.moe.fwd, "L.attn.norm.fwd");
+  ASSERT_TRUE(lora_qkv && lora_norm);
+  EXPECT_DOUBLE_EQ(lora_qkv->mem.bytes, 0);
+  EXPECT_DOUBLE_EQ(lora_norm->mem.bytes, 4 * shard);
   // Experts: both FC1 (permuted bf16 tokens) and FC2 inputs are cast.
   const Op* e1 = find(b.sched.moe.fwd, "L.moe.experts.fc1.fp8cast.fwd");
   ASSERT_TRUE(e1);
@@ -348,9 +379,11 @@ TEST(Schedule, Fp8GemmsCarryTheirCasts) {
 }
 
 // The recipe sets the cast's bytes per element (docs/op-schedule.md §4.1a): delayed 4 (read
-// 2, write the FP8 copy and its transpose, 1 + 1); tensorwise 2 more for the amax pass, the
-// norm-fused QKV input included (2, not 0); blockwise a 4-byte scale per 128 elements of each
-// copy (4 + 8/128) and its GEMMs in DType::kFp8Block.
+// 2, write the FP8 copy and its transpose, 1 + 1); tensorwise 2 more for the amax pass;
+// blockwise a 4-byte scale per 128 elements of each copy (4 + 8/128) and its GEMMs in
+// DType::kFp8Block. The norm-fed QKV input: delayed transposes the norm's FP8 output (2);
+// tensorwise and blockwise run the norm unfused (bf16, the amax from the norm kernel) and then
+// one cast-transpose (4; 4 + 8/128), and only delayed writes the norm's output in FP8.
 TEST(Schedule, Fp8RecipeSetsTheCastBytesAndTheGemmType) {
   Scenario s = mixtral_tp2_ep8();
   s.training.precision = Precision::kFp8;
@@ -361,8 +394,8 @@ TEST(Schedule, Fp8RecipeSetsTheCastBytesAndTheGemmType) {
     double cast, fused;
     DType gemm;
   };
-  for (const Case& c : {Case{Fp8Recipe::kDelayed, 4.0, 0.0, DType::kFp8}, Case{Fp8Recipe::kTensorwise, 6.0, 2.0, DType::kFp8},
-                        Case{Fp8Recipe::kBlockwise, 4.0 + 8.0 / 128.0, 0.0, DType::kFp8Block}}) {
+  for (const Case& c : {Case{Fp8Recipe::kDelayed, 4.0, 2.0, DType::kFp8}, Case{Fp8Recipe::kTensorwise, 6.0, 4.0, DType::kFp8},
+                        Case{Fp8Recipe::kBlockwise, 4.0 + 8.0 / 128.0, 4.0 + 8.0 / 128.0, DType::kFp8Block}}) {
     s.training.fp8_recipe = c.recipe;
     const Built b = build(s);
     const Op* proj_f = find(b.sched.moe.fwd, "L.attn.proj.fp8cast.fwd");
@@ -374,6 +407,9 @@ TEST(Schedule, Fp8RecipeSetsTheCastBytesAndTheGemmType) {
     EXPECT_DOUBLE_EQ(proj_b->mem.bytes, c.cast * T * h);
     EXPECT_DOUBLE_EQ(qkv_f->mem.bytes, c.fused * T * h);
     EXPECT_EQ(qkv->dtype, c.gemm);
+    const Op* norm = find(b.sched.moe.fwd, "L.attn.norm.fwd");
+    ASSERT_TRUE(norm);
+    EXPECT_DOUBLE_EQ(norm->mem.bytes, (c.recipe == Fp8Recipe::kDelayed ? 3.0 : 4.0) * T / 2 * h);
   }
 }
 
