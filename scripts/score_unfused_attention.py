@@ -10,6 +10,11 @@ table, the share within 10 % and the mean |error| of each.
 
     score_unfused_attention.py --declare --profile h100-sxm
 
+    score_unfused_attention.py MEASURED.json --kernel-classes
+
+prints, for a probe run with --kernels, each pass's GPU time by kernel class (GEMMs, softmax,
+dtype casts and copies, other elementwise kernels), with the count of kernels in each.
+
 prints the predictions for the declared cases (scripts/unfused_attention_cases.py) before
 anything is measured.
 """
@@ -45,15 +50,59 @@ def predict(doc, profile, lcm):
         return {row["key"]: row["predicted_s"] * 1e6 for row in json.loads(r.stdout)}
 
 
+# Kernel classes by name (torch 2.11 on Hopper: cuBLAS's nvjet / sm90 GEMMs, Inductor's Triton
+# kernels, ATen's softmax and elementwise kernels, the profiler's Memcpy / Memset rows).
+KERNEL_CLASSES = (
+    ("gemm", ("nvjet", "gemm", "sm90_xmma", "cutlass")),
+    ("softmax", ("softmax", "SoftMax", "triton_")),
+    ("cast/copy", ("direct_copy", "bfloat16_copy", "Memcpy", "copy_kernel")),
+    ("memset", ("Memset",)),
+    ("elementwise", ("elementwise", "Functor")),
+)
+
+
+def kernel_class(name):
+    for cls, keys in KERNEL_CLASSES:
+        if any(k in name for k in keys):
+            return cls
+    return "other"
+
+
+def kernel_classes(doc):
+    classes = [c for c, _ in KERNEL_CLASSES] + ["other"]
+    print("| point | " + " | ".join(f"{c} us (kernels)" for c in classes) + " | sum us |")
+    print("|---|" + "---:|" * (len(classes) + 1))
+    for p in doc["points"]:
+        ks = p.get("extra", {}).get("kernels")
+        if not ks:
+            raise SystemExit(f"{p['key']}: no kernels recorded (run the probe with --kernels)")
+        t = {c: [0.0, 0] for c in classes}
+        for name, us in ks:
+            c = kernel_class(name)
+            t[c][0] += us
+            t[c][1] += 1
+        cells = " | ".join(f"{t[c][0]:.1f} ({t[c][1]})" for c in classes)
+        print(f"| {p['key']} | {cells} | {sum(v[0] for v in t.values()):.1f} |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("measured", nargs="?")
-    ap.add_argument("--profile", required=True)
+    ap.add_argument("--profile")
     ap.add_argument("--lcm", default=os.path.join(HERE, "..", "build", "bin", "lcm"))
     ap.add_argument("--declare", action="store_true")
     ap.add_argument("--gpu-kernels", action="store_true",
                     help="measured = the pass's GPU kernels summed (a probe run with --kernels), not its wall time")
+    ap.add_argument("--kernel-classes", action="store_true",
+                    help="print each pass's GPU time by kernel class (a probe run with --kernels; no lcm)")
     a = ap.parse_args()
+    if a.kernel_classes:
+        if not a.measured:
+            ap.error("MEASURED.json is required with --kernel-classes")
+        kernel_classes(json.load(open(a.measured)))
+        return
+    if not a.profile:
+        ap.error("--profile is required")
     if a.declare:
         pred = predict(declared_points(), a.profile, a.lcm)
         print(f"| point | predicted us ({a.profile}) |\n|---|---:|")
