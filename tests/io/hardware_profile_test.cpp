@@ -203,6 +203,22 @@ TEST_F(ProfileFile, MissingKeyAndBlock) {
   }
 }
 
+// host.moe_layer_presync_fwd_us may be left out (0: a standalone MoE pass is one host segment);
+// given, it is read in microseconds and bounded like the other per-layer Python keys.
+TEST_F(ProfileFile, MoePresyncPythonIsOptional) {
+  auto none = load_hardware_profile(profile_dir() + "/h100-sxm.yaml");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none.value().host.moe_presync_fwd, 0.0);
+  auto given = load_hardware_profile(
+      edited("  moe_layer_overhead_bwd_us:", "  moe_layer_presync_fwd_us: 412.5\n  moe_layer_overhead_bwd_us:"));
+  ASSERT_TRUE(given.ok()) << given.error().str();
+  EXPECT_DOUBLE_EQ(given.value().host.moe_presync_fwd, 412.5e-6);
+  auto bad = load_hardware_profile(
+      edited("  moe_layer_overhead_bwd_us:", "  moe_layer_presync_fwd_us: -1\n  moe_layer_overhead_bwd_us:"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().str(), HasSubstr("host.moe_layer_presync_fwd_us"));
+}
+
 // gemm_roofline_exponent is 0 (off) or a smooth-maximum exponent in [1, 1000].
 TEST_F(ProfileFile, RooflineExponentIsOffOrAtLeastOne) {
   for (const char* bad : {"0.5", "1001", "-1"}) {

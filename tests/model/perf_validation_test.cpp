@@ -995,17 +995,19 @@ std::vector<Result> weak_scaling_rows(const HardwareSpec& hw) {
     const MeshTopology topo = mesh_topology(s, mesh);
     // One pass of the MoE block alone, as the benchmark times it: its ops' GPU time, and the
     // host's enqueue of their kernels plus the MoE layer's Python (router, dispatcher, experts:
-    // host.moe_overhead_*), with the dispatcher's synchronisation (standalone_pass_seconds).
-    auto pass_ms = [&](const std::vector<Op>& layer, double python) {
+    // host.moe_overhead_*), with the dispatcher's synchronisation (standalone_pass_seconds); the
+    // forward's Python before that synchronisation (host.moe_presync_fwd) is a segment of its own.
+    auto pass_ms = [&](const std::vector<Op>& layer, double python, double presync) {
       std::vector<Op> ops;
       for (const Op& op : layer)
         if (std::string_view(to_string(op.id)).starts_with("moe.")) ops.push_back(op);
       PassTime p = pass_time(ops, s.parallel, topo, s.hardware);
       p.host += python;
+      p.pre_sync_host += presync;
       return standalone_pass_seconds(p) * 1e3;
     };
-    res.pred2 = pass_ms(sched.moe.fwd, s.hardware.host.moe_overhead_fwd);
-    res.pred3 = pass_ms(sched.moe.bwd, s.hardware.host.moe_overhead_bwd);
+    res.pred2 = pass_ms(sched.moe.fwd, s.hardware.host.moe_overhead_fwd, s.hardware.host.moe_presync_fwd);
+    res.pred3 = pass_ms(sched.moe.bwd, s.hardware.host.moe_overhead_bwd, 0.0);
     res.pred = res.pred2 + res.pred3;
     res.evaluated = true;
     if (rc.dispatcher == Dispatcher::kFlex)

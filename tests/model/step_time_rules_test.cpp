@@ -1101,6 +1101,38 @@ TEST(StepTimeRules, StandalonePassWaitsForTheHost) {
   EXPECT_NEAR(standalone_pass_seconds(host_pass(3, 1, 2, 1)), 4 * kMs, kTol);
 }
 
+// A pass timed by itself starts on an idle GPU, so what precedes its synchronisation is a
+// segment of its own (session 35): GPU 5 ms of which 0.5 before the sync, host 4 ms of which 2
+// before it, sync idle 0.25 ms: max(0.5, 2) + max(4.5, 2) + 0.25 = 6.75 ms, where one segment
+// gives max(5, 4) + 0.25 = 5.25 ms. A GPU-bound start hides its host part: GPU 3 of 5 before
+// the sync, host 2 of 4 -> max(3, 2) + max(2, 2) + 0.25 = 5.25 ms.
+TEST(StepTimeRules, StandalonePassSplitsAtItsSynchronisation) {
+  PassTime p = host_pass(5, 4, 1, 0.25);
+  p.pre_sync_gpu = 0.5 * kMs;
+  p.pre_sync_host = 2 * kMs;
+  EXPECT_NEAR(standalone_pass_seconds(p), 6.75 * kMs, kTol);
+  p.pre_sync_gpu = 3 * kMs;
+  EXPECT_NEAR(standalone_pass_seconds(p), 5.25 * kMs, kTol);
+}
+
+// pass_time fills the part before the first synchronising op (inclusive): its GPU time and
+// its kernels' enqueue; nothing without a synchronisation.
+//   memory 1 ms, memory 2 ms that syncs, memory 4 ms; 0.5 ms per kernel: before the sync
+//   GPU 3 ms and host 1 ms, of 7 ms and 1.5 ms.
+TEST(StepTimeRules, PassTimeSumsTheOpsBeforeTheFirstSync) {
+  const HardwareSpec hw = host_hw(0.5);
+  Op synced = mem(2);
+  synced.host_syncs = 1;
+  const PassTime none = pass_time({mem(1), mem(2), mem(4)}, ParallelSpec{}, one_node(), hw);
+  EXPECT_EQ(none.pre_sync_gpu, 0.0);
+  EXPECT_EQ(none.pre_sync_host, 0.0);
+  const PassTime p = pass_time({mem(1), synced, mem(4)}, ParallelSpec{}, one_node(), hw);
+  EXPECT_NEAR(p.pre_sync_gpu, 3 * kMs, kTol);
+  EXPECT_NEAR(p.pre_sync_host, 1 * kMs, kTol);
+  EXPECT_NEAR(p.total, 7 * kMs, kTol);
+  EXPECT_NEAR(p.host, 1.5 * kMs, kTol);
+}
+
 // One stage, m = 2, a host-bound dense list (forward GPU 10 / host 20 ms), sync 2 ms, launch
 // latency 1 ms, `iteration_ms` of the loop's Python per step and the given step ops (the two
 // tests below).

@@ -482,6 +482,11 @@ struct HostSpec {
   // and beyond its kernels, per forward and per backward.
   double moe_overhead_fwd = 0;
   double moe_overhead_bwd = 0;
+  // The part of an MoE layer's forward Python (layer entry, router, the token dispatcher's
+  // preprocessing and first permutation) that runs before the dispatcher's device-to-host
+  // synchronisation, beyond the kernels lcm counts there: a pass timed by itself cannot hide it
+  // under earlier GPU work (standalone_pass_seconds). Optional; 0 = the pass is one segment.
+  double moe_presync_fwd = 0;
   // Python per micro-batch outside the layers, forward + backward, beyond its kernels: the
   // batch fetch, the embedding, the output layer, the loss and the schedule's per-micro-batch
   // calls. Half is charged to the stage holding the embedding, half to the stage holding the

@@ -111,6 +111,10 @@ struct PassTime {
   double kernels = 0;  // kernels the host enqueues for the list (host_kernels of its ops)
   int syncs = 0;
   double sync_idle = 0;
+  // The list's ops up to and including the first one that synchronises: their GPU time (op
+  // times summed, nothing hidden) and the host's enqueue of their kernels; 0 without a sync.
+  // A caller adds the Python that precedes the synchronisation (HostSpec::moe_presync_fwd).
+  double pre_sync_gpu = 0, pre_sync_host = 0;
   bool operator==(const PassTime&) const = default;
 };
 PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const MeshTopology& topo,
@@ -118,7 +122,9 @@ PassTime pass_time(const std::vector<Op>& ops, const ParallelSpec& par, const Me
 // One pass run by itself and timed from its first enqueue to the GPU's last kernel (a layer
 // benchmark's CUDA events around one forward or backward): the host-bound regime of one
 // pass, max(GPU, host) plus the idle of each synchronisation (docs/time-model.md,
-// "Host-bound regime"; the step composes passes with the same clock). Seconds.
+// "Host-bound regime"; the step composes passes with the same clock). With a synchronisation
+// the pass starts on an idle GPU, so what precedes it is a segment of its own:
+// max(pre_sync_gpu, pre_sync_host) + max(rest of the GPU, rest of the host). Seconds.
 double standalone_pass_seconds(const PassTime& p);
 // pass_time of a stage's four edge lists (StageSchedule pre_fwd, post_fwd, post_bwd, pre_bwd),
 // with the per-micro-batch Python outside the layers (HostSpec::microbatch_overhead): half on
