@@ -68,8 +68,9 @@ inline Ctx make_ctx(const Scenario& s, const Mesh& m) {
   x.lora = s.training.peft == Peft::kLora;
   x.lora_rank = static_cast<double>(s.training.lora_rank);
   x.lora_targets = x.lora ? s.training.lora_targets : 0;
-  const bool tensor_scaled = s.training.precision == Precision::kFp8 &&
-                             (s.training.fp8_recipe == Fp8Recipe::kDelayed || s.training.fp8_recipe == Fp8Recipe::kTensorwise);
+  const bool tensor_scaled =
+      s.training.precision == Precision::kFp8 &&
+      (s.training.fp8_recipe == Fp8Recipe::kDelayed || s.training.fp8_recipe == Fp8Recipe::kTensorwise);
   x.norm_fp8_out = tensor_scaled && !x.lora && s.training.fp8_recipe == Fp8Recipe::kDelayed;
   x.gather_fp8 = tensor_scaled && !x.lora;
   return x;
@@ -569,7 +570,8 @@ void attention_block(Sink& out, const Ctx& x, double windowed_share) {
     const double a = md.num_attention_heads;
     const double g = x.r.groups;
     const double dh = x.r.head_dim;
-    tp_enter(out, OpId::kAttnSpAllGather, OpId::kAttnTpCopy, x.act, kTpLayer, x, 0, x.gather_fp8 ? x.act / kAct : x.act);
+    tp_enter(out, OpId::kAttnSpAllGather, OpId::kAttnTpCopy, x.act, kTpLayer, x, 0,
+             x.gather_fp8 ? x.act / kAct : x.act);
     out(compute_el(gemm_op(OpId::kAttnQkv, T, static_cast<int64_t>((a + 2 * g) * dh / t), h, 1, x)));
     // qk_layernorm: per-head RMSNorm of Q and K after the projection (attention.py
     // q_layernorm / k_layernorm), read and write of both.
@@ -883,9 +885,10 @@ void emit_layer(const Ctx& x, bool moe, Sink& out) {
   // blockwise writes a 4-byte scale per 128 elements for each copy (+8/128 B); delayed scales
   // by the amax history, inside the cast.
   // A norm-fed input (LayerNormLinear's QKV and dense FC1) has no cast of its own where the
-  // norm quantizes it, but the weight gradient still needs the transposed copy: delayed scaling's fused norm writes the FP8 input and Transformer
-  // Engine transposes it (read 1, write 1: TE 2.x rmsnorm/layernorm_fwd's nvte_transpose after
-  // the norm kernel, TE 1.x's tex.fp8_transpose(ln_out_total) before the weight-gradient GEMM).
+  // norm quantizes it, but the weight gradient still needs the transposed copy: delayed
+  // scaling's fused norm writes the FP8 input and Transformer Engine transposes it (read 1,
+  // write 1: TE 2.x rmsnorm/layernorm_fwd's nvte_transpose after the norm kernel, TE 1.x's
+  // tex.fp8_transpose(ln_out_total) before the weight-gradient GEMM).
   // Current scaling and blockwise run the norm unfused (TE 2.x normalization.cpp
   // force_unfused_kernel: the norm writes bf16, its amax computed in the norm kernel), then one
   // cast-transpose (4 B; blockwise + 8/128). LoRA's frozen base has no weight gradient and
@@ -903,7 +906,8 @@ void emit_layer(const Ctx& x, bool moe, Sink& out) {
       if (const Fp8Cast* c = fp8_cast_of(e.op.id, *x.s)) {
         const GemmShape& g = e.op.gemm;
         Elem ce = e;  // the GEMM's recompute modules and checkpointed region
-        ce.op = memory_op(c->cast, (c->fused_input ? fused_bytes(c->gemm) : cast) * static_cast<double>(g.m) * static_cast<double>(g.k));
+        ce.op = memory_op(c->cast, (c->fused_input ? fused_bytes(c->gemm) : cast) * static_cast<double>(g.m) *
+                                       static_cast<double>(g.k));
         ce.bwd_bytes = cast * static_cast<double>(g.m) * static_cast<double>(g.n);
         out(ce);
       }

@@ -394,8 +394,9 @@ TEST(Schedule, Fp8RecipeSetsTheCastBytesAndTheGemmType) {
     double cast, fused;
     DType gemm;
   };
-  for (const Case& c : {Case{Fp8Recipe::kDelayed, 4.0, 2.0, DType::kFp8}, Case{Fp8Recipe::kTensorwise, 6.0, 4.0, DType::kFp8},
-                        Case{Fp8Recipe::kBlockwise, 4.0 + 8.0 / 128.0, 4.0 + 8.0 / 128.0, DType::kFp8Block}}) {
+  for (const Case& c :
+       {Case{Fp8Recipe::kDelayed, 4.0, 2.0, DType::kFp8}, Case{Fp8Recipe::kTensorwise, 6.0, 4.0, DType::kFp8},
+        Case{Fp8Recipe::kBlockwise, 4.0 + 8.0 / 128.0, 4.0 + 8.0 / 128.0, DType::kFp8Block}}) {
     s.training.fp8_recipe = c.recipe;
     const Built b = build(s);
     const Op* proj_f = find(b.sched.moe.fwd, "L.attn.proj.fp8cast.fwd");
