@@ -4,7 +4,7 @@
 # scripts/device_run_megatron_host.sh's set 1 (hidden 256, 256 tokens per micro-batch, local
 # transformer implementation, alltoall dispatcher at EP 1), 4 layers, 8 micro-batches per
 # iteration, for E8 top-8, E8 top-2 and E16 top-8. Writes $OUT/moe_presync/{NAME.json,NAME.log}.
-# Needs .megatron/ (Megatron-LM, fetched, never committed).
+# Needs .megatron/ (Megatron-LM, fetched, never committed; scripts/pack_megatron.sh packs it to carry).
 # Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_moe_presync.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,7 +13,9 @@ D=${OUT:-$ROOT/device-out}/moe_presync
 mkdir -p "$D"
 export PATH=/opt/torch/.venv/bin:/usr/local/cuda/bin:$PATH
 export CUDA_DEVICE_MAX_CONNECTIONS=1
-[ -f .megatron/pretrain_gpt.py ] || { echo ".megatron/ missing"; exit 2; }
+# A packed copy (scripts/pack_megatron.sh) is unpacked in place.
+[ -f .megatron/pretrain_gpt.py ] || [ ! -f .megatron/src.tar.xz ] || tar -C .megatron -xJf .megatron/src.tar.xz
+[ -f .megatron/pretrain_gpt.py ] || { echo ".megatron/ missing (scripts/pack_megatron.sh)"; exit 2; }
 ARGS=(--num-layers 4 --hidden-size 256 --ffn-hidden-size 768 --num-attention-heads 4 --group-query-attention
   --num-query-groups 2 --kv-channels 64 --seq-length 256 --max-position-embeddings 256
   --position-embedding-type rope --normalization RMSNorm --swiglu --disable-bias-linear --qk-layernorm
