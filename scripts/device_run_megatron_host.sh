@@ -33,20 +33,8 @@ export CUDA_DEVICE_MAX_CONNECTIONS=1
 { echo "== host"; lscpu | grep -E "Model name|^CPU\(s\)|MHz" ; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader;
   python3 -c "import torch; print('torch', torch.__version__)"; cat .megatron/COMMIT 2>/dev/null || echo "Megatron-LM commit: not recorded (.megatron/COMMIT missing)"; } >> "$LOG" 2>&1
 
-BASE=(--hidden-size 256 --ffn-hidden-size 768 --num-attention-heads 4 --group-query-attention
-  --num-query-groups 2 --kv-channels 64 --seq-length 256 --max-position-embeddings 256
-  --position-embedding-type rope --normalization RMSNorm --swiglu --disable-bias-linear --qk-layernorm
-  --untie-embeddings-and-output-weights --hidden-dropout 0 --attention-dropout 0
-  --tokenizer-type NullTokenizer --vocab-size 1024 --micro-batch-size 1 --global-batch-size 8 --bf16
-  --use-distributed-optimizer --train-iters ${MEGATRON_HOST_ITERS:-12} --lr 1e-4 --min-lr 1e-5 --lr-decay-style constant
-  --log-interval 1 --eval-iters 0 --eval-interval 1000 --mock-data
-  --transformer-impl local --no-persist-layer-norm --no-gradient-accumulation-fusion
-  --no-masked-softmax-fusion --no-bias-swiglu-fusion --no-rope-fusion)
+. "$ROOT/scripts/megatron_small_model.sh"
 FULL=(--recompute-granularity full --recompute-method uniform --recompute-num-layers 1)
-moe() {  # moe E K
-  echo --num-experts "$1" --moe-router-topk "$2" --moe-ffn-hidden-size 128 --moe-token-dispatcher-type alltoall \
-    --moe-router-load-balancing-type aux_loss --moe-aux-loss-coeff 1e-3 --expert-model-parallel-size 1
-}
 
 # Set 4: the model of the CI row gpt3_mcore_tp1_pp2 (GPT-3 style: LayerNorm, GeLU, biases, learned
 # positions, tied embeddings, GPT-2 vocabulary size, 1024 tokens, micro-batch 4), without pipelining.

@@ -16,21 +16,11 @@ export CUDA_DEVICE_MAX_CONNECTIONS=1
 # A packed copy (scripts/pack_megatron.sh) is unpacked in place.
 [ -f .megatron/pretrain_gpt.py ] || [ ! -f .megatron/src.tar.xz ] || tar -C .megatron -xJf .megatron/src.tar.xz
 [ -f .megatron/pretrain_gpt.py ] || { echo ".megatron/ missing (scripts/pack_megatron.sh)"; exit 2; }
-ARGS=(--num-layers 4 --hidden-size 256 --ffn-hidden-size 768 --num-attention-heads 4 --group-query-attention
-  --num-query-groups 2 --kv-channels 64 --seq-length 256 --max-position-embeddings 256
-  --position-embedding-type rope --normalization RMSNorm --swiglu --disable-bias-linear --qk-layernorm
-  --untie-embeddings-and-output-weights --hidden-dropout 0 --attention-dropout 0
-  --tokenizer-type NullTokenizer --vocab-size 1024 --micro-batch-size 1 --global-batch-size 8 --bf16
-  --use-distributed-optimizer --train-iters 16 --lr 1e-4 --min-lr 1e-5 --lr-decay-style constant
-  --log-interval 1 --eval-iters 0 --eval-interval 1000 --mock-data
-  --transformer-impl local --no-persist-layer-norm --no-gradient-accumulation-fusion
-  --no-masked-softmax-fusion --no-bias-swiglu-fusion --no-rope-fusion
-  --moe-ffn-hidden-size 128 --moe-token-dispatcher-type alltoall --moe-router-load-balancing-type aux_loss
-  --moe-aux-loss-coeff 1e-3 --expert-model-parallel-size 1)
+MEGATRON_HOST_ITERS=16 . "$ROOT/scripts/megatron_small_model.sh"
 run() {  # run NAME EXPERTS TOPK
   (cd .megatron && MOE_PRESYNC_OUT="$D/$1.json" timeout 240 torchrun --nproc-per-node 1 \
-      --master-port $((6100 + RANDOM % 800)) ../scripts/megatron_moe_presync.py "${ARGS[@]}" \
-      --num-experts "$2" --moe-router-topk "$3" > "$D/$1.log" 2>&1)
+      --master-port $((6100 + RANDOM % 800)) ../scripts/megatron_moe_presync.py --num-layers 4 "${BASE[@]}" \
+      $(moe "$2" "$3") > "$D/$1.log" 2>&1)
   echo "$1 exit $?: $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: round(v) for k, v in d['median_us'].items()})" "$D/$1.json" 2>&1)"
 }
 { cat .megatron/COMMIT; lscpu | grep "Model name"; nvidia-smi --query-gpu=name --format=csv,noheader; } > "$D/host.txt" 2>&1

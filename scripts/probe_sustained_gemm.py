@@ -25,6 +25,7 @@ Writes JSON to argv[1]; prints one line per phase with the first and last window
 """
 import argparse
 import json
+import os
 import subprocess
 import threading
 import time
@@ -214,7 +215,6 @@ def main():
     tmp = a.out + ".tmp"
     with open(tmp, "w") as f:
         json.dump(out, f, indent=1)
-    import os
     os.replace(tmp, a.out)
 
 

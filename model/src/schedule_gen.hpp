@@ -356,6 +356,54 @@ inline Op replicated_gemm(OpId base, const GemmShape& g, const Ctx& x) {
   return o;
 }
 
+// FP8 quantization of a GEMM's operands (Transformer Engine, per-tensor scaling): the
+// forward casts the bf16 input to FP8 plus its transpose for the weight gradient (read 2,
+// write 1 + 1 bytes per element), except where its producer quantizes it (Fp8Input); the
+// backward casts the output gradient the same way. Weights are cast once per step (not
+// counted: parameters x 4 bytes, milliseconds per step). The op follows its GEMM's name.
+enum class Fp8Input {
+  kCast,  // a bf16 input, cast by the GEMM's own op
+  kNorm,  // LayerNormLinear's norm output (QKV without MLA, dense FC1)
+  kDispatch,  // the experts' FC1 behind an FP8 dispatch: the tokens arrive quantized
+};
+struct Fp8Cast {
+  OpId gemm;
+  OpId cast;
+  Fp8Input input;
+};
+inline const Fp8Cast* fp8_cast_of(OpId gemm, const Scenario& s) {
+  static constexpr Fp8Cast kCasts[] = {
+      {OpId::kAttnQkv, OpId::kAttnQkvFp8Cast, Fp8Input::kNorm},
+      {OpId::kAttnProj, OpId::kAttnProjFp8Cast, Fp8Input::kCast},
+      {OpId::kAttnQ, OpId::kAttnQFp8Cast, Fp8Input::kCast},
+      {OpId::kAttnQDown, OpId::kAttnQDownFp8Cast, Fp8Input::kCast},
+      {OpId::kAttnKvDown, OpId::kAttnKvDownFp8Cast, Fp8Input::kCast},
+      {OpId::kAttnQUp, OpId::kAttnQUpFp8Cast, Fp8Input::kCast},
+      {OpId::kAttnKvUp, OpId::kAttnKvUpFp8Cast, Fp8Input::kCast},
+      {OpId::kMlpFc1, OpId::kMlpFc1Fp8Cast, Fp8Input::kNorm},
+      {OpId::kMlpFc2, OpId::kMlpFc2Fp8Cast, Fp8Input::kCast},
+      {OpId::kMoeExpertsFc1, OpId::kMoeExpertsFc1Fp8Cast, Fp8Input::kCast},
+      {OpId::kMoeExpertsFc2, OpId::kMoeExpertsFc2Fp8Cast, Fp8Input::kCast},
+      {OpId::kMoeSharedFc1, OpId::kMoeSharedFc1Fp8Cast, Fp8Input::kCast},
+      {OpId::kMoeSharedFc2, OpId::kMoeSharedFc2Fp8Cast, Fp8Input::kCast},
+  };
+  static constexpr Fp8Cast kExpertsFc1Fp8Dispatch{OpId::kMoeExpertsFc1, OpId::kMoeExpertsFc1Fp8Cast,
+                                                  Fp8Input::kDispatch};
+  for (const Fp8Cast& c : kCasts) {
+    if (c.gemm != gemm) continue;
+    if (s.parallel.moe_fp8_dispatch && c.gemm == OpId::kMoeExpertsFc1) return &kExpertsFc1Fp8Dispatch;
+    return &c;
+  }
+  return nullptr;
+}
+
+// Whether a GEMM's input is LayerNormLinear's norm output: that norm writes it in FP8 where
+// Ctx::norm_fp8_out (else bf16), and SP all-gathers it in FP8 where Ctx::gather_fp8.
+inline bool norm_fed(const Ctx& x, OpId gemm) {
+  const Fp8Cast* c = fp8_cast_of(gemm, *x.s);
+  return c && c->input == Fp8Input::kNorm;
+}
+
 // Norm: read input, write output (bf16, or FP8 where it writes an FP8 GEMM input itself:
 // out_bytes 1); its backward reads the input and the gradient and writes the input's gradient
 // and the weight's partial sums, twice a bf16 forward. A layer's pre-norm reads the residual
@@ -533,10 +581,9 @@ void attention_block(Sink& out, const Ctx& x, double windowed_share) {
   const double t = x.r.tp;
   const int64_t T = x.r.tokens_int;
   const int64_t h = md.hidden_size;
-  // Without MLA the norm is TE's LayerNormLinear's, feeding QKV (Ctx::norm_fp8_out).
-  const bool fused_qkv = !md.multi_latent_attention;
+  // The norm feeds QKV, or with MLA the down projections (a separate norm, bf16 out).
   norm(out, OpId::kAttnNorm, x, NormInput::kResidualFork, kRecomputeLayernorm,
-       fused_qkv && x.norm_fp8_out ? 1.0 : kAct);
+       x.norm_fp8_out && norm_fed(x, md.multi_latent_attention ? OpId::kAttnKvDown : OpId::kAttnQkv) ? 1.0 : kAct);
   if (md.multi_latent_attention) {
     // multi_latent_attention.py: the down projections are duplicated linears on the tokens
     // this rank holds (the SP shard); the column-parallel up projections gather their
@@ -571,7 +618,7 @@ void attention_block(Sink& out, const Ctx& x, double windowed_share) {
     const double g = x.r.groups;
     const double dh = x.r.head_dim;
     tp_enter(out, OpId::kAttnSpAllGather, OpId::kAttnTpCopy, x.act, kTpLayer, x, 0,
-             x.gather_fp8 ? x.act / kAct : x.act);
+             x.gather_fp8 && norm_fed(x, OpId::kAttnQkv) ? x.act / kAct : x.act);
     out(compute_el(gemm_op(OpId::kAttnQkv, T, static_cast<int64_t>((a + 2 * g) * dh / t), h, 1, x)));
     // qk_layernorm: per-head RMSNorm of Q and K after the projection (attention.py
     // q_layernorm / k_layernorm), read and write of both.
@@ -600,8 +647,10 @@ void mlp_gemms(Sink& out, OpId fc1, OpId act, OpId fc2, double w, const Ctx& x, 
 template <class Sink>
 void dense_mlp_block(Sink& out, const Ctx& x) {
   constexpr uint32_t kMlp = kRecomputeMlp;
-  norm(out, OpId::kMlpNorm, x, NormInput::kResidualFork, kRecomputeLayernorm, x.norm_fp8_out ? 1.0 : kAct);
-  tp_enter(out, OpId::kMlpSpAllGather, OpId::kMlpTpCopy, x.act, kTpLayer, x, kMlp, x.gather_fp8 ? x.act / kAct : x.act);
+  norm(out, OpId::kMlpNorm, x, NormInput::kResidualFork, kRecomputeLayernorm,
+       x.norm_fp8_out && norm_fed(x, OpId::kMlpFc1) ? 1.0 : kAct);
+  tp_enter(out, OpId::kMlpSpAllGather, OpId::kMlpTpCopy, x.act, kTpLayer, x, kMlp,
+           x.gather_fp8 && norm_fed(x, OpId::kMlpFc1) ? x.act / kAct : x.act);
   mlp_gemms(out, OpId::kMlpFc1, OpId::kMlpAct, OpId::kMlpFc2, x.r.ffn, x, kMlp);
   tp_exit(out, OpId::kMlpSpReduceScatter, OpId::kMlpTpAllReduce, x.act, kTpLayer, x, kMlp);
   bda(out, OpId::kMlpBda, x);
@@ -746,36 +795,6 @@ void moe_block(Sink& out, const Ctx& x) {
   bda(out, OpId::kMlpBda, x);
 }
 
-// FP8 quantization of a GEMM's operands (Transformer Engine, per-tensor scaling): the
-// forward casts the bf16 input to FP8 plus its transpose for the weight gradient (read 2,
-// write 1 + 1 bytes per element), except where the preceding norm writes FP8 itself
-// (LayerNormLinear: QKV, dense FC1; the experts' FC1 with an FP8 dispatch); the backward
-// casts the output gradient the same way. Weights are cast once per step (not counted:
-// parameters x 4 bytes, milliseconds per step). The op follows its GEMM's name.
-struct Fp8Cast {
-  OpId gemm;
-  OpId cast;
-  bool fused_input;
-};
-inline const Fp8Cast* fp8_cast_of(OpId gemm, const Scenario& s) {
-  static constexpr Fp8Cast kCasts[] = {
-      {OpId::kAttnQkv, OpId::kAttnQkvFp8Cast, true},           {OpId::kAttnProj, OpId::kAttnProjFp8Cast, false},
-      {OpId::kAttnQ, OpId::kAttnQFp8Cast, false},              {OpId::kAttnQDown, OpId::kAttnQDownFp8Cast, false},
-      {OpId::kAttnKvDown, OpId::kAttnKvDownFp8Cast, false},  {OpId::kAttnQUp, OpId::kAttnQUpFp8Cast, false},
-      {OpId::kAttnKvUp, OpId::kAttnKvUpFp8Cast, false},      {OpId::kMlpFc1, OpId::kMlpFc1Fp8Cast, true},
-      {OpId::kMlpFc2, OpId::kMlpFc2Fp8Cast, false},            {OpId::kMoeExpertsFc1, OpId::kMoeExpertsFc1Fp8Cast, false},
-      {OpId::kMoeExpertsFc2, OpId::kMoeExpertsFc2Fp8Cast, false}, {OpId::kMoeSharedFc1, OpId::kMoeSharedFc1Fp8Cast, false},
-      {OpId::kMoeSharedFc2, OpId::kMoeSharedFc2Fp8Cast, false},
-  };
-  static constexpr Fp8Cast kExpertsFc1Fp8Dispatch{OpId::kMoeExpertsFc1, OpId::kMoeExpertsFc1Fp8Cast, true};
-  for (const Fp8Cast& c : kCasts) {
-    if (c.gemm != gemm) continue;
-    if (s.parallel.moe_fp8_dispatch && c.gemm == OpId::kMoeExpertsFc1) return &kExpertsFc1Fp8Dispatch;
-    return &c;
-  }
-  return nullptr;
-}
-
 // ---------------------------------------------------------------------------------
 // LoRA adapters (docs/op-schedule.md §4.1b; Megatron-Bridge LoRALinear / ParallelLinearAdapter):
 // after its frozen base GEMM, a target linear runs A (in -> r) and B (r -> out) in BF16 with
@@ -897,8 +916,9 @@ void emit_layer(const Ctx& x, bool moe, Sink& out) {
   const Fp8Recipe recipe = x.s->training.fp8_recipe;
   const double amax = recipe == Fp8Recipe::kTensorwise ? 2.0 : 0.0;
   const double cast = 4.0 + amax + (recipe == Fp8Recipe::kBlockwise ? 8.0 / 128.0 : 0.0);
-  auto fused_bytes = [&](OpId gemm) {
-    if (x.lora || gemm == OpId::kMoeExpertsFc1) return amax;
+  auto input_bytes = [&](Fp8Input in) {
+    if (in == Fp8Input::kCast) return cast;
+    if (in == Fp8Input::kDispatch || x.lora) return amax;
     return recipe == Fp8Recipe::kDelayed ? 2.0 : cast - amax;
   };
   auto with_casts = [&](const Elem& e) {
@@ -906,8 +926,7 @@ void emit_layer(const Ctx& x, bool moe, Sink& out) {
       if (const Fp8Cast* c = fp8_cast_of(e.op.id, *x.s)) {
         const GemmShape& g = e.op.gemm;
         Elem ce = e;  // the GEMM's recompute modules and checkpointed region
-        ce.op = memory_op(c->cast, (c->fused_input ? fused_bytes(c->gemm) : cast) * static_cast<double>(g.m) *
-                                       static_cast<double>(g.k));
+        ce.op = memory_op(c->cast, input_bytes(c->input) * static_cast<double>(g.m) * static_cast<double>(g.k));
         ce.bwd_bytes = cast * static_cast<double>(g.m) * static_cast<double>(g.n);
         out(ce);
       }

@@ -428,13 +428,9 @@ LayerTimes layer_times(const LayerOps& l, const ParallelSpec& par, const MeshTop
 }
 
 double standalone_pass_seconds(const PassTime& p) {
-  if (p.syncs > 0 && (p.pre_sync_gpu > 0 || p.pre_sync_host > 0)) {
-    const double g1 = std::min(p.pre_sync_gpu, p.total), h1 = std::min(p.pre_sync_host, p.host);
-    return std::max(g1, h1) + std::max(p.total - g1, p.host - h1) + p.sync_idle;
-  }
-  HostClock clock;
-  clock.add(p, 1);
-  return p.total + clock.finish();
+  // Without a synchronisation pre_sync_* are 0: max(GPU, host).
+  const double g1 = std::min(p.pre_sync_gpu, p.total), h1 = std::min(p.pre_sync_host, p.host);
+  return std::max(g1, h1) + std::max(p.total - g1, p.host - h1) + p.sync_idle;
 }
 
 std::array<PassTime, 4> edge_times(const std::array<const std::vector<Op>*, 4>& lists, const ParallelSpec& par,
