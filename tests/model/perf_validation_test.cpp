@@ -181,17 +181,20 @@ using namespace lcm;
 // code: the fused norm writes FP8 under delayed scaling, SP all-gathers it in FP8, and the
 // weight gradient's transpose of it is priced; current scaling runs the norm unfused and then
 // one cast-transpose). Bridge 22.7 -> 22.6 %, NeMo 15.8 -> 15.5 %, all 17.2 -> 17.0 % (+14.1 %).
+// Session 36: NeMo 24.07's GPT3 175B rows without userbuffers TP overlap, as the launcher's
+// gpt3/175b.yaml sets (a recipe read after the errors were known): +13.8 / +7.6 -> -2.9 / -6.2 %;
+// NeMo 15.5 -> 14.8 %, all 17.0 -> 16.9 % (+13.7 %), band coverage 55 -> 56 of 61.
 constexpr double kBridgeMaeBound = 22.7;       // tokens/s, %
-constexpr double kNemoMaeBound = 15.6;         // tokens/s, %
+constexpr double kNemoMaeBound = 14.9;  // tokens/s, %
 constexpr double kWeakScalingMaeBound = 8.7;   // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 10.2;     // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 17.1;      // all counted rows, primary metric, %
-constexpr double kOverallSignedBound = 14.2;   // |mean signed error| of all counted rows (+: lcm faster), %
+constexpr double kOverallMaeBound = 17.0;  // all counted rows, primary metric, %
+constexpr double kOverallSignedBound = 13.8;  // |mean signed error| of all counted rows (+: lcm faster), %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14, 47 of 57 in
 // session 21, 49 of 57 in session 23. A floor, like the bounds above.
-constexpr int kMinBandCovered = 54;  // 53 of 61 with the LoRA rows (session 29), 55 after session 31's L2 term,
-                                     // 54 after its H100 elementwise rate (the spread moved), 55 in session 32
+constexpr int kMinBandCovered = 56;  // 53 of 61 with the LoRA rows (session 29), 55 after session 31's L2 term,
+    // 54 after its H100 elementwise rate (the spread moved), 55 in session 32, 56 in session 36
 constexpr int kMinWithin20Pct = 57;            // counted rows within 20 % on their primary metric (57 before the H100 elementwise rate, 54 before session 32's residual gradients, 53 before its activation / RoPE backwards, 52 before session 33's host-bound MoE-layer rows, 55 before its dropout)
 constexpr int kMinCounted = 73;                // rows evaluated and counted (67 before session 30's blockwise rows)
 constexpr int kMinBridgeCausalMatches = 26;    // FLOP-convention checks (see the test)
@@ -499,6 +502,12 @@ Recipe recipe_for(const std::string& table, const ModelSpec& m) {
       r.recompute_modules = kRecomputeCoreAttn;
     }
   }
+  // GPT3 175B: the tag's conf/training/gpt3/175b.yaml sets `ub_tp_comm_overlap: False` and its
+  // FP8 script (examples/training/gpt/h100/175b_fp8_16node.sh) does not turn it on (gpt3/20b,
+  // llama2_70b, llama3_70b and the Nemotron 8B / 22B YAMLs set it True). Read in session 36,
+  // after these rows' errors were known (+13.8 / +7.6 % with userbuffers overlap): a
+  // development-set change.
+  if (table == "nemo" && m.name.rfind("GPT3-175B", 0) == 0) r.tp_comm_overlap = false;
   if (table != "bridge") return r;
   r.cross_entropy_loss_fusion = true;
   r.cross_entropy_fusion_impl = CrossEntropyFusionImpl::kTe;
@@ -765,8 +774,9 @@ std::vector<Result> bridge_rows(const HardwareSpec& hw, const std::map<std::stri
 // pre-training row equals lcm's NON-causal count within 0.1 % (GPT3, Llama 2, Llama 3), so
 // TFLOP/s are compared with causal_halved = false (the FLOP-convention test below checks it).
 // Assumptions (all rows): as for Megatron-Bridge (distributed optimizer, overlapped DP
-// collectives, SP and TP comm overlap when TP > 1 -- the NeMo 24.07 recipes ran
-// userbuffers TP overlap for every TP > 1 GPT/Llama/Nemotron config), FP8 GEMMs, no
+// collectives, SP and TP comm overlap when TP > 1 -- the NeMo 24.07 recipes run userbuffers
+// TP overlap for the TP > 1 GPT/Llama/Nemotron configs but GPT3 175B's and Nemotron 340B's,
+// recipe_for), FP8 GEMMs, no
 // recompute (none stated), grad reduce in bf16 (the FP8 example scripts; recipe_for; Nemotron rows:
 // their own YAMLs, recipe_for). CP/VP blank -> 1.
 // SFT rows (packed sequences) are modelled as pre-training at the same sequence length.
@@ -1235,7 +1245,8 @@ TEST(PerfValidation, NemoLongSequenceTable) {
   // the 4K row +13.0 %. Session 32's residual-stream gradients (see kBridgeMaeBound): 45.0 %, the
   // 4K row +14.5 %, the band covering 4; its activation / RoPE backwards 45.7 %, the 4K row +15.9 %,
   // the band covering 3. Session 35's FP8 LayerNormLinear inputs (the norm writes FP8, SP
-  // gathers it in FP8, the weight gradient's transpose is priced): 45.73 %, the band covering 4.
+  // gathers it in FP8, the weight gradient's transpose is priced): 45.73 %, the band covering 4;
+  // session 36's composition spread (NeMo's GPT3 175B recipe) leaves it at 4.
   EXPECT_LE(s.mae(), 45.8);
   EXPECT_LE(best, 16.0);
   EXPECT_GE(covered, 3);
