@@ -6,6 +6,7 @@
 # iteration, for E8 top-8, E8 top-2 and E16 top-8. Writes $OUT/moe_presync/{NAME.json,NAME.log}.
 # Needs .megatron/ (Megatron-LM, fetched, never committed; scripts/pack_megatron.sh packs it to carry).
 # Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_moe_presync.sh
+# Ran in session 36 on an H100 machine: validation/measured/h100/moe_presync/.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"

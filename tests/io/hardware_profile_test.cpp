@@ -206,15 +206,19 @@ TEST_F(ProfileFile, MissingKeyAndBlock) {
 // host.moe_layer_presync_fwd_us may be left out (0: a standalone MoE pass is one host segment);
 // given, it is read in microseconds and bounded like the other per-layer Python keys.
 TEST_F(ProfileFile, MoePresyncPythonIsOptional) {
-  auto none = load_hardware_profile(profile_dir() + "/h100-sxm.yaml");
-  ASSERT_TRUE(none.ok());
+  // The shipped profile carries the measured share (session 36: 0.726 x 1046.0 us).
+  auto shipped = load_hardware_profile(profile_dir() + "/h100-sxm.yaml");
+  ASSERT_TRUE(shipped.ok());
+  EXPECT_DOUBLE_EQ(shipped.value().host.moe_presync_fwd, 759.2e-6);
+  // Left out: 0, the pass is one host segment.
+  auto none = load_hardware_profile(edited("  moe_layer_presync_fwd_us: 759.2\n", ""));
+  ASSERT_TRUE(none.ok()) << none.error().str();
   EXPECT_EQ(none.value().host.moe_presync_fwd, 0.0);
-  auto given = load_hardware_profile(
-      edited("  moe_layer_overhead_bwd_us:", "  moe_layer_presync_fwd_us: 412.5\n  moe_layer_overhead_bwd_us:"));
+  auto given =
+      load_hardware_profile(edited("  moe_layer_presync_fwd_us: 759.2\n", "  moe_layer_presync_fwd_us: 412.5\n"));
   ASSERT_TRUE(given.ok()) << given.error().str();
   EXPECT_DOUBLE_EQ(given.value().host.moe_presync_fwd, 412.5e-6);
-  auto bad = load_hardware_profile(
-      edited("  moe_layer_overhead_bwd_us:", "  moe_layer_presync_fwd_us: -1\n  moe_layer_overhead_bwd_us:"));
+  auto bad = load_hardware_profile(edited("  moe_layer_presync_fwd_us: 759.2\n", "  moe_layer_presync_fwd_us: -1\n"));
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().str(), HasSubstr("host.moe_layer_presync_fwd_us"));
 }

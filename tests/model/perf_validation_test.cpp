@@ -183,13 +183,17 @@ using namespace lcm;
 // one cast-transpose). Bridge 22.7 -> 22.6 %, NeMo 15.8 -> 15.5 %, all 17.2 -> 17.0 % (+14.1 %).
 // Session 36: NeMo 24.07's GPT3 175B rows without userbuffers TP overlap, as the launcher's
 // gpt3/175b.yaml sets (a recipe read after the errors were known): +13.8 / +7.6 -> -2.9 / -6.2 %;
-// NeMo 15.5 -> 14.8 %, all 17.0 -> 16.9 % (+13.7 %), band coverage 55 -> 56 of 61.
+// NeMo 15.5 -> 14.8 %, all 17.0 -> 16.9 % (+13.7 %), band coverage 55 -> 56 of 61. Then the
+// MoE layer's measured Python before the token dispatcher's synchronisation
+// (host.moe_layer_presync_fwd_us, validation/measured/h100/moe_presync/) in the MoE-layer
+// rows' forwards, a pass timed by itself: MoE layer 10.1 -> 6.6 % (+9.5 -> +5.0 %), all 16.9 ->
+// 16.3 % (+13.0 %).
 constexpr double kBridgeMaeBound = 22.7;       // tokens/s, %
 constexpr double kNemoMaeBound = 14.9;  // tokens/s, %
 constexpr double kWeakScalingMaeBound = 8.7;   // TFLOP/s (non-causal), %
-constexpr double kMoeLayerMaeBound = 10.2;     // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 17.0;  // all counted rows, primary metric, %
-constexpr double kOverallSignedBound = 13.8;  // |mean signed error| of all counted rows (+: lcm faster), %
+constexpr double kMoeLayerMaeBound = 6.7;  // fwd+bwd ms, %
+constexpr double kOverallMaeBound = 16.4;  // all counted rows, primary metric, %
+constexpr double kOverallSignedBound = 13.1;  // |mean signed error| of all counted rows (+: lcm faster), %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14, 47 of 57 in
 // session 21, 49 of 57 in session 23. A floor, like the bounds above.
