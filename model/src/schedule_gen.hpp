@@ -364,14 +364,14 @@ inline Op replicated_gemm(OpId base, const GemmShape& g, const Ctx& x) {
 enum class Fp8Input {
   kCast,  // a bf16 input, cast by the GEMM's own op
   kNorm,  // LayerNormLinear's norm output (QKV without MLA, dense FC1)
-  kDispatch,  // the experts' FC1 behind an FP8 dispatch: the tokens arrive quantized
+  kDispatch,  // the experts' FC1: the token dispatcher's output, quantized where it dispatches in FP8
 };
 struct Fp8Cast {
   OpId gemm;
   OpId cast;
   Fp8Input input;
 };
-inline const Fp8Cast* fp8_cast_of(OpId gemm, const Scenario& s) {
+inline const Fp8Cast* fp8_cast_of(OpId gemm) {
   static constexpr Fp8Cast kCasts[] = {
       {OpId::kAttnQkv, OpId::kAttnQkvFp8Cast, Fp8Input::kNorm},
       {OpId::kAttnProj, OpId::kAttnProjFp8Cast, Fp8Input::kCast},
@@ -382,25 +382,20 @@ inline const Fp8Cast* fp8_cast_of(OpId gemm, const Scenario& s) {
       {OpId::kAttnKvUp, OpId::kAttnKvUpFp8Cast, Fp8Input::kCast},
       {OpId::kMlpFc1, OpId::kMlpFc1Fp8Cast, Fp8Input::kNorm},
       {OpId::kMlpFc2, OpId::kMlpFc2Fp8Cast, Fp8Input::kCast},
-      {OpId::kMoeExpertsFc1, OpId::kMoeExpertsFc1Fp8Cast, Fp8Input::kCast},
+      {OpId::kMoeExpertsFc1, OpId::kMoeExpertsFc1Fp8Cast, Fp8Input::kDispatch},
       {OpId::kMoeExpertsFc2, OpId::kMoeExpertsFc2Fp8Cast, Fp8Input::kCast},
       {OpId::kMoeSharedFc1, OpId::kMoeSharedFc1Fp8Cast, Fp8Input::kCast},
       {OpId::kMoeSharedFc2, OpId::kMoeSharedFc2Fp8Cast, Fp8Input::kCast},
   };
-  static constexpr Fp8Cast kExpertsFc1Fp8Dispatch{OpId::kMoeExpertsFc1, OpId::kMoeExpertsFc1Fp8Cast,
-                                                  Fp8Input::kDispatch};
-  for (const Fp8Cast& c : kCasts) {
-    if (c.gemm != gemm) continue;
-    if (s.parallel.moe_fp8_dispatch && c.gemm == OpId::kMoeExpertsFc1) return &kExpertsFc1Fp8Dispatch;
-    return &c;
-  }
+  for (const Fp8Cast& c : kCasts)
+    if (c.gemm == gemm) return &c;
   return nullptr;
 }
 
 // Whether a GEMM's input is LayerNormLinear's norm output: that norm writes it in FP8 where
 // Ctx::norm_fp8_out (else bf16), and SP all-gathers it in FP8 where Ctx::gather_fp8.
-inline bool norm_fed(const Ctx& x, OpId gemm) {
-  const Fp8Cast* c = fp8_cast_of(gemm, *x.s);
+inline bool norm_fed(OpId gemm) {
+  const Fp8Cast* c = fp8_cast_of(gemm);
   return c && c->input == Fp8Input::kNorm;
 }
 
@@ -583,7 +578,7 @@ void attention_block(Sink& out, const Ctx& x, double windowed_share) {
   const int64_t h = md.hidden_size;
   // The norm feeds QKV, or with MLA the down projections (a separate norm, bf16 out).
   norm(out, OpId::kAttnNorm, x, NormInput::kResidualFork, kRecomputeLayernorm,
-       x.norm_fp8_out && norm_fed(x, md.multi_latent_attention ? OpId::kAttnKvDown : OpId::kAttnQkv) ? 1.0 : kAct);
+       x.norm_fp8_out && norm_fed(md.multi_latent_attention ? OpId::kAttnKvDown : OpId::kAttnQkv) ? 1.0 : kAct);
   if (md.multi_latent_attention) {
     // multi_latent_attention.py: the down projections are duplicated linears on the tokens
     // this rank holds (the SP shard); the column-parallel up projections gather their
@@ -618,7 +613,7 @@ void attention_block(Sink& out, const Ctx& x, double windowed_share) {
     const double g = x.r.groups;
     const double dh = x.r.head_dim;
     tp_enter(out, OpId::kAttnSpAllGather, OpId::kAttnTpCopy, x.act, kTpLayer, x, 0,
-             x.gather_fp8 && norm_fed(x, OpId::kAttnQkv) ? x.act / kAct : x.act);
+             x.gather_fp8 && norm_fed(OpId::kAttnQkv) ? x.act / kAct : x.act);
     out(compute_el(gemm_op(OpId::kAttnQkv, T, static_cast<int64_t>((a + 2 * g) * dh / t), h, 1, x)));
     // qk_layernorm: per-head RMSNorm of Q and K after the projection (attention.py
     // q_layernorm / k_layernorm), read and write of both.
@@ -648,9 +643,9 @@ template <class Sink>
 void dense_mlp_block(Sink& out, const Ctx& x) {
   constexpr uint32_t kMlp = kRecomputeMlp;
   norm(out, OpId::kMlpNorm, x, NormInput::kResidualFork, kRecomputeLayernorm,
-       x.norm_fp8_out && norm_fed(x, OpId::kMlpFc1) ? 1.0 : kAct);
+       x.norm_fp8_out && norm_fed(OpId::kMlpFc1) ? 1.0 : kAct);
   tp_enter(out, OpId::kMlpSpAllGather, OpId::kMlpTpCopy, x.act, kTpLayer, x, kMlp,
-           x.gather_fp8 && norm_fed(x, OpId::kMlpFc1) ? x.act / kAct : x.act);
+           x.gather_fp8 && norm_fed(OpId::kMlpFc1) ? x.act / kAct : x.act);
   mlp_gemms(out, OpId::kMlpFc1, OpId::kMlpAct, OpId::kMlpFc2, x.r.ffn, x, kMlp);
   tp_exit(out, OpId::kMlpSpReduceScatter, OpId::kMlpTpAllReduce, x.act, kTpLayer, x, kMlp);
   bda(out, OpId::kMlpBda, x);
@@ -917,13 +912,13 @@ void emit_layer(const Ctx& x, bool moe, Sink& out) {
   const double amax = recipe == Fp8Recipe::kTensorwise ? 2.0 : 0.0;
   const double cast = 4.0 + amax + (recipe == Fp8Recipe::kBlockwise ? 8.0 / 128.0 : 0.0);
   auto input_bytes = [&](Fp8Input in) {
-    if (in == Fp8Input::kCast) return cast;
+    if (in == Fp8Input::kCast || (in == Fp8Input::kDispatch && !x.s->parallel.moe_fp8_dispatch)) return cast;
     if (in == Fp8Input::kDispatch || x.lora) return amax;
     return recipe == Fp8Recipe::kDelayed ? 2.0 : cast - amax;
   };
   auto with_casts = [&](const Elem& e) {
     if (e.op.kind == OpKind::kGemm && e.op.pass == Pass::kFwd) {
-      if (const Fp8Cast* c = fp8_cast_of(e.op.id, *x.s)) {
+      if (const Fp8Cast* c = fp8_cast_of(e.op.id)) {
         const GemmShape& g = e.op.gemm;
         Elem ce = e;  // the GEMM's recompute modules and checkpointed region
         ce.op = memory_op(c->cast, input_bytes(c->input) * static_cast<double>(g.m) * static_cast<double>(g.k));

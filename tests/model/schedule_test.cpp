@@ -372,6 +372,19 @@ TEST(Schedule, Fp8GemmsCarryTheirCasts) {
   const Op* e1 = find(b.sched.moe.fwd, "L.moe.experts.fc1.fp8cast.fwd");
   ASSERT_TRUE(e1);
   EXPECT_DOUBLE_EQ(e1->mem.bytes, 4 * 8192.0 * h);
+  // Behind an FP8 dispatch the tokens arrive quantized: FC1's input cast moves nothing under
+  // delayed scaling (no amax pass); FC2's input is cast as before.
+  Scenario fp8_dispatch = s;
+  fp8_dispatch.training.peft = Peft::kNone;
+  fp8_dispatch.training.lora_rank = TrainingSpec{}.lora_rank;
+  fp8_dispatch.parallel.moe_fp8_dispatch = true;
+  const Built d = build(fp8_dispatch);
+  const Op* d1 = find(d.sched.moe.fwd, "L.moe.experts.fc1.fp8cast.fwd");
+  const Op* d2 = find(d.sched.moe.fwd, "L.moe.experts.fc2.fp8cast.fwd");
+  const Op* e2 = find(b.sched.moe.fwd, "L.moe.experts.fc2.fp8cast.fwd");
+  ASSERT_TRUE(d1 && d2 && e2);
+  EXPECT_DOUBLE_EQ(d1->mem.bytes, 0);
+  EXPECT_DOUBLE_EQ(d2->mem.bytes, e2->mem.bytes);
   // The casts come right before their GEMM.
   for (size_t i = 0; i + 1 < b.sched.moe.fwd.size(); ++i)
     if (std::string(to_string(b.sched.moe.fwd[i].id)).ends_with(".fp8cast"))
