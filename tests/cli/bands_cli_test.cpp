@@ -95,8 +95,9 @@ TEST(BandsCli, EstimateJsonBandIsTheStepTimes) {
   EXPECT_NEAR(lo, std::expm1(m - s), 1e-12);
   EXPECT_NEAR(hi, std::expm1(m + s), 1e-12);
   EXPECT_TRUE(b.at("composition").at("development_set").get<bool>());
-  EXPECT_EQ(b.at("composition").at("rows"), 82);  // 63 before session 25's long-sequence rows, 72 before session 29's
-                                                  // LoRA rows, 76 before session 30's blockwise-FP8 MoE-layer rows
+  EXPECT_EQ(b.at("composition").at("rows"), 170);  // 63 before session 25's long-sequence rows, 72 before session
+                                                   // 29's LoRA rows, 76 before session 30's blockwise-FP8 MoE-layer
+                                                   // rows, 82 before session 37's dgxc-benchmarking rows
   // The CSV carries the ends too.
   const LcmRun csv = lcm("estimate scenarios/default.yaml --format csv");
   ASSERT_EQ(csv.code, 0);

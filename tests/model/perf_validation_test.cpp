@@ -198,8 +198,10 @@ constexpr double kOverallSignedBound = 13.1;  // |mean signed error| of all coun
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14, 47 of 57 in
 // session 21, 49 of 57 in session 23. A floor, like the bounds above.
 // kMinBandCovered: 53 of 61 with the LoRA rows (session 29), 55 after session 31's L2 term, 54
-// after its H100 elementwise rate (the spread moved), 55 in session 32, 56 in session 36.
-constexpr int kMinBandCovered = 56;
+// after its H100 elementwise rate (the spread moved), 55 in session 32, 56 in session 36; 51 since
+// session 37's dgxc-benchmarking rows joined the composition spread (-4.60 / +45.28 % -> -0.31 /
+// +31.60 %: a third narrower; over all 158 step rows of the three tests the band covers 139, 88 %).
+constexpr int kMinBandCovered = 51;
 // kMinWithin20Pct: counted rows within 20 % on their primary metric (57 before the H100
 // elementwise rate, 54 before session 32's residual gradients, 53 before its activation / RoPE
 // backwards, 52 before session 33's host-bound MoE-layer rows, 55 before its dropout).
@@ -545,6 +547,13 @@ Recipe recipe_for(const std::string& table, const ModelSpec& m) {
   return r;
 }
 
+// validate_scenario's problems as one line ("" = none).
+std::string problems_of(const Scenario& s) {
+  std::string out;
+  for (const Problem& pr : validate_scenario(s)) out += (out.empty() ? "" : "; ") + pr.key + ": " + pr.message;
+  return out;
+}
+
 struct Built {
   Scenario s;
   std::string problem;  // non-empty: not expressible
@@ -612,8 +621,7 @@ Built build(const std::string& id, const ModelSpec& model, const Layout& l, cons
     p.account_for_embedding_in_pipeline_split = true;
     p.account_for_loss_in_pipeline_split = true;
   }
-  const std::vector<Problem> probs = validate_scenario(s);
-  for (const Problem& pr : probs) b.problem += (b.problem.empty() ? "" : "; ") + pr.key + ": " + pr.message;
+  b.problem = problems_of(s);
   return b;
 }
 
@@ -847,6 +855,13 @@ std::vector<Result> nemo_rows(const HardwareSpec& hw, const std::map<std::string
 // ---------------------------------------------------------------------------------
 constexpr double kGiB = 1073741824.0;
 
+// A row's memory verdict as the long-sequence and dgxc-benchmarking tables print it.
+std::string memory_verdict(const Memory& mem) {
+  return mem.fits      ? fmt::format("fits ({:.1f} GiB at the band's top)", mem.peak_high_bytes / kGiB)
+         : mem.may_fit ? fmt::format("tight ({:.1f} GiB at the band's top)", mem.peak_high_bytes / kGiB)
+                       : fmt::format("OUT OF MEMORY ({:.1f} GiB at the band's bottom)", mem.peak_low_bytes / kGiB);
+}
+
 std::vector<Result> nemo_long_sequence_rows(const HardwareSpec& hw, const std::map<std::string, Row>& archs) {
   std::vector<Result> out;
   for (const Row& r : read_csv(kDir + "nemo_long_sequence_h100.csv")) {
@@ -874,10 +889,75 @@ std::vector<Result> nemo_long_sequence_rows(const HardwareSpec& hw, const std::m
     }
     predict(b.s, res);
     std::swap(res.pred, res.pred2);  // primary: TFLOP/s (non-causal); secondary: tokens/s
-    const Memory& mem = res.memory;
-    res.reason = mem.fits      ? fmt::format("fits ({:.1f} GiB at the band's top)", mem.peak_high_bytes / kGiB)
-                 : mem.may_fit ? fmt::format("tight ({:.1f} GiB at the band's top)", mem.peak_high_bytes / kGiB)
-                               : fmt::format("OUT OF MEMORY ({:.1f} GiB at the band's bottom)", mem.peak_low_bytes / kGiB);
+    res.reason = memory_verdict(res.memory);
+    out.push_back(res);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------
+// NVIDIA/dgxc-benchmarking's H100 tables (tag v24.11.1: NeMo 24.05 / 24.09 / "dev" containers,
+// NeMo 1.0 launcher YAMLs; BF16 and FP8 at 8-2304 GPUs), held out when added:
+// validation/published/DECLARATION_dgxc_benchmarking.md fixes this mapping before lcm evaluated a
+// row. Tokens/s per GPU = gbs x seq / (step x GPUs). The NeMo rows' recipe with the YAMLs'
+// differences: userbuffers TP overlap on every TP > 1 workload (the Nemotron and Grok-1
+// configure.sh overrides, the Llama and GPT-3 YAMLs), GPT-3 175B's dropout 0.1 and GPT-2 vocab,
+// Llama 3.1 405B's 16 query groups and GPT-2 vocab (mock data), Grok-1's capacity factor 1.0
+// with padding and experts sharded over TP. Memory verdicts in `reason`.
+// ---------------------------------------------------------------------------------
+std::vector<Result> dgxc_rows(const HardwareSpec& hw, const std::map<std::string, Row>& archs) {
+  static const std::map<std::string, std::string> kArch = {
+      {"Llama3.1-8B", "Llama3-8B"},         {"Llama3.1-70B", "Llama3-70B"},     {"Llama3.1-405B", "Llama3.1-405B"},
+      {"Nemotron4-15B", "Nemotron4-15B"},   {"Nemotron4-340B", "Nemotron-340B"}, {"GPT3-175B", "GPT3-175B (NeMo)"},
+      {"Grok-1", "Grok-1"},
+  };
+  std::vector<Result> out;
+  for (const Row& r : read_csv(kDir + "dgxc_benchmarking_h100.csv")) {
+    Result res;
+    res.table = "dgxc";
+    const std::string model = get(r, "model"), prec = get(r, "precision");
+    res.id = fmt::format("{} {} {}GPU", model, prec, get(r, "num_gpus"));
+    const auto it = kArch.find(model);
+    if (it == kArch.end() || !archs.count(it->second)) {
+      res.reason = "architecture not in model_architectures.csv";
+      out.push_back(res);
+      continue;
+    }
+    ModelSpec m = model_from_arch(archs.at(it->second));
+    m.num_layers = static_cast<int>(num(r, "num_layers", m.num_layers));
+    if (model == "Llama3.1-405B") {
+      m.num_query_groups = 16;  // llama3.1_405b.yaml
+      m.vocab_size = 50257;     // GPT2BPETokenizer, mock data
+    }
+    if (model == "GPT3-175B") {
+      m.vocab_size = 50257;  // GPT2BPETokenizer
+      m.hidden_dropout = m.attention_dropout = 0.1;  // gpt3_175b_hydra.yaml
+    }
+    if (model == "Grok-1") {
+      m.moe_expert_capacity_factor = 1.0;  // grok1_314b.yaml
+      m.moe_pad_expert_input_to_capacity = true;
+    }
+    Layout l = row_layout(r);
+    l.precision = prec == "FP8" ? Precision::kFp8 : Precision::kBf16;
+    Recipe rc = recipe_for("nemo", m);
+    rc.tp_comm_overlap = true;  // every workload here with TP > 1 (see the declaration)
+    Built b = build(res.id, m, l, rc, hw, /*tp_comm_overlap=*/rc.tp_comm_overlap);
+    b.s.parallel.cp_comm_type = CpCommType::kP2P;
+    if (model == "Grok-1") {
+      b.s.parallel.expert_tensor_parallel_size = l.tp;
+      b.problem = problems_of(b.s);
+    }
+    const double step = real(r, "step_time_s");
+    res.pub = static_cast<double>(l.gbs) * static_cast<double>(l.seq) / (step * l.gpus);
+    if (!b.problem.empty()) {
+      res.reason = "layout not expressible: " + b.problem;
+      out.push_back(res);
+      continue;
+    }
+    predict(b.s, res);
+    res.pred2 = static_cast<double>(l.gbs) * static_cast<double>(l.seq) / (res.pred * l.gpus);  // predicted step, s
+    res.pub2 = step;
+    res.reason = memory_verdict(res.memory);
     out.push_back(res);
   }
   return out;
@@ -1076,6 +1156,9 @@ Summary print_table(const std::string& title, const std::vector<Result>& rows, c
   if (t == "nemo_long") {
     std::printf("| row | pred TFLOP/s/GPU (non-causal) | pub TFLOP/s/GPU | err %% | pred tok/s/GPU | "
                 "80%% band (TFLOP/s) | memory |\n|---|---:|---:|---:|---:|---|---|\n");
+  } else if (t == "dgxc") {
+    std::printf("| row | pred tok/s/GPU | pub tok/s/GPU | err %% | pred step s | pub step s | 80%% band (tok/s/GPU) | "
+                "memory |\n|---|---:|---:|---:|---:|---:|---|---|\n");
   } else if (t == "bridge" || t == "nemo") {
     std::printf("| row | pred tok/s/GPU | pub tok/s/GPU | err %% | pred TFLOP/s (%s) | pub TFLOP/s | err %% | "
                 "GFLOP/token: lcm causal / non-causal / published | note |\n"
@@ -1090,7 +1173,12 @@ Summary print_table(const std::string& title, const std::vector<Result>& rows, c
   }
   for (const Result& r : rows) {
     if (!r.evaluated) continue;
-    if (t == "nemo_long") {
+    if (t == "dgxc") {
+      const Range range = rate_range(r.pred, r.band);
+      std::printf("| %s | %.0f | %.0f | %+.1f | %.2f | %.2f | %.0f-%.0f%s | %s |\n", r.id.c_str(), r.pred, r.pub, r.err(),
+                  r.pred2, r.pub2, range.low, range.high, r.pub >= range.low && r.pub <= range.high ? "" : " (outside)",
+                  r.reason.c_str());
+    } else if (t == "nemo_long") {
       const Range range = rate_range(r.pred, r.band);
       std::printf("| %s | %.0f | %.0f | %+.1f | %.0f | %.0f-%.0f%s | %s |\n", r.id.c_str(), r.pred, r.pub, r.err(),
                   r.pred2, range.low, range.high, r.pub >= range.low && r.pub <= range.high ? "" : " (outside)",
@@ -1253,11 +1341,60 @@ TEST(PerfValidation, NemoLongSequenceTable) {
   // 4K row +14.5 %, the band covering 4; its activation / RoPE backwards 45.7 %, the 4K row +15.9 %,
   // the band covering 3. Session 35's FP8 LayerNormLinear inputs (the norm writes FP8, SP
   // gathers it in FP8, the weight gradient's transpose is priced): 45.73 %, the band covering 4;
-  // session 36's composition spread (NeMo's GPT3 175B recipe) leaves it at 4.
+  // session 36's composition spread (NeMo's GPT3 175B recipe) leaves it at 4; session 37's (the
+  // dgxc-benchmarking rows joined it, narrower by a third) at 2.
   EXPECT_LE(s.mae(), 45.8);
   EXPECT_LE(best, 16.0);
-  EXPECT_GE(covered, 3);
+  EXPECT_GE(covered, 2);
   EXPECT_EQ(fit, 9);
+}
+
+// NVIDIA/dgxc-benchmarking's H100 tables, held out when added (DECLARATION_dgxc_benchmarking.md):
+// every row's error, the whole table's and each workload's and precision's figures, band
+// coverage and memory verdicts. Not in the overall figure of PublishedH100TablesWithinRecordedBounds.
+TEST(PerfValidation, DgxcBenchmarkingTable) {
+  const HardwareSpec hw = load_h100_or_fail();
+  const auto archs = architectures();
+  const auto rows = dgxc_rows(hw, archs);
+  ASSERT_EQ(rows.size(), 88u);
+  const Summary s = print_table("NVIDIA dgxc-benchmarking v24.11.1, H100 (tokens/s/GPU)", rows, "");
+  std::map<std::string, Summary> by_group;
+  std::map<std::string, int> within10_by;
+  int covered = 0, within10 = 0, fit = 0, tight = 0;
+  for (const Result& r : rows) {
+    ASSERT_TRUE(r.evaluated) << r.id << ": " << r.reason;
+    const Range range = rate_range(r.pred, r.band);
+    covered += r.pub >= range.low && r.pub <= range.high ? 1 : 0;
+    const bool w10 = std::fabs(r.err()) <= 10.0;
+    within10 += w10 ? 1 : 0;
+    fit += r.reason.rfind("fits", 0) == 0 ? 1 : 0;
+    tight += r.reason.rfind("tight", 0) == 0 ? 1 : 0;
+    const std::string workload = r.id.substr(0, r.id.find(' '));
+    const std::string precision = r.id.find(" FP8 ") != std::string::npos ? "FP8" : "BF16";
+    for (const std::string& g : {workload, precision, workload + " " + precision}) {
+      by_group[g].add(r);
+      within10_by[g] += w10 ? 1 : 0;
+    }
+  }
+  std::printf("\n");
+  for (const auto& [g, gs] : by_group)
+    std::printf("dgxc-benchmarking %s: %d rows counted, mean |error| %.1f %%, mean signed error %+.1f %%, %d within 10 %%, "
+                "%d within 20 %%\n",
+                g.c_str(), gs.n, gs.mae(), gs.bias(), within10_by[g], gs.within20);
+  std::printf("\ndgxc-benchmarking: %d of %d within 10 %%, %d within 20 %%; the 80%% band covers %d; memory: %d fit, %d "
+              "tight, %d flagged out of memory\n",
+              within10, s.n, s.within20, covered, fit, tight, s.n - fit - tight);
+  // The one held-out score (session 37, the model and profile of 60ee0ef, the declaration's
+  // commit): mean |error| 16.9 %, signed +16.9 % (every row too fast: BF16 +14.6 %, FP8 +19.1 %),
+  // 5 of 88 within 10 %, 66 within 20 %, the band covering all 88, no run flagged out of memory
+  // (85 fit, 3 tight). A regression guard on those figures, not a target. The rows then joined
+  // the composition spread (in-sample from there): the narrower band covers 86 of them.
+  EXPECT_LE(s.mae(), 17.0);
+  EXPECT_LE(s.bias(), 17.0);
+  EXPECT_GE(within10, 5);
+  EXPECT_GE(s.within20, 66);
+  EXPECT_GE(covered, 86);
+  EXPECT_EQ(fit + tight, 88);
 }
 
 #endif  // LCM_PUBLISHED_SCENARIOS_ONLY
@@ -1272,7 +1409,8 @@ std::vector<lcm::test::PublishedScenario> lcm::test::published_h100_scenarios() 
   const auto archs = architectures();
   std::vector<PublishedScenario> out;
   for (const auto& rows :
-       {bridge_rows(hw, archs), nemo_rows(hw, archs), weak_scaling_rows(hw), nemo_long_sequence_rows(hw, archs)})
+       {bridge_rows(hw, archs), nemo_rows(hw, archs), weak_scaling_rows(hw), nemo_long_sequence_rows(hw, archs),
+        dgxc_rows(hw, archs)})
     for (const Result& r : rows)
       if (r.evaluated) out.push_back({.table = r.table, .id = r.id, .scenario = r.scenario});
   return out;

@@ -47,19 +47,19 @@ TEST(StepBand, HandDerived) {
   EXPECT_TRUE(b.op_present);
   EXPECT_NEAR(b.op_center, 0.028, 1e-12);
   EXPECT_NEAR(b.op_half, 0.134, 1e-12);
-  // Composition (stored spread -4.60% / +45.28%, session 36): m_c = (ln 0.9540 + ln 1.4528) / 2
-  // = 0.1632006, s_c = (ln 1.4528 - ln 0.9540) / 2 = 0.2102922.
-  EXPECT_NEAR(b.comp_center, 0.1632006, 1e-6);
-  EXPECT_NEAR(b.comp_half, 0.2102922, 1e-6);
-  // m = 0.1912006, s = sqrt(0.134^2 + 0.2102922^2) = 0.2493568:
-  // low = exp(-0.0581562) - 1 = -0.0564974, high = exp(0.4405573) - 1 = 0.5535728.
-  EXPECT_NEAR(b.low, -0.0564974, 1e-6);
-  EXPECT_NEAR(b.high, 0.5535728, 1e-6);
-  // A 10 s prediction: 9.435 .. 15.536 s; an MFU of 40%: 25.75% .. 42.40%.
-  EXPECT_NEAR(time_range(10.0, b).low, 9.435026, 1e-5);
-  EXPECT_NEAR(time_range(10.0, b).high, 15.535728, 1e-5);
-  EXPECT_NEAR(rate_range(0.40, b).low, 0.2574710, 1e-7);  // 0.40 / 1.5535728
-  EXPECT_NEAR(rate_range(0.40, b).high, 0.4239522, 1e-7);  // 0.40 / 0.9435026
+  // Composition (stored spread -0.31% / +31.60%, session 37): m_c = (ln 0.9969 + ln 1.3160) / 2
+  // = 0.1357460, s_c = (ln 1.3160 - ln 0.9969) / 2 = 0.1388508.
+  EXPECT_NEAR(b.comp_center, 0.1357460, 1e-6);
+  EXPECT_NEAR(b.comp_half, 0.1388508, 1e-6);
+  // m = 0.1637460, s = sqrt(0.134^2 + 0.1388508^2) = 0.1929652:
+  // low = exp(-0.0292191) - 1 = -0.0287964, high = exp(0.3567112) - 1 = 0.4286232.
+  EXPECT_NEAR(b.low, -0.0287964, 1e-6);
+  EXPECT_NEAR(b.high, 0.4286232, 1e-6);
+  // A 10 s prediction: 9.712 .. 14.286 s; an MFU of 40%: 28.00% .. 41.19%.
+  EXPECT_NEAR(time_range(10.0, b).low, 9.712036, 1e-5);
+  EXPECT_NEAR(time_range(10.0, b).high, 14.286232, 1e-5);
+  EXPECT_NEAR(rate_range(0.40, b).low, 0.2799899, 1e-7);  // 0.40 / 1.4286232
+  EXPECT_NEAR(rate_range(0.40, b).high, 0.4118601, 1e-7);  // 0.40 / 0.9712036
 }
 
 TEST(StepBand, Fp8GemmsTakeTheFp8Band) {
@@ -67,9 +67,9 @@ TEST(StepBand, Fp8GemmsTakeTheFp8Band) {
   // Only the GEMM term changes: 0.44 x (-0.1) instead of 0: m_op = -0.016, s_op unchanged.
   EXPECT_NEAR(b.op_center, -0.016, 1e-12);
   EXPECT_NEAR(b.op_half, 0.134, 1e-12);
-  // m = 0.1472006, s = 0.2493568: low = exp(-0.1021562) - 1, high = exp(0.3965573) - 1.
-  EXPECT_NEAR(b.low, -0.0971115, 1e-6);
-  EXPECT_NEAR(b.high, 0.4866977, 1e-6);
+  // m = 0.1197460, s = 0.1929652: low = exp(-0.0732191) - 1, high = exp(0.3127112) - 1.
+  EXPECT_NEAR(b.low, -0.0706029, 1e-6);
+  EXPECT_NEAR(b.high, 0.3671266, 1e-6);
 }
 
 TEST(StepBand, WithoutOpResidualsTheBandIsTheCompositionSpread) {
@@ -77,10 +77,10 @@ TEST(StepBand, WithoutOpResidualsTheBandIsTheCompositionSpread) {
   EXPECT_FALSE(b.op_present);
   EXPECT_EQ(b.op_center, 0.0);
   EXPECT_EQ(b.op_half, 0.0);
-  EXPECT_NEAR(b.low, -0.0460, 1e-12);
-  EXPECT_NEAR(b.high, 0.4528, 1e-12);
+  EXPECT_NEAR(b.low, -0.0031, 1e-12);
+  EXPECT_NEAR(b.high, 0.3160, 1e-12);
   EXPECT_TRUE(composition_spread().development_set);
-  EXPECT_EQ(composition_spread().rows, 82);
+  EXPECT_EQ(composition_spread().rows, 170);
 }
 
 TEST(MemorySpread, TheStoredSpreadIsTheBandOfEveryMemoryVerdict) {
