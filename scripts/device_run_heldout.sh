@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One call on the nvidia-h200 device machine: build lcm-exec and measure the held-out set that
 # validation/measured/h200/SET/DECLARATION.md declares (SET = heldout, the default, or heldout2
-# .. heldout16; not a calibration input before its one held-out score), or the MoE development
+# .. heldout17; not a calibration input before its one held-out score), or the MoE development
 # re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout16|moe_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout17|moe_dev]
 set -uo pipefail
 . "$(dirname "$0")/device_single_gpu.sh"
 device_setup heldout_log.txt heldout-results
@@ -47,6 +47,20 @@ moe() {  # moe OUT_FILE TOKENS HIDDEN FFN EXPERTS TOPK SKEWS: one GPU (ep 1), dr
 }
 
 case ${1:-heldout} in
+heldout17)
+  kernels 3840x64x40960,2048x112x53248,5632x32x30720,7680x72x24576,2816x40x61440,1280x80x86016,\
+136x6656x5120,200x8192x3584,88x10752x4096,240x5632x6144,24576x64x6144,12288x128x3584,384x6656x5120,312x7168x4608,\
+1792x1280x2048,1408x2816x1152,5632x7680x3072,3584x12288x2304,13312x5632x1280 \
+    1536x4608x5632,3584x6656x2816,7680x5632x3584,4608x7168x2048 50K 25M \
+    1x100Kx32x8x128,2x20Kx32x8x128,1x184Kx32x8x128,1x248Kx16x8x128,1x60Kx48x8x64,4x6Kx40x8x128
+  attention_window 128 1x45056x64x8x64
+  attention_window 1024 1x34816x32x8x128
+  moe moe_dsv2_t16k_ep1 16384 5120 1536 160 6 balanced,zipf:1.1
+  moe moe_dsv3_t18k_ep1 18432 7168 2048 256 8 balanced,zipf:0.9
+  moe moe_gptoss_t26k_ep1 26624 2880 2880 128 4 balanced,zipf:1.0
+  moe moe_mixtral_t15k_ep1 15360 4096 14336 8 2 balanced,zipf:0.7
+  moe moe_qwen3_30b_t44k_ep1 45056 2048 768 128 8 balanced,zipf:0.9
+  ;;
 heldout16)
   kernels 4096x48x45056,3072x96x28672,1536x16x65536,6656x176x14336,2560x24x73728,7168x56x36864,\
 168x7168x4096,120x5120x6144,216x6144x3072,56x14336x5120,16384x96x5120,28672x40x4096,352x5120x6144,448x4096x7168,\
@@ -215,6 +229,6 @@ heldout)
   moe moe_mixtral_ep1 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_qwen3_ep1 8192 2048 768 128 8 balanced,zipf:1.2
   ;;
-*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout16 or moe_dev"; exit 2 ;;
+*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout17 or moe_dev"; exit 2 ;;
 esac
 section done
