@@ -414,6 +414,7 @@ ModelSpec model_from_arch(const Row& a) {
 // ---------------------------------------------------------------------------------
 struct Layout {
   int gpus = 8, tp = 1, pp = 1, cp = 1, vp = 1, ep = 1, mbs = 1, gbs = 1;
+  int etp = 1;  // expert tensor parallelism: 1 in every recipe but dgxc-benchmarking's Grok-1 (= TP)
   int64_t seq = 4096;
   Precision precision = Precision::kBf16;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // the table's "FP8-CS": tensorwise
@@ -547,13 +548,6 @@ Recipe recipe_for(const std::string& table, const ModelSpec& m) {
   return r;
 }
 
-// validate_scenario's problems as one line ("" = none).
-std::string problems_of(const Scenario& s) {
-  std::string out;
-  for (const Problem& pr : validate_scenario(s)) out += (out.empty() ? "" : "; ") + pr.key + ": " + pr.message;
-  return out;
-}
-
 struct Built {
   Scenario s;
   std::string problem;  // non-empty: not expressible
@@ -592,7 +586,7 @@ Built build(const std::string& id, const ModelSpec& model, const Layout& l, cons
   p.pipeline_model_parallel_size = l.pp;
   p.context_parallel_size = l.cp;
   p.expert_model_parallel_size = model.num_experts > 0 ? l.ep : 1;
-  p.expert_tensor_parallel_size = 1;  // every MoE recipe here: ETP 1
+  p.expert_tensor_parallel_size = model.num_experts > 0 ? l.etp : 1;
   p.use_distributed_optimizer = true;
   p.data_parallel_sharding_strategy = l.fsdp ? DpSharding::kOptimGradsParams : DpSharding::kOptim;
   p.overlap_grad_reduce = true;
@@ -621,7 +615,7 @@ Built build(const std::string& id, const ModelSpec& model, const Layout& l, cons
     p.account_for_embedding_in_pipeline_split = true;
     p.account_for_loss_in_pipeline_split = true;
   }
-  b.problem = problems_of(s);
+  for (const Problem& pr : validate_scenario(s)) b.problem += (b.problem.empty() ? "" : "; ") + pr.key + ": " + pr.message;
   return b;
 }
 
@@ -637,6 +631,7 @@ struct Result {
   double pred2 = 0, pub2 = 0;          // secondary metric (TFLOP/s, or fwd/bwd ms)
   double pred3 = 0, pub3 = 0;
   double flops_per_token = 0, flops_per_token_nc = 0, pub_flops_per_token = 0;
+  double step_s = 0;  // predict(): the predicted step time
   Scenario scenario;  // the row's scenario (evaluated rows; published_h100_scenarios)
   bool has_band = false;  // predict(): the step's 80% error band (Estimate::band), for rate rows
   StepBand band;
@@ -667,6 +662,7 @@ void predict(Scenario s, Result& res) {
   const Estimate e = estimate(s);
   res.pred = e.time.tokens_per_s_per_gpu;
   res.pred2 = e.time.model_tflops_per_gpu;
+  res.step_s = e.time.step_s;
   res.has_band = true;
   res.band = e.band;
   res.memory = e.memory;
@@ -939,14 +935,11 @@ std::vector<Result> dgxc_rows(const HardwareSpec& hw, const std::map<std::string
     }
     Layout l = row_layout(r);
     l.precision = prec == "FP8" ? Precision::kFp8 : Precision::kBf16;
+    if (model == "Grok-1") l.etp = l.tp;  // Megatron-Core of that generation shards experts over TP
     Recipe rc = recipe_for("nemo", m);
     rc.tp_comm_overlap = true;  // every workload here with TP > 1 (see the declaration)
-    Built b = build(res.id, m, l, rc, hw, /*tp_comm_overlap=*/rc.tp_comm_overlap);
-    b.s.parallel.cp_comm_type = CpCommType::kP2P;
-    if (model == "Grok-1") {
-      b.s.parallel.expert_tensor_parallel_size = l.tp;
-      b.problem = problems_of(b.s);
-    }
+    // CP over p2p: ParallelSpec's default, the only CP of those containers' Transformer Engine.
+    const Built b = build(res.id, m, l, rc, hw, /*tp_comm_overlap=*/rc.tp_comm_overlap);
     const double step = real(r, "step_time_s");
     res.pub = static_cast<double>(l.gbs) * static_cast<double>(l.seq) / (step * l.gpus);
     if (!b.problem.empty()) {
@@ -955,7 +948,7 @@ std::vector<Result> dgxc_rows(const HardwareSpec& hw, const std::map<std::string
       continue;
     }
     predict(b.s, res);
-    res.pred2 = static_cast<double>(l.gbs) * static_cast<double>(l.seq) / (res.pred * l.gpus);  // predicted step, s
+    res.pred2 = res.step_s;
     res.pub2 = step;
     res.reason = memory_verdict(res.memory);
     out.push_back(res);
