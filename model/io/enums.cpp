@@ -78,12 +78,16 @@ constexpr Spelling<RecomputeMethod> kRecomputeMethod[] = {
     {"uniform", RecomputeMethod::kUniform},
     {"block", RecomputeMethod::kBlock},
 };
-// Megatron AttnBackend: flash, fused, unfused, local, auto. flash/fused/auto never
-// materialise the s x s score matrix (lcm: fused); unfused/local do (lcm: unfused).
+// Megatron AttnBackend: flash, fused, unfused, local, auto. fused/auto run cuDNN's fused
+// attention on Hopper (lcm: fused); flash runs Transformer Engine's FlashAttention backend, the
+// flash-attn package's FlashAttention-2 (lcm: flash2); unfused/local materialise the s x s
+// scores (lcm: unfused).
 constexpr Spelling<AttentionBackend> kAttentionBackend[] = {
     {"fused", AttentionBackend::kFused},
-    {"flash", AttentionBackend::kFused},
     {"auto", AttentionBackend::kFused},
+    {"cudnn", AttentionBackend::kFused},
+    {"flash2", AttentionBackend::kFlash2},
+    {"flash", AttentionBackend::kFlash2},
     {"unfused", AttentionBackend::kUnfused},
     {"local", AttentionBackend::kUnfused},
 };

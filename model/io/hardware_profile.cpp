@@ -114,13 +114,15 @@ Key roofline_exponent_key() {
 
 // Keys a profile may leave out: block-scaled FP8 GEMMs are measured on some GPUs only (a
 // blockwise scenario on a profile without the key is refused by validate_scenario); the MoE
-// layer's Python before its synchronisation (0: one segment, as before session 35).
+// layer's Python before its synchronisation (0: one segment, as before session 35);
+// FlashAttention-2's terms (a flash2 scenario on a profile without them is refused).
 bool optional_key(std::string_view block, std::string_view name) {
   if (block == "host") return name == "moe_layer_presync_fwd_us";
   return block == "efficiency" && (name == "gemm_fp8_block" || name == "attention_l2_miss_slowdown" ||
                                    name == "attention_l2_miss_start" || name == "attention_l2_miss_full" ||
                                    name == "attention_dropout_fwd_Gelem_per_s" ||
-                                   name == "attention_dropout_bwd_Gelem_per_s");
+                                   name == "attention_dropout_bwd_Gelem_per_s" || name == "attention_flash2_fwd" ||
+                                   name == "attention_flash2_bwd" || name == "attention_flash2_seq_half_tokens");
 }
 
 // Achieved fractions of a peak, (0, 1], and the curve parameters of the time model.
@@ -135,6 +137,8 @@ std::vector<Key> efficiency_keys() {
       frac("gemm_fp8_block", [](HardwareSpec& h) -> double& { return h.efficiency.gemm_fp8_block; }),
       frac("attention_fwd", [](HardwareSpec& h) -> double& { return h.efficiency.attention_fwd; }),
       frac("attention_bwd", [](HardwareSpec& h) -> double& { return h.efficiency.attention_bwd; }),
+      frac("attention_flash2_fwd", [](HardwareSpec& h) -> double& { return h.efficiency.attention_flash2_fwd; }),
+      frac("attention_flash2_bwd", [](HardwareSpec& h) -> double& { return h.efficiency.attention_flash2_bwd; }),
       frac("hbm", [](HardwareSpec& h) -> double& { return h.efficiency.hbm; }),
       frac("hbm_elementwise", [](HardwareSpec& h) -> double& { return h.efficiency.hbm_elementwise; }),
       frac("nvlink", [](HardwareSpec& h) -> double& { return h.efficiency.nvlink; }),
@@ -145,6 +149,8 @@ std::vector<Key> efficiency_keys() {
       int_key("gemm_tile_n", [](HardwareSpec& h) -> int& { return h.efficiency.gemm_tile_n; }),
       real_key("attention_seq_half_tokens", 1.0, 0, false, 1e9,
                [](HardwareSpec& h) -> double& { return h.efficiency.attention_seq_half; }),
+      real_key("attention_flash2_seq_half_tokens", 1.0, 0, false, 1e9,
+               [](HardwareSpec& h) -> double& { return h.efficiency.attention_flash2_seq_half; }),
       real_key("nvlink_half_MiB", kMiB, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_half_bytes; }),
       real_key("nic_half_MiB", kMiB, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.nic_half_bytes; }),
       real_key("attention_head_dim_half", 1.0, 0, false, 1e6,

@@ -558,6 +558,7 @@ void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, do
     a.attn.windowed_share = 0;
     a.flops = attention_core_flops(a.attn);
   }
+  a.attn.flash2 = s.training.attention_backend == AttentionBackend::kFlash2;
   out(compute_el(a, kCore));
   if (ulysses) a2a(OpId::kAttnCpA2AO, o_bytes);  // O after the core; backward: dO before it
   if (c > 1 && type == CpCommType::kAllGather) {

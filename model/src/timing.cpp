@@ -269,7 +269,13 @@ double one_attention_time(const AttentionShape& a, double flops, bool backward, 
   if (flops <= 0) return 0;
   const EfficiencySpec& e = hw.efficiency;
   const double kv = static_cast<double>(a.seq_kv) * a.work_fraction;
-  double eff = (backward ? e.attention_bwd : e.attention_fwd) * kv / (kv + e.attention_seq_half);
+  // FlashAttention-2 (AttentionShape::flash2): its own fractions and half-point, the terms
+  // below shared (validation/measured/h100/flash2/DECLARATION.md).
+  const double peak_share = a.flash2 ? (backward ? e.attention_flash2_bwd : e.attention_flash2_fwd)
+                                     : (backward ? e.attention_bwd : e.attention_fwd);
+  const double seq_half = a.flash2 ? e.attention_flash2_seq_half : e.attention_seq_half;
+  assert(peak_share > 0);  // validation refuses flash2 without the profile's terms
+  double eff = peak_share * kv / (kv + seq_half);
   // Head dims run in whole 64-wide tiles (kAttentionHeadDimTile): a kernel for d = 96 does
   // d = 128's work (session 18: causal 1 x 20K x 24 / 8 heads, d 96 took 97 % / 96 % of d 128's
   // forward / backward time, not 75 %; validation/measured/h200/heldout11/, a development
@@ -281,7 +287,10 @@ double one_attention_time(const AttentionShape& a, double flops, bool backward, 
   const double dq = dims ? padded(a.head_dim_qk) : static_cast<double>(a.head_dim_qk);
   const double dv = dims ? padded(a.head_dim_v) : static_cast<double>(a.head_dim_v);
   const double pad = dims ? (dq + dv) / static_cast<double>(a.head_dim_qk + a.head_dim_v) : 1.0;
-  if (e.attention_head_dim_half > 0) {
+  // FlashAttention-2 runs head dims 64-256 at about one rate (its H100 forward: 324 / 370 / 326
+  // TFLOP/s at d 64 / 128 / 256, non-causal 16K; validation/published/flashattention_h100.csv):
+  // no curve for it.
+  if (e.attention_head_dim_half > 0 && !a.flash2) {
     const double d = 0.5 * (dq + dv), h = e.attention_head_dim_half;
     eff *= (d / (d + h)) / (128.0 / (128.0 + h));
   }

@@ -121,12 +121,12 @@ void check_sizes(const Scenario& s, Checker& check) {
   check(t.document_length >= 0 && t.document_length <= t.seq_length, "training.document_length",
         "document_length ({}) must be between 0 (one document per sequence) and seq_length ({})", t.document_length,
         t.seq_length);
-  check(t.document_length == 0 || t.attention_backend == AttentionBackend::kFused, "training.document_length",
+  check(t.document_length == 0 || t.attention_backend != AttentionBackend::kUnfused, "training.document_length",
         "packed documents (document_length > 0) run per-document attention in the fused kernel (THD); "
         "attention_backend unfused masks the whole sequence instead");
-  check(p.context_parallel_size <= 1 || t.attention_backend == AttentionBackend::kFused, "training.attention_backend",
-        "context parallelism runs in fused attention (flash / cuDNN): attention_backend unfused cannot split the "
-        "sequence (Transformer Engine disables its unfused attention under context parallelism; Megatron's local "
+  check(p.context_parallel_size <= 1 || t.attention_backend != AttentionBackend::kUnfused, "training.attention_backend",
+        "context parallelism runs in fused attention (cuDNN / FlashAttention): attention_backend unfused cannot "
+        "split the sequence (Transformer Engine disables its unfused attention under context parallelism; Megatron's local "
         "attention has none)");
   check(t.global_batch_size > 0, "training.global_batch_size", "global_batch_size must be positive");
   check(p.tensor_model_parallel_size > 0, "parallel.tensor_model_parallel_size", "tensor_model_parallel_size must be positive");
@@ -155,6 +155,12 @@ void check_sizes(const Scenario& s, Checker& check) {
         "training.fp8_recipe",
         "fp8_recipe blockwise needs efficiency.gemm_fp8_block in the hardware profile ({} has none): measure "
         "`lcm-exec bench gemm --dtype fp8_block` and fit it with `lcm calibrate`",
+        hw.name);
+  check(t.attention_backend != AttentionBackend::kFlash2 ||
+            (hw.efficiency.attention_flash2_fwd > 0 && hw.efficiency.attention_flash2_bwd > 0),
+        "training.attention_backend",
+        "attention_backend flash2 needs efficiency.attention_flash2_fwd and _bwd in the hardware profile ({} has "
+        "none): measure FlashAttention-2 (scripts/probe_kernels.py --only attention) and set them, or use fused",
         hw.name);
   for (const auto& [key, d] : {std::pair{"training.main_params_dtype", t.main_params_dtype},
                                std::pair{"training.exp_avg_dtype", t.exp_avg_dtype},

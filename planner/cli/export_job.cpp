@@ -29,6 +29,17 @@ struct Unexpressible {
 std::string num(int64_t v) { return fmt::format("{}", v); }
 std::string real(double v) { return fmt::format("{}", v); }  // shortest round-trip form
 
+// Megatron's AttnBackend for lcm's backend: auto runs cuDNN's fused attention on Hopper, flash
+// Transformer Engine's FlashAttention backend (flash-attn), unfused the s x s kernels.
+std::string megatron_attention_backend(AttentionBackend b) {
+  switch (b) {
+    case AttentionBackend::kUnfused: return "unfused";
+    case AttentionBackend::kFlash2: return "flash";
+    case AttentionBackend::kFused: break;
+  }
+  return "auto";
+}
+
 constexpr Dim kDefaultOrder[kNumOrderDims] = {Dim::kTp, Dim::kCp, Dim::kEp, Dim::kDp, Dim::kPp};
 constexpr Dim kPpDpOrder[kNumOrderDims] = {Dim::kTp, Dim::kCp, Dim::kEp, Dim::kPp, Dim::kDp};
 bool order_is(const ParallelSpec& p, const Dim (&o)[kNumOrderDims]) {
@@ -218,9 +229,10 @@ ArgBlock megatron_training_args(const Scenario& s) {
     b.add("--fp8-format", "hybrid", "FP8 GEMMs (E4M3 forward, E5M2 backward)");
     b.add("--fp8-recipe", std::string(to_string(t.fp8_recipe)));
   }
-  b.add("--attention-backend", t.attention_backend == AttentionBackend::kUnfused ? "unfused" : "auto",
-        t.attention_backend == AttentionBackend::kUnfused ? "materialises the s x s scores, as estimated"
-                                                          : "flash / cuDNN fused attention");
+  b.add("--attention-backend", megatron_attention_backend(t.attention_backend),
+        t.attention_backend == AttentionBackend::kUnfused  ? "materialises the s x s scores, as estimated"
+        : t.attention_backend == AttentionBackend::kFlash2 ? "FlashAttention-2 (flash-attn), as estimated"
+                                                           : "cuDNN fused attention, as estimated");
   if (t.cross_entropy_loss_fusion) {
     b.add("--cross-entropy-loss-fusion");
     b.add("--cross-entropy-fusion-impl", std::string(to_string(t.cross_entropy_fusion_impl)));
@@ -497,7 +509,7 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
     if (p.cuda_graph_modules != 0)
       model.add("cuda_graph_scope", fmt::format("[{}]", fmt::join(cuda_graph_module_names(p.cuda_graph_modules), ", ")));
   }
-  model.add("attention_backend", t.attention_backend == AttentionBackend::kUnfused ? "unfused" : "auto");
+  model.add("attention_backend", megatron_attention_backend(t.attention_backend));
   // Megatron-Bridge's GPTModelProvider defaults the fusion on: always written.
   model.add("cross_entropy_loss_fusion", yes(t.cross_entropy_loss_fusion));
   model.add("cross_entropy_fusion_impl", std::string(to_string(t.cross_entropy_fusion_impl)));

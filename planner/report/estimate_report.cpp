@@ -405,8 +405,8 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
     // applies. Unfused attention prices its dropout kernels by their bytes, not at these rates.
     const bool no_fwd = s.hardware.efficiency.attention_dropout_fwd_rate <= 0;
     const bool no_bwd = s.hardware.efficiency.attention_dropout_bwd_rate <= 0;
-    const bool fused = s.training.attention_backend == AttentionBackend::kFused;
-    if (fused && s.model.attention_dropout > 0 && (no_fwd || no_bwd))
+    const bool unfused = s.training.attention_backend == AttentionBackend::kUnfused;
+    if (!unfused && s.model.attention_dropout > 0 && (no_fwd || no_bwd))
       tt.notes.push_back(fmt::format(
           "Attention dropout {:g} is priced free in the {} of the attention kernels: the profile {} has no "
           "efficiency.attention_dropout_{}_Gelem_per_s (cuDNN's fused attention at dropout 0.1 ran its forward 1.9-2.5x "
@@ -415,7 +415,7 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
           s.hardware.name, no_fwd && no_bwd ? "{fwd,bwd}" : no_fwd ? "fwd" : "bwd"));
     // Unfused attention is priced as its kernels (docs/time-model.md), but the error band's
     // attention spread is the fused kernels': say how it fared held out.
-    if (!fused)
+    if (unfused)
       tt.notes.push_back(
           "Unfused attention (training.attention_backend unfused) is priced as its kernels: the batched GEMMs and "
           "the softmax over every layer's seq x seq scores. Held out on an H100 (the price of a562182) it was 5 of 20 "

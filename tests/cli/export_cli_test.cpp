@@ -155,18 +155,21 @@ void expect_lines(const std::string& text, const std::vector<std::string>& lines
   for (const std::string& l : lines) EXPECT_NE(text.find("\n" + l + "\n"), std::string::npos) << "missing line: " << l;
 }
 
+// A setting survives the Megatron script's and the Megatron-Bridge YAML's round trips, and each
+// export writes it as the given line.
+void expect_setting_exported(const Case& c, const std::string& script_line, const std::string& yaml_line) {
+  expect_round_trip("megatron", c);
+  expect_round_trip("nemo", c);
+  EXPECT_NE(exported("megatron scenarios/default.yaml " + c.args).find(script_line), std::string::npos) << script_line;
+  EXPECT_NE(exported("nemo scenarios/default.yaml " + c.args).find(yaml_line), std::string::npos) << yaml_line;
+}
+
 // The FP8 recipe survives both round trips: --fp8-recipe in the script, the Megatron-Bridge
 // recipe name (bf16_with_fp8_current_scaling_mixed) in the YAML; TorchTitan cannot take
 // blockwise scaling (its float8 converter scales per tensor or per row).
 TEST(ExportRoundTrip, Fp8Recipe) {
-  const Case tensorwise{"default", 64, "--set training.precision=fp8 --set training.fp8_recipe=tensorwise"};
-  expect_round_trip("megatron", tensorwise);
-  expect_round_trip("nemo", tensorwise);
-  EXPECT_NE(exported("megatron scenarios/default.yaml " + tensorwise.args).find("    --fp8-recipe tensorwise"),
-            std::string::npos);
-  EXPECT_NE(exported("nemo scenarios/default.yaml " + tensorwise.args)
-                .find("mixed_precision: bf16_with_fp8_current_scaling_mixed"),
-            std::string::npos);
+  expect_setting_exported({"default", 64, "--set training.precision=fp8 --set training.fp8_recipe=tensorwise"},
+                          "    --fp8-recipe tensorwise", "mixed_precision: bf16_with_fp8_current_scaling_mixed");
   // The default scenario's profile (h200-sxm.calibrated) carries the block-scaled GEMM term.
   const lcm::test::LcmRun tt = lcm::test::run_lcm(
       "export torchtitan scenarios/default.yaml --layout 'full optim_grads_params' --set training.precision=fp8 "
@@ -178,6 +181,13 @@ TEST(ExportRoundTrip, Fp8Recipe) {
       << tt.err;
 }
 
+// The attention backend survives both round trips: FlashAttention-2 is Megatron's
+// --attention-backend flash and Megatron-Bridge's attention_backend: flash.
+TEST(ExportRoundTrip, FlashAttention2Backend) {
+  expect_setting_exported({"default", 64, "--set training.attention_backend=flash2"}, "    --attention-backend flash  #",
+                          "attention_backend: flash\n");
+  EXPECT_NE(exported("megatron scenarios/default.yaml").find("    --attention-backend auto"), std::string::npos);
+}
 
 // scenarios/default.yaml: Mixtral 8x7B (32 layers, 8 experts top-2, GQA 8 groups), 128K
 // tokens, tp2 + SP, cp4 p2p, pp2, ep8 etp1, full uniform recompute of 1 layer, distributed

@@ -24,7 +24,8 @@ TEST(Enums, CanonicalSpellingsRoundTrip) {
   for (auto v : {RecomputeGranularity::kNone, RecomputeGranularity::kSelective, RecomputeGranularity::kFull})
     EXPECT_EQ(parse_recompute_granularity(to_string(v)), v);
   for (auto v : {RecomputeMethod::kUniform, RecomputeMethod::kBlock}) EXPECT_EQ(parse_recompute_method(to_string(v)), v);
-  for (auto v : {AttentionBackend::kFused, AttentionBackend::kUnfused}) EXPECT_EQ(parse_attention_backend(to_string(v)), v);
+  for (auto v : {AttentionBackend::kFused, AttentionBackend::kUnfused, AttentionBackend::kFlash2})
+    EXPECT_EQ(parse_attention_backend(to_string(v)), v);
   for (auto v : {CrossEntropyFusionImpl::kNative, CrossEntropyFusionImpl::kTe})
     EXPECT_EQ(parse_cross_entropy_fusion_impl(to_string(v)), v);
 }
@@ -35,7 +36,8 @@ TEST(Enums, MegatronSpellingsAndAliases) {
   EXPECT_EQ(to_string(CpCommType::kAllGather), "all_gather");
   EXPECT_EQ(parse_cp_comm_type("allgather"), CpCommType::kAllGather);
   EXPECT_EQ(to_string(CpCommType::kA2AP2P), "a2a+p2p");
-  EXPECT_EQ(parse_attention_backend("flash"), AttentionBackend::kFused);
+  EXPECT_EQ(parse_attention_backend("flash"), AttentionBackend::kFlash2);  // TE's flash-attn backend
+  EXPECT_EQ(parse_attention_backend("cudnn"), AttentionBackend::kFused);
   EXPECT_EQ(parse_attention_backend("auto"), AttentionBackend::kFused);
   EXPECT_EQ(parse_attention_backend("local"), AttentionBackend::kUnfused);
   EXPECT_FALSE(parse_normalization("rmsnorm").has_value());

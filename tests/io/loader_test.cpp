@@ -145,7 +145,8 @@ flop_convention:
   EXPECT_EQ(m.mtp_num_layers, 1);
   EXPECT_EQ(s.training.seq_length, 4096);
   EXPECT_EQ(s.training.precision, Precision::kFp8);
-  EXPECT_EQ(s.training.attention_backend, AttentionBackend::kFused);  // flash: fused (unfused refuses CP: below)
+  // flash: FlashAttention-2 (unfused refuses CP: below)
+  EXPECT_EQ(s.training.attention_backend, AttentionBackend::kFlash2);
   EXPECT_TRUE(s.training.cross_entropy_loss_fusion);
   EXPECT_EQ(s.training.cross_entropy_fusion_impl, CrossEntropyFusionImpl::kTe);
   EXPECT_FALSE(s.training.grad_reduce_in_fp32);
@@ -326,7 +327,10 @@ TEST(Loader, AliasesOfEnumSpellings) {
   auto r = load_text(kBaseScenario, {"cp_comm_type=allgather", "attention_backend=flash"});
   ASSERT_TRUE(r.ok()) << r.error().str();
   EXPECT_EQ(r.value().parallel.cp_comm_type, CpCommType::kAllGather);
-  EXPECT_EQ(r.value().training.attention_backend, AttentionBackend::kFused);
+  EXPECT_EQ(r.value().training.attention_backend, AttentionBackend::kFlash2);
+  auto c = load_text(kBaseScenario, {"attention_backend=cudnn"});
+  ASSERT_TRUE(c.ok()) << c.error().str();
+  EXPECT_EQ(c.value().training.attention_backend, AttentionBackend::kFused);
 }
 
 // attention_backend unfused parses (its non-default value; EveryKeyParsed's scenario runs CP,

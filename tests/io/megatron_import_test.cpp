@@ -255,7 +255,8 @@ TEST(MegatronImport, PrecisionAndAttentionBackend) {
               HasSubstr("--fp8-recipe: expected delayed, tensorwise, blockwise or mxfp8, got 'fp4'"));
   EXPECT_EQ(imported(kMinimal + "--attention-backend unfused").training.attention_backend, AttentionBackend::kUnfused);
   EXPECT_EQ(imported(kMinimal + "--transformer-impl local").training.attention_backend, AttentionBackend::kUnfused);
-  EXPECT_EQ(imported(kMinimal + "--attention-backend flash").training.attention_backend, AttentionBackend::kFused);
+  EXPECT_EQ(imported(kMinimal + "--attention-backend flash").training.attention_backend, AttentionBackend::kFlash2);
+  EXPECT_EQ(imported(kMinimal + "--attention-backend fused").training.attention_backend, AttentionBackend::kFused);
   EXPECT_FALSE(imported(kMinimal + "--grad-reduce-in-bf16").training.grad_reduce_in_fp32);
   const Scenario pa = imported(kMinimal + "--use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16");
   EXPECT_EQ(pa.training.exp_avg_dtype, DType::kBf16);

@@ -432,6 +432,22 @@ TEST(Validate, UnfusedAttentionRefusesContextParallelism) {
   EXPECT_TRUE(validate_scenario(s).empty());
 }
 
+// FlashAttention-2 runs CP and packed documents like the fused kernel, and needs the
+// profile's measured FlashAttention-2 terms.
+TEST(Validate, FlashAttention2NeedsItsProfileTerms) {
+  Scenario s = base();
+  s.training.attention_backend = AttentionBackend::kFlash2;
+  s.hardware.efficiency.attention_flash2_fwd = 0.4;
+  s.hardware.efficiency.attention_flash2_bwd = 0;
+  expect_problem(s, "training.attention_backend",
+                 "attention_backend flash2 needs efficiency.attention_flash2_fwd and _bwd");
+  s.hardware.efficiency.attention_flash2_bwd = 0.3;
+  s.parallel.context_parallel_size = 2;
+  s.num_gpus *= 2;
+  s.training.document_length = 256;
+  EXPECT_TRUE(validate_scenario(s).empty());
+}
+
 TEST(Validate, PackedDocumentRules) {
   Scenario s = base();
   s.training.document_length = s.training.seq_length + 1;

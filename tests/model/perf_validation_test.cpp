@@ -187,25 +187,29 @@ using namespace lcm;
 // MoE layer's measured Python before the token dispatcher's synchronisation
 // (host.moe_layer_presync_fwd_us, validation/measured/h100/moe_presync/) in the MoE-layer
 // rows' forwards, a pass timed by itself: MoE layer 10.1 -> 6.6 % (+9.5 -> +5.0 %), all 16.9 ->
-// 16.3 % (+13.0 %).
+// 16.3 % (+13.0 %). Session 38: FlashAttention-2 for the runs NeMo-Framework-Launcher 24.01-24.07
+// made with NVTE_FUSED_ATTN=0 (recipe_for; the flash2 terms fitted on the FlashAttention papers'
+// H100 figures only): NeMo 14.8 -> 11.1 % (+12.7 -> +8.2 %), all 16.3 -> 15.4 % (+11.9 %), 58
+// within 20 %; a recipe read after the rows' errors were known: a development-set change.
 constexpr double kBridgeMaeBound = 22.7;  // tokens/s, %
-constexpr double kNemoMaeBound = 14.9;  // tokens/s, %
+constexpr double kNemoMaeBound = 11.2;  // tokens/s, %
 constexpr double kWeakScalingMaeBound = 8.7;  // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 6.7;  // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 16.4;  // all counted rows, primary metric, %
-constexpr double kOverallSignedBound = 13.1;  // |mean signed error| of all counted rows (+: lcm faster), %
+constexpr double kOverallMaeBound = 15.5;  // all counted rows, primary metric, %
+constexpr double kOverallSignedBound = 12.0;  // |mean signed error| of all counted rows (+: lcm faster), %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14, 47 of 57 in
 // session 21, 49 of 57 in session 23. A floor, like the bounds above.
 // kMinBandCovered: 53 of 61 with the LoRA rows (session 29), 55 after session 31's L2 term, 54
 // after its H100 elementwise rate (the spread moved), 55 in session 32, 56 in session 36; 51 since
 // session 37's dgxc-benchmarking rows joined the composition spread (-4.60 / +45.28 % -> -0.31 /
-// +31.60 %: a third narrower; over all 158 step rows of the three tests the band covers 139, 88 %).
-constexpr int kMinBandCovered = 51;
+// +31.60 %: a third narrower; over all 158 step rows of the three tests the band covers 139, 88 %);
+// 50 since session 38's FlashAttention-2 rows (the spread -1.00 / +23.60 %; all 158: 143, 91 %).
+constexpr int kMinBandCovered = 50;
 // kMinWithin20Pct: counted rows within 20 % on their primary metric (57 before the H100
 // elementwise rate, 54 before session 32's residual gradients, 53 before its activation / RoPE
 // backwards, 52 before session 33's host-bound MoE-layer rows, 55 before its dropout).
-constexpr int kMinWithin20Pct = 57;
+constexpr int kMinWithin20Pct = 58;
 constexpr int kMinCounted = 73;  // rows evaluated and counted (67 before session 30's blockwise rows)
 constexpr int kMinBridgeCausalMatches = 26;  // FLOP-convention checks (see the test)
 constexpr int kMinNemoNonCausalMatches = 9;
@@ -455,6 +459,7 @@ struct Recipe {
   uint32_t cuda_graph_modules = 0;
   int64_t document_length = 0;  // packed SFT / LoRA sequences (kSquadDocumentTokens)
   uint32_t lora_targets = 0;     // LoRA rows (rank kLoraRank): the stack's default targets; 0 none
+  AttentionBackend attention_backend = AttentionBackend::kFused;
   std::string note;
 };
 
@@ -519,6 +524,13 @@ Recipe recipe_for(const std::string& table, const ModelSpec& m) {
   // after these rows' errors were known (+13.8 / +7.6 % with userbuffers overlap): a
   // development-set change.
   if (table == "nemo" && m.name.rfind("GPT3-175B", 0) == 0) r.tp_comm_overlap = false;
+  // FlashAttention-2: NeMo-Framework-Launcher's launcher_scripts/conf/config.yaml sets
+  // `NVTE_FUSED_ATTN: 0` ("Disable cudnn FA until we've tested it more") in every tag from 24.01
+  // to 24.07 (removed on main in 04b8d098, 2024-08-29; first released in 24.09), and no 24.07
+  // example script overrides it, so Transformer Engine ran the flash-attn package in the runs of
+  // NeMo's 24.07 table and its long-sequence table (24.03.01). Read in session 38, after these
+  // rows' errors were known: a development-set change (docs/validation-performance.md).
+  if (table == "nemo") r.attention_backend = AttentionBackend::kFlash2;
   if (table != "bridge") return r;
   r.cross_entropy_loss_fusion = true;
   r.cross_entropy_fusion_impl = CrossEntropyFusionImpl::kTe;
@@ -580,6 +592,7 @@ Built build(const std::string& id, const ModelSpec& model, const Layout& l, cons
   }
   s.training.cross_entropy_loss_fusion = rc.cross_entropy_loss_fusion;
   s.training.cross_entropy_fusion_impl = rc.cross_entropy_fusion_impl;
+  s.training.attention_backend = rc.attention_backend;
   ParallelSpec& p = s.parallel;
   p.tensor_model_parallel_size = l.tp;
   p.sequence_parallel = l.tp > 1;
@@ -938,6 +951,12 @@ std::vector<Result> dgxc_rows(const HardwareSpec& hw, const std::map<std::string
     if (model == "Grok-1") l.etp = l.tp;  // Megatron-Core of that generation shards experts over TP
     Recipe rc = recipe_for("nemo", m);
     rc.tp_comm_overlap = true;  // every workload here with TP > 1 (see the declaration)
+    // The declaration's caveat, now expressible (session 38, after the score): GPT-3 175B,
+    // Nemotron-4 340B and Grok-1 set NVTE_FUSED_ATTN=0 (FlashAttention-2), Llama 3.1 and
+    // Nemotron-4 15B NVTE_FUSED_ATTN=1 (cuDNN).
+    rc.attention_backend = model == "GPT3-175B" || model == "Nemotron4-340B" || model == "Grok-1"
+                               ? AttentionBackend::kFlash2
+                               : AttentionBackend::kFused;
     // CP over p2p: ParallelSpec's default, the only CP of those containers' Transformer Engine.
     const Built b = build(res.id, m, l, rc, hw, /*tp_comm_overlap=*/rc.tp_comm_overlap);
     const double step = real(r, "step_time_s");
@@ -1335,10 +1354,15 @@ TEST(PerfValidation, NemoLongSequenceTable) {
   // the band covering 3. Session 35's FP8 LayerNormLinear inputs (the norm writes FP8, SP
   // gathers it in FP8, the weight gradient's transpose is priced): 45.73 %, the band covering 4;
   // session 36's composition spread (NeMo's GPT3 175B recipe) leaves it at 4; session 37's (the
-  // dgxc-benchmarking rows joined it, narrower by a third) at 2.
-  EXPECT_LE(s.mae(), 45.8);
+  // dgxc-benchmarking rows joined it, narrower by a third) at 2. Session 38: the 24.03 launcher
+  // ran Transformer Engine with NVTE_FUSED_ATTN=0, i.e. FlashAttention-2 (recipe_for), priced
+  // with terms fitted on the FlashAttention papers' H100 figures only: 45.7 -> 5.5 % (signed
+  // +4.8 %), 9 of 9 within 10 %, the band covering 8 (a recipe read after these rows' errors
+  // were known: a development-set figure).
+  EXPECT_LE(s.mae(), 5.6);
   EXPECT_LE(best, 16.0);
-  EXPECT_GE(covered, 2);
+  EXPECT_GE(within10, 9);
+  EXPECT_GE(covered, 8);
   EXPECT_EQ(fit, 9);
 }
 
@@ -1381,13 +1405,67 @@ TEST(PerfValidation, DgxcBenchmarkingTable) {
   // commit): mean |error| 16.9 %, signed +16.9 % (every row too fast: BF16 +14.6 %, FP8 +19.1 %),
   // 5 of 88 within 10 %, 66 within 20 %, the band covering all 88, no run flagged out of memory
   // (85 fit, 3 tight). A regression guard on those figures, not a target. The rows then joined
-  // the composition spread (in-sample from there): the narrower band covers 86 of them.
-  EXPECT_LE(s.mae(), 17.0);
-  EXPECT_LE(s.bias(), 17.0);
-  EXPECT_GE(within10, 5);
-  EXPECT_GE(s.within20, 66);
-  EXPECT_GE(covered, 86);
+  // the composition spread (in-sample from there): the narrower band covers 86 of them. Session
+  // 38 priced the FlashAttention-2 rows (GPT-3 175B, Nemotron-4 340B, Grok-1) as such, the
+  // declaration's caveat (development): 15.3 % (+15.3 %), 10 within 10 %, 72 within 20 %, the
+  // band (-1.00 / +23.60 %) covering 85.
+  EXPECT_LE(s.mae(), 15.4);
+  EXPECT_LE(s.bias(), 15.4);
+  EXPECT_GE(within10, 10);
+  EXPECT_GE(s.within20, 72);
+  EXPECT_GE(covered, 85);
   EXPECT_EQ(fit + tight, 88);
+}
+
+// FlashAttention-2 on the H100 (training.attention_backend flash2): the profile's terms against
+// the FlashAttention papers' H100 figures (flashattention_h100.csv: the FA3 paper's forward,
+// head dims 64 / 128 / 256; the FA2 paper's forward+backward, 64 / 128; causal and not; 512-16K
+// tokens at 16K tokens per call; FLOPs in their convention, fwd 4 b s^2 h d, halved when causal,
+// forward+backward 3.5x). The terms were fitted to the 24 head-dim-128 points (in-sample); the
+// other 36 show what the flat head-dimension rate costs (development). The guard: every
+// head-dim-128 point within 13.5 % and 23 of 24 within 10 % (the in-sample fit as landed).
+TEST(PerfValidation, FlashAttention2PublishedH100Figures) {
+  HardwareSpec hw;
+  if (!load_h100(hw)) return;
+  int n128 = 0, w128 = 0, n = 0, w = 0;
+  double abs128 = 0, abs_all = 0, worst128 = 0;
+  std::printf(
+      "\n| direction | causal | head dim | seq | published TFLOP/s | lcm TFLOP/s | err %% (+: lcm faster) "
+      "|\n|---|---|---:|---:|---:|---:|---:|\n");
+  for (const Row& r : read_csv(kDir + "flashattention_h100.csv")) {
+    if (get(r, "impl") != "FlashAttention-2" || get(r, "tflops") == "OOM") continue;
+    const std::string dir = get(r, "direction");
+    const bool causal = get(r, "causal") == "True";
+    const int64_t d = num(r, "head_dim", 0), s = num(r, "seq_len", 0), b = num(r, "batch", 0), h = num(r, "nheads", 0);
+    AttentionShape a{b, s, s, h, h, d, d, causal, causal ? 0.5 * (1.0 + 1.0 / static_cast<double>(s)) : 1.0};
+    a.flash2 = true;
+    const double core = attention_core_flops(a);
+    const double t = dir == "fwd" ? attention_time(a, core, false, hw)
+                                  : attention_time(a, core, false, hw) + attention_time(a, 2.5 * core, true, hw);
+    const double fa_flops =
+        (dir == "fwd" ? 1.0 : 3.5) * 4.0 * b * s * static_cast<double>(s) * h * d / (causal ? 2.0 : 1.0);
+    const double pred = fa_flops / t / 1e12, pub = real(r, "tflops");
+    const double e = pct(pred, pub);
+    std::printf("| %s | %s | %lld | %lld | %.0f | %.0f | %+.1f |\n", dir.c_str(), causal ? "yes" : "no",
+                static_cast<long long>(d), static_cast<long long>(s), pub, pred, e);
+    ++n;
+    abs_all += std::fabs(e);
+    w += std::fabs(e) <= 10.0;
+    if (d == 128) {
+      ++n128;
+      abs128 += std::fabs(e);
+      w128 += std::fabs(e) <= 10.0;
+      worst128 = std::max(worst128, std::fabs(e));
+    }
+  }
+  std::printf(
+      "\nFlashAttention-2, H100 published figures: head dim 128 (in-sample) %d of %d within 10 %%, mean |error| "
+      "%.1f %%; all head dims %d of %d within 10 %%, mean |error| %.1f %%\n",
+      w128, n128, abs128 / std::max(1, n128), w, n, abs_all / std::max(1, n));
+  EXPECT_EQ(n128, 24);
+  EXPECT_EQ(n, 60);
+  EXPECT_GE(w128, 23);
+  EXPECT_LE(worst128, 13.5);
 }
 
 #endif  // LCM_PUBLISHED_SCENARIOS_ONLY

@@ -365,6 +365,31 @@ TEST(TimingAttention, FewCtasLeaveATail) {
   EXPECT_NEAR(attention_time(one, f1, false, h), 132 * even, 1e-15);
 }
 
+// FlashAttention-2 (hand-derived): its own fractions and half-point, no head-dimension curve.
+// Non-causal 1 x 4096 x 8 heads, d 128: forward 0.4 x 4096 / (4096 + 256) = 0.376471 of
+// 989.4 TFLOP/s for 4 x 8 x 4096^2 x 128 = 68.719e9 FLOPs: 184.492 us; backward at 0.3 x
+// 4096 / 4352 = 0.282353 (2.5x the FLOPs): 614.972 us. At d 64 (half the FLOPs) it is half the
+// time, where the fused kernel's curve (h 50: 64/114 over 128/178 = 0.7807) slows d 64 down.
+TEST(TimingAttention, FlashAttention2TakesItsOwnFractions) {
+  HardwareSpec h = hw;
+  h.efficiency.attention_flash2_fwd = 0.4;
+  h.efficiency.attention_flash2_bwd = 0.3;
+  h.efficiency.attention_flash2_seq_half = 256;
+  h.efficiency.attention_head_dim_half = 50;
+  AttentionShape a{1, 4096, 4096, 8, 8, 128, 128, false, 1.0};
+  a.flash2 = true;
+  const double flops = 4.0 * 8 * 4096.0 * 4096.0 * 128;
+  EXPECT_NEAR(attention_time(a, flops, false, h), flops / (989.4e12 * 0.4 * 4096.0 / 4352.0), 1e-12);
+  EXPECT_NEAR(attention_time(a, flops, false, h), 184.492e-6, 1e-9);
+  EXPECT_NEAR(attention_time(a, 2.5 * flops, true, h), 614.972e-6, 1e-9);
+  AttentionShape d64 = a;
+  d64.head_dim_qk = d64.head_dim_v = 64;
+  EXPECT_NEAR(attention_time(d64, flops / 2, false, h), 0.5 * attention_time(a, flops, false, h), 1e-15);
+  d64.flash2 = false;  // the fused kernel: its own fraction and the head-dimension curve
+  const double fused = (flops / 2) / (989.4e12 * 0.65 * 4096.0 / 4608.0 * (64.0 / 114.0) / (128.0 / 178.0));
+  EXPECT_NEAR(attention_time(d64, flops / 2, false, h), fused, 1e-12);
+}
+
 // Forward beyond L2 (50 MiB): one KV head's K and V are W = 2 x s x 256 B at d 128. With
 // slowdown 0.2 and the ramp from 0.5 to 1.5 x L2: s = 262144 (W = 128 MiB = 2.56 x L2) misses
 // fully, 1.2 x the compute time 5.630e14 FLOP / (989.4e12 x 0.65 x 131072 / 131584) = 0.878775 s

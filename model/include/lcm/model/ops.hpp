@@ -479,6 +479,8 @@ struct AttentionShape {
   // training.attention_backend unfused: not one fused kernel but the sequence of kernels that
   // materialises the seq_q x seq_kv scores (unfused_attention_traffic below; timing.cpp).
   bool unfused = false;
+  // training.attention_backend flash2: FlashAttention-2's kernel (EfficiencySpec::attention_flash2_*).
+  bool flash2 = false;
   bool operator==(const AttentionShape&) const = default;
 };
 

@@ -64,7 +64,10 @@ enum class CpCommType { kP2P, kAllGather, kA2A, kA2AP2P };
 enum class DpSharding { kNoShard, kOptim, kOptimGrads, kOptimGradsParams };
 enum class RecomputeGranularity { kNone, kSelective, kFull };
 enum class RecomputeMethod { kUniform, kBlock };
-enum class AttentionBackend { kFused, kUnfused };  // fused = flash / cuDNN, no s^2 term
+// fused = cuDNN's fused attention (Transformer Engine's choice on Hopper); flash2 = FlashAttention-2
+// (the flash-attn package: TE with NVTE_FUSED_ATTN=0, Megatron --attention-backend flash); both
+// never store the s^2 scores and differ only in speed. unfused = the s^2 kernels.
+enum class AttentionBackend { kFused, kUnfused, kFlash2 };
 // Megatron --cross-entropy-fusion-impl: native (megatron/core/fusions/fused_cross_entropy.py)
 // or te (Transformer Engine's Triton parallel_cross_entropy).
 enum class CrossEntropyFusionImpl { kNative, kTe };
@@ -324,6 +327,13 @@ struct EfficiencySpec {
   int gemm_tile_m = 128;
   int gemm_tile_n = 256;
   double attention_seq_half = 512;
+  // FlashAttention-2 (training.attention_backend flash2): its own asymptotic fractions and
+  // half-point in place of attention_fwd / _bwd / _seq_half; every other attention term (head
+  // dims, CTA tail, L2, dropout) is shared with the fused kernel. 0 = the profile has none
+  // (validation refuses flash2 then).
+  double attention_flash2_fwd = 0;
+  double attention_flash2_bwd = 0;
+  double attention_flash2_seq_half = 0;
   double nvlink_half_bytes = 8.0 * 1024 * 1024;
   double nic_half_bytes = 4.0 * 1024 * 1024;
   // Head-dimension curve of attention, normalised at head dim 128 (where attention_fwd /
