@@ -198,6 +198,7 @@ std::vector<int> rank_list(const json& j, const char* key) {
 //   {"kind": "attention", "b", "s_q", "s_kv", "hq", "hkv", "d", "d_v", "work_fraction", "pass",
 //    "kv_block" (optional: the keys one kernel of a CP ring step holds),
 //    "unfused" (optional, false: the unfused kernels of training.attention_backend unfused),
+//    "flash2" (optional, false: FlashAttention-2's kernel, training.attention_backend flash2),
 //    "dropout" (optional, false: attention dropout on)}
 std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ranks,
                                       const std::map<int, std::string>& hosts, int gpn, std::string* why) {
@@ -245,6 +246,7 @@ std::optional<MeasuredOp> explicit_op(const json& mo, const std::vector<int>& ra
     a.causal = a.work_fraction < 1.0;
     a.kv_block = mo.contains("kv_block") ? integer(mo, "kv_block", kMaxDim) : 0;
     a.unfused = flag(mo, "unfused");
+    a.flash2 = flag(mo, "flash2");
     a.dropout = flag(mo, "dropout");
     m.op.pass = mo.value("pass", "fwd") == "bwd" ? Pass::kBwd : Pass::kFwd;
     if (a.batch <= 0 || a.seq_q <= 0 || a.seq_kv <= 0 || a.heads_q <= 0 || a.head_dim_qk <= 0)

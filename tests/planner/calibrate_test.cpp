@@ -257,17 +257,23 @@ TEST(Calibrate, ExplicitMemoryOpIsAKernelUnlessItSaysCopy) {
 }
 
 // An explicit attention op says whether it is the unfused kernels (training.attention_backend
-// unfused) and whether dropout is on; both default to false, and a non-boolean is an error.
+// unfused) or FlashAttention-2's (flash2) and whether dropout is on; each defaults to false, and
+// a non-boolean is an error.
 TEST(Calibrate, ExplicitAttentionOpCarriesUnfusedAndDropout) {
   const std::string text = R"({"benchmark": "x", "points": [
     {"family": "x", "key": "a", "correct": true, "time_us": {"median": 10},
      "model_op": {"kind": "attention", "b": 1, "s_q": 1024, "s_kv": 1024, "hq": 8, "hkv": 2, "d": 128, "pass": "bwd"}},
     {"family": "x", "key": "b", "correct": true, "time_us": {"median": 10},
      "model_op": {"kind": "attention", "b": 1, "s_q": 1024, "s_kv": 1024, "hq": 8, "hkv": 2, "d": 128,
-                  "work_fraction": 0.5, "unfused": true, "dropout": true}}]})";
+                  "work_fraction": 0.5, "unfused": true, "dropout": true}},
+    {"family": "x", "key": "c", "correct": true, "time_us": {"median": 10},
+     "model_op": {"kind": "attention", "b": 1, "s_q": 1024, "s_kv": 1024, "hq": 8, "hkv": 2, "d": 128, "flash2": true}}]})";
   auto r = calib::parse_exec_summary(text, "a.json", 8, nullptr);
   ASSERT_TRUE(r.ok()) << r.error().str();
-  ASSERT_EQ(r.value().size(), 2u);
+  ASSERT_EQ(r.value().size(), 3u);
+  EXPECT_TRUE(r.value()[2].op.attn.flash2);
+  EXPECT_FALSE(r.value()[2].op.attn.unfused);
+  EXPECT_FALSE(r.value()[0].op.attn.flash2);
   EXPECT_FALSE(r.value()[0].op.attn.unfused);
   EXPECT_FALSE(r.value()[0].op.attn.dropout);
   EXPECT_EQ(r.value()[0].op.pass, Pass::kBwd);
