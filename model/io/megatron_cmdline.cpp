@@ -109,8 +109,38 @@ Result<std::vector<MegatronFlag>> guarded(const std::string& file, F f) {
 
 }  // namespace
 
+// kEnvVariables assigned in a script: `NAME=V` at the start of a word (`export NAME=V`,
+// `NAME=V torchrun ...`), outside # comments; the last assignment wins, as in the shell.
+void add_env_assignments(const std::string& text, const std::string& display_name, std::vector<MegatronFlag>& flags) {
+  int line = 1;
+  size_t bol = 0;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    if (i < text.size() && text[i] != '\n') continue;
+    const std::string_view l(text.data() + bol, i - bol);
+    const std::string_view code = l.substr(0, l.find('#'));
+    for (const std::string_view name : kEnvVariables) {
+      for (size_t at = code.find(name); at != std::string_view::npos; at = code.find(name, at + 1)) {
+        const bool word_start = at == 0 || code[at - 1] == ' ' || code[at - 1] == '\t';
+        if (!word_start || at + name.size() >= code.size() || code[at + name.size()] != '=') continue;
+        size_t end = at + name.size() + 1;
+        while (end < code.size() && code[end] != ' ' && code[end] != '\t' && code[end] != ';') ++end;
+        std::string value(code.substr(at + name.size() + 1, end - at - name.size() - 1));
+        std::erase_if(value, [](char c) { return c == '"' || c == '\''; });
+        flags.push_back(
+            {std::string(kEnvFlagPrefix) + std::string(name), value, display_name, line, static_cast<int>(at) + 1});
+      }
+    }
+    ++line;
+    bol = i + 1;
+  }
+}
+
 Result<std::vector<MegatronFlag>> parse_megatron_command_line(const std::string& text, const std::string& display_name) {
-  return guarded(display_name, [&] { return split_command_line(text, display_name); });
+  return guarded(display_name, [&]() -> Result<std::vector<MegatronFlag>> {
+    auto flags = split_command_line(text, display_name);
+    if (flags) add_env_assignments(text, display_name, flags.value());
+    return flags;
+  });
 }
 
 Result<std::vector<MegatronFlag>> parse_megatron_model_config(const std::string& yaml_text, const std::string& display_name) {
@@ -268,6 +298,17 @@ Result<std::vector<MegatronFlag>> read_model_args(const std::string& yaml_text, 
   }
   maps.push_back(args);
   std::vector<MegatronFlag> flags;
+  // ENV_VARS (the functional tests' environment): the variables that change what runs.
+  for (const auto& kv : root) {
+    if (!kv.first.IsScalar() || kv.first.Scalar() != "ENV_VARS" || !kv.second.IsMap()) continue;
+    for (const auto& e : kv.second) {
+      if (!e.first.IsScalar() || !e.second.IsScalar()) continue;
+      const std::string name = e.first.Scalar();
+      if (std::find(std::begin(kEnvVariables), std::end(kEnvVariables), name) == std::end(kEnvVariables)) continue;
+      const Loc loc = loc_of(e.first.Mark(), display_name);
+      flags.push_back({std::string(kEnvFlagPrefix) + name, e.second.Scalar(), display_name, loc.line, loc.column});
+    }
+  }
   for (const YAML::Node& map : maps) {
     for (const auto& kv : map) {
       const Loc loc = loc_of(kv.first.Mark(), display_name);

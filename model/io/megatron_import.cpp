@@ -140,7 +140,9 @@ void MegatronImporter::from(const std::string& dotted, std::string_view flag) {
   out_.draft.present.insert(dotted);
   if (const MegatronFlag* f = get(flag)) {
     out_.where.keys[dotted] = Loc{f->file, f->line, f->column};
-    out_.where.display[dotted] = "--" + std::string(flag);
+    out_.where.display[dotted] = flag.starts_with(kEnvFlagPrefix)
+                                     ? fmt::format("{}={}", flag.substr(kEnvFlagPrefix.size()), f->value)
+                                     : "--" + std::string(flag);
   }
 }
 
@@ -152,7 +154,7 @@ void MegatronImporter::classify() {
   }();
   std::set<std::string> seen;
   for (const auto& [name, f] : by_name_) {
-    if (is_mapped(name)) continue;
+    if (is_mapped(name) || name.starts_with(kEnvFlagPrefix)) continue;  // env flags: read by map_training
     const MegatronFlagName* known = find_megatron_flag(name);
     if (const FlagRule* rule = find_flag_rule(name)) {
       const bool bare = known && !known->takes_value;

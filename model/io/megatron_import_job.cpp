@@ -78,6 +78,19 @@ void MegatronImporter::map_training() {
   if (!ab) fail("attention-backend", fmt::format("expected flash, fused, unfused, local or auto, got '{}'", backend));
   t.attention_backend = *ab;
   from("training.attention_backend", "attention-backend");
+  // Under auto, Transformer Engine picks from the job's environment (NVTE_FUSED_ATTN and
+  // NVTE_FLASH_ATTN, both 1 unless set; attention/dot_product_attention/utils.py): cuDNN's fused
+  // attention on Hopper; with NVTE_FUSED_ATTN=0 the flash-attn package (FlashAttention-2, as
+  // NeMo-Framework-Launcher 24.01-24.07 ran every job); with both 0 its unfused kernels. The
+  // other backends set these variables themselves (Megatron's AttnBackend).
+  if (backend == "auto") {
+    const bool fused_off = text("env:NVTE_FUSED_ATTN").value_or("1") == "0";
+    const bool flash_off = text("env:NVTE_FLASH_ATTN").value_or("1") == "0";
+    if (fused_off) {
+      t.attention_backend = flash_off ? AttentionBackend::kUnfused : AttentionBackend::kFlash2;
+      from("training.attention_backend", "env:NVTE_FUSED_ATTN");
+    }
+  }
   const std::string impl = text("transformer-impl").value_or("transformer_engine");
   if (impl == "local") {
     t.attention_backend = AttentionBackend::kUnfused;

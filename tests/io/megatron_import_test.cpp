@@ -117,6 +117,46 @@ TEST(MegatronModelConfig, ReadsModelArgsWithPositionsAndMergeKeys) {
   EXPECT_THAT(parse_megatron_model_config("ENV_VARS: {}\n", "m.yaml").error().str(), HasSubstr("no MODEL_ARGS block"));
 }
 
+// Transformer Engine's attention environment (NVTE_FUSED_ATTN, NVTE_FLASH_ATTN) under
+// --attention-backend auto: a functional test's ENV_VARS and a script's assignments (`export`,
+// a prefix of the launcher, the last one winning; comments are not assignments). NVTE_FUSED_ATTN=0
+// runs the flash-attn package (flash2), both 0 TE's unfused kernels; an explicit backend sets the
+// variables itself and wins.
+TEST(MegatronImport, AttentionEnvironmentPicksTheBackend) {
+  auto yaml = [](const std::string& env, const std::string& more = "") {
+    auto f =
+        parse_megatron_model_config(env +
+                                        "MODEL_ARGS:\n  --num-layers: 4\n  --hidden-size: 512\n"
+                                        "  --num-attention-heads: 8\n  --seq-length: 1024\n"
+                                        "  --max-position-embeddings: 1024\n  --micro-batch-size: 1\n  --bf16: true\n" +
+                                        more,
+                                    "model_config.yaml");
+    EXPECT_TRUE(f.ok()) << f.error().str();
+    return import_megatron_report(f.value(), 8, h100(), "job");
+  };
+  const auto backend = [&](const std::string& env) {
+    const auto r = yaml(env);
+    EXPECT_TRUE(r.ok()) << env << ": " << (r.ok() ? "" : r.error().str());
+    return r.ok() ? r.value().scenario.training.attention_backend : AttentionBackend::kFused;
+  };
+  EXPECT_EQ(backend("ENV_VARS:\n  NVTE_FUSED_ATTN: 0\n  NCCL_ALGO: Ring\n"), AttentionBackend::kFlash2);
+  EXPECT_EQ(backend("ENV_VARS:\n  NVTE_FUSED_ATTN: 1\n"), AttentionBackend::kFused);
+  EXPECT_EQ(backend("ENV_VARS:\n  NVTE_FUSED_ATTN: 0\n  NVTE_FLASH_ATTN: 0\n"), AttentionBackend::kUnfused);
+  // A rule the environment's backend breaks is reported at the variable.
+  const auto cp = yaml("ENV_VARS:\n  NVTE_FUSED_ATTN: 0\n  NVTE_FLASH_ATTN: 0\n", "  --context-parallel-size: 2\n");
+  ASSERT_FALSE(cp.ok());
+  EXPECT_THAT(cp.error().str(), HasSubstr("model_config.yaml:2:3: NVTE_FUSED_ATTN=0: "));
+  const std::string launch = "torchrun --nproc-per-node 8 pretrain_gpt.py " + kMinimal;
+  EXPECT_EQ(imported("NVTE_FUSED_ATTN=0 " + launch).training.attention_backend, AttentionBackend::kFlash2);
+  EXPECT_EQ(imported("export NVTE_FUSED_ATTN=\"0\"\n" + launch).training.attention_backend, AttentionBackend::kFlash2);
+  EXPECT_EQ(imported("export NVTE_FUSED_ATTN=0\nexport NVTE_FUSED_ATTN=1\n" + launch).training.attention_backend,
+            AttentionBackend::kFused);
+  EXPECT_EQ(imported("# NVTE_FUSED_ATTN=0\n" + launch).training.attention_backend, AttentionBackend::kFused);
+  EXPECT_EQ(imported("MY_NVTE_FUSED_ATTN=0 " + launch).training.attention_backend, AttentionBackend::kFused);
+  EXPECT_EQ(imported("NVTE_FUSED_ATTN=0 " + launch + "--attention-backend fused").training.attention_backend,
+            AttentionBackend::kFused);
+}
+
 // ---- mapping and Megatron defaults ---------------------------------------------------------
 
 TEST(MegatronImport, MegatronDefaultsWhenFlagsAreAbsent) {

@@ -16,6 +16,9 @@ namespace lcm::io {
 
 // One flag as given: name without leading dashes ("tensor-model-parallel-size") and its
 // value ("" for a bare boolean flag), with where it came from for error messages.
+// An environment variable of the job that changes what it runs (Transformer Engine's
+// NVTE_FUSED_ATTN and NVTE_FLASH_ATTN: kEnvVariables) is carried as a flag named
+// kEnvFlagPrefix + NAME with its value.
 struct MegatronFlag {
   std::string name;
   std::string value;
@@ -23,12 +26,16 @@ struct MegatronFlag {
   int line = 0;
   int column = 0;
 };
+inline constexpr std::string_view kEnvFlagPrefix = "env:";
+inline constexpr std::string_view kEnvVariables[] = {"NVTE_FUSED_ATTN", "NVTE_FLASH_ATTN"};
 
 // Split a command line (shell-like quoting, backslash-newline continuations, a leading
-// `torchrun ... pretrain_gpt.py` prefix skipped) into flags.
+// `torchrun ... pretrain_gpt.py` prefix skipped) into flags; kEnvVariables assigned anywhere in
+// the text (`export NAME=V`, `NAME=V torchrun ...`) become env flags.
 Result<std::vector<MegatronFlag>> parse_megatron_command_line(const std::string& text,
                                                               const std::string& display_name);
-// Read the MODEL_ARGS block of a functional-test model_config.yaml.
+// Read the MODEL_ARGS block of a functional-test model_config.yaml, and kEnvVariables from its
+// ENV_VARS block as env flags.
 Result<std::vector<MegatronFlag>> parse_megatron_model_config(const std::string& yaml_text,
                                                               const std::string& display_name);
 
