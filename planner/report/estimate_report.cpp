@@ -421,6 +421,14 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
           "the softmax over every layer's seq x seq scores. Held out on an H100 (the price of a562182) it was 5 of 20 "
           "ops within 10 %, 28.6 % too fast on average (validation/measured/h100/unfused_attention/); the band's attention "
           "spread is the fused kernels' and understates it.");
+    // FlashAttention-2 is priced at its own rates: say where they come from.
+    if (s.training.attention_backend == AttentionBackend::kFlash2)
+      tt.notes.push_back(fmt::format(
+          "Attention runs FlashAttention-2 (training.attention_backend flash2), priced at the profile's own rates for "
+          "it (efficiency.attention_flash2_fwd {:g}, _bwd {:g}: about 0.6x cuDNN's on Hopper), fitted on published "
+          "(H100) or probed (H200) FlashAttention-2 kernels, in-sample; the band's attention spread is cuDNN's "
+          "(validation/measured/h100/flash2/).",
+          s.hardware.efficiency.attention_flash2_fwd, s.hardware.efficiency.attention_flash2_bwd));
     out.push_back(tt);
   }
   return out;

@@ -81,4 +81,17 @@ TEST(HostCli, UnfusedAttentionNamesItsHeldOutError) {
   EXPECT_EQ(fused.out.find("Unfused attention"), std::string::npos) << fused.out;
 }
 
+// An estimate of FlashAttention-2 names its rates and where they come from; a fused one does not.
+TEST(HostCli, FlashAttention2NamesItsRates) {
+  const std::string scenario = "estimate scenarios/llama3.1-8b.yaml --hw h100-sxm";
+  const LcmRun flash2 = lcm(scenario + " --set attention_backend=flash2");
+  ASSERT_EQ(flash2.code, 0) << flash2.err;
+  EXPECT_NE(flash2.out.find("Attention runs FlashAttention-2 (training.attention_backend flash2)"), std::string::npos)
+      << flash2.out;
+  EXPECT_NE(flash2.out.find("attention_flash2_fwd 0.4, _bwd 0.335"), std::string::npos) << flash2.out;
+  const LcmRun fused = lcm(scenario);
+  ASSERT_EQ(fused.code, 0) << fused.err;
+  EXPECT_EQ(fused.out.find("FlashAttention-2"), std::string::npos) << fused.out;
+}
+
 }  // namespace
