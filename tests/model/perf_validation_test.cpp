@@ -1550,7 +1550,7 @@ std::vector<lcm::test::PublishedScenario> lcm::test::published_h100_scenarios() 
   std::vector<PublishedScenario> out;
   for (const auto& rows :
        {bridge_rows(hw, archs), nemo_rows(hw, archs), weak_scaling_rows(hw), nemo_long_sequence_rows(hw, archs),
-        dgxc_rows(hw, archs)})
+        dgxc_rows(hw, archs), dgxc_rows(hw, archs, "v25.02")})
     for (const Result& r : rows)
       if (r.evaluated) out.push_back({.table = r.table, .id = r.id, .scenario = r.scenario});
   return out;
