@@ -221,6 +221,14 @@ std::vector<Case> catalog() {
   // ---- messages ----
   c.push_back({"CalibrateEmptyFile", "calibrate e.json --profile h200-sxm -o out.yaml", 2, "empty file",
                {{"e.json", ""}}});
+  c.push_back({"CalibrateFlash2WithoutTerms",
+               "calibrate --compare f.json --profile p.yaml",
+               2,
+               "fa: a FlashAttention-2 point (flash2) needs efficiency.attention_flash2_fwd and _bwd in the hardware "
+               "profile (p.yaml has none)",
+               {{"f.json", R"({"benchmark": "x", "points": [{"key": "fa", "correct": true, "time_us": {"median": 100},
+                  "model_op": {"kind": "attention", "b": 1, "s_q": 4096, "s_kv": 4096, "hq": 8, "d": 128, "flash2": true}}]})"}},
+               "grep -v attention_flash2 \"$P/h100-sxm.yaml\" > p.yaml"});
   c.push_back({"CalibrateWrongJson", "calibrate w.json --profile h200-sxm -o out.yaml", 2, "not an lcm-exec summary",
                {{"w.json", "[1, 2, 3]"}}});
   c.push_back({"CalibrateBrokenJson", "calibrate w.json --profile h200-sxm -o out.yaml", 2, "not valid JSON",
