@@ -425,8 +425,8 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
     if (s.training.attention_backend == AttentionBackend::kFlash2)
       tt.notes.push_back(fmt::format(
           "Attention runs FlashAttention-2 (training.attention_backend flash2), priced at the profile's own rates for "
-          "it (efficiency.attention_flash2_fwd {:g}, _bwd {:g}: about 0.6x cuDNN's on Hopper), fitted on published "
-          "(H100) or probed (H200) FlashAttention-2 kernels, in-sample; the band's attention spread is cuDNN's "
+          "it (efficiency.attention_flash2_fwd {:g}, _bwd {:g}: about 0.6x cuDNN's on Hopper), fitted in-sample on "
+          "FlashAttention-2 kernels probed on the GPU (torch's flash backend); the band's attention spread is cuDNN's "
           "(validation/measured/h100/flash2/).",
           s.hardware.efficiency.attention_flash2_fwd, s.hardware.efficiency.attention_flash2_bwd));
     out.push_back(tt);

@@ -82,7 +82,7 @@ TEST(BandsCli, EstimateJsonBandIsTheStepTimes) {
   const json& t = e.at("time");
   const json& b = t.at("band");
   const double step = t.at("step_s"), lo = b.at("relative_low"), hi = b.at("relative_high");
-  // Since session 38 the composition spread lies above zero (+2.28 % / +22.69 %: the published
+  // Since session 38 the composition spread lies above zero (+0.13 % / +21.46 %: the published
   // steps ran longer than predicted in 9 of 10 rows), so a band may lie wholly above the step.
   EXPECT_LT(lo, hi);
   EXPECT_GT(hi, 0.0);

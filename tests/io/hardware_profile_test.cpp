@@ -35,9 +35,9 @@ TEST(HardwareProfile, H100ConvertedOnce) {
   EXPECT_DOUBLE_EQ(h.efficiency.gemm_fp8_block, 0.6004);
   EXPECT_DOUBLE_EQ(h.efficiency.attention_fwd, 0.661);
   EXPECT_DOUBLE_EQ(h.efficiency.attention_bwd, 0.546);
-  EXPECT_DOUBLE_EQ(h.efficiency.attention_flash2_fwd, 0.400);  // session 38: FlashAttention-2
-  EXPECT_DOUBLE_EQ(h.efficiency.attention_flash2_bwd, 0.335);
-  EXPECT_DOUBLE_EQ(h.efficiency.attention_flash2_seq_half, 210);
+  EXPECT_DOUBLE_EQ(h.efficiency.attention_flash2_fwd, 0.385);  // session 38: FlashAttention-2, H100 probe
+  EXPECT_DOUBLE_EQ(h.efficiency.attention_flash2_bwd, 0.3075);
+  EXPECT_DOUBLE_EQ(h.efficiency.attention_flash2_seq_half, 370);
   EXPECT_DOUBLE_EQ(h.efficiency.hbm, 0.9004);
   EXPECT_DOUBLE_EQ(h.efficiency.hbm_elementwise, 0.79);  // session 31: the H100's own probe
   EXPECT_DOUBLE_EQ(h.efficiency.nvlink, 0.822);

@@ -190,13 +190,15 @@ using namespace lcm;
 // 16.3 % (+13.0 %). Session 38: FlashAttention-2 for the runs NeMo-Framework-Launcher 24.01-24.07
 // made with NVTE_FUSED_ATTN=0 (recipe_for; the flash2 terms fitted on the FlashAttention papers'
 // H100 figures only): NeMo 14.8 -> 11.1 % (+12.7 -> +8.2 %), all 16.3 -> 15.4 % (+11.9 %), 58
-// within 20 %; a recipe read after the rows' errors were known: a development-set change.
+// within 20 %; a recipe read after the rows' errors were known: a development-set change. The H100
+// FlashAttention-2 terms refitted on the H100 probe (validation/measured/h100/flash2/): NeMo
+// 9.1 % (+5.5 %), all 14.9 % (+11.2 %), 59 within 20 %.
 constexpr double kBridgeMaeBound = 22.7;  // tokens/s, %
-constexpr double kNemoMaeBound = 11.2;  // tokens/s, %
+constexpr double kNemoMaeBound = 9.2;  // tokens/s, %
 constexpr double kWeakScalingMaeBound = 8.7;  // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 6.7;  // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 15.5;  // all counted rows, primary metric, %
-constexpr double kOverallSignedBound = 12.0;  // |mean signed error| of all counted rows (+: lcm faster), %
+constexpr double kOverallMaeBound = 15.0;  // all counted rows, primary metric, %
+constexpr double kOverallSignedBound = 11.3;  // |mean signed error| of all counted rows (+: lcm faster), %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14, 47 of 57 in
 // session 21, 49 of 57 in session 23. A floor, like the bounds above.
@@ -205,12 +207,13 @@ constexpr double kOverallSignedBound = 12.0;  // |mean signed error| of all coun
 // session 37's dgxc-benchmarking rows joined the composition spread (-4.60 / +45.28 % -> -0.31 /
 // +31.60 %: a third narrower; over all 158 step rows of the three tests the band covers 139, 88 %);
 // 50 since session 38's FlashAttention-2 rows (the spread -1.00 / +23.60 %; all 158: 143, 91 %),
-// 49 since dgxc-benchmarking v25.02's rows joined the spread (+2.28 / +22.69 % over 258).
-constexpr int kMinBandCovered = 49;
+// 49 since dgxc-benchmarking v25.02's rows joined the spread (+2.28 / +22.69 % over 258), 47
+// since the H100 FlashAttention-2 refit (+0.13 / +21.46 %).
+constexpr int kMinBandCovered = 47;
 // kMinWithin20Pct: counted rows within 20 % on their primary metric (57 before the H100
 // elementwise rate, 54 before session 32's residual gradients, 53 before its activation / RoPE
 // backwards, 52 before session 33's host-bound MoE-layer rows, 55 before its dropout).
-constexpr int kMinWithin20Pct = 58;
+constexpr int kMinWithin20Pct = 59;
 constexpr int kMinCounted = 73;  // rows evaluated and counted (67 before session 30's blockwise rows)
 constexpr int kMinBridgeCausalMatches = 26;  // FLOP-convention checks (see the test)
 constexpr int kMinNemoNonCausalMatches = 9;
@@ -1378,11 +1381,13 @@ TEST(PerfValidation, NemoLongSequenceTable) {
   // with terms fitted on the FlashAttention papers' H100 figures only: 45.7 -> 5.5 % (signed
   // +4.8 %), 9 of 9 within 10 %, the band covering 8 (a recipe read after these rows' errors
   // were known: a development-set figure); 7 since dgxc-benchmarking v25.02's rows joined the
-  // composition spread (+2.28 / +22.69 %: the 1M row, -0.5 %, falls outside its band too).
-  EXPECT_LE(s.mae(), 5.6);
+  // composition spread (+2.28 / +22.69 %: the 1M row, -0.5 %, falls outside its band too). The
+  // H100 FlashAttention-2 terms refitted on the H100 probe (validation/measured/h100/flash2/):
+  // 3.4 % (signed -1.3 %), 9 of 9 within 10 %, the band (+0.13 / +21.46 %) covering 5.
+  EXPECT_LE(s.mae(), 3.5);
   EXPECT_LE(best, 16.0);
   EXPECT_GE(within10, 9);
-  EXPECT_GE(covered, 7);
+  EXPECT_GE(covered, 5);
   EXPECT_EQ(fit, 9);
 }
 
@@ -1443,12 +1448,13 @@ TEST(PerfValidation, DgxcBenchmarkingTable) {
   // the composition spread (in-sample from there): the narrower band covers 86 of them. Session
   // 38 priced the FlashAttention-2 rows (GPT-3 175B, Nemotron-4 340B, Grok-1) as such, the
   // declaration's caveat (development): 15.3 % (+15.3 %), 10 within 10 %, 72 within 20 %, the
-  // band (-1.00 / +23.60 %) covering 85.
-  EXPECT_LE(s.mae(), 15.4);
-  EXPECT_LE(s.bias(), 15.4);
-  EXPECT_GE(within10, 10);
-  EXPECT_GE(s.within20, 72);
-  EXPECT_GE(covered, 85);
+  // band (-1.00 / +23.60 %) covering 85; with the H100 FlashAttention-2 terms refitted on the H100
+  // probe 14.7 % (+14.7 %), 13 within 10 %, 75 within 20 %, the band (+0.13 / +21.46 %) 84.
+  EXPECT_LE(s.mae(), 14.8);
+  EXPECT_LE(s.bias(), 14.8);
+  EXPECT_GE(within10, 13);
+  EXPECT_GE(s.within20, 75);
+  EXPECT_GE(covered, 84);
   EXPECT_EQ(fit + tight, 88);
 }
 
@@ -1490,9 +1496,12 @@ TEST(PerfValidation, DgxcBenchmarkingV2502Table) {
 // the FlashAttention papers' H100 figures (flashattention_h100.csv: the FA3 paper's forward,
 // head dims 64 / 128 / 256; the FA2 paper's forward+backward, 64 / 128; causal and not; 512-16K
 // tokens at 16K tokens per call; FLOPs in their convention, fwd 4 b s^2 h d, halved when causal,
-// forward+backward 3.5x). The terms were fitted to the 24 head-dim-128 points (in-sample); the
-// other 36 show what the flat head-dimension rate costs (development). The guard: every
-// head-dim-128 point within 13.5 % and 23 of 24 within 10 % (the in-sample fit as landed).
+// forward+backward 3.5x). The first terms were fitted to the 24 head-dim-128 points (23 of 24
+// within 10 %, in-sample); the H100 probe then held them out at 20 of 72 (validation/measured/
+// h100/flash2/) and the terms are now fitted on that probe, so this compares the papers' figures
+// with the probe's kernel (development): the papers' FlashAttention-2 runs up to 32 % faster at
+// 512-2K tokens and within 10 % from 4K on. The guard: 8 of 24 head-dim-128 points within 10 %,
+// none off by more than 32 %.
 TEST(PerfValidation, FlashAttention2PublishedH100Figures) {
   HardwareSpec hw;
   if (!load_h100(hw)) return;
@@ -1528,13 +1537,13 @@ TEST(PerfValidation, FlashAttention2PublishedH100Figures) {
     }
   }
   std::printf(
-      "\nFlashAttention-2, H100 published figures: head dim 128 (in-sample) %d of %d within 10 %%, mean |error| "
+      "\nFlashAttention-2, H100 published figures: head dim 128 %d of %d within 10 %%, mean |error| "
       "%.1f %%; all head dims %d of %d within 10 %%, mean |error| %.1f %%\n",
       w128, n128, abs128 / std::max(1, n128), w, n, abs_all / std::max(1, n));
   EXPECT_EQ(n128, 24);
   EXPECT_EQ(n, 60);
-  EXPECT_GE(w128, 23);
-  EXPECT_LE(worst128, 13.5);
+  EXPECT_GE(w128, 8);
+  EXPECT_LE(worst128, 32.0);
 }
 
 #endif  // LCM_PUBLISHED_SCENARIOS_ONLY
