@@ -109,37 +109,30 @@ Result<std::vector<MegatronFlag>> guarded(const std::string& file, F f) {
 
 }  // namespace
 
-// kEnvVariables assigned in a script: `NAME=V` at the start of a word (`export NAME=V`,
-// `NAME=V torchrun ...`), outside # comments; the last assignment wins, as in the shell.
-void add_env_assignments(const std::string& text, const std::string& display_name, std::vector<MegatronFlag>& flags) {
-  int line = 1;
-  size_t bol = 0;
-  for (size_t i = 0; i <= text.size(); ++i) {
-    if (i < text.size() && text[i] != '\n') continue;
-    const std::string_view l(text.data() + bol, i - bol);
-    const std::string_view code = l.substr(0, l.find('#'));
-    for (const std::string_view name : kEnvVariables) {
-      for (size_t at = code.find(name); at != std::string_view::npos; at = code.find(name, at + 1)) {
-        const bool word_start = at == 0 || code[at - 1] == ' ' || code[at - 1] == '\t';
-        if (!word_start || at + name.size() >= code.size() || code[at + name.size()] != '=') continue;
-        size_t end = at + name.size() + 1;
-        while (end < code.size() && code[end] != ' ' && code[end] != '\t' && code[end] != ';') ++end;
-        std::string value(code.substr(at + name.size() + 1, end - at - name.size() - 1));
-        std::erase_if(value, [](char c) { return c == '"' || c == '\''; });
-        flags.push_back(
-            {std::string(kEnvFlagPrefix) + std::string(name), value, display_name, line, static_cast<int>(at) + 1});
-      }
-    }
-    ++line;
-    bol = i + 1;
-  }
+namespace {
+
+// kEnvVariables assigned in a script: a word `NAME=V` (`export NAME=V`, `NAME=V torchrun ...`),
+// split by the same shell-like tokenizer (quotes, comments); the last assignment wins, as in
+// the shell.
+Result<std::vector<MegatronFlag>> add_env_assignments(const std::string& text, const std::string& display_name,
+                                                      std::vector<MegatronFlag> flags) {
+  auto toks = tokenize(text, display_name);
+  if (!toks) return toks.error();
+  for (const Token& t : toks.value())
+    for (const std::string_view name : kEnvVariables)
+      if (t.text.size() > name.size() && t.text.starts_with(name) && t.text[name.size()] == '=')
+        flags.push_back({std::string(kEnvFlagPrefix) + std::string(name), t.text.substr(name.size() + 1), display_name,
+                         t.line, t.column});
+  return flags;
 }
+
+}  // namespace
 
 Result<std::vector<MegatronFlag>> parse_megatron_command_line(const std::string& text, const std::string& display_name) {
   return guarded(display_name, [&]() -> Result<std::vector<MegatronFlag>> {
     auto flags = split_command_line(text, display_name);
-    if (flags) add_env_assignments(text, display_name, flags.value());
-    return flags;
+    if (!flags) return flags;
+    return add_env_assignments(text, display_name, std::move(flags.value()));
   });
 }
 

@@ -156,8 +156,7 @@ void check_sizes(const Scenario& s, Checker& check) {
         "fp8_recipe blockwise needs efficiency.gemm_fp8_block in the hardware profile ({} has none): measure "
         "`lcm-exec bench gemm --dtype fp8_block` and fit it with `lcm calibrate`",
         hw.name);
-  check(t.attention_backend != AttentionBackend::kFlash2 ||
-            (hw.efficiency.attention_flash2_fwd > 0 && hw.efficiency.attention_flash2_bwd > 0),
+  check(t.attention_backend != AttentionBackend::kFlash2 || hw.efficiency.has_flash2_terms(),
         "training.attention_backend",
         "attention_backend flash2 needs efficiency.attention_flash2_fwd and _bwd in the hardware profile ({} has "
         "none): measure FlashAttention-2 (scripts/probe_kernels.py --only attention) and set them, or use fused",

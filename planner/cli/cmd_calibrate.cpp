@@ -97,10 +97,8 @@ int run_calibrate(const CalibrateArgs& a) {
   }
   // FlashAttention-2 points are priced with the profile's own terms for it: a profile without
   // them cannot price those points (validation refuses such a scenario the same way).
-  const EfficiencySpec& eff = hw.value().efficiency;
   for (const auto& p : ms.points)
-    if (p.op.kind == OpKind::kAttention && p.op.attn.flash2 &&
-        !(eff.attention_flash2_fwd > 0 && eff.attention_flash2_bwd > 0)) {
+    if (p.op.kind == OpKind::kAttention && p.op.attn.flash2 && !hw.value().efficiency.has_flash2_terms()) {
       std::cerr << "lcm: " << p.key << ": a FlashAttention-2 point (flash2) needs efficiency.attention_flash2_fwd and "
                 << "_bwd in the hardware profile (" << profile_path << " has none)\n";
       return kExitBadInput;

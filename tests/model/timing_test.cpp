@@ -381,7 +381,7 @@ TEST(TimingAttention, FlashAttention2TakesItsOwnFractions) {
   const double flops = 4.0 * 8 * 4096.0 * 4096.0 * 128;
   EXPECT_NEAR(attention_time(a, flops, false, h), flops / (989.4e12 * 0.4 * 4096.0 / 4352.0), 1e-12);
   EXPECT_NEAR(attention_time(a, flops, false, h), 184.492e-6, 1e-9);
-  EXPECT_NEAR(attention_time(a, 2.5 * flops, true, h), 614.972e-6, 1e-9);
+  EXPECT_NEAR(attention_time(a, kAttentionBackwardFlopFactor * flops, true, h), 614.972e-6, 1e-9);
   AttentionShape d64 = a;
   d64.head_dim_qk = d64.head_dim_v = 64;
   EXPECT_NEAR(attention_time(d64, flops / 2, false, h), 0.5 * attention_time(a, flops, false, h), 1e-15);
@@ -445,13 +445,14 @@ TEST(TimingAttention, DropoutAddsItsRandomNumbers) {
   HardwareSpec h = hw;
   AttentionShape a{1, 4096, 4096, 8, 8, 128, 128, true, 0.5};
   const double flops = 4.0 * 8 * 4096.0 * 4096.0 * 128 * 0.5;
-  const double fwd = attention_time(a, flops, false, h), bwd = attention_time(a, 2.5 * flops, true, h);
+  const double fwd = attention_time(a, flops, false, h),
+               bwd = attention_time(a, kAttentionBackwardFlopFactor * flops, true, h);
   a.dropout = true;
   EXPECT_DOUBLE_EQ(attention_time(a, flops, false, h), fwd);  // no rate in the profile: priced free
   h.efficiency.attention_dropout_fwd_rate = 1e12;
   h.efficiency.attention_dropout_bwd_rate = 2e12;
   EXPECT_NEAR(attention_time(a, flops, false, h), 133.8932e-6, 1e-10);
-  EXPECT_NEAR(attention_time(a, 2.5 * flops, true, h) - bwd, 33.5544e-6, 1e-10);
+  EXPECT_NEAR(attention_time(a, kAttentionBackwardFlopFactor * flops, true, h) - bwd, 33.5544e-6, 1e-10);
   a.dropout = false;
   EXPECT_DOUBLE_EQ(attention_time(a, flops, false, h), fwd);
   // Ring of 4 over 16384 tokens: 4096 queries x 16384 keys x 1/2 = 33,554,432 elements per head.

@@ -334,6 +334,7 @@ struct EfficiencySpec {
   double attention_flash2_fwd = 0;
   double attention_flash2_bwd = 0;
   double attention_flash2_seq_half = 0;
+  bool has_flash2_terms() const { return attention_flash2_fwd > 0 && attention_flash2_bwd > 0; }
   double nvlink_half_bytes = 8.0 * 1024 * 1024;
   double nic_half_bytes = 4.0 * 1024 * 1024;
   // Head-dimension curve of attention, normalised at head dim 128 (where attention_fwd /
