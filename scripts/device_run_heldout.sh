@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One call on the nvidia-h200 device machine: build lcm-exec and measure the held-out set that
 # validation/measured/h200/SET/DECLARATION.md declares (SET = heldout, the default, or heldout2
-# .. heldout17; not a calibration input before its one held-out score), or the MoE development
+# .. heldout18; not a calibration input before its one held-out score), or the MoE development
 # re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout17|moe_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout18|moe_dev]
 set -uo pipefail
 . "$(dirname "$0")/device_single_gpu.sh"
 device_setup heldout_log.txt heldout-results
@@ -46,7 +46,34 @@ moe() {  # moe OUT_FILE TOKENS HIDDEN FFN EXPERTS TOPK SKEWS: one GPU (ep 1), dr
   cp "$RES/$1/summary.json" "$OUT/$1.json"
 }
 
+# heldout18's attention probe shapes (dD/hqQ/hkvK/causal|full/sS[/bB]; batch 32768 tokens unless named).
+FLASH2_SHAPES_18=d128/hq64/hkv8/causal/s8192,d128/hq16/hkv2/causal/s4096,d128/hq48/hkv8/causal/s4096,\
+d128/hq24/hkv24/causal/s2048,d128/hq12/hkv12/causal/s2048,d128/hq32/hkv8/causal/s65536/b1,\
+d128/hq32/hkv8/causal/s49152/b1,d128/hq32/hkv32/causal/s12288/b2,d128/hq32/hkv32/causal/s3072/b10,\
+d128/hq32/hkv32/full/s6144/b5,d128/hq40/hkv8/full/s24576/b1,d192/hq12/hkv1/causal/s4096,d192/hq24/hkv2/causal/s4096,\
+d192/hq32/hkv8/causal/s16384,d192/hq32/hkv32/full/s8192,d256/hq16/hkv16/causal/s8192,d256/hq16/hkv8/full/s4096,\
+d64/hq32/hkv8/causal/s12288/b2,d64/hq64/hkv8/causal/s4096,d96/hq32/hkv32/causal/s8192
+
 case ${1:-heldout} in
+heldout18)
+  kernels 4352x56x36864,2304x104x49152,6144x24x28672,8704x80x20480,3328x48x57344,1792x88x69632,\
+152x7168x5632,232x6656x4096,72x12288x4608,264x5120x6656,28672x96x4096,10240x144x6144,416x7168x5120,344x6144x6656,\
+1664x1408x1792,1152x3072x1408,6144x7168x2816,3072x13312x2560,14336x6144x1152 \
+    1280x5120x6144,3072x7168x3328,8192x6144x3072,5120x7680x2304 62K 31M \
+    1x116Kx32x8x128,2x26Kx32x8x128,1x180Kx32x8x128,1x236Kx16x8x128,1x68Kx48x8x64,4x7Kx40x8x128
+  attention_window 128 1x53248x64x8x64
+  attention_window 2048 1x38912x32x8x128
+  moe moe_dsv2_t22k_ep1 22528 5120 1536 160 6 balanced,zipf:0.9
+  moe moe_dsv3_t20k_ep1 20480 7168 2048 256 8 balanced,zipf:1.1
+  moe moe_gptoss_t34k_ep1 34816 2880 2880 128 4 balanced,zipf:0.9
+  moe moe_mixtral_t13k_ep1 13312 4096 14336 8 2 balanced,zipf:0.9
+  moe moe_qwen3_30b_t38k_ep1 38912 2048 768 128 8 balanced,zipf:0.8
+  # FlashAttention-2 (torch SDPA's flash backend) and cuDNN through torch on the same shapes:
+  # the held-out judge of the flash2 terms (the declaration's part 7).
+  section "attention probe (torch SDPA: flash, cudnn)"
+  timeout 400 python3 scripts/probe_kernels.py --only attention --attention-backends flash,cudnn \
+    --attention-shapes "$FLASH2_SHAPES_18" --out "$OUT/attention_probe.json" | tail -3
+  ;;
 heldout17)
   kernels 3840x64x40960,2048x112x53248,5632x32x30720,7680x72x24576,2816x40x61440,1280x80x86016,\
 136x6656x5120,200x8192x3584,88x10752x4096,240x5632x6144,24576x64x6144,12288x128x3584,384x6656x5120,312x7168x4608,\
@@ -229,6 +256,6 @@ heldout)
   moe moe_mixtral_ep1 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_qwen3_ep1 8192 2048 768 128 8 balanced,zipf:1.2
   ;;
-*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout17 or moe_dev"; exit 2 ;;
+*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout18 or moe_dev"; exit 2 ;;
 esac
 section done

@@ -66,47 +66,67 @@ def clocks():
         return {"error": str(e)}
 
 
+def parse_attention_shape(text):
+    """`d128/hq32/hkv8/causal/s4096[/b8]` (or `full` for no mask) -> (d, hq, hkv, causal, s, b);
+    the batch defaults to 32768 tokens per call (at least 1)."""
+    parts = text.strip().split("/")
+    if len(parts) not in (5, 6) or parts[3] not in ("causal", "full"):
+        raise SystemExit(f"--attention-shapes: '{text}': expected dD/hqQ/hkvK/causal|full/sS[/bB]")
+    try:
+        d, hq, hkv = int(parts[0][1:]), int(parts[1][2:]), int(parts[2][3:])
+        s = int(parts[4][1:])
+        b = int(parts[5][1:]) if len(parts) == 6 else max(1, 32768 // s)
+    except ValueError:
+        raise SystemExit(f"--attention-shapes: '{text}': expected dD/hqQ/hkvK/causal|full/sS[/bB]")
+    return d, hq, hkv, parts[3] == "causal", s, b
+
+
 def attention(args, out):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     tokens = 32768
     seqs = [1024, 2048, 4096, 8192, 16384, 32768] if not args.quick else [2048, 8192]
-    for backend_name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
-        for d, hq, hkv in ((128, 32, 32), (128, 32, 8), (64, 32, 32)):
-            for causal in (True, False):
-                for s in seqs:
-                    b = max(1, tokens // s)
-                    q = torch.randn(b, hq, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-                    k = torch.randn(b, hkv, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-                    v = torch.randn(b, hkv, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-                    go = torch.randn(b, hq, s, d, device="cuda", dtype=torch.bfloat16)
-                    gqa = hq != hkv
-                    rec = {"kind": "attention", "backend": backend_name, "head_dim": d, "heads_q": hq,
-                           "heads_kv": hkv, "causal": causal, "seq": s, "batch": b}
-                    flops_fwd = 4.0 * b * s * s * hq * d / (2.0 if causal else 1.0)
-                    try:
-                        with sdpa_kernel([backend]):
-                            def fwd():
-                                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+    grid = [(d, hq, hkv, causal, s, max(1, tokens // s)) for d, hq, hkv in ((128, 32, 32), (128, 32, 8), (64, 32, 32))
+            for causal in (True, False) for s in seqs]
+    if args.attention_shapes:
+        grid = [parse_attention_shape(x) for x in args.attention_shapes.split(",")]
+    backends = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
+    for backend_name in args.attention_backends.split(","):
+        if backend_name not in backends:
+            raise SystemExit(f"--attention-backends: '{backend_name}': expected cudnn or flash")
+        backend = backends[backend_name]
+        for d, hq, hkv, causal, s, b in grid:
+            q = torch.randn(b, hq, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+            k = torch.randn(b, hkv, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+            v = torch.randn(b, hkv, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+            go = torch.randn(b, hq, s, d, device="cuda", dtype=torch.bfloat16)
+            gqa = hq != hkv
+            rec = {"kind": "attention", "backend": backend_name, "head_dim": d, "heads_q": hq,
+                   "heads_kv": hkv, "causal": causal, "seq": s, "batch": b}
+            flops_fwd = 4.0 * b * s * s * hq * d / (2.0 if causal else 1.0)
+            try:
+                with sdpa_kernel([backend]):
+                    def fwd():
+                        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
 
-                            def fwdbwd():
-                                o = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
-                                o.backward(go)
+                    def fwdbwd():
+                        o = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+                        o.backward(go)
 
-                            with torch.no_grad():
-                                tf = timed(fwd, args.warmup_ms, args.reps)
-                            tfb = timed(fwdbwd, args.warmup_ms, args.reps)
-                        tb = max(tfb - tf, 1e-6)
-                        rec.update(fwd_ms=tf, fwdbwd_ms=tfb, bwd_ms=tb, fwd_tflops=flops_fwd / tf / 1e9,
-                                   bwd_tflops=2.5 * flops_fwd / tb / 1e9, fwdbwd_tflops=3.5 * flops_fwd / tfb / 1e9)
-                    except Exception as e:  # noqa: BLE001
-                        rec["error"] = str(e).splitlines()[0][:200]
-                    rec.update(clocks())
-                    out.append(rec)
-                    print(json.dumps(rec), flush=True)
-                    del q, k, v, go
-                    q = k = v = go = None
-                    torch.cuda.empty_cache()
+                    with torch.no_grad():
+                        tf = timed(fwd, args.warmup_ms, args.reps)
+                    tfb = timed(fwdbwd, args.warmup_ms, args.reps)
+                tb = max(tfb - tf, 1e-6)
+                rec.update(fwd_ms=tf, fwdbwd_ms=tfb, bwd_ms=tb, fwd_tflops=flops_fwd / tf / 1e9,
+                           bwd_tflops=2.5 * flops_fwd / tb / 1e9, fwdbwd_tflops=3.5 * flops_fwd / tfb / 1e9)
+            except Exception as e:  # noqa: BLE001
+                rec["error"] = str(e).splitlines()[0][:200]
+            rec.update(clocks())
+            out.append(rec)
+            print(json.dumps(rec), flush=True)
+            del q, k, v, go
+            q = k = v = go = None
+            torch.cuda.empty_cache()
 
 
 def gemm_shapes(quick):
@@ -221,6 +241,9 @@ def main():
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--only", default="membw,gemm,grouped,attention")
+    p.add_argument("--attention-shapes", default="",
+                   help="comma list of dD/hqQ/hkvK/causal|full/sS[/bB] (default: the probe's grid)")
+    p.add_argument("--attention-backends", default="cudnn,flash", help="comma list of cudnn, flash")
     args = p.parse_args()
     props = torch.cuda.get_device_properties(0)
     meta = {"gpu": props.name, "sms": props.multi_processor_count, "torch": torch.__version__,

@@ -27,6 +27,8 @@ def points(probe, head_dim):
         s = p["seq"]
         name = "{}/d{}/hq{}/hkv{}/{}/s{}".format(p["backend"], p["head_dim"], p["heads_q"], p["heads_kv"],
                                                  "causal" if p["causal"] else "full", s)
+        if p["batch"] != max(1, 32768 // s):  # probe_kernels.py's default batch goes unnamed
+            name += "/b{}".format(p["batch"])
         for pas, ms in (("fwd", p["fwd_ms"]), ("bwd", p["bwd_ms"])):
             out.append({"family": "attention-probe", "key": f"{name}/{pas}", "op": f"attn.core.{pas}",
                         "correct": True, "time_us": {"median": ms * 1e3},
