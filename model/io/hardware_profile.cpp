@@ -118,11 +118,12 @@ Key roofline_exponent_key() {
 // FlashAttention-2's terms (a flash2 scenario on a profile without them is refused).
 bool optional_key(std::string_view block, std::string_view name) {
   if (block == "host") return name == "moe_layer_presync_fwd_us";
-  return block == "efficiency" && (name == "gemm_fp8_block" || name == "attention_l2_miss_slowdown" ||
-                                   name == "attention_l2_miss_start" || name == "attention_l2_miss_full" ||
-                                   name == "attention_dropout_fwd_Gelem_per_s" ||
-                                   name == "attention_dropout_bwd_Gelem_per_s" || name == "attention_flash2_fwd" ||
-                                   name == "attention_flash2_bwd" || name == "attention_flash2_seq_half_tokens");
+  return block == "efficiency" &&
+         (name == "gemm_fp8_block" || name == "attention_l2_miss_slowdown" || name == "attention_l2_miss_start" ||
+          name == "attention_l2_miss_full" || name == "attention_dropout_fwd_Gelem_per_s" ||
+          name == "attention_dropout_bwd_Gelem_per_s" || name == "attention_flash2_fwd" ||
+          name == "attention_flash2_bwd" || name == "attention_flash2_seq_half_tokens" ||
+          name == "attention_flash2_other_head_dim");
 }
 
 // Achieved fractions of a peak, (0, 1], and the curve parameters of the time model.
@@ -139,25 +140,31 @@ std::vector<Key> efficiency_keys() {
       frac("attention_bwd", [](HardwareSpec& h) -> double& { return h.efficiency.attention_bwd; }),
       frac("attention_flash2_fwd", [](HardwareSpec& h) -> double& { return h.efficiency.attention_flash2_fwd; }),
       frac("attention_flash2_bwd", [](HardwareSpec& h) -> double& { return h.efficiency.attention_flash2_bwd; }),
+      frac("attention_flash2_other_head_dim",
+           [](HardwareSpec& h) -> double& { return h.efficiency.attention_flash2_other_head_dim; }),
       frac("hbm", [](HardwareSpec& h) -> double& { return h.efficiency.hbm; }),
       frac("hbm_elementwise", [](HardwareSpec& h) -> double& { return h.efficiency.hbm_elementwise; }),
       frac("nvlink", [](HardwareSpec& h) -> double& { return h.efficiency.nvlink; }),
       frac("nic", [](HardwareSpec& h) -> double& { return h.efficiency.nic; }),
       // Shape and size curves (timing.cpp): half-points and GEMM output tiles.
-      real_key("gemm_dim_half", 1.0, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.gemm_dim_half; }),
+      real_key("gemm_dim_half", 1.0, 0, false, 1e6,
+               [](HardwareSpec& h) -> double& { return h.efficiency.gemm_dim_half; }),
       int_key("gemm_tile_m", [](HardwareSpec& h) -> int& { return h.efficiency.gemm_tile_m; }),
       int_key("gemm_tile_n", [](HardwareSpec& h) -> int& { return h.efficiency.gemm_tile_n; }),
       real_key("attention_seq_half_tokens", 1.0, 0, false, 1e9,
                [](HardwareSpec& h) -> double& { return h.efficiency.attention_seq_half; }),
       real_key("attention_flash2_seq_half_tokens", 1.0, 0, false, 1e9,
                [](HardwareSpec& h) -> double& { return h.efficiency.attention_flash2_seq_half; }),
-      real_key("nvlink_half_MiB", kMiB, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_half_bytes; }),
-      real_key("nic_half_MiB", kMiB, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.nic_half_bytes; }),
+      real_key("nvlink_half_MiB", kMiB, 0, false, 1e6,
+               [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_half_bytes; }),
+      real_key("nic_half_MiB", kMiB, 0, false, 1e6,
+               [](HardwareSpec& h) -> double& { return h.efficiency.nic_half_bytes; }),
       real_key("attention_head_dim_half", 1.0, 0, false, 1e6,
                [](HardwareSpec& h) -> double& { return h.efficiency.attention_head_dim_half; }),
       real_key("attention_bwd_wide_dim_exponent", 1.0, 0, false, 10,
                [](HardwareSpec& h) -> double& { return h.efficiency.attention_bwd_wide_dim_exponent; }),
-      real_key("collective_base_us", kMicro, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.collective_base; }),
+      real_key("collective_base_us", kMicro, 0, false, 1e6,
+               [](HardwareSpec& h) -> double& { return h.efficiency.collective_base; }),
       real_key("nvlink_allgather_scale", 1.0, 0, true, 100,
                [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_allgather_scale; }),
       real_key("nvlink_alltoall_scale", 1.0, 0, true, 100,
@@ -167,10 +174,12 @@ std::vector<Key> efficiency_keys() {
       real_key("nvlink_ramp_exponent", 1.0, 0, true, 10,
                [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_ramp_exponent; }),
       real_key("nvlink_ll", 1.0, 0, false, 1.0, [](HardwareSpec& h) -> double& { return h.efficiency.nvlink_ll; }),
-      real_key("kernel_fixed_us", kMicro, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.kernel_fixed; }),
+      real_key("kernel_fixed_us", kMicro, 0, false, 1e6,
+               [](HardwareSpec& h) -> double& { return h.efficiency.kernel_fixed; }),
       // Small-op regime (issue 12): GEMM memory roofline exponent, copy fixed time, attention CTA tail.
       roofline_exponent_key(),
-      real_key("memory_fixed_us", kMicro, 0, false, 1e6, [](HardwareSpec& h) -> double& { return h.efficiency.memory_fixed; }),
+      real_key("memory_fixed_us", kMicro, 0, false, 1e6,
+               [](HardwareSpec& h) -> double& { return h.efficiency.memory_fixed; }),
       real_key("grouped_gemm_fixed_us", kMicro, 0, false, 1e6,
                [](HardwareSpec& h) -> double& { return h.efficiency.grouped_gemm_fixed; }),
       real_key("attention_cta_tail", 1.0, 0, false, 4,

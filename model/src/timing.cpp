@@ -269,8 +269,8 @@ double one_attention_time(const AttentionShape& a, double flops, bool backward, 
   if (flops <= 0) return 0;
   const EfficiencySpec& e = hw.efficiency;
   const double kv = static_cast<double>(a.seq_kv) * a.work_fraction;
-  // FlashAttention-2 (AttentionShape::flash2): its own fractions and half-point, the terms
-  // below shared (validation/measured/h100/flash2/DECLARATION.md).
+  // FlashAttention-2 (AttentionShape::flash2): its own fractions, half-point and head-dim rule
+  // (below); the CTA tail, L2 and dropout terms shared (validation/measured/h100/flash2/).
   const double peak_share = a.flash2 ? (backward ? e.attention_flash2_bwd : e.attention_flash2_fwd)
                                      : (backward ? e.attention_bwd : e.attention_fwd);
   const double seq_half = a.flash2 ? e.attention_flash2_seq_half : e.attention_seq_half;
@@ -280,21 +280,27 @@ double one_attention_time(const AttentionShape& a, double flops, bool backward, 
   // d = 128's work (session 18: causal 1 x 20K x 24 / 8 heads, d 96 took 97 % / 96 % of d 128's
   // forward / backward time, not 75 %; validation/measured/h200/heldout11/, a development
   // set). Every head dim measured before (64, 128, 192, 256; MLA's 192 / 128) is whole tiles.
-  const auto padded = [](int64_t d) {
-    return static_cast<double>((d + kAttentionHeadDimTile - 1) / kAttentionHeadDimTile * kAttentionHeadDimTile);
-  };
+  // FlashAttention-2 ships a kernel per 32-wide head dim (kFlash2HeadDimTile: its d-96 kernel ran
+  // 18 % faster than d 128's time on heldout18's H100 probe, a development reading).
+  const int64_t tile = a.flash2 ? kFlash2HeadDimTile : kAttentionHeadDimTile;
+  const auto padded = [tile](int64_t d) { return static_cast<double>((d + tile - 1) / tile * tile); };
   const bool dims = a.head_dim_qk > 0 && a.head_dim_v > 0;  // synthetic shapes may leave them 0
   const double dq = dims ? padded(a.head_dim_qk) : static_cast<double>(a.head_dim_qk);
   const double dv = dims ? padded(a.head_dim_v) : static_cast<double>(a.head_dim_v);
   const double pad = dims ? (dq + dv) / static_cast<double>(a.head_dim_qk + a.head_dim_v) : 1.0;
-  // FlashAttention-2 runs head dims 64-256 at about one rate (its H100 forward: 324 / 370 / 326
-  // TFLOP/s at d 64 / 128 / 256, non-causal 16K; validation/published/flashattention_h100.csv):
-  // no curve for it.
-  if (e.attention_head_dim_half > 0 && !a.flash2) {
+  // FlashAttention-2 follows neither head-dimension curve of cuDNN's kernel: its d-128 kernel is
+  // the tuned one and every other head dim runs at one lower share of it, forward and backward
+  // (attention_flash2_other_head_dim; its H100 forward: 324 / 370 / 326 TFLOP/s at d 64 / 128 /
+  // 256, non-causal 16K, validation/published/flashattention_h100.csv; heldout18's probe: d 64,
+  // 96, 192 and 256 forwards 6-20 % and backwards 9-15 % below d 128's rate, where the wide-dim
+  // exponent priced d 192 / 256 backwards 36-59 % too slow).
+  if (a.flash2) {
+    if (dims && 0.5 * (dq + dv) != 128.0) eff *= e.attention_flash2_other_head_dim;
+  } else if (e.attention_head_dim_half > 0) {
     const double d = 0.5 * (dq + dv), h = e.attention_head_dim_half;
     eff *= (d / (d + h)) / (128.0 / (128.0 + h));
   }
-  if (backward && e.attention_bwd_wide_dim_exponent > 0) {
+  if (backward && !a.flash2 && e.attention_bwd_wide_dim_exponent > 0) {
     const double d = 0.5 * (dq + dv);
     if (d > 128) eff *= std::pow(128.0 / d, e.attention_bwd_wide_dim_exponent);
   }

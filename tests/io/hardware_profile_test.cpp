@@ -38,6 +38,7 @@ TEST(HardwareProfile, H100ConvertedOnce) {
   EXPECT_DOUBLE_EQ(h.efficiency.attention_flash2_fwd, 0.385);  // session 38: FlashAttention-2, H100 probe
   EXPECT_DOUBLE_EQ(h.efficiency.attention_flash2_bwd, 0.3075);
   EXPECT_DOUBLE_EQ(h.efficiency.attention_flash2_seq_half, 370);
+  EXPECT_DOUBLE_EQ(h.efficiency.attention_flash2_other_head_dim, 0.88);  // session 39: heldout18 probe (development)
   EXPECT_DOUBLE_EQ(h.efficiency.hbm, 0.9004);
   EXPECT_DOUBLE_EQ(h.efficiency.hbm_elementwise, 0.79);  // session 31: the H100's own probe
   EXPECT_DOUBLE_EQ(h.efficiency.nvlink, 0.822);
@@ -224,6 +225,18 @@ TEST_F(ProfileFile, MoePresyncPythonIsOptional) {
   auto bad = load_hardware_profile(edited("  moe_layer_presync_fwd_us: 759.2\n", "  moe_layer_presync_fwd_us: -1\n"));
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().str(), HasSubstr("host.moe_layer_presync_fwd_us"));
+}
+
+// efficiency.attention_flash2_other_head_dim may be left out (1: FlashAttention-2 at one rate for
+// every head dim); given, it is a fraction like the other efficiencies.
+TEST_F(ProfileFile, Flash2OtherHeadDimIsOptional) {
+  auto none = load_hardware_profile(edited("  attention_flash2_other_head_dim: 0.88\n", ""));
+  ASSERT_TRUE(none.ok()) << none.error().str();
+  EXPECT_EQ(none.value().efficiency.attention_flash2_other_head_dim, 1.0);
+  auto bad = load_hardware_profile(
+      edited("  attention_flash2_other_head_dim: 0.88\n", "  attention_flash2_other_head_dim: 1.2\n"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().str(), HasSubstr("efficiency.attention_flash2_other_head_dim"));
 }
 
 // gemm_roofline_exponent is 0 (off) or a smooth-maximum exponent in [1, 1000].

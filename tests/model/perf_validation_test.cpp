@@ -192,7 +192,9 @@ using namespace lcm;
 // H100 figures only): NeMo 14.8 -> 11.1 % (+12.7 -> +8.2 %), all 16.3 -> 15.4 % (+11.9 %), 58
 // within 20 %; a recipe read after the rows' errors were known: a development-set change. The H100
 // FlashAttention-2 terms refitted on the H100 probe (validation/measured/h100/flash2/): NeMo
-// 9.1 % (+5.5 %), all 14.9 % (+11.2 %), 59 within 20 %.
+// 9.1 % (+5.5 %), all 14.9 % (+11.2 %), 59 within 20 %. Session 39's FlashAttention-2 head-dim
+// rule (heldout18's H100 probe; NeMo 24.07's Nemotron-4 340B runs d 192): NeMo 9.0 % (+5.7 %),
+// all 14.9 % (+11.3 %).
 constexpr double kBridgeMaeBound = 22.7;  // tokens/s, %
 constexpr double kNemoMaeBound = 9.2;  // tokens/s, %
 constexpr double kWeakScalingMaeBound = 8.7;  // TFLOP/s (non-causal), %
@@ -1450,9 +1452,13 @@ TEST(PerfValidation, DgxcBenchmarkingTable) {
   // declaration's caveat (development): 15.3 % (+15.3 %), 10 within 10 %, 72 within 20 %, the
   // band (-1.00 / +23.60 %) covering 85; with the H100 FlashAttention-2 terms refitted on the H100
   // probe 14.7 % (+14.7 %), 13 within 10 %, 75 within 20 %, the band (+0.13 / +21.46 %) 84.
-  EXPECT_LE(s.mae(), 14.8);
-  EXPECT_LE(s.bias(), 14.8);
-  EXPECT_GE(within10, 13);
+  // Session 39 priced FlashAttention-2's head dims as its kernels run (heldout18's H100 probe: no
+  // cuDNN wide-dim backward exponent, 0.88 of d 128's rate at other dims): Nemotron-4 340B's
+  // d-192 backwards get 1.8x faster and its rows 8-10 points more optimistic: 15.1 % (+15.1 %),
+  // 7 within 10 %, 75 within 20 %, the band 84.
+  EXPECT_LE(s.mae(), 15.2);
+  EXPECT_LE(s.bias(), 15.2);
+  EXPECT_GE(within10, 7);
   EXPECT_GE(s.within20, 75);
   EXPECT_GE(covered, 84);
   EXPECT_EQ(fit + tight, 88);
@@ -1481,10 +1487,12 @@ TEST(PerfValidation, DgxcBenchmarkingV2502Table) {
   // 13.3 %, signed +13.3 % (every row too fast: BF16 +11.6 %, FP8 +15.0 %), 20 within 10 %, 67
   // within 20 %, the 80 % band covering 71 (93 %), no run flagged out of memory (73 fit, 3
   // tight); the 12 seen Llama 3.1 70B rows 13.4 % (+13.4 %), all 12 inside their band. A
-  // regression guard on those figures, not a target.
+  // regression guard on those figures, not a target. Development since: the FlashAttention-2
+  // refit (session 38) 12.7 %; FlashAttention-2's head-dim rule (session 39: Nemotron-4 340B at
+  // d 192 from +4.4 % to +8.0 %) 13.2 % (+13.2 %), 19 within 10 %, 67 within 20 %, the band 72.
   EXPECT_LE(h.s.mae(), 13.4);
   EXPECT_LE(h.s.bias(), 13.4);
-  EXPECT_GE(h.within10, 20);
+  EXPECT_GE(h.within10, 19);
   EXPECT_GE(h.s.within20, 67);
   EXPECT_GE(h.covered, 71);
   EXPECT_EQ(h.fit + h.tight, 76);

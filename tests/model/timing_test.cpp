@@ -370,11 +370,17 @@ TEST(TimingAttention, FewCtasLeaveATail) {
 // 989.4 TFLOP/s for 4 x 8 x 4096^2 x 128 = 68.719e9 FLOPs: 184.492 us; backward at 0.3 x
 // 4096 / 4352 = 0.282353 (2.5x the FLOPs): 614.972 us. At d 64 (half the FLOPs) it is half the
 // time, where the fused kernel's curve (h 50: 64/114 over 128/178 = 0.7807) slows d 64 down.
-TEST(TimingAttention, FlashAttention2TakesItsOwnFractions) {
+// `hw` with FlashAttention-2 fractions 0.4 / 0.3 and half-point 256 tokens.
+HardwareSpec with_flash2_terms() {
   HardwareSpec h = hw;
   h.efficiency.attention_flash2_fwd = 0.4;
   h.efficiency.attention_flash2_bwd = 0.3;
   h.efficiency.attention_flash2_seq_half = 256;
+  return h;
+}
+
+TEST(TimingAttention, FlashAttention2TakesItsOwnFractions) {
+  HardwareSpec h = with_flash2_terms();
   h.efficiency.attention_head_dim_half = 50;
   AttentionShape a{1, 4096, 4096, 8, 8, 128, 128, false, 1.0};
   a.flash2 = true;
@@ -388,6 +394,38 @@ TEST(TimingAttention, FlashAttention2TakesItsOwnFractions) {
   d64.flash2 = false;  // the fused kernel: its own fraction and the head-dimension curve
   const double fused = (flops / 2) / (989.4e12 * 0.65 * 4096.0 / 4608.0 * (64.0 / 114.0) / (128.0 / 178.0));
   EXPECT_NEAR(attention_time(d64, flops / 2, false, h), fused, 1e-12);
+}
+
+// FlashAttention-2's head-dim rule (hand-derived, session 39): every head dim but 128 runs at
+// attention_flash2_other_head_dim of d 128's efficiency, both passes, in 32-wide kernels, and the
+// fused kernel's backward wide-dim exponent does not apply. With the factor 0.88, the shape
+// above at d 64 (half the FLOPs) takes 0.5 / 0.88 = 0.568182 of d 128's time; d 96 (0.75 of the
+// FLOPs, no padding to 128) 0.75 / 0.88 = 0.852273; the d-192 backward (1.5x the FLOPs) 1.5 /
+// 0.88 = 1.704545 of d 128's backward, where exponent 1.5 on the fused kernel would have given
+// 1.5 / (128 / 192)^1.5 = 2.755676. The fused kernel pads d 96 to 128 (its time: d 128's).
+TEST(TimingAttention, FlashAttention2HeadDimRule) {
+  HardwareSpec h = with_flash2_terms();
+  h.efficiency.attention_flash2_other_head_dim = 0.88;
+  h.efficiency.attention_head_dim_half = 0;
+  h.efficiency.attention_bwd_wide_dim_exponent = 1.5;
+  h.efficiency.kernel_fixed = 0;
+  h.efficiency.attention_cta_tail = 0;
+  h.efficiency.attention_l2_miss_slowdown = 0;
+  auto shape = [](int64_t d, bool flash2) {
+    AttentionShape a{1, 4096, 4096, 8, 8, d, d, false, 1.0};
+    a.flash2 = flash2;
+    return a;
+  };
+  const double flops = 4.0 * 8 * 4096.0 * 4096.0 * 128;  // at d 128
+  const double f128 = attention_time(shape(128, true), flops, false, h);
+  const double b128 = attention_time(shape(128, true), 2.5 * flops, true, h);
+  EXPECT_NEAR(attention_time(shape(64, true), flops * 0.5, false, h) / f128, 0.568182, 1e-6);
+  EXPECT_NEAR(attention_time(shape(96, true), flops * 0.75, false, h) / f128, 0.852273, 1e-6);
+  EXPECT_NEAR(attention_time(shape(192, true), 2.5 * flops * 1.5, true, h) / b128, 1.704545, 1e-6);
+  const double fused128 = attention_time(shape(128, false), 2.5 * flops, true, h);
+  EXPECT_NEAR(attention_time(shape(192, false), 2.5 * flops * 1.5, true, h) / fused128, 2.755676, 1e-6);
+  EXPECT_NEAR(attention_time(shape(96, false), flops * 0.75, false, h),
+              attention_time(shape(128, false), flops, false, h), 1e-15);
 }
 
 // Forward beyond L2 (50 MiB): one KV head's K and V are W = 2 x s x 256 B at d 128. With

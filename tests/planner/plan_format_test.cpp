@@ -54,7 +54,7 @@ TEST(PlanFormats, JsonHasTheDocumentedKeys) {
     for (const char* d : {"tp", "cp", "ep", "pp", "dp"}) EXPECT_TRUE(m.at("exposed_comm_s").at(d).is_number()) << d;
     EXPECT_TRUE(m.at("fits").get<bool>());
     // The error band (docs/planner.md): [low, high] of the step time, wholly above it where the
-    // composition spread is (since session 38: +0.13 % / +21.46 %); ties first, by the band's
+    // composition spread is (since session 39: +0.30 % / +21.46 %); ties first, by the band's
     // high end.
     const json& b = r.at("band");
     EXPECT_LT(b.at("step_s").at(0).get<double>(), b.at("step_s").at(1).get<double>());

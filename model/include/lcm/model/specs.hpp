@@ -328,12 +328,16 @@ struct EfficiencySpec {
   int gemm_tile_n = 256;
   double attention_seq_half = 512;
   // FlashAttention-2 (training.attention_backend flash2): its own asymptotic fractions and
-  // half-point in place of attention_fwd / _bwd / _seq_half; every other attention term (head
-  // dims, CTA tail, L2, dropout) is shared with the fused kernel. 0 = the profile has none
+  // half-point in place of attention_fwd / _bwd / _seq_half, and its own head-dim rule (below);
+  // the CTA tail, L2 and dropout terms are shared with the fused kernel. 0 = the profile has none
   // (validation refuses flash2 then).
   double attention_flash2_fwd = 0;
   double attention_flash2_bwd = 0;
   double attention_flash2_seq_half = 0;
+  // FlashAttention-2 at a head dim other than 128 (padded to 32-wide kernels): its efficiency
+  // relative to d 128's, forward and backward; 1 = one rate for every head dim. Neither the fused
+  // kernel's head-dimension curve nor its backward wide-dim exponent applies to flash2.
+  double attention_flash2_other_head_dim = 1;
   bool has_flash2_terms() const { return attention_flash2_fwd > 0 && attention_flash2_bwd > 0; }
   double nvlink_half_bytes = 8.0 * 1024 * 1024;
   double nic_half_bytes = 4.0 * 1024 * 1024;

@@ -57,6 +57,9 @@ inline constexpr int64_t kAttentionBlockQ = 128;
 // Fused attention runs head dims in whole tiles of this width (cuDNN on Hopper: a d = 96 kernel
 // takes d = 128's time); timing.cpp prices a head dim padded up to it.
 inline constexpr int64_t kAttentionHeadDimTile = 64;
+// FlashAttention-2 (the flash-attn package) compiles a kernel per head dim in steps of 32 (32 ..
+// 256): timing.cpp pads a flash2 head dim up to this width instead.
+inline constexpr int64_t kFlash2HeadDimTile = 32;
 
 // Time of one op (one call; Op::calls repetitions are the caller's to multiply).
 double gemm_time(const GemmShape& g, DType dtype, const HardwareSpec& hw);
