@@ -459,6 +459,26 @@ void bda(Sink& out, OpId base, const Ctx& x) {
 // rank's: heads_q query heads, heads_kv key/value heads (>= 1: with fewer KV groups than
 // TP ranks every rank holds one, attention.py).
 // ---------------------------------------------------------------------------------
+// The CP ring's merges (Transformer Engine's AttnFuncWithCPAndKVP2P, bf16 inputs; TE 1.13 and
+// 2.x alike): the forward zero-fills O (2 B per element), folds each of the n steps' partial
+// output into it with its log-sum-exp correction (one fused kernel: the step's output read, O read
+// and written, 6 B), and first copies K and V into the ring's send buffer (4 B); the backward
+// copies each step's dQ into dQ, then adds (4 B, then 6 B per step), does the same for dK and dV
+// in the travelling buffer, and copies K and V into its buffers (4 B). Per element of this rank's
+// tokens (x q_tok, kv_tok = K + V, o_tok per token), priced at the slowest rank, whose every step
+// covers all its rows; the log-sum-exp corrections themselves (per row, not per element) are
+// left out. One call per ring step.
+inline Elem cp_merge_el(int n, double q_tok, double kv_tok, double o_tok, const Ctx& x) {
+  const double t = x.r.tokens, steps = n;
+  const double fwd = t * (o_tok * (2.0 + 6.0 * steps) + 4.0 * kv_tok);
+  const double bwd = t * (q_tok * (6.0 * steps - 2.0) + kv_tok * (6.0 * steps + 2.0));
+  Op o = memory_op(OpId::kAttnCpMerge, fwd / steps);
+  o.calls = n;
+  Elem e = compute_el(o, kRecomputeCoreAttn);
+  e.bwd_bytes = bwd / steps;
+  return e;
+}
+
 template <class Sink>
 void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, double d_qk, double d_v,
                     double windowed_share) {
@@ -560,6 +580,8 @@ void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, do
   }
   a.attn.flash2 = s.training.attention_backend == AttentionBackend::kFlash2;
   out(compute_el(a, kCore));
+  const int ring_steps = type == CpCommType::kP2P ? c : type == CpCommType::kA2AP2P ? n_p2p : 1;
+  if (ring_steps > 1) out(cp_merge_el(ring_steps, q_tok, k_tok + v_tok, o_tok, x));
   if (ulysses) a2a(OpId::kAttnCpA2AO, o_bytes);  // O after the core; backward: dO before it
   if (c > 1 && type == CpCommType::kAllGather) {
     // TE saves only the local K and V: the backward gathers them again before the core.

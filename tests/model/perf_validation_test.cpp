@@ -194,7 +194,8 @@ using namespace lcm;
 // FlashAttention-2 terms refitted on the H100 probe (validation/measured/h100/flash2/): NeMo
 // 9.1 % (+5.5 %), all 14.9 % (+11.2 %), 59 within 20 %. Session 39's FlashAttention-2 head-dim
 // rule (heldout18's H100 probe; NeMo 24.07's Nemotron-4 340B runs d 192): NeMo 9.0 % (+5.7 %),
-// all 14.9 % (+11.3 %).
+// all 14.9 % (+11.3 %). Then the CP ring's merges (attn.cp.merge): Bridge 22.4 % (+18.3 %), NeMo
+// 8.8 % (+5.5 %), all 14.7 % (+11.1 %).
 constexpr double kBridgeMaeBound = 22.7;  // tokens/s, %
 constexpr double kNemoMaeBound = 9.2;  // tokens/s, %
 constexpr double kWeakScalingMaeBound = 8.7;  // TFLOP/s (non-causal), %
@@ -1385,10 +1386,13 @@ TEST(PerfValidation, NemoLongSequenceTable) {
   // were known: a development-set figure); 7 since dgxc-benchmarking v25.02's rows joined the
   // composition spread (+2.28 / +22.69 %: the 1M row, -0.5 %, falls outside its band too). The
   // H100 FlashAttention-2 terms refitted on the H100 probe (validation/measured/h100/flash2/):
-  // 3.4 % (signed -1.3 %), 9 of 9 within 10 %, the band (+0.13 / +21.46 %) covering 5.
-  EXPECT_LE(s.mae(), 3.5);
+  // 3.4 % (signed -1.3 %), 9 of 9 within 10 %, the band (+0.13 / +21.46 %) covering 5. Session
+  // 39 priced the CP ring's merges (attn.cp.merge: Transformer Engine's per-step output
+  // corrections and dQ / dKV accumulation, O(n) passes over the rank's tokens): 3.8 % (signed
+  // -2.2 %), 8 of 9 within 10 % (512K at CP 16: -10.7 %).
+  EXPECT_LE(s.mae(), 3.9);
   EXPECT_LE(best, 16.0);
-  EXPECT_GE(within10, 9);
+  EXPECT_GE(within10, 8);
   EXPECT_GE(covered, 5);
   EXPECT_EQ(fit, 9);
 }
@@ -1455,12 +1459,14 @@ TEST(PerfValidation, DgxcBenchmarkingTable) {
   // Session 39 priced FlashAttention-2's head dims as its kernels run (heldout18's H100 probe: no
   // cuDNN wide-dim backward exponent, 0.88 of d 128's rate at other dims): Nemotron-4 340B's
   // d-192 backwards get 1.8x faster and its rows 8-10 points more optimistic: 15.1 % (+15.1 %),
-  // 7 within 10 %, 75 within 20 %, the band 84.
-  EXPECT_LE(s.mae(), 15.2);
-  EXPECT_LE(s.bias(), 15.2);
-  EXPECT_GE(within10, 7);
-  EXPECT_GE(s.within20, 75);
-  EXPECT_GE(covered, 84);
+  // 7 within 10 %, 75 within 20 %, the band 84. Then the CP ring's merges (attn.cp.merge; the
+  // Llama 3.1 rows run CP 2): 14.4 % (+14.4 %), 17 within 10 %, 78 within 20 %, the band
+  // (-0.04 / +20.44 %) 83.
+  EXPECT_LE(s.mae(), 14.5);
+  EXPECT_LE(s.bias(), 14.5);
+  EXPECT_GE(within10, 17);
+  EXPECT_GE(s.within20, 78);
+  EXPECT_GE(covered, 83);
   EXPECT_EQ(fit + tight, 88);
 }
 
@@ -1489,11 +1495,12 @@ TEST(PerfValidation, DgxcBenchmarkingV2502Table) {
   // tight); the 12 seen Llama 3.1 70B rows 13.4 % (+13.4 %), all 12 inside their band. A
   // regression guard on those figures, not a target. Development since: the FlashAttention-2
   // refit (session 38) 12.7 %; FlashAttention-2's head-dim rule (session 39: Nemotron-4 340B at
-  // d 192 from +4.4 % to +8.0 %) 13.2 % (+13.2 %), 19 within 10 %, 67 within 20 %, the band 72.
+  // d 192 from +4.4 % to +8.0 %) 13.2 % (+13.2 %), 19 within 10 %, 67 within 20 %, the band 72;
+  // the CP ring's merges 12.6 % (+12.6 %), 24 within 10 %, 69 within 20 %, the band 72.
   EXPECT_LE(h.s.mae(), 13.4);
   EXPECT_LE(h.s.bias(), 13.4);
-  EXPECT_GE(h.within10, 19);
-  EXPECT_GE(h.s.within20, 67);
+  EXPECT_GE(h.within10, 24);
+  EXPECT_GE(h.s.within20, 69);
   EXPECT_GE(h.covered, 71);
   EXPECT_EQ(h.fit + h.tight, 76);
   EXPECT_LE(s.s.mae(), 13.5);

@@ -139,6 +139,45 @@ TEST(Schedule, CpRingKernelsHoldOneKvBlock) {
   EXPECT_EQ(core_of(CpCommType::kP2P, {}).kv_block, 0);
 }
 
+// The CP ring's merges (attn.cp.merge, hand-derived): Llama 3 8B at TP 2 (16 query heads, 4 KV
+// heads of d 128 per rank: Q and O 2048 elements per token, K + V 1024), CP 4 p2p, T = mbs x s / 4
+// tokens per rank. n = 4 steps, 4 calls: forward O (2 + 6 x 4) + 4 KV = 57344 B per token,
+// backward Q (6 x 4 - 2) + KV (6 x 4 + 2) = 71680 B; a2a+p2p {2, 2}: n = 2, 32768 and 34816 B.
+// All-gather and a2a CP, and no CP, merge nothing.
+TEST(Schedule, CpRingMergesTheStepsPartialResults) {
+  Scenario s = base(testing::llama3_8b(), 8);
+  s.parallel.tensor_model_parallel_size = 2;
+  s.parallel.sequence_parallel = true;
+  s.parallel.context_parallel_size = 4;
+  const double tokens = static_cast<double>(s.training.micro_batch_size * s.training.seq_length) / 4;
+  const auto merge_of = [&](CpCommType type, std::vector<int> sizes, Pass pass) -> std::optional<Op> {
+    s.parallel.cp_comm_type = type;
+    s.parallel.hierarchical_context_parallel_sizes = std::move(sizes);
+    const Built b = build(s);
+    for (const Op& o : pass == Pass::kFwd ? b.sched.dense.fwd : b.sched.dense.bwd)
+      if (o.id == OpId::kAttnCpMerge) return o;
+    return std::nullopt;
+  };
+  const auto fwd = merge_of(CpCommType::kP2P, {}, Pass::kFwd);
+  ASSERT_TRUE(fwd.has_value());
+  EXPECT_EQ(fwd->kind, OpKind::kMemoryBound);
+  EXPECT_EQ(fwd->calls, 4);
+  EXPECT_DOUBLE_EQ(fwd->mem.bytes * 4, tokens * 57344);
+  const auto bwd = merge_of(CpCommType::kP2P, {}, Pass::kBwd);
+  ASSERT_TRUE(bwd.has_value());
+  EXPECT_EQ(bwd->calls, 4);
+  EXPECT_DOUBLE_EQ(bwd->mem.bytes * 4, tokens * 71680);
+  const auto hier = merge_of(CpCommType::kA2AP2P, {2, 2}, Pass::kFwd);
+  ASSERT_TRUE(hier.has_value());
+  EXPECT_EQ(hier->calls, 2);
+  EXPECT_DOUBLE_EQ(hier->mem.bytes * 2, tokens * 32768);
+  EXPECT_DOUBLE_EQ(merge_of(CpCommType::kA2AP2P, {2, 2}, Pass::kBwd)->mem.bytes * 2, tokens * 34816);
+  EXPECT_FALSE(merge_of(CpCommType::kAllGather, {}, Pass::kFwd).has_value());
+  EXPECT_FALSE(merge_of(CpCommType::kA2A, {}, Pass::kFwd).has_value());
+  s.parallel.context_parallel_size = 1;
+  EXPECT_FALSE(merge_of(CpCommType::kP2P, {}, Pass::kFwd).has_value());
+}
+
 // attention_dropout marks the fused attention op (its random numbers are priced by the
 // profile's dropout rates, timing.cpp); hidden dropout alone does not.
 TEST(Schedule, AttentionDropoutMarksTheKernel) {

@@ -47,19 +47,19 @@ TEST(StepBand, HandDerived) {
   EXPECT_TRUE(b.op_present);
   EXPECT_NEAR(b.op_center, 0.028, 1e-12);
   EXPECT_NEAR(b.op_half, 0.134, 1e-12);
-  // Composition (stored spread +0.30% / +21.46%, session 39): m_c = (ln 1.0030 + ln 1.2146) / 2
-  // = 0.0987052, s_c = (ln 1.2146 - ln 1.0030) / 2 = 0.0957096.
-  EXPECT_NEAR(b.comp_center, 0.0987052, 1e-6);
-  EXPECT_NEAR(b.comp_half, 0.0957096, 1e-6);
-  // m = 0.1267052, s = sqrt(0.134^2 + 0.0957096^2) = 0.1646704:
-  // low = exp(-0.0379652) - 1 = -0.0372536, high = exp(0.2913755) - 1 = 0.3382671.
-  EXPECT_NEAR(b.low, -0.0372536, 1e-6);
-  EXPECT_NEAR(b.high, 0.3382671, 1e-6);
-  // A 10 s prediction: 9.627 .. 13.383 s; an MFU of 40%: 29.89% .. 41.55%.
-  EXPECT_NEAR(time_range(10.0, b).low, 9.627464, 1e-5);
-  EXPECT_NEAR(time_range(10.0, b).high, 13.382671, 1e-5);
-  EXPECT_NEAR(rate_range(0.40, b).low, 0.2988940, 1e-7);  // 0.40 / 1.3382671
-  EXPECT_NEAR(rate_range(0.40, b).high, 0.4154780, 1e-7);  // 0.40 / 0.9627464
+  // Composition (stored spread -0.04% / +20.44%, session 39): m_c = (ln 0.9996 + ln 1.2044) / 2
+  // = 0.0927907, s_c = (ln 1.2044 - ln 0.9996) / 2 = 0.0931908.
+  EXPECT_NEAR(b.comp_center, 0.0927907, 1e-6);
+  EXPECT_NEAR(b.comp_half, 0.0931908, 1e-6);
+  // m = 0.1207907, s = sqrt(0.134^2 + 0.0931908^2) = 0.1632193:
+  // low = exp(-0.0424285) - 1 = -0.0415410, high = exp(0.2840100) - 1 = 0.3284462.
+  EXPECT_NEAR(b.low, -0.0415410, 1e-6);
+  EXPECT_NEAR(b.high, 0.3284462, 1e-6);
+  // A 10 s prediction: 9.585 .. 13.284 s; an MFU of 40%: 30.11% .. 41.73%.
+  EXPECT_NEAR(time_range(10.0, b).low, 9.584590, 1e-5);
+  EXPECT_NEAR(time_range(10.0, b).high, 13.284462, 1e-5);
+  EXPECT_NEAR(rate_range(0.40, b).low, 0.3011037, 1e-7);  // 0.40 / 1.3284462
+  EXPECT_NEAR(rate_range(0.40, b).high, 0.4173366, 1e-7);  // 0.40 / 0.9584590
 }
 
 TEST(StepBand, Fp8GemmsTakeTheFp8Band) {
@@ -67,9 +67,9 @@ TEST(StepBand, Fp8GemmsTakeTheFp8Band) {
   // Only the GEMM term changes: 0.44 x (-0.1) instead of 0: m_op = -0.016, s_op unchanged.
   EXPECT_NEAR(b.op_center, -0.016, 1e-12);
   EXPECT_NEAR(b.op_half, 0.134, 1e-12);
-  // m = 0.0827052, s = 0.1646704: low = exp(-0.0819652) - 1, high = exp(0.2473755) - 1.
-  EXPECT_NEAR(b.low, -0.0786960, 1e-6);
-  EXPECT_NEAR(b.high, 0.2806600, 1e-6);
+  // m = 0.0767907, s = 0.1632193: low = exp(-0.0864285) - 1, high = exp(0.2400100) - 1.
+  EXPECT_NEAR(b.low, -0.0827989, 1e-6);
+  EXPECT_NEAR(b.high, 0.2712618, 1e-6);
 }
 
 TEST(StepBand, WithoutOpResidualsTheBandIsTheCompositionSpread) {
@@ -77,8 +77,8 @@ TEST(StepBand, WithoutOpResidualsTheBandIsTheCompositionSpread) {
   EXPECT_FALSE(b.op_present);
   EXPECT_EQ(b.op_center, 0.0);
   EXPECT_EQ(b.op_half, 0.0);
-  EXPECT_NEAR(b.low, 0.0030, 1e-12);
-  EXPECT_NEAR(b.high, 0.2146, 1e-12);
+  EXPECT_NEAR(b.low, -0.0004, 1e-12);
+  EXPECT_NEAR(b.high, 0.2044, 1e-12);
   EXPECT_TRUE(composition_spread().development_set);
   EXPECT_EQ(composition_spread().rows, 258);
 }

@@ -104,7 +104,7 @@ enum class OpId : uint8_t {
   // Attention block (§4.1), FP8 casts of its GEMMs (§4.1a).
   kAttnNorm, kAttnSpAllGather, kAttnTpCopy, kAttnQkv, kAttnQDown, kAttnKvDown, kAttnQUp, kAttnQ,
   kAttnKvUp, kAttnQkNorm, kAttnRope, kAttnCpA2AQ, kAttnCpA2AK, kAttnCpA2AV, kAttnCpKvP2p, kAttnCpKAllGather,
-  kAttnCpVAllGather, kAttnCore, kAttnCpA2AO, kAttnCpVRegather, kAttnCpKRegather, kAttnProj,
+  kAttnCpVAllGather, kAttnCore, kAttnCpMerge, kAttnCpA2AO, kAttnCpVRegather, kAttnCpKRegather, kAttnProj,
   kAttnSpReduceScatter, kAttnTpAllReduce, kAttnBda,
   kAttnQkvFp8Cast, kAttnProjFp8Cast, kAttnQFp8Cast, kAttnQDownFp8Cast, kAttnKvDownFp8Cast,
   kAttnQUpFp8Cast, kAttnKvUpFp8Cast,
@@ -192,6 +192,7 @@ inline constexpr std::array<IdName<OpId>, kNumOpIds> kOpNames{{
     {OpId::kAttnCpKAllGather, "attn.cp.k.allgather"},
     {OpId::kAttnCpVAllGather, "attn.cp.v.allgather"},
     {OpId::kAttnCore, "attn.core"},
+    {OpId::kAttnCpMerge, "attn.cp.merge"},
     {OpId::kAttnCpA2AO, "attn.cp.a2a.o"},
     {OpId::kAttnCpVRegather, "attn.cp.v.regather"},
     {OpId::kAttnCpKRegather, "attn.cp.k.regather"},
