@@ -34,6 +34,17 @@ fs::path scratch() {
   return d;
 }
 
+// The estimate's note names the composition spread as stored (session 39: -0.04 % / +20.44 %
+// over 258 rows, to two decimals) and says what a low end at zero means.
+TEST(BandsCli, EstimateNoteNamesTheCompositionSpread) {
+  const LcmRun r = lcm("estimate scenarios/default.yaml");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("composition spread -0.04%..+20.44% from 258 published-table rows, a DEVELOPMENT-SET figure"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("its low end is zero or above"), std::string::npos) << r.out;
+}
+
 TEST(BandsCli, CalibrateWritesTheHeldOutUncertaintySection) {
   const fs::path prof = scratch() / "fit.yaml";
   const LcmRun r = lcm("calibrate validation/measured/h200/gemm_run1.json --profile h200-sxm -o " + prof.string() +
