@@ -522,8 +522,10 @@ void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, do
 
   // Ring (p2p): forward sends n-1 KV blocks; backward n-1 KV blocks and n-1 dKV blocks
   // (TE sends KV, [KV, dKV] ... [KV, dKV], dKV), so 2(n-1) block sends.
+  int ring_steps = 1;  // the p2p ring's steps, whose partial results attn.cp.merge folds together
   auto ring = [&](int n) {
     if (n <= 1) return;
+    ring_steps = n;
     Op o = coll_op(OpId::kAttnCpKvP2p, Collective::kSendRecv, CommDim::kCp, n, kv_block, CommItemId::kCpP2pKv, n - 1);
     o.overlappable = true;
     out(coll_el(o, Collective::kSendRecv, CommItemId::kCpP2pKv, kv_block, 2 * (n - 1), kCore));
@@ -580,7 +582,6 @@ void attention_core(Sink& out, const Ctx& x, double heads_q, double heads_kv, do
   }
   a.attn.flash2 = s.training.attention_backend == AttentionBackend::kFlash2;
   out(compute_el(a, kCore));
-  const int ring_steps = type == CpCommType::kP2P ? c : type == CpCommType::kA2AP2P ? n_p2p : 1;
   if (ring_steps > 1) out(cp_merge_el(ring_steps, q_tok, k_tok + v_tok, o_tok, x));
   if (ulysses) a2a(OpId::kAttnCpA2AO, o_bytes);  // O after the core; backward: dO before it
   if (c > 1 && type == CpCommType::kAllGather) {
