@@ -123,7 +123,7 @@ bool optional_key(std::string_view block, std::string_view name) {
           name == "attention_l2_miss_full" || name == "attention_dropout_fwd_Gelem_per_s" ||
           name == "attention_dropout_bwd_Gelem_per_s" || name == "attention_flash2_fwd" ||
           name == "attention_flash2_bwd" || name == "attention_flash2_seq_half_tokens" ||
-          name == "attention_flash2_other_head_dim");
+          name == "attention_flash2_other_head_dim" || name == "gpu_speed_spread" || name == "gpu_speed_spread_fp8");
 }
 
 // Achieved fractions of a peak, (0, 1], and the curve parameters of the time model.
@@ -142,6 +142,11 @@ std::vector<Key> efficiency_keys() {
       frac("attention_flash2_bwd", [](HardwareSpec& h) -> double& { return h.efficiency.attention_flash2_bwd; }),
       frac("attention_flash2_other_head_dim",
            [](HardwareSpec& h) -> double& { return h.efficiency.attention_flash2_other_head_dim; }),
+      // GPU-to-GPU speed spread (relative standard deviation): 0 (alike) to 0.5.
+      real_key("gpu_speed_spread", 1.0, 0, false, 0.5,
+               [](HardwareSpec& h) -> double& { return h.efficiency.gpu_speed_spread; }),
+      real_key("gpu_speed_spread_fp8", 1.0, 0, false, 0.5,
+               [](HardwareSpec& h) -> double& { return h.efficiency.gpu_speed_spread_fp8; }),
       frac("hbm", [](HardwareSpec& h) -> double& { return h.efficiency.hbm; }),
       frac("hbm_elementwise", [](HardwareSpec& h) -> double& { return h.efficiency.hbm_elementwise; }),
       frac("nvlink", [](HardwareSpec& h) -> double& { return h.efficiency.nvlink; }),

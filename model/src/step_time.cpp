@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <new>
 #include <type_traits>
 
@@ -612,8 +613,9 @@ StepTime compose_step_time(const Scenario& s, const StepInputs& in, const Flops&
   // first kernel waits for its launch.
   const double step_sync = hw.host.sync + hw.host.launch_latency + hw.host.iteration_overhead;
   out.host_idle = mb * bn.host_idle + step_sync + bn_result->opt_host_wait;
-  out.step_s = out.pipeline + out.dp_exposed + bn_result->opt + step_sync;
   for (size_t i = 0; i < kNumOpClasses; ++i) out.compute[i] = mb * bn.compute[i];
+  out.straggler = slowest_gpu_wait(out.compute, s.training.precision == Precision::kFp8, s.num_gpus, hw.efficiency);
+  out.step_s = out.pipeline + out.dp_exposed + bn_result->opt + step_sync + out.straggler;
   for (size_t i = 0; i < kNumCommDims; ++i) out.exposed_comm[i] = mb * bn.exposed_comm[i];
   out.exposed_comm[idx(CommDim::kDp)] += out.dp_exposed;
   const double world = s.num_gpus;
@@ -664,9 +666,40 @@ StepTime step_time(const Scenario& s, const Mesh& m, const Schedule& sched, cons
   return compose_step_time(s, in, flops, true);
 }
 
+double expected_max_standard_normal(int64_t n) {
+  if (n <= 1) return 0.0;
+  const double p = (static_cast<double>(n) - 0.375) / (static_cast<double>(n) + 0.25);
+  // Phi^-1(p) for p in (0.5, 1): Acklam's rational approximation (relative error below 1.2e-9).
+  constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
+                          1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
+  constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01,
+                          -1.328068155288572e+01};
+  constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                          -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
+  constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00};
+  constexpr double kHigh = 1 - 0.02425;
+  if (p <= kHigh) {
+    const double q = p - 0.5, r = q * q;
+    return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+           (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+  }
+  const double q = std::sqrt(-2 * std::log(1 - p));
+  return -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+         ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+}
+
+double slowest_gpu_wait(const std::array<double, kNumOpClasses>& compute, bool fp8, int64_t num_gpus,
+                        const EfficiencySpec& e) {
+  const double gemm = compute[static_cast<size_t>(OpClass::kGemm)];
+  const double attention = compute[static_cast<size_t>(OpClass::kAttention)];
+  const double spread_seconds =
+      gemm * (fp8 ? e.gpu_speed_spread_fp8 : e.gpu_speed_spread) + attention * e.gpu_speed_spread;
+  return spread_seconds > 0 ? spread_seconds * expected_max_standard_normal(num_gpus) : 0.0;
+}
+
 std::array<StepTerm, kNumStepTerms> step_terms(const std::array<double, kNumOpClasses>& compute,
                                                const std::array<double, kNumCommDims>& exposed_comm, double bubble,
-                                               double host_idle, double optimizer) {
+                                               double host_idle, double straggler, double optimizer) {
   using G = StepTermGroup;
   static_assert(kNumOpClasses == 3 && kNumCommDims == 7, "one entry per op class and dimension below");
   const auto c = [&](OpClass k) { return compute[static_cast<size_t>(k)]; };
@@ -685,6 +718,7 @@ std::array<StepTerm, kNumStepTerms> step_terms(const std::array<double, kNumOpCl
       {G::kExposedComm, to_string(D::kEmb), "embedding comm", "exposed embedding communication", x(D::kEmb)},
       {G::kBubble, "bubble", "pipeline bubble", "pipeline bubble", bubble},
       {G::kBubble, "host", "host-bound", "GPU idle waiting on the host", host_idle},
+      {G::kBubble, "straggler", "slowest GPU", "waiting on the job's slowest GPU", straggler},
       {G::kOptimizer, "optimizer", "optimizer", "optimizer step", optimizer},
   }};
 }

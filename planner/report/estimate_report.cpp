@@ -115,6 +115,7 @@ ordered_json time_json(const StepTime& t) {
                       {"dp_exposed_s", t.dp_exposed},
                       {"dp_hidden_s", t.dp_hidden},
                       {"optimizer_s", t.optimizer},
+                      {"straggler_s", t.straggler},
                       {"compute_s", compute},
                       {"exposed_comm_s", exposed},
                       {"stages", stages}};
@@ -285,9 +286,11 @@ std::vector<Table> estimate_tables(const Scenario& s, const Estimate& e) {
     const StepBand& b = e.band;
     const Range st = time_range(t.step_s, b);
     sum.rows.push_back(
-        {"step time (s)", fmt::format("{:.3f}{} (band {:.3f}-{:.3f}; bubble {:.3f}, DP exposed {:.3f}, optimizer {:.3f})",
-                                      t.step_s, t.step_s >= 60.0 ? " = " + fmt_duration(t.step_s) : std::string(),
-                                      st.low, st.high, t.bubble, t.dp_exposed, t.optimizer)});
+        {"step time (s)",
+         fmt::format("{:.3f}{} (band {:.3f}-{:.3f}; bubble {:.3f}, DP exposed {:.3f}, optimizer {:.3f}{})", t.step_s,
+                     t.step_s >= 60.0 ? " = " + fmt_duration(t.step_s) : std::string(), st.low, st.high, t.bubble,
+                     t.dp_exposed, t.optimizer,
+                     t.straggler > 0 ? fmt::format(", slowest GPU {:.3f}", t.straggler) : std::string())});
     sum.rows.push_back(
         {"tokens/s/GPU", fmt_with_range(t.tokens_per_s_per_gpu, rate_range(t.tokens_per_s_per_gpu, b), 0)});
     sum.rows.push_back({"model TFLOP/s/GPU, MFU, HFU",

@@ -79,6 +79,7 @@ ordered_json metrics_json(const Metrics& m, bool with_time) {
     j["pipeline_s"] = m.pipeline;
     j["dp_exposed_s"] = m.dp_exposed;
     j["optimizer_s"] = m.optimizer;
+    j["straggler_s"] = m.straggler;
     ordered_json ex, compute;
     for (const StepTerm& term : plan::step_terms(m)) {
       if (term.group == StepTermGroup::kExposedComm) ex[term.key] = term.seconds;

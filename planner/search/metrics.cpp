@@ -27,6 +27,7 @@ void time_metrics(const StepTime& t, Metrics& m) {
   m.dp_exposed = t.dp_exposed;
   m.optimizer = t.optimizer;
   m.host_idle = t.host_idle;  // issue 12, host-bound regime
+  m.straggler = t.straggler;  // issue 12, the slowest GPU
   m.exposed_comm = t.exposed_comm;
   m.compute = t.compute;
   m.bottleneck_stage = t.bottleneck_stage;

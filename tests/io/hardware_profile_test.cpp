@@ -39,6 +39,8 @@ TEST(HardwareProfile, H100ConvertedOnce) {
   EXPECT_DOUBLE_EQ(h.efficiency.attention_flash2_bwd, 0.3075);
   EXPECT_DOUBLE_EQ(h.efficiency.attention_flash2_seq_half, 370);
   EXPECT_DOUBLE_EQ(h.efficiency.attention_flash2_other_head_dim, 0.88);  // session 39: heldout18 probe (development)
+  EXPECT_DOUBLE_EQ(h.efficiency.gpu_speed_spread, 0.022);  // session 40: dgxc v24.11.1's growth (development)
+  EXPECT_DOUBLE_EQ(h.efficiency.gpu_speed_spread_fp8, 0.053);
   EXPECT_DOUBLE_EQ(h.efficiency.hbm, 0.9004);
   EXPECT_DOUBLE_EQ(h.efficiency.hbm_elementwise, 0.79);  // session 31: the H100's own probe
   EXPECT_DOUBLE_EQ(h.efficiency.nvlink, 0.822);
@@ -237,6 +239,21 @@ TEST_F(ProfileFile, Flash2OtherHeadDimIsOptional) {
       edited("  attention_flash2_other_head_dim: 0.88\n", "  attention_flash2_other_head_dim: 1.2\n"));
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().str(), HasSubstr("efficiency.attention_flash2_other_head_dim"));
+}
+
+// efficiency.gpu_speed_spread / _fp8 may be left out (0: every GPU alike, no wait for the slowest);
+// given, each is a relative standard deviation in [0, 0.5].
+TEST_F(ProfileFile, GpuSpeedSpreadIsOptional) {
+  auto none = load_hardware_profile(edited("  gpu_speed_spread: 0.022\n  gpu_speed_spread_fp8: 0.053\n", ""));
+  ASSERT_TRUE(none.ok()) << none.error().str();
+  EXPECT_EQ(none.value().efficiency.gpu_speed_spread, 0.0);
+  EXPECT_EQ(none.value().efficiency.gpu_speed_spread_fp8, 0.0);
+  auto bad = load_hardware_profile(edited("  gpu_speed_spread_fp8: 0.053\n", "  gpu_speed_spread_fp8: 0.6\n"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.error().str(), HasSubstr("efficiency.gpu_speed_spread_fp8"));
+  auto negative = load_hardware_profile(edited("  gpu_speed_spread: 0.022\n", "  gpu_speed_spread: -0.01\n"));
+  ASSERT_FALSE(negative.ok());
+  EXPECT_THAT(negative.error().str(), HasSubstr("efficiency.gpu_speed_spread"));
 }
 
 // gemm_roofline_exponent is 0 (off) or a smooth-maximum exponent in [1, 1000].

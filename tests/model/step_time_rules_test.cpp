@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdint>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "lcm/model/pipeline_schedule.hpp"
@@ -644,7 +645,8 @@ TEST(StepTimeRules, BottleneckMaximisesScore) {
 //   gbs 14 x seq 1024 = 14336 tokens / 0.056 s = 256000 tokens/s, / 8 GPUs = 32000;
 //   model FLOPs 448 / (0.056 s x 8) = 1000 FLOP/s per GPU = 1e-9 TFLOP/s, MFU 1000 / 2e3 = 0.5;
 //   hardware FLOPs 672 -> HFU 0.75.
-TEST(StepTimeRules, StepTotalsTermsAndThroughput) {
+// The two-rank, two-chunk pipeline above (also StepWaitsForTheSlowestGpu's).
+Composer totals_composer() {
   Composer c;
   c.m = 4;
   c.vp = 2;
@@ -655,6 +657,11 @@ TEST(StepTimeRules, StepTotalsTermsAndThroughput) {
   s.step = {step_op(1.5, StepOpRole::kOptimizer), step_op(0.5, StepOpRole::kExposed)};
   c.stages = {s};
   c.stage_input = {0, 0};
+  return c;
+}
+
+TEST(StepTimeRules, StepTotalsTermsAndThroughput) {
+  Composer c = totals_composer();
   Scenario sc = Composer::scenario();
   sc.training.global_batch_size = 14;
   Flops f;
@@ -677,6 +684,49 @@ TEST(StepTimeRules, StepTotalsTermsAndThroughput) {
   EXPECT_NEAR(t.hfu, 0.75, 1e-12);
   ASSERT_EQ(t.stages.size(), 2u);
   EXPECT_EQ(t.stages[1].stage, 1);
+}
+
+// Rule (the slowest GPU, session 40): the step waits for its slowest GPU, the tensor-core time
+// (GEMM at the precision's spread, attention at the BF16 one) times E[max of n standard normals].
+//   E[max of n], Blom: Phi^-1((n - 0.375) / (n + 0.25)): n = 2: Phi^-1(0.72222) = 0.5894558;
+//   n = 8: Phi^-1(0.92424) = 1.4342002 (exact 1.4236); n = 2048: Phi^-1(0.99970) = 3.4270053
+//   (exact 3.4418); n = 1: 0.
+//   compute GEMM 10, attention 2, memory-bound 3 s; spreads 0.02 (BF16) and 0.05 (FP8):
+//   BF16 step, 8 GPUs: (10 + 2) x 0.02 x 1.4342002 = 0.3442080 s;
+//   FP8 step, 8 GPUs: (10 x 0.05 + 2 x 0.02) x 1.4342002 = 0.7744681 s.
+//   In a composed step (StepTotalsTermsAndThroughput's, 8 GPUs, GEMM 24 and attention 12 ms):
+//   36 ms x 0.02 x 1.4342002 = 1.0326241 ms on top of its 56 ms, and a term of its own.
+TEST(StepTimeRules, StepWaitsForTheSlowestGpu) {
+  EXPECT_EQ(expected_max_standard_normal(1), 0.0);
+  EXPECT_EQ(expected_max_standard_normal(0), 0.0);
+  EXPECT_NEAR(expected_max_standard_normal(2), 0.5894558, 1e-7);
+  EXPECT_NEAR(expected_max_standard_normal(8), 1.4342002, 1e-7);
+  EXPECT_NEAR(expected_max_standard_normal(2048), 3.4270053, 1e-7);
+  EfficiencySpec e;
+  e.gpu_speed_spread = 0.02;
+  e.gpu_speed_spread_fp8 = 0.05;
+  const std::array<double, kNumOpClasses> compute{10, 2, 3};
+  EXPECT_NEAR(slowest_gpu_wait(compute, false, 8, e), 0.3442080, 1e-7);
+  EXPECT_NEAR(slowest_gpu_wait(compute, true, 8, e), 0.7744681, 1e-7);
+  EXPECT_EQ(slowest_gpu_wait(compute, true, 1, e), 0.0);
+  EXPECT_EQ(slowest_gpu_wait(compute, false, 8, EfficiencySpec{}), 0.0);  // spreads 0: GPUs alike
+
+  Composer c = totals_composer();
+  Scenario sc = Composer::scenario();
+  sc.hardware.efficiency.gpu_speed_spread = 0.02;
+  sc.hardware.efficiency.gpu_speed_spread_fp8 = 0.05;
+  const StepTime t = c.compose(sc);
+  EXPECT_NEAR(t.straggler, 1.0326241 * kMs, 1e-10);
+  EXPECT_NEAR(t.step_s, 56 * kMs + t.straggler, kTol);
+  EXPECT_NEAR(terms_sum(t), t.step_s, kTol);
+  bool named = false;
+  for (const StepTerm& term : step_terms(t))
+    if (std::string(term.key) == "straggler") {
+      named = true;
+      EXPECT_EQ(term.group, StepTermGroup::kBubble);
+      EXPECT_EQ(term.seconds, t.straggler);
+    }
+  EXPECT_TRUE(named);
 }
 
 // Rule: ranks sharing a stage input share its result, but every rank runs in the pipeline

@@ -338,6 +338,12 @@ struct EfficiencySpec {
   // relative to d 128's, forward and backward; 1 = one rate for every head dim. Neither the fused
   // kernel's head-dimension curve nor its backward wide-dim exponent applies to flash2.
   double attention_flash2_other_head_dim = 1;
+  // The spread of GPUs' sustained speed under the power limit (issue 12, "slowest GPU"): the
+  // standard deviation, relative, of one GPU's speed against its peers' on BF16 tensor-core work
+  // (GEMMs and fused attention) and on an FP8 run's GEMMs. A synchronous step waits for its
+  // slowest GPU (step_time.hpp, slowest_gpu_wait). 0 = every GPU alike (optional keys).
+  double gpu_speed_spread = 0;
+  double gpu_speed_spread_fp8 = 0;
   bool has_flash2_terms() const { return attention_flash2_fwd > 0 && attention_flash2_bwd > 0; }
   double nvlink_half_bytes = 8.0 * 1024 * 1024;
   double nic_half_bytes = 4.0 * 1024 * 1024;

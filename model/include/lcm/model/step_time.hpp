@@ -48,6 +48,8 @@ struct StepTime {
   // Per step: the GPU waiting on the host (kernel enqueue, synchronisations) on the bottleneck
   // stage, micro-batches multiplied out, plus the step's closing synchronisation.
   double host_idle = 0;
+  // Per step: the wait for the job's slowest GPU (slowest_gpu_wait), idle time on every other.
+  double straggler = 0;
   double step_s = 0;
   // Per-step totals on the bottleneck stage (micro-batches multiplied out).
   std::array<double, kNumOpClasses> compute{};
@@ -63,6 +65,25 @@ struct StepTime {
 StepTime step_time(const Scenario& s, const Mesh& m, const Schedule& sched, const Flops& flops);
 
 // ---------------------------------------------------------------------------------
+// The slowest GPU (issue 12; docs/time-model.md, "The slowest GPU"). GPUs of one SKU differ in
+// the speed they sustain under the power limit (silicon and cooling: the clock that holds the
+// limit differs from chip to chip). A step synchronises every GPU of the job (each layer's TP
+// collectives, the pipeline's sends, the gradient reduction), so it runs at the pace of its
+// slowest GPU. With each GPU's speed normal around the profile's with relative standard
+// deviation sigma, the slowest of n GPUs stretches the tensor-core time T of the step by
+// sigma x E[max of n standard normals] x T: (GEMM seconds x (fp8 ? spread_fp8 : spread) +
+// attention seconds x spread) x expected_max_standard_normal(n). Memory-bound kernels,
+// communication and the host are not power-limited and are left alike.
+// ---------------------------------------------------------------------------------
+// E[max of n independent standard normals], Blom's approximation
+// Phi^-1((n - 0.375) / (n + 0.25)) (within 0.6 % of the exact value from n = 8 up, 4 % at n = 2);
+// 0 for n <= 1.
+double expected_max_standard_normal(int64_t n);
+// Seconds the step waits for its slowest GPU: `compute` the step's per-class compute seconds.
+double slowest_gpu_wait(const std::array<double, kNumOpClasses>& compute, bool fp8, int64_t num_gpus,
+                        const EfficiencySpec& e);
+
+// ---------------------------------------------------------------------------------
 // The named additive terms of a step time on the bottleneck stage, per step: compute per
 // op class, exposed communication per dimension (every CommDim, EDP and embedding
 // included; DP's includes StepTime::dp_exposed, the non-overlapped gradient tail),
@@ -70,25 +91,27 @@ StepTime step_time(const Scenario& s, const Mesh& m, const Schedule& sched, cons
 // chart and explanation of a step time names its terms from.
 // ---------------------------------------------------------------------------------
 enum class StepTermGroup : uint8_t { kCompute, kExposedComm, kBubble, kOptimizer };
-// The host-bound term ("host": the GPU idle while the host enqueues or synchronises) is in
-// group kBubble: like the pipeline bubble it is idle GPU time.
+// The host-bound term ("host": the GPU idle while the host enqueues or synchronises) and the
+// slowest-GPU term ("straggler": the other GPUs waiting for the slowest) are in group kBubble:
+// like the pipeline bubble they are idle GPU time.
 
 struct StepTerm {
   StepTermGroup group = StepTermGroup::kCompute;
-  const char* key = "";     // stable and unique: "gemm", "attention", "memory_bound", the
-                            // CommDim names ("tp" ... "emb"), "bubble", "host", "optimizer"
+  // key: stable and unique: "gemm", "attention", "memory_bound", the CommDim names ("tp" ...
+  // "emb"), "bubble", "host", "straggler", "optimizer".
+  const char* key = "";
   const char* label = "";   // short, for charts: "GEMM", "TP comm", "pipeline bubble"
   const char* phrase = "";  // in a sentence: "GEMM compute", "exposed TP communication"
   double seconds = 0;       // per step
 };
-inline constexpr int kNumStepTerms = kNumOpClasses + kNumCommDims + 3;
+inline constexpr int kNumStepTerms = kNumOpClasses + kNumCommDims + 4;
 
-// The terms in report order: OpClass order, CommDim order, bubble, host, optimizer.
+// The terms in report order: OpClass order, CommDim order, bubble, host, straggler, optimizer.
 std::array<StepTerm, kNumStepTerms> step_terms(const std::array<double, kNumOpClasses>& compute,
                                                const std::array<double, kNumCommDims>& exposed_comm, double bubble,
-                                               double host_idle, double optimizer);
+                                               double host_idle, double straggler, double optimizer);
 inline std::array<StepTerm, kNumStepTerms> step_terms(const StepTime& t) {
-  return step_terms(t.compute, t.exposed_comm, t.bubble, t.host_idle, t.optimizer);
+  return step_terms(t.compute, t.exposed_comm, t.bubble, t.host_idle, t.straggler, t.optimizer);
 }
 
 // ---------------------------------------------------------------------------------

@@ -100,6 +100,7 @@ struct Metrics {
   double dp_exposed = 0;
   double optimizer = 0;
   double host_idle = 0;  // StepTime::host_idle (issue 12, host-bound regime)
+  double straggler = 0;  // StepTime::straggler (issue 12, the slowest GPU)
   std::array<double, kNumCommDims> exposed_comm{};  // StepTime::exposed_comm
   std::array<double, kNumOpClasses> compute{};      // StepTime::compute
   int bottleneck_stage = 0;
@@ -147,7 +148,7 @@ Metrics metrics_of_estimate(const Scenario& s);
 
 // The named step-time terms of a layout's metrics (model/step_time.hpp).
 inline std::array<StepTerm, kNumStepTerms> step_terms(const Metrics& m) {
-  return lcm::step_terms(m.compute, m.exposed_comm, m.bubble, m.host_idle, m.optimizer);
+  return lcm::step_terms(m.compute, m.exposed_comm, m.bubble, m.host_idle, m.straggler, m.optimizer);
 }
 
 // The error band of a layout's step time (model/uncertainty.hpp), from its metrics'
