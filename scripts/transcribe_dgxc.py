@@ -11,6 +11,13 @@ column), the 405B table's Layers / GBS / PP / VP rows and Grok-1's layout table;
 the workloads' sequence lengths otherwise. Prints only the structure it read (rows per table,
 layouts) and the consistency check (tokens/s = gbs x seq / step within 1 %), never a result
 cell, so a table can be declared before its numbers are looked at.
+
+From v25.04 on, llama3.1/README.md and nemotron/README.md (NeMo 2.0 recipes) hold one layout
+table per model size (Size | Precision | GPUs | SeqLen | Layers | TP | PP | CP | EP | DP | VP |
+MBS | GBS | GA; "BF16/FP8" for both precisions) and one result table per size and precision
+("Llama 3.1 8b BF16 | 8x H100 GPUs | ..."): those tags are read in that format (COMBINED),
+with the launch.sh's FW_VERSION as the container; at such a tag the other workloads' READMEs
+(GPT-3 175B, Grok-1) are not transcribed.
 """
 import csv
 import re
@@ -42,13 +49,98 @@ def layout_of(header):
     return kv
 
 
+COMBINED = [
+    ("llama3.1/README.md", {"8b": ("Llama3.1-8B", 32), "70b": ("Llama3.1-70B", 80), "405b": ("Llama3.1-405B", 126),
+                            "405b-proxy": ("Llama3.1-405B", 126)}),
+    ("nemotron/README.md", {"15b": ("Nemotron4-15B", 32), "340b": ("Nemotron4-340B", 96)}),
+]
+
+
+def has(repo, tag, path):
+    return subprocess.run(["git", "--git-dir", repo, "cat-file", "-e", f"{tag}:{path}"], capture_output=True).returncode == 0
+
+
+def combined_rows(repo, tag, sha):
+    """Rows of the v25.04-style READMEs: layout tables keyed by (size, precision, GPUs) and
+    result tables per size and precision. Returns rows and the number failing the 1 % check."""
+    rows, bad = [], 0
+    for path, sizes in COMBINED:
+        if not has(repo, tag, path):
+            continue
+        text = show(repo, tag, path)
+        launch = show(repo, tag, path.split("/")[0] + "/launch.sh")
+        fw = re.search(r"FW_VERSION=(\S+)", launch)
+        container = "NeMo " + (fw.group(1) if fw else "unknown")
+        layouts = {}
+        lines = text.split("\n")
+        for i, l in enumerate(lines):
+            if not l.startswith("| Size"):
+                continue
+            head = cells(l)
+            for m in lines[i + 2:]:
+                if not m.startswith("|"):
+                    break
+                c = dict(zip(head, cells(m)))
+                size = c["Size"].lower()
+                precs = ["BF16", "FP8"] if c["Precision"].upper() == "BF16/FP8" else [c["Precision"].upper()]
+                for p in precs:
+                    layouts[(size, p, int(c["GPUs"]))] = c
+        n = 0
+        for i, l in enumerate(lines):
+            h = re.match(r"^\|?\s*(Llama [\d.]+|Nemotron4) (\d+b) (BF16|FP8)\s*\|", l)
+            if not h:
+                continue
+            size, prec = h.group(2).lower(), h.group(3)
+            gpus = [int(g) for g in re.findall(r"(\d+)x H100 GPUs", l)]
+            body = {}
+            for m in lines[i + 2:]:
+                if "|" not in m:
+                    break
+                c = cells(m)
+                body[c[0].lower()] = c[1:]
+            step = body.get("training step time (seconds per step)")
+            toks = body.get("throughput in tokens per second")
+            mfu = body.get("model flops utilization")
+            for j, g in enumerate(gpus):
+                lay = layouts.get((size, prec, g)) or layouts.get((size + "-proxy", prec, g))
+                if lay is None:
+                    raise SystemExit(f"{path}: no layout row for {size} {prec} {g} GPUs")
+                model, _ = sizes[lay["Size"].lower()]
+                na = lambda v: v.strip().upper() in ("NA", "N/A", "")
+                r = {"model": model, "container": container, "precision": prec, "num_gpus": g,
+                     "mbs": int(lay["MBS"]), "seq_len": int(lay["SeqLen"]), "num_layers": int(lay["Layers"]),
+                     "tp": int(lay["TP"]), "pp": int(lay["PP"]), "cp": int(lay["CP"]),
+                     "vp": 1 if na(lay["VP"]) else int(lay["VP"]), "ep": 1 if na(lay["EP"]) else int(lay["EP"]),
+                     "gbs": int(lay["GBS"])}
+                r["step_time_s"] = float(re.sub(r"\s+", "", step[j]))
+                r["tokens_per_sec"] = float(re.sub(r"[\s,]+", "", toks[j]))
+                r["mfu_published"] = mfu[j] if mfu else ""
+                r["source"] = f"NVIDIA/dgxc-benchmarking tag {tag} ({sha[:10]}), {path}"
+                implied = r["gbs"] * r["seq_len"] / r["step_time_s"]
+                if abs(implied / r["tokens_per_sec"] - 1) > 0.01:
+                    bad += 1
+                rows.append(r)
+                n += 1
+        print(f"{path}: {n} rows, {container}")
+        for lay in sorted({(r["model"], r["precision"], r["num_gpus"], r["gbs"], r["tp"], r["pp"], r["cp"], r["vp"],
+                            r["ep"], r["mbs"], r["seq_len"], r["num_layers"]) for r in rows if path in r["source"]}):
+            print("   model/prec/gpus/gbs/tp/pp/cp/vp/ep/mbs/seq/layers", lay)
+    return rows, bad
+
+
 def main():
     repo, tag, out = sys.argv[1], sys.argv[2], sys.argv[3]
     sha = subprocess.run(["git", "--git-dir", repo, "rev-parse", f"{tag}^{{commit}}"], capture_output=True, text=True,
                          check=True).stdout.strip()
-    rows = []
-    bad = 0
+    rows, bad = combined_rows(repo, tag, sha)
+    combined = bool(rows)
     for path, model, seq_default, layers_default in FILES:
+        if combined:
+            # A combined-format tag: only its NeMo 2.0 READMEs are transcribed (the others changed
+            # format and recipe too, and stay unread for a declaration of their own).
+            if not any(r["model"] == model for r in rows) and has(repo, tag, path):
+                print(f"{path}: not transcribed at this tag")
+            continue
         text = show(repo, tag, path)
         launch = show(repo, tag, path.split("/")[0] + "/launch.sh")
         fw = re.search(r"FW_VERSION=(\S+)", launch)

@@ -36,6 +36,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -930,23 +931,28 @@ std::vector<Result> nemo_long_sequence_rows(const HardwareSpec& hw, const std::m
 // Llama 3.1 405B's 16 query groups and GPT-2 vocab (mock data), Grok-1's capacity factor 1.0
 // with padding and experts sharded over TP. Memory verdicts in `reason`.
 // ---------------------------------------------------------------------------------
-// `tag` "v24.11.1" (dgxc_benchmarking_h100.csv) or "v25.02" (dgxc_benchmarking_v25.02_h100.csv,
+// `tag` "v24.11.1" (dgxc_benchmarking_h100.csv), "v25.02" (dgxc_benchmarking_v25.02_h100.csv,
 // DECLARATION_dgxc_benchmarking_v25.02.md: NeMo 24.12, its rows' ids start with the tag, and the
-// tag's recipe changes below).
+// tag's recipe changes below) or "v25.04" (dgxc_benchmarking_v25.04_h100.csv,
+// DECLARATION_dgxc_benchmarking_v25.04.md: Llama 3.1 and Nemotron-4 on NeMo 2.0's performance
+// scripts, container 25.02.01; the recipe below).
 std::vector<Result> dgxc_rows(const HardwareSpec& hw, const std::map<std::string, Row>& archs,
                               const std::string& tag = "v24.11.1") {
   const bool v2502 = tag == "v25.02";
+  const bool v2504 = tag == "v25.04";
+  const bool tagged = v2502 || v2504;
   static const std::map<std::string, std::string> kArch = {
       {"Llama3.1-8B", "Llama3-8B"},         {"Llama3.1-70B", "Llama3-70B"},     {"Llama3.1-405B", "Llama3.1-405B"},
       {"Nemotron4-15B", "Nemotron4-15B"},   {"Nemotron4-340B", "Nemotron-340B"}, {"GPT3-175B", "GPT3-175B (NeMo)"},
       {"Grok-1", "Grok-1"},
   };
   std::vector<Result> out;
-  for (const Row& r : read_csv(kDir + (v2502 ? "dgxc_benchmarking_v25.02_h100.csv" : "dgxc_benchmarking_h100.csv"))) {
+  const std::string file = tagged ? "dgxc_benchmarking_" + tag + "_h100.csv" : "dgxc_benchmarking_h100.csv";
+  for (const Row& r : read_csv(kDir + file)) {
     Result res;
-    res.table = v2502 ? "dgxc_v25.02" : "dgxc";
+    res.table = tagged ? "dgxc_" + tag : "dgxc";
     const std::string model = get(r, "model"), prec = get(r, "precision");
-    res.id = fmt::format("{}{} {} {}GPU", v2502 ? "v25.02 " : "", model, prec, get(r, "num_gpus"));
+    res.id = fmt::format("{}{} {} {}GPU", tagged ? tag + " " : "", model, prec, get(r, "num_gpus"));
     const auto it = kArch.find(model);
     if (it == kArch.end() || !archs.count(it->second)) {
       res.reason = "architecture not in model_architectures.csv";
@@ -955,7 +961,7 @@ std::vector<Result> dgxc_rows(const HardwareSpec& hw, const std::map<std::string
     }
     ModelSpec m = model_from_arch(archs.at(it->second));
     m.num_layers = static_cast<int>(num(r, "num_layers", m.num_layers));
-    if (model == "Llama3.1-405B") {
+    if (model == "Llama3.1-405B" && !v2504) {  // v25.04: NeMo 2.0's Llama31Config405B, HF tokenizer
       m.num_query_groups = 16;  // llama3.1_405b.yaml
       m.vocab_size = 50257;     // GPT2BPETokenizer, mock data
     }
@@ -989,6 +995,20 @@ std::vector<Result> dgxc_rows(const HardwareSpec& hw, const std::map<std::string
       }
       if (model == "Nemotron4-340B" && l.precision == Precision::kBf16) l.cp = 2;
       if (model == "Nemotron4-15B") rc.grad_reduce_in_fp32 = true;
+    }
+    if (v2504) {
+      // NeMo 2.0's performance scripts at the tag's NeMo commit d2b21556 (the declaration, with the
+      // files read): bf16 gradient reduction (performance mode), userbuffers TP overlap on every
+      // TP > 1 row, NVTE_FUSED_ATTN=1 with the backend on auto: cuDNN on Hopper, for Nemotron-4
+      // 340B too; no recompute, no CUDA graphs; fp32 master weights and Adam moments (Nemotron-4
+      // 340B included); the fused (native) loss; delayed FP8 scaling. Nemotron-4 340B runs virtual
+      // pipeline 12 (launch.sh passes -vp 12; the README's NA is taken as stale).
+      rc = Recipe{};
+      rc.grad_reduce_in_fp32 = false;
+      rc.cross_entropy_loss_fusion = true;
+      rc.tp_comm_overlap = true;
+      rc.attention_backend = AttentionBackend::kFused;
+      if (model == "Nemotron4-340B") l.vp = 12;
     }
     // CP over p2p: ParallelSpec's default, the only CP of those containers' Transformer Engine.
     const Built b = build(res.id, m, l, rc, hw, /*tp_comm_overlap=*/rc.tp_comm_overlap);
@@ -1434,7 +1454,7 @@ DgxcScore score_dgxc(const std::vector<Result>& rows, const std::string& label) 
     d.within10 += w10 ? 1 : 0;
     d.fit += r.reason.rfind("fits", 0) == 0 ? 1 : 0;
     d.tight += r.reason.rfind("tight", 0) == 0 ? 1 : 0;
-    const std::string id = r.id.rfind("v25.02 ", 0) == 0 ? r.id.substr(7) : r.id;
+    const std::string id = r.id.rfind("v25.", 0) == 0 ? r.id.substr(r.id.find(' ') + 1) : r.id;  // tag prefix
     const std::string workload = id.substr(0, id.find(' '));
     const std::string precision = id.find(" FP8 ") != std::string::npos ? "FP8" : "BF16";
     for (const std::string& g : {workload, precision, workload + " " + precision}) {
@@ -1525,6 +1545,37 @@ TEST(PerfValidation, DgxcBenchmarkingV2502Table) {
   EXPECT_EQ(h.fit + h.tight, 76);
   EXPECT_LE(s.s.mae(), 3.3);
   EXPECT_EQ(s.fit + s.tight, 12);
+}
+
+// NVIDIA/dgxc-benchmarking v25.04's H100 tables (Llama 3.1 8B / 70B / 405B and its proxies,
+// Nemotron-4 15B / 340B on NeMo 2.0's performance scripts, container 25.02.01), held out when
+// added (DECLARATION_dgxc_benchmarking_v25.04.md, declared with the model and profiles of
+// session 40's slowest GPU frozen): every row, then the held-out figures over the 50 rows not
+// seen before the declaration and the 8 seen rows apart.
+TEST(PerfValidation, DgxcBenchmarkingV2504Table) {
+  const HardwareSpec hw = load_h100_or_fail();
+  const auto archs = architectures();
+  const auto rows = dgxc_rows(hw, archs, "v25.04");
+  ASSERT_EQ(rows.size(), 58u);
+  print_table("NVIDIA dgxc-benchmarking v25.04, H100 (tokens/s/GPU)", rows, "");
+  // Seen before the declaration (its "Seen before declaring"): two masking slips and the READMEs'
+  // worked examples.
+  static const std::set<std::string> kSeen = {"v25.04 Nemotron4-15B BF16 16GPU",   "v25.04 Nemotron4-15B FP8 16GPU",
+                                              "v25.04 Nemotron4-15B BF16 64GPU",   "v25.04 Nemotron4-15B FP8 64GPU",
+                                              "v25.04 Nemotron4-340B BF16 256GPU", "v25.04 Nemotron4-340B FP8 256GPU",
+                                              "v25.04 Llama3.1-8B BF16 8GPU",      "v25.04 Llama3.1-8B FP8 8GPU"};
+  std::vector<Result> held, seen;
+  for (const Result& r : rows) (kSeen.count(r.id) ? seen : held).push_back(r);
+  ASSERT_EQ(seen.size(), 8u);
+  ASSERT_EQ(held.size(), 50u);
+  const DgxcScore h = score_dgxc(held, "dgxc v25.04 held out");
+  const DgxcScore s = score_dgxc(seen, "dgxc v25.04 seen");
+  std::printf(
+      "\ndgxc v25.04 held out: %d rows, mean |error| %.1f %%, mean signed error %+.1f %%; seen: %d rows, mean "
+      "|error| %.1f %%, mean signed error %+.1f %%\n",
+      h.s.n, h.s.mae(), h.s.bias(), s.s.n, s.s.mae(), s.s.bias());
+  EXPECT_EQ(h.s.n, 50);
+  EXPECT_EQ(s.s.n, 8);
 }
 
 // FlashAttention-2 on the H100 (training.attention_backend flash2): the profile's terms against
