@@ -1536,12 +1536,13 @@ TEST(PerfValidation, DgxcBenchmarkingV2502Table) {
   // the CP ring's merges 12.6 % (+12.6 %), 24 within 10 %, 69 within 20 %, the band 72. Session
   // 40's slowest GPU (fitted on v24.11.1's fixed-layout series; the same series here, re-measured,
   // give nearly the same spreads, 0.020 / 0.052 against 0.022 / 0.053): 5.9 % (+4.7 %), 65 within
-  // 10 %, 74 within 20 %, the band (-5.36 / +11.93 %) 72; seen rows 3.2 %.
+  // 10 %, 74 within 20 %, the band (-5.36 / +11.93 %) 72; seen rows 3.2 %. The band 71 since
+  // dgxc v25.04's rows joined the composition spread (-5.37 / +10.77 % over 316).
   EXPECT_LE(h.s.mae(), 6.0);
   EXPECT_LE(h.s.bias(), 4.8);
   EXPECT_GE(h.within10, 65);
   EXPECT_GE(h.s.within20, 74);
-  EXPECT_GE(h.covered, 72);
+  EXPECT_GE(h.covered, 71);
   EXPECT_EQ(h.fit + h.tight, 76);
   EXPECT_LE(s.s.mae(), 3.3);
   EXPECT_EQ(s.fit + s.tight, 12);
@@ -1574,8 +1575,23 @@ TEST(PerfValidation, DgxcBenchmarkingV2504Table) {
       "\ndgxc v25.04 held out: %d rows, mean |error| %.1f %%, mean signed error %+.1f %%; seen: %d rows, mean "
       "|error| %.1f %%, mean signed error %+.1f %%\n",
       h.s.n, h.s.mae(), h.s.bias(), s.s.n, s.s.mae(), s.s.bias());
+  // The one held-out score (session 40, the model and profiles of d32eaa3 frozen since the
+  // declaration, cf4a057): over the 50 unseen rows mean |error| 4.8 %, signed +1.5 % (BF16
+  // +4.0 %, FP8 -0.9 %), 49 within 10 % (Llama 3.1 405B BF16 at 64 GPUs +12.9 %), 50 within 20 %,
+  // the 80 % band covering all 50; memory: 43 fit, 6 tight, 1 flagged out of memory (Llama 3.1
+  // 405B FP8 at 512 GPUs: 80.2 GiB at the band's bottom; the run's FP8 parameters, `fp8_params`,
+  // are not modelled). The 8 seen rows 4.6 % (+2.7 %), 1 flagged (Nemotron-4 15B FP8 at 16
+  // GPUs). Issue 12's re-measure target (mean |error| <= 12 %, |signed| <= 5 %, band >= 80 %) is
+  // met on this table. A regression guard on those figures, not a target.
   EXPECT_EQ(h.s.n, 50);
   EXPECT_EQ(s.s.n, 8);
+  EXPECT_LE(h.s.mae(), 4.8);
+  EXPECT_LE(std::fabs(h.s.bias()), 1.6);
+  EXPECT_GE(h.within10, 49);
+  EXPECT_GE(h.s.within20, 50);
+  EXPECT_GE(h.covered, 50);
+  EXPECT_GE(h.fit + h.tight, 49);
+  EXPECT_LE(s.s.mae(), 4.7);
 }
 
 // FlashAttention-2 on the H100 (training.attention_backend flash2): the profile's terms against
@@ -1647,7 +1663,7 @@ std::vector<lcm::test::PublishedScenario> lcm::test::published_h100_scenarios() 
   std::vector<PublishedScenario> out;
   for (const auto& rows :
        {bridge_rows(hw, archs), nemo_rows(hw, archs), weak_scaling_rows(hw), nemo_long_sequence_rows(hw, archs),
-        dgxc_rows(hw, archs), dgxc_rows(hw, archs, "v25.02")})
+        dgxc_rows(hw, archs), dgxc_rows(hw, archs, "v25.02"), dgxc_rows(hw, archs, "v25.04")})
     for (const Result& r : rows)
       if (r.evaluated) out.push_back({.table = r.table, .id = r.id, .scenario = r.scenario});
   return out;
