@@ -102,6 +102,8 @@ void MegatronImporter::map_training() {
 
   // Cross-entropy (language_module.py compute_language_model_loss): the implementation is read
   // only with the fusion on (validate_args rejects none; TransformerConfig defaults native).
+  t.fp8_param_gather = on("fp8-param-gather");
+  from("training.fp8_param_gather", "fp8-param-gather");
   t.cross_entropy_loss_fusion = on("cross-entropy-loss-fusion");
   from("training.cross_entropy_loss_fusion", "cross-entropy-loss-fusion");
   const std::string ce_impl = text("cross-entropy-fusion-impl").value_or("native");

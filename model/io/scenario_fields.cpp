@@ -496,6 +496,8 @@ std::vector<FieldSpec> build() {
   f.push_back(integer(T, "global_batch_size", [](S& s) -> auto& { return s.training.global_batch_size; }, 1, L::kGlobalBatchSize, true));
   f.push_back(enumeration(T, "precision", [](S& s) -> auto& { return s.training.precision; }));
   f.push_back(enumeration(T, "fp8_recipe", [](S& s) -> auto& { return s.training.fp8_recipe; }));
+  f.push_back(boolean(
+      T, "fp8_param_gather", [](S & s) -> auto& { return s.training.fp8_param_gather; }));
   f.push_back(enumeration(T, "attention_backend", [](S& s) -> auto& { return s.training.attention_backend; }));
   f.push_back(boolean(T, "cross_entropy_loss_fusion", [](S& s) -> auto& { return s.training.cross_entropy_loss_fusion; }));
   f.push_back(enumeration(T, "cross_entropy_fusion_impl",

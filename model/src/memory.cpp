@@ -501,7 +501,6 @@ void add_model_state(const Scenario& s, const Mesh& m, const std::vector<StageLa
   const double dense_shard = static_cast<double>(m.dp) * m.cp;
   const double expert_shard = m.edp;
   const bool fp8 = s.training.precision == Precision::kFp8;
-  const double vh = static_cast<double>(m.padded_vocab) / m.tp * static_cast<double>(md.hidden_size);  // on this TP rank
   assert(out.stages.size() == layers.size() && params.size() == layers.size());
 
   out.worst_stage = 0;
@@ -523,6 +522,12 @@ void add_model_state(const Scenario& s, const Mesh& m, const std::vector<StageLa
     const double wd = b.shard_params ? P.dense / dense_shard : P.dense;
     const double we = b.shard_params ? P.expert / expert_shard : P.expert;
     st.weights = 2.0 * (wd + we);
+    // FP8 linear layers: everything but the word embedding and the output layer.
+    const double fp8_linear = std::max(0.0, P.total() - stage_embedding_params(s, m, L.has_embedding, L.has_output));
+    const bool fp8_params = fp8 && s.training.fp8_param_gather;
+    // --fp8-param-gather: those weights are FP8 tensors, 1 B instead of 2 (the same share of a
+    // sharded copy).
+    if (fp8_params && P.total() > 0) st.weights -= (wd + we) * fp8_linear / P.total();
     // Gradients and optimizer state exist for what trains (LoRA: the adapters only).
     const double td = P.trainable_dense, te = P.trainable_expert;
     st.grads = b.grad_b * (b.shard_grads ? td / dense_shard + te / expert_shard : td + te);
@@ -533,11 +538,10 @@ void add_model_state(const Scenario& s, const Mesh& m, const std::vector<StageLa
     st.fp8_weight_cache = 0;
     if (fp8) {
       // TE caches an FP8 copy of each linear weight for the step, row-wise and (Hopper)
-      // column-wise: 2 B per linear parameter. Embedding and output layer stay bf16.
-      double emb = 0;
-      if (L.has_embedding) emb += vh;
-      if (L.has_output && (md.untie_embeddings_and_output_weights || m.pp > 1)) emb += vh;
-      st.fp8_weight_cache = 2.0 * std::max(0.0, P.total() - emb);
+      // column-wise: 2 B per linear parameter. Embedding and output layer stay bf16. With FP8
+      // weights (--fp8-param-gather) the weight is the row-wise copy: only the column-wise
+      // transpose is cached, 1 B.
+      st.fp8_weight_cache = (fp8_params ? 1.0 : 2.0) * fp8_linear;
     }
 
     st.allocated = st.weights + st.grads + st.main_params + st.optimizer_states +

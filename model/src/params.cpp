@@ -280,6 +280,14 @@ ParamComponents total_params(const ModelSpec& model, int64_t padded_vocab) {
 // head (Megatron's shared_embedding_or_output_weight, gradients all-reduced with stage 0);
 // with MTP the last stage also holds a copy of the embedding for the MTP input
 // (gpt_model.py: `if self.pre_process or self.mtp_process`), tied or not.
+double stage_embedding_params(const Scenario& s, const Mesh& m, bool has_embedding, bool has_output) {
+  const double vh = static_cast<double>(m.padded_vocab) / m.tp * static_cast<double>(s.model.hidden_size);
+  double emb = 0;
+  if (has_embedding) emb += vh;
+  if (has_output && (s.model.untie_embeddings_and_output_weights || m.pp > 1)) emb += vh;
+  return emb;
+}
+
 std::vector<GpuParams> gpu_params(const Scenario& s, const Mesh& m,
                                   const std::vector<StageLayers>& stages) {
   const ModelSpec& model = s.model;

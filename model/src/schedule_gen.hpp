@@ -1134,8 +1134,14 @@ void emit_step(const Ctx& x, bool first, bool last, const GpuParams& p, double t
   // 1/DP share with the distributed optimizer (a tensor belongs to the rank its buffer range
   // falls in; the few that straddle two ranks are ignored).
   double optimizer_params = 0, optimizer_tensors = 0;
+  // --fp8-param-gather: the distributed optimizer gathers the FP8 linear weights in FP8, 1 B a
+  // parameter (the embedding and output layer in bf16); LoRA trains bf16 adapters only.
+  const bool fp8_gather = s.training.precision == Precision::kFp8 && s.training.fp8_param_gather && !lora;
+  const double dense_bf16 = std::min(p.trainable_dense, stage_embedding_params(s, m, first, last));
   for (const Group& g : groups) {
-    const double grads = g.params * gb, weights = g.params * kAct;
+    const double grads = g.params * gb;
+    const double bf16_params = &g == &groups[0] ? dense_bf16 : 0.0;
+    const double weights = fp8_gather ? bf16_params * kAct + (g.params - bf16_params) * 1.0 : g.params * kAct;
     switch (how) {
       case DpSharding::kNoShard:  // DDP: one all-reduce of the main grads per step
         add(g.ar, Collective::kAllReduce, g.dim, g.size, grads, g.ar_item, 1, par.overlap_grad_reduce);

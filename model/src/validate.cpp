@@ -148,6 +148,13 @@ void check_sizes(const Scenario& s, Checker& check) {
   check(t.fp8_recipe == Fp8Recipe::kDelayed || t.precision == Precision::kFp8, "training.fp8_recipe",
         "fp8_recipe (other than the default, delayed) applies to FP8 training: set training.precision fp8 "
         "(Megatron ignores --fp8-recipe without --fp8-format)");
+  check(!t.fp8_param_gather || t.precision == Precision::kFp8, "training.fp8_param_gather",
+        "fp8_param_gather keeps FP8 weights and applies to FP8 training: set training.precision fp8");
+  check(!t.fp8_param_gather || s.parallel.use_distributed_optimizer ||
+            s.parallel.data_parallel_sharding_strategy != DpSharding::kNoShard,
+        "training.fp8_param_gather",
+        "fp8_param_gather gathers FP8 weights in the distributed optimizer: set parallel.use_distributed_optimizer "
+        "(or a Megatron-FSDP sharding strategy), as Megatron requires");
   check(t.precision != Precision::kFp8 || t.fp8_recipe != Fp8Recipe::kMxfp8, "training.fp8_recipe",
         "mxfp8 (32-element microscaling) runs on Blackwell (sm_100 and newer) only; lcm's profiles are Hopper: "
         "use delayed, tensorwise or blockwise");

@@ -228,6 +228,7 @@ ArgBlock megatron_training_args(const Scenario& s) {
   if (t.precision == Precision::kFp8) {
     b.add("--fp8-format", "hybrid", "FP8 GEMMs (E4M3 forward, E5M2 backward)");
     b.add("--fp8-recipe", std::string(to_string(t.fp8_recipe)));
+    if (t.fp8_param_gather) b.add("--fp8-param-gather", "", "FP8 weights, gathered in FP8, as estimated");
   }
   b.add("--attention-backend", megatron_attention_backend(t.attention_backend),
         t.attention_backend == AttentionBackend::kUnfused  ? "materialises the s x s scores, as estimated"
@@ -538,6 +539,7 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
   ddp.add("overlap_grad_reduce", yes(p.overlap_grad_reduce));
   ddp.add("overlap_param_gather", yes(p.overlap_param_gather));
   ddp.add("grad_reduce_in_fp32", yes(t.grad_reduce_in_fp32));
+  if (t.precision == Precision::kFp8 && t.fp8_param_gather) ddp.add("fp8_param_gather", "true", "FP8 weights");
   YamlSection optimizer{"optimizer", {}};
   optimizer.add("use_distributed_optimizer", yes(p.use_distributed_optimizer));
   const bool aware =
@@ -617,6 +619,10 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
   if (t.precision == Precision::kFp8 && (t.fp8_recipe == Fp8Recipe::kBlockwise || t.fp8_recipe == Fp8Recipe::kMxfp8))
     cannot(fmt::format("fp8_recipe {}: TorchTitan's float8 converter (torchao) scales per tensor or per row",
                        to_string(t.fp8_recipe)));
+  if (t.precision == Precision::kFp8 && t.fp8_param_gather)
+    cannot(
+        "fp8_param_gather: lcm exports no TorchTitan FP8 weights (torchao's float8 all-gather); export to "
+        "megatron or nemo instead");
   if (m.window_size > 0) cannot("sliding-window attention: TorchTitan's job config has no window for its models");
   if (m.activation != Activation::kDefault)
     cannot(fmt::format("activation {}: TorchTitan's models run SwiGLU (or GeLU) MLPs", to_string(m.activation)));

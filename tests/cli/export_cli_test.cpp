@@ -181,6 +181,13 @@ TEST(ExportRoundTrip, Fp8Recipe) {
       << tt.err;
 }
 
+// FP8 weights survive both round trips: Megatron's --fp8-param-gather, Megatron-Bridge's
+// ddp.fp8_param_gather.
+TEST(ExportRoundTrip, Fp8ParamGather) {
+  expect_setting_exported({"default", 64, "--set training.precision=fp8 --set training.fp8_param_gather=true"},
+                          "    --fp8-param-gather", "  fp8_param_gather: true");
+}
+
 // The attention backend survives both round trips: FlashAttention-2 is Megatron's
 // --attention-backend flash and Megatron-Bridge's attention_backend: flash.
 TEST(ExportRoundTrip, FlashAttention2Backend) {

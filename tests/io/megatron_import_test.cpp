@@ -324,6 +324,13 @@ TEST(MegatronImport, CrossEntropyFusion) {
               HasSubstr("--cross-entropy-fusion-impl: expected native or te, got 'triton'"));
 }
 
+TEST(MegatronImport, Fp8ParamGather) {
+  EXPECT_FALSE(imported(kMinimal).training.fp8_param_gather);  // Megatron's default
+  const Scenario s = imported(kMinimal + "--fp8-format hybrid --fp8-param-gather --use-distributed-optimizer");
+  EXPECT_TRUE(s.training.fp8_param_gather);
+  EXPECT_EQ(s.training.precision, Precision::kFp8);
+}
+
 TEST(MegatronImport, ParallelLayoutAndSharding) {
   const Scenario s = imported(kMinimal +
                                   "--tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 2 "

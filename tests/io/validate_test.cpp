@@ -419,6 +419,21 @@ TEST(Validate, Fp8RecipeRules) {
   expect_problem(s, "training.exp_avg_dtype", "fp8_block is a GEMM operand type");
 }
 
+// --fp8-param-gather: FP8 weights need FP8 training and the distributed optimizer (Megatron's
+// validate_args asserts the latter).
+TEST(Validate, Fp8ParamGatherRules) {
+  Scenario s = base();
+  s.parallel.use_distributed_optimizer = true;
+  s.parallel.data_parallel_sharding_strategy = DpSharding::kOptim;
+  s.training.fp8_param_gather = true;
+  expect_problem(s, "training.fp8_param_gather", "applies to FP8 training");
+  s.training.precision = Precision::kFp8;
+  for (const auto& p : validate_scenario(s)) ADD_FAILURE() << p.key << ": " << p.message;
+  s.parallel.use_distributed_optimizer = false;
+  s.parallel.data_parallel_sharding_strategy = DpSharding::kNoShard;
+  expect_problem(s, "training.fp8_param_gather", "gathers FP8 weights in the distributed optimizer");
+}
+
 // Unfused attention cannot run context parallelism (TE's get_attention_backend disables it
 // under CP; Megatron's local DotProductAttention asserts context_parallel_size == 1).
 TEST(Validate, UnfusedAttentionRefusesContextParallelism) {

@@ -688,6 +688,25 @@ TEST(CommDp, DdpAllReducesFp32MainGrads) {
   EXPECT_DOUBLE_EQ(dim(c, CommDim::kEdp), 0.0);
 }
 
+// --fp8-param-gather: the distributed optimizer gathers the FP8 linear weights in FP8 (1 B), the
+// (tied) word embedding in bf16: 2 x 1024 x 256 + 1 x (1836288 - 262144) = 2098432 B, of which
+// each of the 4 ranks sends 3/4; the gradients are reduce-scattered as before.
+TEST(CommDp, Fp8ParamGatherGathersFp8Weights) {
+  Scenario s = dp_scenario();
+  s.parallel.use_distributed_optimizer = true;
+  s.training.precision = Precision::kFp8;
+  s.training.fp8_param_gather = true;
+  ASSERT_FALSE(s.model.untie_embeddings_and_output_weights);
+  const double psi = dp_psi(s);
+  const double vh = static_cast<double>(derive_mesh(s).padded_vocab) * 256.0;
+  EXPECT_DOUBLE_EQ(vh, 262144.0);
+  const Comm c = run(s);
+  expect_consistent(c);
+  EXPECT_DOUBLE_EQ(sent(c, "dp.allgather.params"), 0.75 * 2098432.0);
+  EXPECT_DOUBLE_EQ(sent(c, "dp.allgather.params"), 0.75 * (2.0 * vh + (psi - vh)));
+  EXPECT_DOUBLE_EQ(sent(c, "dp.reducescatter.grads"), 0.75 * 4.0 * psi);
+}
+
 TEST(CommDp, DistributedOptimizerReduceScattersGradsAndGathersBf16Params) {
   Scenario s = dp_scenario();
   s.parallel.use_distributed_optimizer = true;

@@ -445,6 +445,26 @@ TEST(MemoryState, Fp8CachesLinearWeights) {
   expect_rel(mem.stages[0].fp8_weight_cache, 2.0 * (1e9 - vh));
 }
 
+// --fp8-param-gather (NeMo's fp8_params): the linear weights are FP8 tensors, 1 B a parameter
+// (the embedding stays bf16), and only their column-wise transpose is cached, 1 B: 2 B per linear
+// parameter less than bf16 weights with a 2 B FP8 cache.
+//   1e9 parameters, vh of them the (tied) embedding: weights 2 vh + 1 (1e9 - vh) = 1e9 + vh;
+//   FP8 cache 1e9 - vh. Before: weights 2e9, cache 2 (1e9 - vh).
+TEST(MemoryState, Fp8ParamGatherKeepsFp8Weights) {
+  OneStage o = one_stage(8, 1e9, 0);
+  o.s.training.precision = Precision::kFp8;
+  o.s.training.fp8_param_gather = true;
+  const Memory mem = estimate_memory(o.s, o.m, o.layers, o.params);
+  const double vh = static_cast<double>(o.m.padded_vocab) * 6144;
+  expect_rel(mem.stages[0].weights, 1e9 + vh);
+  expect_rel(mem.stages[0].fp8_weight_cache, 1e9 - vh);
+  o.s.training.fp8_param_gather = false;
+  const Memory before = estimate_memory(o.s, o.m, o.layers, o.params);
+  expect_rel(before.stages[0].weights + before.stages[0].fp8_weight_cache -
+                 (mem.stages[0].weights + mem.stages[0].fp8_weight_cache),
+             2.0 * (1e9 - vh));
+}
+
 // ---- Pipeline in-flight micro-batches (docs/reference/formulas.md §3.3).
 Scenario pipeline(int p, int vp_layers, int gbs) {
   Scenario s = gpt_paper(1, false);

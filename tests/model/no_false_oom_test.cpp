@@ -62,16 +62,9 @@ const KnownFlagged kKnownFlagged[] = {
      "mbs 4 as published: 4 x 14.6 GiB of activations on stage 0; the release's code (Megatron-Bridge v0.2.0 "
      "gpt_oss/workload_base_configs.py) sets mbs 1, with which the stage needs about a quarter of that"},
     {"GPT3-20B pretrain", kNemo2407},
-    // dgxc-benchmarking v25.04 (NeMo 2.0, session 40; scored once as held out): NeMo 2.0's FP8
-    // recipe keeps the weights in FP8 (`fp8_params`, with FP8 parameter gathers), one byte a
-    // parameter plus a transpose, where lcm counts the bf16 weights and an FP8 copy with its
-    // transpose: about 2 B per linear parameter too much. Not modelled yet.
-    {"v25.04 Llama3.1-405B FP8 512GPU",
-     "NeMo 2.0's fp8_params (FP8 weights) not modelled: stage 1 weights 11.9 + FP8 weight cache 11.9 GiB, where "
-     "the run keeps about 6 + 6; band bottom 80.2 GiB against 79.6"},
-    {"v25.04 Nemotron4-15B FP8 16GPU",
-     "NeMo 2.0's fp8_params (FP8 weights) not modelled: weights 14.6 + FP8 weight cache 11.6 GiB, where the run "
-     "keeps about half; band bottom 80.3 GiB against 79.6 (a row seen before its table's declaration)"},
+    // (dgxc-benchmarking v25.04's Llama 3.1 405B FP8 on 512 GPUs and Nemotron-4 15B FP8 on 16, flagged
+    // at that table's score, session 40, fit since NeMo 2.0's FP8 weights are modelled:
+    // training.fp8_param_gather.)
     // (gpt3_mcore_tp2_pp2_ep2_etp2_te_4experts2parallel, whose CSV sizes are tp 4 with etp 2,
     // was listed until session 25 as outside the planner's space; etp now takes every divisor
     // of tp, and the run fits, 5.3 GiB at the band's top.)

@@ -477,6 +477,7 @@ struct Recipe {
   int64_t document_length = 0;  // packed SFT / LoRA sequences (kSquadDocumentTokens)
   uint32_t lora_targets = 0;     // LoRA rows (rank kLoraRank): the stack's default targets; 0 none
   AttentionBackend attention_backend = AttentionBackend::kFused;
+  bool fp8_param_gather = false;  // FP8 rows: FP8 weights gathered in FP8 (NeMo's fp8_params)
   std::string note;
 };
 
@@ -596,6 +597,7 @@ Built build(const std::string& id, const ModelSpec& model, const Layout& l, cons
   s.training.global_batch_size = l.gbs;
   s.training.precision = l.precision;
   s.training.fp8_recipe = l.fp8_recipe;
+  s.training.fp8_param_gather = rc.fp8_param_gather && l.precision == Precision::kFp8;
   s.training.grad_reduce_in_fp32 = rc.grad_reduce_in_fp32;
   s.training.document_length = rc.document_length;
   if (rc.lora_targets != 0) {
@@ -1008,6 +1010,10 @@ std::vector<Result> dgxc_rows(const HardwareSpec& hw, const std::map<std::string
       rc.cross_entropy_loss_fusion = true;
       rc.tp_comm_overlap = true;
       rc.attention_backend = AttentionBackend::kFused;
+      // FP8 weights (`fp8_params`: FP8GlobalStateManager.FP8_PARAMETERS and the DDP's
+      // fp8_param_gather), modelled since session 40 after this table's score (development): its
+      // two FP8 runs flagged out of memory at the score fit or are tight with it.
+      rc.fp8_param_gather = true;
       if (model == "Nemotron4-340B") l.vp = 12;
     }
     // CP over p2p: ParallelSpec's default, the only CP of those containers' Transformer Engine.
@@ -1582,16 +1588,20 @@ TEST(PerfValidation, DgxcBenchmarkingV2504Table) {
   // 405B FP8 at 512 GPUs: 80.2 GiB at the band's bottom; the run's FP8 parameters, `fp8_params`,
   // are not modelled). The 8 seen rows 4.6 % (+2.7 %), 1 flagged (Nemotron-4 15B FP8 at 16
   // GPUs). Issue 12's re-measure target (mean |error| <= 12 %, |signed| <= 5 %, band >= 80 %) is
-  // met on this table. A regression guard on those figures, not a target.
+  // met on this table. A regression guard on those figures, not a target. Development since:
+  // FP8 weights (training.fp8_param_gather, NeMo 2.0's fp8_params, read before the score but not
+  // then modelled): 4.5 % (+1.8 %), 49 within 10 %, the band 50, memory 49 fit, 1 tight, none
+  // flagged; seen rows 4.3 % (+3.1 %), none flagged.
   EXPECT_EQ(h.s.n, 50);
   EXPECT_EQ(s.s.n, 8);
-  EXPECT_LE(h.s.mae(), 4.8);
-  EXPECT_LE(std::fabs(h.s.bias()), 1.6);
+  EXPECT_LE(h.s.mae(), 4.6);
+  EXPECT_LE(std::fabs(h.s.bias()), 1.9);
   EXPECT_GE(h.within10, 49);
   EXPECT_GE(h.s.within20, 50);
   EXPECT_GE(h.covered, 50);
-  EXPECT_GE(h.fit + h.tight, 49);
-  EXPECT_LE(s.s.mae(), 4.7);
+  EXPECT_EQ(h.fit + h.tight, 50);
+  EXPECT_EQ(s.fit + s.tight, 8);
+  EXPECT_LE(s.s.mae(), 4.4);
 }
 
 // FlashAttention-2 on the H100 (training.attention_backend flash2): the profile's terms against

@@ -78,6 +78,13 @@ struct GpuParams {
   bool operator==(const GpuParams&) const = default;
 };
 
+// The word-embedding and output-layer parameters of a pipeline rank (on its TP rank): the
+// embedding on the rank that holds it, the output layer on the last one when it is a weight of
+// its own (untied, or tied across a pipeline). FP8 runs keep both in bf16; the rest of the
+// rank's parameters run as Transformer Engine's FP8 linear layers (norms included: a few per
+// mille).
+double stage_embedding_params(const Scenario& s, const Mesh& m, bool has_embedding, bool has_output);
+
 // Per pipeline rank, index = stage (0 = first).
 std::vector<GpuParams> gpu_params(const Scenario& s, const Mesh& m,
                                   const std::vector<StageLayers>& stages);

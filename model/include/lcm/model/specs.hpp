@@ -198,6 +198,11 @@ struct TrainingSpec {
   int global_batch_size = 1;
   Precision precision = Precision::kBf16;
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with precision fp8
+  // Megatron --fp8-param-gather (NeMo's fp8_params): Transformer Engine keeps the linear layers'
+  // weights in FP8 (1 B, with the transpose Hopper's GEMMs need) instead of bf16 weights plus
+  // cached FP8 copies, and the distributed optimizer all-gathers them in FP8. FP8 training with
+  // a sharded optimizer only.
+  bool fp8_param_gather = false;
   AttentionBackend attention_backend = AttentionBackend::kFused;
   // Megatron --cross-entropy-loss-fusion (default off) and --cross-entropy-fusion-impl
   // (default native). Memory only: the loss buffers on the last stage (docs/memory-model.md).
