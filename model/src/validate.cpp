@@ -150,11 +150,6 @@ void check_sizes(const Scenario& s, Checker& check) {
         "(Megatron ignores --fp8-recipe without --fp8-format)");
   check(!t.fp8_param_gather || t.precision == Precision::kFp8, "training.fp8_param_gather",
         "fp8_param_gather keeps FP8 weights and applies to FP8 training: set training.precision fp8");
-  check(!t.fp8_param_gather || s.parallel.use_distributed_optimizer ||
-            s.parallel.data_parallel_sharding_strategy != DpSharding::kNoShard,
-        "training.fp8_param_gather",
-        "fp8_param_gather gathers FP8 weights in the distributed optimizer: set parallel.use_distributed_optimizer "
-        "(or a Megatron-FSDP sharding strategy), as Megatron requires");
   check(t.precision != Precision::kFp8 || t.fp8_recipe != Fp8Recipe::kMxfp8, "training.fp8_recipe",
         "mxfp8 (32-element microscaling) runs on Blackwell (sm_100 and newer) only; lcm's profiles are Hopper: "
         "use delayed, tensorwise or blockwise");
@@ -583,6 +578,12 @@ void check_sharding(const Scenario& s, Checker& check) {
           "parallel.overlap_param_gather", "overlap_param_gather only supported with distributed optimizer or megatron fsdp");
     check(p.overlap_grad_reduce, "parallel.overlap_param_gather", "Must use overlap_param_gather with overlap_grad_reduce");
   }
+  // --fp8-param-gather (a training knob, checked here because it reads only the sharding knobs).
+  check(!s.training.fp8_param_gather || p.use_distributed_optimizer ||
+            p.data_parallel_sharding_strategy != DpSharding::kNoShard,
+        "training.fp8_param_gather",
+        "fp8_param_gather gathers FP8 weights in the distributed optimizer: set parallel.use_distributed_optimizer "
+        "(or a Megatron-FSDP sharding strategy), as Megatron requires");
   check(!(p.use_distributed_optimizer && p.data_parallel_sharding_strategy == DpSharding::kNoShard),
         "parallel.data_parallel_sharding_strategy",
         "use_distributed_optimizer shards the optimizer state; data_parallel_sharding_strategy cannot be no_shard");

@@ -34,13 +34,13 @@ fs::path scratch() {
   return d;
 }
 
-// The estimate's note names the composition spread as stored (session 40: -4.77 % / +10.77 %
+// The estimate's note names the composition spread as stored (session 40: -4.59 % / +10.77 %
 // over 316 rows, to two decimals); the words on a low end at zero are for a spread whose low end
 // is within half a per cent of zero (sessions 38-39), not this one.
 TEST(BandsCli, EstimateNoteNamesTheCompositionSpread) {
   const LcmRun r = lcm("estimate scenarios/default.yaml");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("composition spread -4.77%..+10.77% from 316 published-table rows, a DEVELOPMENT-SET figure"),
+  EXPECT_NE(r.out.find("composition spread -4.59%..+10.77% from 316 published-table rows, a DEVELOPMENT-SET figure"),
             std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find("its low end is zero or above"), std::string::npos) << r.out;
@@ -94,7 +94,7 @@ TEST(BandsCli, EstimateJsonBandIsTheStepTimes) {
   const json& t = e.at("time");
   const json& b = t.at("band");
   const double step = t.at("step_s"), lo = b.at("relative_low"), hi = b.at("relative_high");
-  // The composition spread (session 40: -4.77 % / +10.77 %) straddles zero; from session 38 to
+  // The composition spread (session 40: -4.59 % / +10.77 %) straddles zero; from session 38 to
   // 39 it lay at or above zero, and a band could lie wholly above the step.
   EXPECT_LT(lo, hi);
   EXPECT_GT(hi, 0.0);

@@ -986,6 +986,11 @@ std::vector<Result> dgxc_rows(const HardwareSpec& hw, const std::map<std::string
     rc.attention_backend = model == "GPT3-175B" || model == "Nemotron4-340B" || model == "Grok-1"
                                ? AttentionBackend::kFlash2
                                : AttentionBackend::kFused;
+    // FP8 weights on the FP8 rows (session 40, development): every workload's configure.sh at
+    // v24.11.1 and v25.02 passes model.fp8_params=$FP8_ENABLED (GPT-3 175B's YAML sets it true),
+    // and NeMo 1.0 builds Megatron-Core's DDP with fp8_param_gather = fp8_params
+    // (megatron_gpt_model.py, NeMo v2.0.0 / v2.1.0).
+    rc.fp8_param_gather = true;
     if (v2502) {
       // The v25.02 tag's recipe changes (its declaration): GPT-3 175B exports NVTE_FUSED_ATTN=1
       // and its YAML runs virtual pipeline 6 (the README header's 12 is stale); Nemotron-4 340B
@@ -1430,10 +1435,12 @@ TEST(PerfValidation, NemoLongSequenceTable) {
   // (-5.36 / +11.93 %) covering 5. WORSE: this table goes against the term (its runs at CP 16-32
   // were already priced too slow); the bounds were loosened to the new figures, a development
   // choice made with both tables' figures in view (docs/validation-performance.md, session 40).
+  // The band covers 4 since the composition spread took the dgxc rows' FP8 weights (-4.59 /
+  // +10.77 %).
   EXPECT_LE(s.mae(), 7.5);
   EXPECT_LE(best, 16.0);
   EXPECT_GE(within10, 7);
-  EXPECT_GE(covered, 5);
+  EXPECT_GE(covered, 4);
   EXPECT_EQ(fit, 9);
 }
 
@@ -1504,12 +1511,14 @@ TEST(PerfValidation, DgxcBenchmarkingTable) {
   // (-0.04 / +20.44 %) 83. Session 40's slowest GPU, whose two spreads were fitted on this
   // table's fixed-layout series (their growth with the GPU count; each series' mean removed, so
   // IN-SAMPLE for the slopes and development for the level): 6.7 % (+6.3 %), 79 within 10 %, 87
-  // within 20 %, the band (-5.36 / +11.93 %) 85.
-  EXPECT_LE(s.mae(), 6.8);
-  EXPECT_LE(s.bias(), 6.4);
+  // within 20 %, the band (-5.36 / +11.93 %) 85. FP8 weights on the FP8 rows (their configure.sh
+  // sets fp8_params; session 40, development): 6.8 % (+6.6 %), 79 within 10 %, the band (-4.59 /
+  // +10.77 %) 84, all 88 fit.
+  EXPECT_LE(s.mae(), 6.9);
+  EXPECT_LE(s.bias(), 6.6);
   EXPECT_GE(within10, 79);
   EXPECT_GE(s.within20, 87);
-  EXPECT_GE(covered, 85);
+  EXPECT_GE(covered, 84);
   EXPECT_EQ(fit + tight, 88);
 }
 
@@ -1543,14 +1552,15 @@ TEST(PerfValidation, DgxcBenchmarkingV2502Table) {
   // 40's slowest GPU (fitted on v24.11.1's fixed-layout series; the same series here, re-measured,
   // give nearly the same spreads, 0.020 / 0.052 against 0.022 / 0.053): 5.9 % (+4.7 %), 65 within
   // 10 %, 74 within 20 %, the band (-5.36 / +11.93 %) 72; seen rows 3.2 %. The band 71 since
-  // dgxc v25.04's rows joined the composition spread (-5.37 / +10.77 % over 316).
+  // dgxc v25.04's rows joined the composition spread (-5.37 / +10.77 % over 316). FP8 weights on
+  // the FP8 rows: 6.0 % (+5.0 %), the band 71, all 76 fit; seen rows 3.4 %.
   EXPECT_LE(h.s.mae(), 6.0);
-  EXPECT_LE(h.s.bias(), 4.8);
+  EXPECT_LE(h.s.bias(), 5.1);
   EXPECT_GE(h.within10, 65);
   EXPECT_GE(h.s.within20, 74);
   EXPECT_GE(h.covered, 71);
   EXPECT_EQ(h.fit + h.tight, 76);
-  EXPECT_LE(s.s.mae(), 3.3);
+  EXPECT_LE(s.s.mae(), 3.4);
   EXPECT_EQ(s.fit + s.tight, 12);
 }
 

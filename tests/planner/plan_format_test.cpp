@@ -54,7 +54,7 @@ TEST(PlanFormats, JsonHasTheDocumentedKeys) {
     for (const char* d : {"tp", "cp", "ep", "pp", "dp"}) EXPECT_TRUE(m.at("exposed_comm_s").at(d).is_number()) << d;
     EXPECT_TRUE(m.at("fits").get<bool>());
     // The error band (docs/planner.md): [low, high] of the step time (the composition spread
-    // since session 40: -4.77 % / +10.77 %); ties first, by the band's high end.
+    // since session 40: -4.59 % / +10.77 %); ties first, by the band's high end.
     const json& b = r.at("band");
     EXPECT_LT(b.at("step_s").at(0).get<double>(), b.at("step_s").at(1).get<double>());
     EXPECT_GE(b.at("step_s").at(1).get<double>(), m.at("step_s").get<double>());
