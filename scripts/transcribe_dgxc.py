@@ -60,6 +60,17 @@ def has(repo, tag, path):
     return subprocess.run(["git", "--git-dir", repo, "cat-file", "-e", f"{tag}:{path}"], capture_output=True).returncode == 0
 
 
+def fill_results(r, step, toks, mfu, j, tag, sha, path):
+    """Set a row's result cells (column j) and source; returns 1 when tokens/s disagrees with
+    gbs x seq / step by more than 1 %, else 0."""
+    r["step_time_s"] = float(re.sub(r"\s+", "", step[j]))  # v24.11.1 writes one cell "8.7  5"
+    r["tokens_per_sec"] = float(re.sub(r"[\s,]+", "", toks[j]))
+    r["mfu_published"] = mfu[j] if mfu else ""
+    r["source"] = f"NVIDIA/dgxc-benchmarking tag {tag} ({sha[:10]}), {path}"
+    implied = r["gbs"] * r["seq_len"] / r["step_time_s"]
+    return 1 if abs(implied / r["tokens_per_sec"] - 1) > 0.01 else 0
+
+
 def combined_rows(repo, tag, sha):
     """Rows of the v25.04-style READMEs: layout tables keyed by (size, precision, GPUs) and
     result tables per size and precision. Returns rows and the number failing the 1 % check."""
@@ -112,13 +123,7 @@ def combined_rows(repo, tag, sha):
                      "tp": int(lay["TP"]), "pp": int(lay["PP"]), "cp": int(lay["CP"]),
                      "vp": 1 if na(lay["VP"]) else int(lay["VP"]), "ep": 1 if na(lay["EP"]) else int(lay["EP"]),
                      "gbs": int(lay["GBS"])}
-                r["step_time_s"] = float(re.sub(r"\s+", "", step[j]))
-                r["tokens_per_sec"] = float(re.sub(r"[\s,]+", "", toks[j]))
-                r["mfu_published"] = mfu[j] if mfu else ""
-                r["source"] = f"NVIDIA/dgxc-benchmarking tag {tag} ({sha[:10]}), {path}"
-                implied = r["gbs"] * r["seq_len"] / r["step_time_s"]
-                if abs(implied / r["tokens_per_sec"] - 1) > 0.01:
-                    bad += 1
+                bad += fill_results(r, step, toks, mfu, j, tag, sha, path)
                 rows.append(r)
                 n += 1
         print(f"{path}: {n} rows, {container}")
@@ -197,13 +202,7 @@ def main():
                     r.update(seq_len=int(g["SeqLen"]), num_layers=int(g["Layers"]), tp=int(g["TP"]), pp=int(g["PP"]),
                              cp=int(g["CP"]), ep=int(g["EP"]), mbs=int(g["MBS"]), gbs=int(g["GBS"]),
                              vp=1 if g["VP"].upper() in ("NA", "N/A") else int(g["VP"]))
-                r["step_time_s"] = float(re.sub(r"\s+", "", step[j]))  # v24.11.1 writes one cell "8.7  5"
-                r["tokens_per_sec"] = float(re.sub(r"\s+", "", toks[j]))
-                r["mfu_published"] = mfu[j] if mfu else ""
-                r["source"] = f"NVIDIA/dgxc-benchmarking tag {tag} ({sha[:10]}), {path}"
-                implied = r["gbs"] * r["seq_len"] / r["step_time_s"]
-                if abs(implied / r["tokens_per_sec"] - 1) > 0.01:
-                    bad += 1
+                bad += fill_results(r, step, toks, mfu, j, tag, sha, path)
                 rows.append(r)
                 n += 1
         layouts = sorted({(r["precision"], r["num_gpus"], r["gbs"], r["tp"], r["pp"], r["cp"], r["vp"], r["ep"],

@@ -1118,30 +1118,31 @@ void emit_step(const Ctx& x, bool first, bool last, const GpuParams& p, double t
     int size;
     OpId ar, rs, ag, ag_bwd;                 // ops
     CommItemId ar_item, rs_item, ag_item;  // Comm items
+    double bf16_params;  // of `params`, those gathered in bf16 under --fp8-param-gather
   };
   // What trains (GpuParams::trainable_*): every parameter, or under LoRA the adapters only;
   // Megatron's DDP buffers hold only parameters that require gradients.
   const bool lora = s.training.peft == Peft::kLora;
+  // --fp8-param-gather: the distributed optimizer gathers the FP8 linear weights in FP8, 1 B a
+  // parameter (the embedding and output layer in bf16; the experts are all linear); LoRA trains
+  // bf16 adapters only.
+  const bool fp8_gather = s.training.precision == Precision::kFp8 && s.training.fp8_param_gather && !lora;
+  const double dense_bf16 = std::min(p.trainable_dense, stage_embedding_params(s, m, first, last));
   const Group groups[2] = {
-      {p.trainable_dense, p.trainable_dense_tensors, CommDim::kDp, m.dp * m.cp, OpId::kDpGradsAllReduce, OpId::kDpGradsReduceScatter, OpId::kDpParamsAllGather,
-       OpId::kDpParamsAllGatherBwd, CommItemId::kDpAllReduceGrads, CommItemId::kDpReduceScatterGrads,
-       CommItemId::kDpAllGatherParams},
-      {p.trainable_expert, p.trainable_expert_tensors, CommDim::kEdp, x.r.moe ? m.edp : 1, OpId::kEdpGradsAllReduce, OpId::kEdpGradsReduceScatter,
-       OpId::kEdpParamsAllGather, OpId::kEdpParamsAllGatherBwd, CommItemId::kEdpAllReduceGrads,
-       CommItemId::kEdpReduceScatterGrads, CommItemId::kEdpAllGatherParams}};
+      {p.trainable_dense, p.trainable_dense_tensors, CommDim::kDp, m.dp * m.cp, OpId::kDpGradsAllReduce,
+       OpId::kDpGradsReduceScatter, OpId::kDpParamsAllGather, OpId::kDpParamsAllGatherBwd,
+       CommItemId::kDpAllReduceGrads, CommItemId::kDpReduceScatterGrads, CommItemId::kDpAllGatherParams, dense_bf16},
+      {p.trainable_expert, p.trainable_expert_tensors, CommDim::kEdp, x.r.moe ? m.edp : 1, OpId::kEdpGradsAllReduce,
+       OpId::kEdpGradsReduceScatter, OpId::kEdpParamsAllGather, OpId::kEdpParamsAllGatherBwd,
+       CommItemId::kEdpAllReduceGrads, CommItemId::kEdpReduceScatterGrads, CommItemId::kEdpAllGatherParams, 0.0}};
   // The optimizer's per-tensor host work walks the tensors of the rank's shard: all of them
   // without sharding and under Megatron-FSDP (every parameter is sharded over the group), a
   // 1/DP share with the distributed optimizer (a tensor belongs to the rank its buffer range
   // falls in; the few that straddle two ranks are ignored).
   double optimizer_params = 0, optimizer_tensors = 0;
-  // --fp8-param-gather: the distributed optimizer gathers the FP8 linear weights in FP8, 1 B a
-  // parameter (the embedding and output layer in bf16); LoRA trains bf16 adapters only.
-  const bool fp8_gather = s.training.precision == Precision::kFp8 && s.training.fp8_param_gather && !lora;
-  const double dense_bf16 = std::min(p.trainable_dense, stage_embedding_params(s, m, first, last));
   for (const Group& g : groups) {
     const double grads = g.params * gb;
-    const double bf16_params = &g == &groups[0] ? dense_bf16 : 0.0;
-    const double weights = fp8_gather ? bf16_params * kAct + (g.params - bf16_params) * 1.0 : g.params * kAct;
+    const double weights = fp8_gather ? g.bf16_params * kAct + (g.params - g.bf16_params) * 1.0 : g.params * kAct;
     switch (how) {
       case DpSharding::kNoShard:  // DDP: one all-reduce of the main grads per step
         add(g.ar, Collective::kAllReduce, g.dim, g.size, grads, g.ar_item, 1, par.overlap_grad_reduce);

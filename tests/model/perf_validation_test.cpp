@@ -1486,6 +1486,15 @@ DgxcScore score_dgxc(const std::vector<Result>& rows, const std::string& label) 
   return d;
 }
 
+// One line with a tag's held-out and seen figures (the tables whose rows were partly seen before
+// their declaration).
+void print_held_and_seen(const char* tag, const DgxcScore& h, const DgxcScore& s) {
+  std::printf(
+      "\ndgxc %s held out: %d rows, mean |error| %.1f %%, mean signed error %+.1f %%; seen: %d rows, mean "
+      "|error| %.1f %%, mean signed error %+.1f %%\n",
+      tag, h.s.n, h.s.mae(), h.s.bias(), s.s.n, s.s.mae(), s.s.bias());
+}
+
 TEST(PerfValidation, DgxcBenchmarkingTable) {
   const HardwareSpec hw = load_h100_or_fail();
   const auto archs = architectures();
@@ -1537,9 +1546,7 @@ TEST(PerfValidation, DgxcBenchmarkingV2502Table) {
   ASSERT_EQ(held.size(), 76u);
   const DgxcScore h = score_dgxc(held, "dgxc v25.02 held out");
   const DgxcScore s = score_dgxc(seen, "dgxc v25.02 seen (Llama 3.1 70B)");
-  std::printf("\ndgxc v25.02 held out: %d rows, mean |error| %.1f %%, mean signed error %+.1f %%; seen: %d rows, mean "
-              "|error| %.1f %%, mean signed error %+.1f %%\n",
-              h.s.n, h.s.mae(), h.s.bias(), s.s.n, s.s.mae(), s.s.bias());
+  print_held_and_seen("v25.02", h, s);
   // The one held-out score (the model and profiles of f42d96d, the declaration's commit, with
   // the composition spread of then, -1.00 / +23.60 %): over the 76 unseen rows mean |error|
   // 13.3 %, signed +13.3 % (every row too fast: BF16 +11.6 %, FP8 +15.0 %), 20 within 10 %, 67
@@ -1587,10 +1594,7 @@ TEST(PerfValidation, DgxcBenchmarkingV2504Table) {
   ASSERT_EQ(held.size(), 50u);
   const DgxcScore h = score_dgxc(held, "dgxc v25.04 held out");
   const DgxcScore s = score_dgxc(seen, "dgxc v25.04 seen");
-  std::printf(
-      "\ndgxc v25.04 held out: %d rows, mean |error| %.1f %%, mean signed error %+.1f %%; seen: %d rows, mean "
-      "|error| %.1f %%, mean signed error %+.1f %%\n",
-      h.s.n, h.s.mae(), h.s.bias(), s.s.n, s.s.mae(), s.s.bias());
+  print_held_and_seen("v25.04", h, s);
   // The one held-out score (session 40, the model and profiles of d32eaa3 frozen since the
   // declaration, cf4a057): over the 50 unseen rows mean |error| 4.8 %, signed +1.5 % (BF16
   // +4.0 %, FP8 -0.9 %), 49 within 10 % (Llama 3.1 405B BF16 at 64 GPUs +12.9 %), 50 within 20 %,
