@@ -47,10 +47,10 @@ MX=(mixtral-8x7b "${ONE[@]}" "${NORC[@]}" --set training.seq_length=4096 --set t
 QW=(qwen3-30b-a3b "${ONE[@]}" "${NORC[@]}" --set training.seq_length=4096 --set training.global_batch_size=4)
 # DeepSeek-V3 slice: layer 0 dense, layer 1 MoE with 32 of the 256 experts (8 groups of 4, top-8
 # from 4 groups, sigmoid with the expert bias, one shared expert), MLA with q-LoRA and the latent
-# norms (qk_layernorm, as Megatron's DeepSeek-V3 recipes), no MTP, fp32 Adam moments.
+# norms (qk_layernorm, as Megatron's DeepSeek-V3 recipes), no MTP, fp32 Adam moments and whole fp32 masters.
 DS=(deepseek-v3 "${ONE[@]}" --set model.mtp_num_layers=0 --set model.qk_layernorm=true --set model.num_experts=32
     --set "model.moe_layer_freq=([0]*1+[1]*60)" --set model.moe_token_dispatcher_type=alltoall
-    --set training.exp_avg_dtype=fp32 --set training.exp_avg_sq_dtype=fp32
+    --set training.exp_avg_dtype=fp32 --set training.exp_avg_sq_dtype=fp32 --set training.store_param_remainders=false
     --set parallel.num_layers_in_first_pipeline_stage=null --set parallel.num_layers_in_last_pipeline_stage=null
     --set training.seq_length=4096 --set training.global_batch_size=4)
 

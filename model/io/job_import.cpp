@@ -116,6 +116,12 @@ Result<std::vector<MegatronFlag>> parse_megatron_bridge_yaml(const std::string& 
           if (value == "false") add(loc, "disable-bias-linear", "");
           continue;
         }
+        // Megatron-LM has no flag for it: its precision-aware optimizer stores eligible fp32 master
+        // weights as 16-bit remainders (OptimizerConfig's default), which the import then assumes.
+        if (dotted == "optimizer.store_param_remainders") {
+          add(loc, std::string(kBridgeFieldPrefix) + dotted, value);
+          continue;
+        }
         if (dotted == "ddp.grad_reduce_in_fp32") {
           if (value == "false") add(loc, "grad-reduce-in-bf16", "");
           continue;

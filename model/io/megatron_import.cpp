@@ -140,9 +140,10 @@ void MegatronImporter::from(const std::string& dotted, std::string_view flag) {
   out_.draft.present.insert(dotted);
   if (const MegatronFlag* f = get(flag)) {
     out_.where.keys[dotted] = Loc{f->file, f->line, f->column};
-    out_.where.display[dotted] = flag.starts_with(kEnvFlagPrefix)
-                                     ? fmt::format("{}={}", flag.substr(kEnvFlagPrefix.size()), f->value)
-                                     : "--" + std::string(flag);
+    out_.where.display[dotted] =
+        flag.starts_with(kEnvFlagPrefix)       ? fmt::format("{}={}", flag.substr(kEnvFlagPrefix.size()), f->value)
+        : flag.starts_with(kBridgeFieldPrefix) ? fmt::format("{}: {}", flag.substr(kBridgeFieldPrefix.size()), f->value)
+                                               : "--" + std::string(flag);
   }
 }
 
@@ -154,7 +155,8 @@ void MegatronImporter::classify() {
   }();
   std::set<std::string> seen;
   for (const auto& [name, f] : by_name_) {
-    if (is_mapped(name) || name.starts_with(kEnvFlagPrefix)) continue;  // env flags: read by map_training
+    // env flags and Megatron-Bridge fields: read by map_training
+    if (is_mapped(name) || name.starts_with(kEnvFlagPrefix) || name.starts_with(kBridgeFieldPrefix)) continue;
     const MegatronFlagName* known = find_megatron_flag(name);
     if (const FlagRule* rule = find_flag_rule(name)) {
       const bool bare = known && !known->takes_value;

@@ -2,6 +2,7 @@
 // optimizer dtypes, mesh sizes, pipeline layout, sharding, recompute, overlap).
 #include <algorithm>
 #include <map>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -126,7 +127,12 @@ void MegatronImporter::map_training() {
     const std::string v = text(flag).value_or("fp32");
     std::optional<DType> d = v == "fp16" ? std::optional<DType>(DType::kBf16) : parse_dtype(v);
     if (!d) fail(flag, fmt::format("expected fp32, bf16, fp16 or fp8, got '{}'", v));
-    if (v == "fp16") note(fmt::format("--{} fp16 modelled as bf16 (2 bytes)", flag));
+    if (v == "fp16")
+      note(fmt::format("--{} fp16 modelled as bf16 (2 bytes){}", flag,
+                       std::string_view(flag) == "main-params-dtype"
+                           ? "; bf16 master weights are the model's own, so the fp16 copy (2 B per parameter of "
+                             "the optimizer shard) is not counted"
+                           : ""));
     if (*d != DType::kFp32 && !precision_aware)
       fail(flag, fmt::format("{} can only be fp32 when not using precision-aware optimizer", flag));
     field = *d;
@@ -145,6 +151,28 @@ void MegatronImporter::map_training() {
     const std::string mg = text("megatron-fsdp-main-grads-dtype").value_or("auto");
     if (mg == "bf16" || mg == "fp16") t.grad_reduce_in_fp32 = false;
     else if (mg == "fp32") t.grad_reduce_in_fp32 = true;
+  }
+  // The precision-aware (distributed) optimizer with fp32 master weights hands them to Transformer
+  // Engine's FusedAdam, which keeps only their low 16 bits (OptimizerConfig.store_param_remainders,
+  // on by default, TE >= 2.1; Megatron-LM has no flag for it, Megatron-Bridge a config field)
+  // unless Megatron keeps them itself: FP8 weights or a current-scaling recipe
+  // (optimizer_config.py use_precision_aware_optimizer_no_fp8_or_ds_fp8).
+  constexpr std::string_view kRemainders = "bridge:optimizer.store_param_remainders";
+  const std::string remainders_field = text(kRemainders).value_or("true");
+  if (remainders_field != "true" && remainders_field != "false")
+    fail(kRemainders, fmt::format("expected true or false, got '{}'", remainders_field));
+  if (precision_aware && on("use-distributed-optimizer") && !on("use-megatron-fsdp") &&
+      t.main_params_dtype == DType::kFp32 && !t.fp8_param_gather &&
+      (t.precision != Precision::kFp8 || t.fp8_recipe == Fp8Recipe::kDelayed)) {
+    t.store_param_remainders = remainders_field == "true";
+    if (get(kRemainders)) {
+      from("training.store_param_remainders", kRemainders);
+    } else {
+      from("training.store_param_remainders", "use-precision-aware-optimizer");
+      note(
+          "--use-precision-aware-optimizer: fp32 master weights kept as 16-bit remainders (Transformer Engine >= "
+          "2.1)");
+    }
   }
 }
 

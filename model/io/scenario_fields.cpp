@@ -504,6 +504,8 @@ std::vector<FieldSpec> build() {
                           [](S& s) -> auto& { return s.training.cross_entropy_fusion_impl; }));
   f.push_back(boolean(T, "grad_reduce_in_fp32", [](S& s) -> auto& { return s.training.grad_reduce_in_fp32; }));
   f.push_back(enumeration(T, "main_params_dtype", [](S& s) -> auto& { return s.training.main_params_dtype; }));
+  f.push_back(boolean(
+      T, "store_param_remainders", [](S & s) -> auto& { return s.training.store_param_remainders; }));
   f.push_back(enumeration(T, "exp_avg_dtype", [](S& s) -> auto& { return s.training.exp_avg_dtype; }));
   f.push_back(enumeration(T, "exp_avg_sq_dtype", [](S& s) -> auto& { return s.training.exp_avg_sq_dtype; }));
   // ---- parallel ----

@@ -334,6 +334,8 @@ StateBytes state_bytes(const Scenario& s) {
   b.grad_b = tr.grad_reduce_in_fp32 ? 4.0 : 2.0;
   // bf16 main params: the model weights are the master copy, nothing extra is kept.
   b.main_b = tr.main_params_dtype == DType::kBf16 ? 0.0 : dtype_bytes(tr.main_params_dtype);
+  // fp32 master weights kept as their low 16 bits beside the bf16 weights (store_param_remainders).
+  if (tr.store_param_remainders) b.main_b = 2.0;
   b.optim_b = dtype_bytes(tr.exp_avg_dtype) + dtype_bytes(tr.exp_avg_sq_dtype);
   b.shard_optim = strat != DpSharding::kNoShard;
   b.shard_grads = strat == DpSharding::kOptimGrads || strat == DpSharding::kOptimGradsParams;

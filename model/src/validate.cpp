@@ -150,6 +150,15 @@ void check_sizes(const Scenario& s, Checker& check) {
         "(Megatron ignores --fp8-recipe without --fp8-format)");
   check(!t.fp8_param_gather || t.precision == Precision::kFp8, "training.fp8_param_gather",
         "fp8_param_gather keeps FP8 weights and applies to FP8 training: set training.precision fp8");
+  check(!t.store_param_remainders || t.main_params_dtype == DType::kFp32, "training.store_param_remainders",
+        "store_param_remainders splits fp32 master weights: it needs training.main_params_dtype fp32");
+  check(!t.store_param_remainders || !t.fp8_param_gather, "training.store_param_remainders",
+        "store_param_remainders needs bf16 weights to hold the high 16 bits; fp8_param_gather keeps FP8 weights "
+        "(NeMo then stores full fp32 master weights): turn one off");
+  check(!t.store_param_remainders || t.precision != Precision::kFp8 || t.fp8_recipe == Fp8Recipe::kDelayed,
+        "training.store_param_remainders",
+        "store_param_remainders with FP8 needs the delayed recipe: for current-scaling recipes Megatron keeps "
+        "the fp32 master weights itself (use_precision_aware_optimizer_no_fp8_or_ds_fp8)");
   check(t.precision != Precision::kFp8 || t.fp8_recipe != Fp8Recipe::kMxfp8, "training.fp8_recipe",
         "mxfp8 (32-element microscaling) runs on Blackwell (sm_100 and newer) only; lcm's profiles are Hopper: "
         "use delayed, tensorwise or blockwise");
@@ -584,6 +593,11 @@ void check_sharding(const Scenario& s, Checker& check) {
         "training.fp8_param_gather",
         "fp8_param_gather gathers FP8 weights in the distributed optimizer: set parallel.use_distributed_optimizer "
         "(or a Megatron-FSDP sharding strategy), as Megatron requires");
+  check(!s.training.store_param_remainders || p.use_distributed_optimizer ||
+            p.data_parallel_sharding_strategy != DpSharding::kNoShard,
+        "training.store_param_remainders",
+        "store_param_remainders is a sharded optimizer's storage (Apex's DistributedFusedAdam, Megatron's "
+        "precision-aware distributed optimizer): set parallel.use_distributed_optimizer");
   check(!(p.use_distributed_optimizer && p.data_parallel_sharding_strategy == DpSharding::kNoShard),
         "parallel.data_parallel_sharding_strategy",
         "use_distributed_optimizer shards the optimizer state; data_parallel_sharding_strategy cannot be no_shard");

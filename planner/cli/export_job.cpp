@@ -212,6 +212,14 @@ ArgBlock megatron_model_args(const Scenario& s) {
   return b;
 }
 
+// Whether Megatron's precision-aware optimizer keeps this job's fp32 master weights as 16-bit
+// remainders (Transformer Engine's FusedAdam; optimizer_config.py
+// use_precision_aware_optimizer_no_fp8_or_ds_fp8): bf16 weights and no current-scaling FP8 recipe.
+bool remainders_eligible(const TrainingSpec& t) {
+  return t.main_params_dtype == DType::kFp32 && !t.fp8_param_gather &&
+         (t.precision != Precision::kFp8 || t.fp8_recipe == Fp8Recipe::kDelayed);
+}
+
 ArgBlock megatron_training_args(const Scenario& s) {
   const TrainingSpec& t = s.training;
   if (t.peft != Peft::kNone)
@@ -239,8 +247,16 @@ ArgBlock megatron_training_args(const Scenario& s) {
     b.add("--cross-entropy-fusion-impl", std::string(to_string(t.cross_entropy_fusion_impl)));
   }
   if (!t.grad_reduce_in_fp32) b.add("--grad-reduce-in-bf16");
-  if (t.main_params_dtype != DType::kFp32 || t.exp_avg_dtype != DType::kFp32 || t.exp_avg_sq_dtype != DType::kFp32) {
-    b.add("--use-precision-aware-optimizer");
+  if (t.main_params_dtype != DType::kFp32 || t.exp_avg_dtype != DType::kFp32 || t.exp_avg_sq_dtype != DType::kFp32 ||
+      t.store_param_remainders) {
+    // Megatron has no flag for store_param_remainders: its precision-aware optimizer always keeps
+    // eligible fp32 master weights as 16-bit remainders (Transformer Engine >= 2.1).
+    b.add("--use-precision-aware-optimizer", "",
+          t.store_param_remainders ? "fp32 master weights kept as 16-bit remainders (TE >= 2.1), as estimated"
+          : remainders_eligible(t)
+              ? "TE >= 2.1 keeps the fp32 master weights as 16-bit remainders: 2 B per parameter of the optimizer "
+                "shard below the estimate (training.store_param_remainders)"
+              : "");
     b.add("--main-params-dtype", std::string(to_string(t.main_params_dtype)));
     b.add("--exp-avg-dtype", std::string(to_string(t.exp_avg_dtype)));
     b.add("--exp-avg-sq-dtype", std::string(to_string(t.exp_avg_sq_dtype)));
@@ -542,13 +558,16 @@ std::string nemo_yaml(const Scenario& s, const ExportSource& src) {
   if (t.precision == Precision::kFp8 && t.fp8_param_gather) ddp.add("fp8_param_gather", "true", "FP8 weights");
   YamlSection optimizer{"optimizer", {}};
   optimizer.add("use_distributed_optimizer", yes(p.use_distributed_optimizer));
-  const bool aware =
-      t.main_params_dtype != DType::kFp32 || t.exp_avg_dtype != DType::kFp32 || t.exp_avg_sq_dtype != DType::kFp32;
+  const bool aware = t.main_params_dtype != DType::kFp32 || t.exp_avg_dtype != DType::kFp32 ||
+                     t.exp_avg_sq_dtype != DType::kFp32 || t.store_param_remainders;
   optimizer.add("use_precision_aware_optimizer", yes(aware));
   if (aware) {
     optimizer.add("main_params_dtype", quoted(to_string(t.main_params_dtype)));
     optimizer.add("exp_avg_dtype", quoted(to_string(t.exp_avg_dtype)));
     optimizer.add("exp_avg_sq_dtype", quoted(to_string(t.exp_avg_sq_dtype)));
+    if (t.main_params_dtype == DType::kFp32)
+      optimizer.add("store_param_remainders", yes(t.store_param_remainders),
+                    t.store_param_remainders ? "fp32 master weights as 16-bit remainders (TE >= 2.1)" : "");
   }
   std::string out = header(s, src, "Megatron-Bridge (NeMo 2) ConfigContainer override", "#");
   out += fmt::format(
@@ -609,6 +628,8 @@ std::string torchtitan_toml(const Scenario& s, const ExportSource& src) {
   if (!t.grad_reduce_in_fp32) cannot("grad_reduce_in_fp32 false: TorchTitan reduces gradients in float32 only");
   if (t.main_params_dtype != DType::kFp32 || t.exp_avg_dtype != DType::kFp32 || t.exp_avg_sq_dtype != DType::kFp32)
     cannot("low-precision optimizer state: TorchTitan keeps float32 master weights and Adam moments");
+  if (t.store_param_remainders)
+    cannot("store_param_remainders: TorchTitan keeps whole float32 master weights (FSDP2 mixed precision)");
   if (t.attention_backend == AttentionBackend::kUnfused)
     cannot("unfused attention: TorchTitan runs SDPA / flex attention (fused)");
   if (t.peft != Peft::kNone) cannot("peft lora: lcm exports no TorchTitan LoRA; export to nemo instead");

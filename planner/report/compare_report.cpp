@@ -349,6 +349,9 @@ io::Result<Scenario> load_compare_scenario(const std::string& scenario_path, con
     e.message += " (overrides: those of " + m.file + (extra.empty() ? "" : ", then --set / --profile") + ")";
     return e;
   }
+  // lcm-exec's runner keeps whole fp32 master weights (its plan refuses store_param_remainders),
+  // so a run it recorded ran without them, whatever the scenario file now says.
+  s.value().training.store_param_remainders = false;
   if (m.host) {
     HostSpec& h = s.value().hardware.host;
     h.kernel_launch = m.host->gemm_enqueue_s;

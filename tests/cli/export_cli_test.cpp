@@ -85,12 +85,13 @@ TEST(ExportRoundTrip, BundledScenariosThroughMegatronBridgeYaml) {
 
 // TorchTitan has no ZeRO-1 and no Megatron-style selective recompute (see the bad-input
 // tests): every bundled scenario goes through with FSDP2 and full recompute, DeepSeek-V3 with
-// an even pipeline and fp32 Adam moments too.
+// an even pipeline, fp32 Adam moments and whole fp32 master weights too.
 TEST(ExportRoundTrip, BundledScenariosThroughTorchTitanToml) {
   for (Case c : bundled()) {
-    c.args = c.scenario == "deepseek-v3" ? "--layout 'pp1 full optim_grads_params' --set training.exp_avg_dtype=fp32 "
-                                           "--set training.exp_avg_sq_dtype=fp32"
-                                         : "--layout 'full optim_grads_params'";
+    c.args = c.scenario == "deepseek-v3"
+                 ? "--layout 'pp1 full optim_grads_params' --set training.exp_avg_dtype=fp32 "
+                   "--set training.exp_avg_sq_dtype=fp32 --set training.store_param_remainders=false"
+                 : "--layout 'full optim_grads_params'";
     expect_round_trip("torchtitan", c);
   }
 }
@@ -186,6 +187,13 @@ TEST(ExportRoundTrip, Fp8Recipe) {
 TEST(ExportRoundTrip, Fp8ParamGather) {
   expect_setting_exported({"default", 64, "--set training.precision=fp8 --set training.fp8_param_gather=true"},
                           "    --fp8-param-gather", "  fp8_param_gather: true");
+}
+
+// 16-bit master-weight remainders survive both round trips: Megatron's precision-aware optimizer
+// (which stores them by default) and Megatron-Bridge's optimizer.store_param_remainders.
+TEST(ExportRoundTrip, StoreParamRemainders) {
+  expect_setting_exported({"default", 64, "--set training.store_param_remainders=true"},
+                          "    --use-precision-aware-optimizer", "  store_param_remainders: true");
 }
 
 // The attention backend survives both round trips: FlashAttention-2 is Megatron's

@@ -392,11 +392,17 @@ TEST(TrainContract, QkLayernormStepMatchesTheSchedule) {
 // then a MoE layer with 16 experts), without q-LoRA, and under mla_up_proj recompute.
 std::vector<std::string> deepseek_slice(const std::vector<std::string>& extra) {
   std::vector<std::string> args =
-      with(single_gpu("deepseek-v3"),
-           {"--layers", "2", "--set", "model.mtp_num_layers=0", "--set", "model.qk_layernorm=true", "--set", "model.num_experts=16", "--set",
-            "model.moe_layer_freq=([0]*1+[1]*60)", "--set", "model.moe_token_dispatcher_type=alltoall", "--set",
-            "training.exp_avg_dtype=fp32", "--set", "training.exp_avg_sq_dtype=fp32", "--set",
-            "parallel.num_layers_in_first_pipeline_stage=null", "--set", "parallel.num_layers_in_last_pipeline_stage=null"});
+      with(single_gpu("deepseek-v3"), {"--layers", "2",
+                                       "--set",    "model.mtp_num_layers=0",
+                                       "--set",    "model.qk_layernorm=true",
+                                       "--set",    "model.num_experts=16",
+                                       "--set",    "model.moe_layer_freq=([0]*1+[1]*60)",
+                                       "--set",    "model.moe_token_dispatcher_type=alltoall",
+                                       "--set",    "training.exp_avg_dtype=fp32",
+                                       "--set",    "training.exp_avg_sq_dtype=fp32",
+                                       "--set",    "training.store_param_remainders=false",
+                                       "--set",    "parallel.num_layers_in_first_pipeline_stage=null",
+                                       "--set",    "parallel.num_layers_in_last_pipeline_stage=null"});
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }

@@ -331,6 +331,19 @@ TEST(MegatronImport, Fp8ParamGather) {
   EXPECT_EQ(s.training.precision, Precision::kFp8);
 }
 
+// The precision-aware optimizer with fp32 master weights stores them as 16-bit remainders
+// (Megatron's OptimizerConfig.store_param_remainders, on by default; Transformer Engine >= 2.1),
+// except where Megatron keeps them itself: FP8 weights or a current-scaling recipe.
+TEST(MegatronImport, PrecisionAwareOptimizerStoresParamRemainders) {
+  EXPECT_FALSE(imported(kMinimal + "--use-distributed-optimizer").training.store_param_remainders);
+  const std::string aware = kMinimal + "--use-distributed-optimizer --use-precision-aware-optimizer ";
+  EXPECT_TRUE(imported(aware).training.store_param_remainders);
+  EXPECT_TRUE(imported(aware + "--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16").training.store_param_remainders);
+  EXPECT_TRUE(imported(aware + "--fp8-format hybrid").training.store_param_remainders);  // delayed
+  EXPECT_FALSE(imported(aware + "--fp8-format hybrid --fp8-recipe tensorwise").training.store_param_remainders);
+  EXPECT_FALSE(imported(aware + "--fp8-format hybrid --fp8-param-gather").training.store_param_remainders);
+}
+
 TEST(MegatronImport, ParallelLayoutAndSharding) {
   const Scenario s = imported(kMinimal +
                                   "--tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 2 "

@@ -421,17 +421,46 @@ TEST(Validate, Fp8RecipeRules) {
 
 // --fp8-param-gather: FP8 weights need FP8 training and the distributed optimizer (Megatron's
 // validate_args asserts the latter).
+void shard_optimizer(Scenario& s, bool on) {
+  s.parallel.use_distributed_optimizer = on;
+  s.parallel.data_parallel_sharding_strategy = on ? DpSharding::kOptim : DpSharding::kNoShard;
+}
+void expect_valid(const Scenario& s) {
+  for (const auto& p : validate_scenario(s)) ADD_FAILURE() << p.key << ": " << p.message;
+}
+
 TEST(Validate, Fp8ParamGatherRules) {
   Scenario s = base();
-  s.parallel.use_distributed_optimizer = true;
-  s.parallel.data_parallel_sharding_strategy = DpSharding::kOptim;
+  shard_optimizer(s, true);
   s.training.fp8_param_gather = true;
   expect_problem(s, "training.fp8_param_gather", "applies to FP8 training");
   s.training.precision = Precision::kFp8;
-  for (const auto& p : validate_scenario(s)) ADD_FAILURE() << p.key << ": " << p.message;
-  s.parallel.use_distributed_optimizer = false;
-  s.parallel.data_parallel_sharding_strategy = DpSharding::kNoShard;
+  expect_valid(s);
+  shard_optimizer(s, false);
   expect_problem(s, "training.fp8_param_gather", "gathers FP8 weights in the distributed optimizer");
+}
+
+// store_param_remainders: fp32 master weights split against bf16 weights, in a sharded optimizer,
+// without FP8 weights and, in FP8, with the delayed recipe only (Megatron keeps the master weights
+// itself for current scaling).
+TEST(Validate, ParamRemainderRules) {
+  Scenario s = base();
+  shard_optimizer(s, true);
+  s.training.store_param_remainders = true;
+  expect_valid(s);
+  s.training.main_params_dtype = DType::kBf16;
+  expect_problem(s, "training.store_param_remainders", "needs training.main_params_dtype fp32");
+  s.training.main_params_dtype = DType::kFp32;
+  s.training.precision = Precision::kFp8;
+  s.training.fp8_param_gather = true;
+  expect_problem(s, "training.store_param_remainders", "fp8_param_gather keeps FP8 weights");
+  s.training.fp8_param_gather = false;
+  s.training.fp8_recipe = Fp8Recipe::kTensorwise;
+  expect_problem(s, "training.store_param_remainders", "needs the delayed recipe");
+  s.training.fp8_recipe = Fp8Recipe::kDelayed;
+  expect_valid(s);
+  shard_optimizer(s, false);
+  expect_problem(s, "training.store_param_remainders", "a sharded optimizer's storage");
 }
 
 // Unfused attention cannot run context parallelism (TE's get_attention_backend disables it

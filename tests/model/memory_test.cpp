@@ -402,6 +402,20 @@ TEST(MemoryState, SixPlusTwelveOverDWithDistributedOptimizer) {
   expect_rel(state_bytes(mem.stages[0]) / 1e9, 6.0 + 12.0 / 8.0);
 }
 
+// store_param_remainders (Apex's DistributedFusedAdam in NeMo 1.0, Megatron's precision-aware
+// optimizer on Transformer Engine >= 2.1): the fp32 master weight's high 16 bits are the bf16
+// weight, so the shard keeps 2 B of it, not 4: 1e9 parameters on dp 8 = 6 + (2 + 8) / 8 B each,
+// 0.25 GB of master weights less than the 6 + 12 / 8 above.
+TEST(MemoryState, ParamRemaindersHalveTheMasterWeights) {
+  OneStage o = one_stage(8, 1e9, 0);
+  o.s.parallel.use_distributed_optimizer = true;
+  o.s.training.store_param_remainders = true;
+  const Memory mem = estimate_memory(o.s, o.m, o.layers, o.params);
+  expect_rel(mem.stages[0].main_params, 2.0 * 1e9 / 8.0);
+  expect_rel(mem.stages[0].optimizer_states, 8.0 * 1e9 / 8.0);
+  expect_rel(state_bytes(mem.stages[0]) / 1e9, 6.0 + 10.0 / 8.0);
+}
+
 TEST(MemoryState, DenseShardsOverDpTimesCpExpertOverEdp) {
   OneStage o = one_stage(8, 0, 0);
   o.s.model.num_experts = 8;

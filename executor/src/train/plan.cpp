@@ -114,9 +114,11 @@ TrainPlan plan_training(const TrainOptions& o, int gpus) {
   if (s.training.attention_backend != AttentionBackend::kFused)
     refuse("the runner uses fused (cuDNN) attention only: --set training.attention_backend=fused");
   if (!s.training.grad_reduce_in_fp32 || s.training.main_params_dtype != DType::kFp32 ||
-      s.training.exp_avg_dtype != DType::kFp32 || s.training.exp_avg_sq_dtype != DType::kFp32)
-    refuse("the runner keeps fp32 main grads, master weights and Adam moments only (training.grad_reduce_in_fp32, "
-           "main_params_dtype, exp_avg_dtype, exp_avg_sq_dtype)");
+      s.training.store_param_remainders || s.training.exp_avg_dtype != DType::kFp32 ||
+      s.training.exp_avg_sq_dtype != DType::kFp32)
+    refuse(
+        "the runner keeps fp32 main grads, whole fp32 master weights and Adam moments only "
+        "(training.grad_reduce_in_fp32, main_params_dtype, store_param_remainders, exp_avg_dtype, exp_avg_sq_dtype)");
   try {
     p.rope = rope_params(md.rotary_base, md.rope_scaling);
   } catch (const ExecError& e) {

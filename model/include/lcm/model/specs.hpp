@@ -211,6 +211,13 @@ struct TrainingSpec {
   // Optimizer state dtypes (Megatron --use-precision-aware-optimizer knobs).
   bool grad_reduce_in_fp32 = true;  // fp32 main grads (Megatron's default with bf16)
   DType main_params_dtype = DType::kFp32;
+  // The optimizer keeps only the low 16 bits of each fp32 master weight; the bf16 weight holds
+  // the high 16, so a master weight costs 2 B instead of 4. Apex's DistributedFusedAdam does it
+  // in NeMo 1.0 (a bf16 O2 model with an fp32 optimizer and no fp8_params: megatron_base_model.py
+  // store_param_remainders, since 2022); Megatron's --use-precision-aware-optimizer does it through
+  // Transformer Engine's FusedAdam (OptimizerConfig.store_param_remainders, default on, TE >= 2.1).
+  // fp32 master weights of bf16 weights, with a sharded optimizer, only.
+  bool store_param_remainders = false;
   DType exp_avg_dtype = DType::kFp32;
   DType exp_avg_sq_dtype = DType::kFp32;
 

@@ -27,6 +27,9 @@ struct MegatronFlag {
   int column = 0;
 };
 inline constexpr std::string_view kEnvFlagPrefix = "env:";
+// A Megatron-Bridge config field with no Megatron-LM flag, carried to the importer under its
+// dotted name (parse_megatron_bridge_yaml): "bridge:optimizer.store_param_remainders".
+inline constexpr std::string_view kBridgeFieldPrefix = "bridge:";
 inline constexpr std::string_view kEnvVariables[] = {"NVTE_FUSED_ATTN", "NVTE_FLASH_ATTN"};
 
 // Split a command line (shell-like quoting, backslash-newline continuations, a leading
