@@ -768,6 +768,13 @@ std::vector<Result> bridge_rows(const HardwareSpec& hw, const std::map<std::stri
     // scaling not being stated (session 28, after these rows' errors were known).
     if (prec == "FP8-CS") l.fp8_recipe = Fp8Recipe::kTensorwise;
     Recipe rc = recipe_for("bridge", m);
+    // FP8 weights (session 41, read after these rows' errors were known: a development-set change):
+    // the performance scripts take Megatron-Bridge's mixed-precision recipes
+    // (scripts/performance/utils/helpers.py get_precision_config, v0.1.0rc3-v0.3.0), and
+    // bf16_with_fp8_delayed_scaling_mixed and bf16_with_fp8_current_scaling_mixed set
+    // fp8_param_gather = True in every release (src/megatron/bridge/training/mixed_precision.py);
+    // only the subchannel (blockwise) recipe, not a counted row here, sets False.
+    rc.fp8_param_gather = l.fp8_recipe != Fp8Recipe::kBlockwise;
     // Qwen3-30B-A3B on H100 before 26.02: the presets set no flex backend, and Megatron-Bridge
     // skips HybridEP on GPUs other than GB200/GB300 (v0.2.0 training/flex_dispatcher_backend.py),
     // so the 25.09 and 25.11 runs used the alltoall dispatcher (25.09: run_script.py's token
