@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One call on the nvidia-h200 device machine: build lcm-exec and measure the held-out set that
 # validation/measured/h200/SET/DECLARATION.md declares (SET = heldout, the default, or heldout2
-# .. heldout18; not a calibration input before its one held-out score), or the MoE development
+# .. heldout19; not a calibration input before its one held-out score), or the MoE development
 # re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout18|moe_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout19|moe_dev]
 set -uo pipefail
 . "$(dirname "$0")/device_single_gpu.sh"
 device_setup heldout_log.txt heldout-results
@@ -55,6 +55,22 @@ d192/hq32/hkv8/causal/s16384,d192/hq32/hkv32/full/s8192,d256/hq16/hkv16/causal/s
 d64/hq32/hkv8/causal/s12288/b2,d64/hq64/hkv8/causal/s4096,d96/hq32/hkv32/causal/s8192
 
 case ${1:-heldout} in
+heldout19)
+  kernels 4608x40x45056,2816x72x53248,5120x16x36864,6656x64x26624,3072x104x61440,1536x56x77824,\
+160x6656x5120,248x7168x4096,80x11264x5120,296x5632x6144,26624x112x4096,12288x176x5120,432x6656x5632,368x7168x6144,\
+1536x1280x1664,1280x2816x1536,5632x6656x3072,3328x12800x2304,15872x5632x1152 \
+    1408x5632x5632,3328x6656x3072,8704x5120x3328,4608x8192x2560 54K 27M \
+    1x108Kx32x8x128,2x22Kx32x8x128,1x172Kx32x8x128,1x244Kx16x8x128,1x64Kx48x8x64,3x11Kx40x8x128
+  attention_window 128 1x61440x64x8x64
+  attention_window 1024 1x47104x32x8x128
+  moe moe_dsv2_t18k_ep1 18432 5120 1536 160 6 balanced,zipf:1.0
+  moe moe_dsv3_t15k_ep1 15360 7168 2048 256 8 balanced,zipf:0.8
+  moe moe_gptoss_t31k_ep1 31744 2880 2880 128 4 balanced,zipf:1.1
+  moe moe_mixtral_t9k_ep1 9216 4096 14336 8 2 balanced,zipf:1.1
+  moe moe_qwen3_30b_t42k_ep1 43008 2048 768 128 8 balanced,zipf:0.7
+  # One archive of every summary (the device tool returns a few files per call).
+  (cd "$OUT" && tar czf heldout19_results.tgz ./*.json heldout_log.txt)
+  ;;
 heldout18)
   kernels 4352x56x36864,2304x104x49152,6144x24x28672,8704x80x20480,3328x48x57344,1792x88x69632,\
 152x7168x5632,232x6656x4096,72x12288x4608,264x5120x6656,28672x96x4096,10240x144x6144,416x7168x5120,344x6144x6656,\
