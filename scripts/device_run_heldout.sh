@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One call on the nvidia-h200 device machine: build lcm-exec and measure the held-out set that
 # validation/measured/h200/SET/DECLARATION.md declares (SET = heldout, the default, or heldout2
-# .. heldout19; not a calibration input before its one held-out score), or the MoE development
+# .. heldout20; not a calibration input before its one held-out score), or the MoE development
 # re-measure (SET moe_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout19|moe_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout20|moe_dev]
 set -uo pipefail
 . "$(dirname "$0")/device_single_gpu.sh"
 device_setup heldout_log.txt heldout-results
@@ -55,6 +55,21 @@ d192/hq32/hkv8/causal/s16384,d192/hq32/hkv32/full/s8192,d256/hq16/hkv16/causal/s
 d64/hq32/hkv8/causal/s12288/b2,d64/hq64/hkv8/causal/s4096,d96/hq32/hkv32/causal/s8192
 
 case ${1:-heldout} in
+heldout20)
+  kernels 4864x48x40960,2560x88x57344,5632x24x34816,7424x56x28672,3584x112x45056,1280x64x90112,\
+176x7168x5120,264x6144x4608,104x10752x4096,312x5120x6656,30720x160x4096,14336x120x5120,448x7168x5632,392x6656x6144,\
+1408x1536x1664,1152x2560x1792,6144x6144x3328,3584x11776x2304,16384x5120x1280 \
+    1536x6144x5120,3840x6656x2816,9216x5632x3072,4096x7680x2816 58K 29M \
+    1x124Kx32x8x128,2x18Kx32x8x128,1x164Kx32x8x128,1x228Kx16x8x128,1x56Kx48x8x64,3x13Kx40x8x128
+  attention_window 128 1x65536x64x8x64
+  attention_window 4096 1x51200x32x8x128
+  moe moe_dsv2_t26k_ep1 26624 5120 1536 160 6 balanced,zipf:0.7
+  moe moe_dsv3_t17k_ep1 17408 7168 2048 256 8 balanced,zipf:1.0
+  moe moe_gptoss_t29k_ep1 29696 2880 2880 128 4 balanced,zipf:0.8
+  moe moe_mixtral_t19k_ep1 19456 4096 14336 8 2 balanced,zipf:0.9
+  moe moe_qwen3_30b_t46k_ep1 47104 2048 768 128 8 balanced,zipf:1.1
+  (cd "$OUT" && tar czf heldout20_results.tgz ./*.json heldout_log.txt)
+  ;;
 heldout19)
   kernels 4608x40x45056,2816x72x53248,5120x16x36864,6656x64x26624,3072x104x61440,1536x56x77824,\
 160x6656x5120,248x7168x4096,80x11264x5120,296x5632x6144,26624x112x4096,12288x176x5120,432x6656x5632,368x7168x6144,\

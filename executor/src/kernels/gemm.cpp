@@ -295,7 +295,8 @@ void LtGemm::destroy(Entry& e) {
 }
 
 LtGemm::Entry LtGemm::descriptors(const Key& key) const {
-  const auto [m, n, k, ta, tb, c32, accumulate] = key;
+  const auto [m, n, k, ta, tb, c32, accumulate, exact] = key;
+  (void)exact;
   // Row-major X[r, c] is column-major X^T: cuBLASLt computes D^T[n, m] = op(P) op(Q) with P
   // the storage of B and Q the storage of A.
   Entry e;
@@ -339,9 +340,17 @@ const LtGemm::Entry& LtGemm::entry(const Key& key) {
     for (auto& [k, e] : cache_) destroy(e);
     cache_.clear();
   }
-  const auto [m, n, k, ta, tb, c32, accumulate] = key;
+  const auto [m, n, k, ta, tb, c32, accumulate, exact] = key;
   Entry e = descriptors(key);
-  const Key bkey{bucket(m), bucket(n), bucket(k), ta, tb, c32, accumulate};
+  if (exact) {
+    if (!heuristic(e)) {
+      destroy(e);
+      throw ExecError("cuBLASLt offers no algorithm for the row-major GEMM m=" + std::to_string(m) +
+                      " n=" + std::to_string(n) + " k=" + std::to_string(k));
+    }
+    return cache_.emplace(key, e).first->second;
+  }
+  const Key bkey{bucket(m), bucket(n), bucket(k), ta, tb, c32, accumulate, false};
   auto b = bucket_algo_.find(bkey);
   if (b == bucket_algo_.end()) {
     std::optional<cublasLtMatmulHeuristicResult_t> found;
@@ -374,9 +383,9 @@ const LtGemm::Entry& LtGemm::entry(const Key& key) {
 }
 
 void LtGemm::run(int64_t m, int64_t n, int64_t k, const void* a, bool trans_a, const void* b, bool trans_b, void* c,
-                 bool c_fp32, float beta) {
+                 bool c_fp32, float beta, bool exact_algo) {
   if (m <= 0 || n <= 0 || k <= 0) return;
-  const Entry& e = entry(Key{m, n, k, trans_a, trans_b, c_fp32, beta != 0.0f});
+  const Entry& e = entry(Key{m, n, k, trans_a, trans_b, c_fp32, beta != 0.0f, exact_algo});
   const float alpha = 1.0f;
   LCM_CUBLAS_CHECK(cublasLtMatmul(lt_, e.op, &alpha, b, e.lp, a, e.lq, &beta, c, e.ld, c, e.ld, &e.algo.algo,
                                   workspace_, workspace_bytes_, stream_));

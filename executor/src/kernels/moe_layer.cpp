@@ -336,7 +336,7 @@ void MoeLayer::forward(int set, const PhaseHook& hook) {
                          p.score == RouterScore::kSigmoid ? 1 : 0, routing_seed(set), token_base(), log_w_};
 
   mark(MoePhase::kRouter, true);
-  gemm_->run(T, E, h, x, false, wr_, false, logits_, true);
+  gemm_->run(T, E, h, x, false, wr_, false, logits_, true, 0.0f, /*exact_algo=*/true);
   mark(MoePhase::kRouter, false);
 
   mark(MoePhase::kTopk, true);
@@ -498,10 +498,10 @@ void MoeLayer::backward(int set, const PhaseHook& hook) {
   kernels::moe_topk_bwd(rd, logits_, idx_, w_, dprob_, dl_, stream_);
   mark(MoePhase::kTopkBwd, false);
   mark(MoePhase::kRouterDgrad, true);
-  gemm_->run(T, h, E, dl_, false, wr_, true, dx_, false, 1.0f);
+  gemm_->run(T, h, E, dl_, false, wr_, true, dx_, false, 1.0f, /*exact_algo=*/true);
   mark(MoePhase::kRouterDgrad, false);
   mark(MoePhase::kRouterWgrad, true);
-  gemm_->run(h, E, T, x, true, dl_, false, dwr_, false);
+  gemm_->run(h, E, T, x, true, dl_, false, dwr_, false, 0.0f, /*exact_algo=*/true);
   mark(MoePhase::kRouterWgrad, false);
 }
 

@@ -167,7 +167,7 @@ void MoeBlock::forward(const bf16* x, bf16* y, float* aux_loss_out, int layer, i
   m.logits = m.act<float>(static_cast<size_t>(T) * En);
   {
     OpScope op(rec, m.tag(OpId::kMoeRouter, Pass::kFwd, layer, micro_batch), s);
-    m.gemm.run(T, E, h, x, false, m.router.weight, true, m.logits.get(), true);
+    m.gemm.run(T, E, h, x, false, m.router.weight, true, m.logits.get(), true, 0.0f, /*exact_algo=*/true);
   }
   m.idx = m.act<int32_t>(nn);
   m.w = m.act<float>(nn);
@@ -266,7 +266,7 @@ void MoeBlock::forward(const bf16* x, bf16* y, float* aux_loss_out, int layer, i
     m.sa = m.act<bf16>(static_cast<size_t>(T * fs));
     {
       OpScope op(rec, m.tag(OpId::kMoeSharedFc1, Pass::kFwd, layer, micro_batch), s);
-      m.gemm.run(T, 2 * fs, h, x, false, m.sfc1.weight, true, m.sh1.get(), false);
+      m.gemm.run(T, 2 * fs, h, x, false, m.sfc1.weight, true, m.sh1.get(), false, 0.0f, /*exact_algo=*/true);
     }
     {
       OpScope op(rec, m.tag(OpId::kMoeSharedAct, Pass::kFwd, layer, micro_batch), s);
@@ -274,7 +274,7 @@ void MoeBlock::forward(const bf16* x, bf16* y, float* aux_loss_out, int layer, i
     }
     {
       OpScope op(rec, m.tag(OpId::kMoeSharedFc2, Pass::kFwd, layer, micro_batch), s);
-      m.gemm.run(T, h, fs, m.sa.get(), false, m.sfc2.weight, true, y, false, 1.0f);  // y += shared
+      m.gemm.run(T, h, fs, m.sa.get(), false, m.sfc2.weight, true, y, false, 1.0f, /*exact_algo=*/true);  // y += shared
     }
   }
   m.saved = true;
@@ -296,11 +296,11 @@ void MoeBlock::backward(const bf16* dy, bf16* dx, float loss_scale, int layer, i
     DeviceArray<bf16> dsa = m.act<bf16>(static_cast<size_t>(T * fs)), dsh1 = m.act<bf16>(static_cast<size_t>(T * 2 * fs));
     {
       OpScope op(rec, m.tag(OpId::kMoeSharedFc2, Pass::kBwd, layer, micro_batch, GemmPart::kDgrad), s);
-      m.gemm.run(T, fs, h, dy, false, m.sfc2.weight, false, dsa.get(), false);
+      m.gemm.run(T, fs, h, dy, false, m.sfc2.weight, false, dsa.get(), false, 0.0f, /*exact_algo=*/true);
     }
     {
       OpScope op(rec, m.tag(OpId::kMoeSharedFc2, Pass::kBwd, layer, micro_batch, GemmPart::kWgrad), s);
-      m.gemm.run(h, fs, T, dy, true, m.sa.get(), false, m.sfc2.grad, true, 1.0f);
+      m.gemm.run(h, fs, T, dy, true, m.sa.get(), false, m.sfc2.grad, true, 1.0f, /*exact_algo=*/true);
     }
     {
       OpScope op(rec, m.tag(OpId::kMoeSharedAct, Pass::kBwd, layer, micro_batch), s);
@@ -308,11 +308,11 @@ void MoeBlock::backward(const bf16* dy, bf16* dx, float loss_scale, int layer, i
     }
     {
       OpScope op(rec, m.tag(OpId::kMoeSharedFc1, Pass::kBwd, layer, micro_batch, GemmPart::kDgrad), s);
-      m.gemm.run(T, h, 2 * fs, dsh1.get(), false, m.sfc1.weight, false, dx, false);
+      m.gemm.run(T, h, 2 * fs, dsh1.get(), false, m.sfc1.weight, false, dx, false, 0.0f, /*exact_algo=*/true);
     }
     {
       OpScope op(rec, m.tag(OpId::kMoeSharedFc1, Pass::kBwd, layer, micro_batch, GemmPart::kWgrad), s);
-      m.gemm.run(2 * fs, h, T, dsh1.get(), true, x, false, m.sfc1.grad, true, 1.0f);
+      m.gemm.run(2 * fs, h, T, dsh1.get(), true, x, false, m.sfc1.grad, true, 1.0f, /*exact_algo=*/true);
     }
     dx_written = true;
   }
@@ -381,11 +381,11 @@ void MoeBlock::backward(const bf16* dy, bf16* dx, float loss_scale, int layer, i
   }
   {
     OpScope op(rec, m.tag(OpId::kMoeRouter, Pass::kBwd, layer, micro_batch, GemmPart::kDgrad), s);
-    m.gemm.run(T, h, E, dl.get(), false, m.router.weight, false, dx, false, 1.0f);
+    m.gemm.run(T, h, E, dl.get(), false, m.router.weight, false, dx, false, 1.0f, /*exact_algo=*/true);
   }
   {
     OpScope op(rec, m.tag(OpId::kMoeRouter, Pass::kBwd, layer, micro_batch, GemmPart::kWgrad), s);
-    m.gemm.run(E, h, T, dl.get(), true, x, false, m.router.grad, true, 1.0f);
+    m.gemm.run(E, h, T, dl.get(), true, x, false, m.router.grad, true, 1.0f, /*exact_algo=*/true);
   }
   // The temporaries return to the allocator here; the stream orders their reuse.
   m.release();

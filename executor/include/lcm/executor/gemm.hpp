@@ -141,7 +141,11 @@ class GemmRunner {
 // heuristic call per new count stalls the host (measured on the H200, session 5: expert GEMMs
 // 2-4x their usual time right after the routing's host synchronisation). The choice is a
 // function of the exact shape only (not of the order shapes come in), so runs repeat bit for
-// bit. Exact-shape descriptors are cached too, at most kMaxShapes of them.
+// bit. Exact-shape descriptors are cached too, at most kMaxShapes of them. A GEMM whose shape
+// does not follow the routing (the router's, the shared experts') passes `exact_algo`: the
+// heuristic's first algorithm for its exact shape, as cuBLAS gives a framework. (Session 41: the
+// bucket of a 160-expert router is 256 wide, and its algorithm ran the router GEMMs on tiles
+// for 256 columns.)
 class LtGemm {
  public:
   LtGemm(cudaStream_t stream, int64_t workspace_bytes);
@@ -150,7 +154,7 @@ class LtGemm {
   LtGemm& operator=(const LtGemm&) = delete;
   // m, n or k of 0: nothing is launched (an expert without tokens).
   void run(int64_t m, int64_t n, int64_t k, const void* a, bool trans_a, const void* b, bool trans_b, void* c,
-           bool c_fp32, float beta = 0.0f);
+           bool c_fp32, float beta = 0.0f, bool exact_algo = false);
   size_t cached_shapes() const { return cache_.size(); }
 
  private:
@@ -159,7 +163,7 @@ class LtGemm {
     cublasLtMatrixLayout_t lp = nullptr, lq = nullptr, ld = nullptr;
     cublasLtMatmulHeuristicResult_t algo{};
   };
-  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, bool, bool>;
+  using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, bool, bool, bool>;  // ..., exact_algo
   static constexpr size_t kMaxShapes = 4096;
   const Entry& entry(const Key& k);
   Entry descriptors(const Key& k) const;  // op and layouts of a shape, no algorithm
