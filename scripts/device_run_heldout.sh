@@ -39,6 +39,9 @@ kernels() {  # kernels BF16_SHAPES FP8_SHAPES COPY_FROM COPY_TO ATTENTION_SHAPES
   copies "$3" "$4"
   attention "$5"
 }
+archive() {  # archive SET: one file of every summary and the log (the device tool returns a few files per call)
+  (cd "$OUT" && tar czf "$1_results.tgz" ./*.json heldout_log.txt)
+}
 moe() {  # moe OUT_FILE TOKENS HIDDEN FFN EXPERTS TOPK SKEWS: one GPU (ep 1), dropless
   section "MoE $1"
   timeout 150 $MPI "$EXE" bench moe --layout ep=1 --tokens "$2" --hidden "$3" --ffn "$4" --experts "$5" --topk "$6" \
@@ -68,7 +71,7 @@ heldout20)
   moe moe_gptoss_t29k_ep1 29696 2880 2880 128 4 balanced,zipf:0.8
   moe moe_mixtral_t19k_ep1 19456 4096 14336 8 2 balanced,zipf:0.9
   moe moe_qwen3_30b_t46k_ep1 47104 2048 768 128 8 balanced,zipf:1.1
-  (cd "$OUT" && tar czf heldout20_results.tgz ./*.json heldout_log.txt)
+  archive heldout20
   ;;
 heldout19)
   kernels 4608x40x45056,2816x72x53248,5120x16x36864,6656x64x26624,3072x104x61440,1536x56x77824,\
@@ -83,8 +86,7 @@ heldout19)
   moe moe_gptoss_t31k_ep1 31744 2880 2880 128 4 balanced,zipf:1.1
   moe moe_mixtral_t9k_ep1 9216 4096 14336 8 2 balanced,zipf:1.1
   moe moe_qwen3_30b_t42k_ep1 43008 2048 768 128 8 balanced,zipf:0.7
-  # One archive of every summary (the device tool returns a few files per call).
-  (cd "$OUT" && tar czf heldout19_results.tgz ./*.json heldout_log.txt)
+  archive heldout19
   ;;
 heldout18)
   kernels 4352x56x36864,2304x104x49152,6144x24x28672,8704x80x20480,3328x48x57344,1792x88x69632,\

@@ -161,9 +161,7 @@ void MegatronImporter::map_training() {
   const std::string remainders_field = text(kRemainders).value_or("true");
   if (remainders_field != "true" && remainders_field != "false")
     fail(kRemainders, fmt::format("expected true or false, got '{}'", remainders_field));
-  if (precision_aware && on("use-distributed-optimizer") && !on("use-megatron-fsdp") &&
-      t.main_params_dtype == DType::kFp32 && !t.fp8_param_gather &&
-      (t.precision != Precision::kFp8 || t.fp8_recipe == Fp8Recipe::kDelayed)) {
+  if (precision_aware && on("use-distributed-optimizer") && !on("use-megatron-fsdp") && t.param_remainders_possible()) {
     t.store_param_remainders = remainders_field == "true";
     if (get(kRemainders)) {
       from("training.store_param_remainders", kRemainders);

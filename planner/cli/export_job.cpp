@@ -212,14 +212,6 @@ ArgBlock megatron_model_args(const Scenario& s) {
   return b;
 }
 
-// Whether Megatron's precision-aware optimizer keeps this job's fp32 master weights as 16-bit
-// remainders (Transformer Engine's FusedAdam; optimizer_config.py
-// use_precision_aware_optimizer_no_fp8_or_ds_fp8): bf16 weights and no current-scaling FP8 recipe.
-bool remainders_eligible(const TrainingSpec& t) {
-  return t.main_params_dtype == DType::kFp32 && !t.fp8_param_gather &&
-         (t.precision != Precision::kFp8 || t.fp8_recipe == Fp8Recipe::kDelayed);
-}
-
 ArgBlock megatron_training_args(const Scenario& s) {
   const TrainingSpec& t = s.training;
   if (t.peft != Peft::kNone)
@@ -253,7 +245,7 @@ ArgBlock megatron_training_args(const Scenario& s) {
     // eligible fp32 master weights as 16-bit remainders (Transformer Engine >= 2.1).
     b.add("--use-precision-aware-optimizer", "",
           t.store_param_remainders ? "fp32 master weights kept as 16-bit remainders (TE >= 2.1), as estimated"
-          : remainders_eligible(t)
+          : t.param_remainders_possible()
               ? "TE >= 2.1 keeps the fp32 master weights as 16-bit remainders: 2 B per parameter of the optimizer "
                 "shard below the estimate (training.store_param_remainders)"
               : "");

@@ -295,8 +295,7 @@ void LtGemm::destroy(Entry& e) {
 }
 
 LtGemm::Entry LtGemm::descriptors(const Key& key) const {
-  const auto [m, n, k, ta, tb, c32, accumulate, exact] = key;
-  (void)exact;
+  [[maybe_unused]] const auto [m, n, k, ta, tb, c32, accumulate, exact] = key;
   // Row-major X[r, c] is column-major X^T: cuBLASLt computes D^T[n, m] = op(P) op(Q) with P
   // the storage of B and Q the storage of A.
   Entry e;
@@ -342,35 +341,30 @@ const LtGemm::Entry& LtGemm::entry(const Key& key) {
   }
   const auto [m, n, k, ta, tb, c32, accumulate, exact] = key;
   Entry e = descriptors(key);
-  if (exact) {
-    if (!heuristic(e)) {
-      destroy(e);
-      throw ExecError("cuBLASLt offers no algorithm for the row-major GEMM m=" + std::to_string(m) +
-                      " n=" + std::to_string(n) + " k=" + std::to_string(k));
-    }
-    return cache_.emplace(key, e).first->second;
-  }
-  const Key bkey{bucket(m), bucket(n), bucket(k), ta, tb, c32, accumulate, false};
-  auto b = bucket_algo_.find(bkey);
-  if (b == bucket_algo_.end()) {
-    std::optional<cublasLtMatmulHeuristicResult_t> found;
-    if (bkey == key) {
-      if (heuristic(e)) found = e.algo;
-    } else {
-      Entry be = descriptors(bkey);
-      if (heuristic(be)) found = be.algo;
-      destroy(be);
-    }
-    b = bucket_algo_.emplace(bkey, found).first;
-  }
   bool ok = false;
-  if (b->second) {
-    cublasLtMatmulHeuristicResult_t check{};
-    ok = cublasLtMatmulAlgoCheck(lt_, e.op, e.lp, e.lq, e.ld, e.ld, &b->second->algo, &check) == CUBLAS_STATUS_SUCCESS &&
-         check.workspaceSize <= workspace_bytes_;
-    if (ok) {
-      e.algo = *b->second;
-      e.algo.workspaceSize = check.workspaceSize;
+  if (!exact) {  // exact_algo: no bucket, the exact shape's own heuristic below
+    const Key bkey{bucket(m), bucket(n), bucket(k), ta, tb, c32, accumulate, false};
+    auto b = bucket_algo_.find(bkey);
+    if (b == bucket_algo_.end()) {
+      std::optional<cublasLtMatmulHeuristicResult_t> found;
+      if (bkey == key) {
+        if (heuristic(e)) found = e.algo;
+      } else {
+        Entry be = descriptors(bkey);
+        if (heuristic(be)) found = be.algo;
+        destroy(be);
+      }
+      b = bucket_algo_.emplace(bkey, found).first;
+    }
+    if (b->second) {
+      cublasLtMatmulHeuristicResult_t check{};
+      ok = cublasLtMatmulAlgoCheck(lt_, e.op, e.lp, e.lq, e.ld, e.ld, &b->second->algo, &check) ==
+               CUBLAS_STATUS_SUCCESS &&
+           check.workspaceSize <= workspace_bytes_;
+      if (ok) {
+        e.algo = *b->second;
+        e.algo.workspaceSize = check.workspaceSize;
+      }
     }
   }
   if (!ok && !heuristic(e)) {

@@ -218,6 +218,13 @@ struct TrainingSpec {
   // Transformer Engine's FusedAdam (OptimizerConfig.store_param_remainders, default on, TE >= 2.1).
   // fp32 master weights of bf16 weights, with a sharded optimizer, only.
   bool store_param_remainders = false;
+  // Whether the weights can hold the high 16 bits of fp32 master weights: fp32 masters of bf16
+  // weights (no fp8_param_gather), in FP8 only with the delayed recipe (for current scaling
+  // Megatron keeps whole fp32 masters: use_precision_aware_optimizer_no_fp8_or_ds_fp8).
+  bool param_remainders_possible() const {
+    return main_params_dtype == DType::kFp32 && !fp8_param_gather &&
+           (precision != Precision::kFp8 || fp8_recipe == Fp8Recipe::kDelayed);
+  }
   DType exp_avg_dtype = DType::kFp32;
   DType exp_avg_sq_dtype = DType::kFp32;
 
