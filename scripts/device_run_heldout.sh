@@ -2,9 +2,9 @@
 # One call on the nvidia-h200 device machine: build lcm-exec and measure the held-out set that
 # validation/measured/h200/SET/DECLARATION.md declares (SET = heldout, the default, or heldout2
 # .. heldout20; not a calibration input before its one held-out score), or the MoE development
-# re-measure (SET moe_dev).
+# re-measures (SET moe_dev, moe19_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout20|moe_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout20|moe_dev|moe19_dev]
 set -uo pipefail
 . "$(dirname "$0")/device_single_gpu.sh"
 device_setup heldout_log.txt heldout-results
@@ -72,6 +72,17 @@ heldout20)
   moe moe_mixtral_t19k_ep1 19456 4096 14336 8 2 balanced,zipf:0.9
   moe moe_qwen3_30b_t46k_ep1 47104 2048 768 128 8 balanced,zipf:1.1
   archive heldout20
+  ;;
+moe19_dev)
+  # Development re-measure (session 42): heldout19's five MoE layers again, after the router's
+  # and shared experts' GEMMs took cuBLASLt's algorithm for their exact shape (c502f61); the
+  # committed h100/heldout19 summaries are the bucketed-algorithm runs of the same layers.
+  moe moe_dsv2_t18k_ep1_s42 18432 5120 1536 160 6 balanced,zipf:1.0
+  moe moe_dsv3_t15k_ep1_s42 15360 7168 2048 256 8 balanced,zipf:0.8
+  moe moe_gptoss_t31k_ep1_s42 31744 2880 2880 128 4 balanced,zipf:1.1
+  moe moe_mixtral_t9k_ep1_s42 9216 4096 14336 8 2 balanced,zipf:1.1
+  moe moe_qwen3_30b_t42k_ep1_s42 43008 2048 768 128 8 balanced,zipf:0.7
+  archive moe19_dev
   ;;
 heldout19)
   kernels 4608x40x45056,2816x72x53248,5120x16x36864,6656x64x26624,3072x104x61440,1536x56x77824,\
@@ -289,6 +300,6 @@ heldout)
   moe moe_mixtral_ep1 8192 4096 14336 8 2 balanced,zipf:1.2
   moe moe_qwen3_ep1 8192 2048 768 128 8 balanced,zipf:1.2
   ;;
-*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout18 or moe_dev"; exit 2 ;;
+*) echo "unknown set ${1}: build, heldout, heldout2 .. heldout20, moe_dev or moe19_dev"; exit 2 ;;
 esac
 section done
