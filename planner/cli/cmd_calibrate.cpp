@@ -126,8 +126,10 @@ int run_calibrate(const CalibrateArgs& a) {
                      {"measured_s", r.point->measured_s}, {"predicted_s", r.predicted_after_s},
                      {"error", r.error_after()}});
       text = j.dump(2) + "\n";
+    } else if (f == report::Format::kCsv) {
+      text = report::render({t}, f);  // one table: a CSV file is read by scripts
     } else {
-      text = report::render({t}, f);
+      text = report::render({t, report::comparison_family_table(rows)}, f);
     }
     return write_output(a.output.empty() ? a.report : a.output, text) ? kExitOk : kExitFailure;
   }

@@ -594,6 +594,39 @@ TEST(Calibrate, CommandLine) {
   EXPECT_THAT(cmp.out, HasSubstr("op,class,shape,measured us,predicted us,error"));
 }
 
+// --compare's summary by family (comparison_family_table): an MoE layer's router GEMMs and its
+// grouped expert GEMMs apart from the other GEMMs of their class; errors by hand.
+TEST(CalibrateReport, ComparisonFamiliesSplitRouterAndExpertGemms) {
+  auto point = [](const std::string& name, double measured_us) {
+    MeasuredOp m;
+    m.name = name;
+    m.op.kind = OpKind::kGemm;
+    m.measured_s = measured_us * 1e-6;
+    return m;
+  };
+  const std::vector<MeasuredOp> ms = {point("bench.gemm.a", 100), point("L.moe.router.fwd", 50),
+                                      point("L.moe.experts.fc1.fwd", 1000), point("bench.gemm.b", 100),
+                                      point("L.moe.experts.fc2.fwd", 200)};
+  const double predicted_us[] = {105, 40, 1090, 80, 230};  // +5, -20, +9, -20, +15 %
+  std::vector<PointResult> rows;
+  for (size_t i = 0; i < ms.size(); ++i)
+    rows.push_back({.point = &ms[i], .cls = CalibClass::kGemmBf16, .predicted_after_s = predicted_us[i] * 1e-6});
+  const report::Table t = report::comparison_family_table(rows);
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.rows[0],
+            (std::vector<std::string>{"gemm_bf16", "2", "1/2 (50.0%)", "-20.0% .. +5.0%", "12.5%", "-7.5%"}));
+  EXPECT_EQ(t.rows[1],
+            (std::vector<std::string>{"moe router GEMMs", "1", "0/1 (0.0%)", "-20.0% .. -20.0%", "20.0%", "-20.0%"}));
+  EXPECT_EQ(t.rows[2], (std::vector<std::string>{"moe grouped expert GEMMs", "2", "1/2 (50.0%)", "+9.0% .. +15.0%",
+                                                 "12.0%", "+12.0%"}));
+  // The CLI prints it under the per-point table (not in CSV, which stays one table).
+  auto md = lcm(
+      "calibrate --compare --profile h100-sxm --format md validation/measured/h100/heldout19/moe_mixtral_t9k_ep1.json");
+  ASSERT_EQ(md.code, 0) << md.err;
+  EXPECT_THAT(md.out, HasSubstr("| moe router GEMMs | 6 |"));
+  EXPECT_THAT(md.out, HasSubstr("| moe grouped expert GEMMs | 12 |"));
+}
+
 // Summaries of another part: calibrate warns (stderr and the report) and still runs. The H200
 // summaries say 132 SMs and 150109880320 B (139.8 GiB); h100-sxm has 132 SMs and 81559 MiB
 // (79.6 GiB): HBM 76 % larger, past the 5 % tolerance. h200-sxm.calibrated (143771 MiB) is

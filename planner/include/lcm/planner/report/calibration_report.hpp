@@ -29,5 +29,11 @@ std::vector<Table> calibration_tables(const Calibration& c, bool per_point,
 nlohmann::ordered_json calibration_json(const Calibration& c, double cv_max_drop_pp = kDefaultCvMaxDropPp);
 // The predicted-vs-measured table of one profile (no fit), for docs and tests.
 Table comparison_table(const std::vector<PointResult>& rows, const std::string& title);
+// The same rows summed up by family, in order of first appearance: an MoE layer's router
+// GEMMs (ops named L.moe.router.*) and its grouped expert GEMMs (L.moe.experts.*, GEMMs)
+// apart, every other point by its class. Per family: points, how many within 10%, the
+// smallest and largest error, mean |error| and mean signed error (error = predicted /
+// measured - 1). The held-out sets' READMEs quote it.
+Table comparison_family_table(const std::vector<PointResult>& rows);
 
 }  // namespace lcm::report
