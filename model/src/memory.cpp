@@ -553,7 +553,15 @@ void add_model_state(const Scenario& s, const Mesh& m, const std::vector<StageLa
     st.peak = st.allocated + st.cuda_context + st.nccl_buffers + st.cublas_workspace + st.fragmentation;
     // The memory model's error band (issue 12): the 10th and 90th percentiles of its
     // measured / predicted residuals (memory_spread(), above).
-    st.peak_low = st.peak * (1.0 + band.low);
+    // The band's bottom leaves out the fragmentation term: that term is what the caching
+    // allocator keeps reserved beyond its live tensors in runs without memory pressure, and
+    // when cudaMalloc fails PyTorch's allocator releases its cached free blocks and retries
+    // (CUDACachingAllocator: release_available_cached_blocks, then release_cached_blocks)
+    // before it raises out of memory. A layout whose tensors and runtime fit but whose usual
+    // fragmentation does not runs with allocator retries: it may fit (tight), it is not out of
+    // memory. Optimistic, as a bottom should be: free blocks inside segments that still hold
+    // live tensors cannot be released.
+    st.peak_low = (st.peak - st.fragmentation) * (1.0 + band.low);
     st.peak_high = st.peak * (1.0 + band.high);
 
     if (st.peak > out.peak_bytes || r == 0) {

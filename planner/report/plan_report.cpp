@@ -435,8 +435,9 @@ std::vector<Table> plan_tables(const Scenario& base, const plan::PlanResult& r) 
     }
     t.notes.push_back(
         "tight: the 10th-90th percentile band of the measured peak (the memory model's own residuals, a development "
-        "set) straddles HBM, so the model cannot say whether the layout fits; not ranked with the layouts that fit. "
-        "Try one with a short run, or leave a margin with --headroom");
+        "set; its bottom without the allocator's fragmentation, which PyTorch releases and retries under pressure) "
+        "straddles HBM, so the model cannot say whether the layout fits; not ranked with the layouts that fit. Try "
+        "one with a short run, or leave a margin with --headroom");
     out.push_back(std::move(t));
   }
 

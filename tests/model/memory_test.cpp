@@ -656,8 +656,9 @@ TEST(MemoryTotals, AllowancesAndFit) {
                                st.workspaces);
   expect_rel(st.fragmentation, 0.05 * st.allocated);
   expect_rel(st.peak, st.allocated + 0.5 * kGiB + 4 * 100e6 + 64e6 + st.fragmentation);
-  // The band: the memory model's residual spread, -4.10% / +6.44% (uncertainty.cpp).
-  expect_rel(st.peak_low, st.peak * (1 - 0.0410));
+  // The band: the memory model's residual spread, -4.10% / +6.44% (uncertainty.cpp); its
+  // bottom without the fragmentation, which the caching allocator gives back under pressure.
+  expect_rel(st.peak_low, (st.peak - st.fragmentation) * (1 - 0.0410));
   expect_rel(st.peak_high, st.peak * (1 + 0.0644));
   EXPECT_DOUBLE_EQ(mem.peak_bytes, st.peak);
   EXPECT_DOUBLE_EQ(mem.peak_high_bytes, st.peak_high);

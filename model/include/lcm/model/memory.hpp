@@ -43,8 +43,10 @@ struct StageMemory {
 
   double allocated = 0;  // sum of tensor terms at peak
   double peak = 0;       // allocated + context, NCCL, workspace, fragmentation
-  // The band of the measured peak: peak x (1 + memory_spread().band.low / .high), the 10th
-  // and 90th percentiles of the memory model's residuals (memory_spread(), below).
+  // The band of the measured peak, from the 10th and 90th percentiles of the memory model's
+  // residuals (memory_spread(), below): peak_high = peak x (1 + band.high); peak_low = (peak -
+  // fragmentation) x (1 + band.low), since under memory pressure the caching allocator
+  // releases its cached free blocks and retries before it fails (memory.cpp).
   double peak_low = 0;
   double peak_high = 0;
   bool operator==(const StageMemory&) const = default;

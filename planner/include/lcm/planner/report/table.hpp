@@ -37,6 +37,6 @@ inline constexpr const char* kNeedsHeader = "needs GiB";
 inline constexpr const char* kNeedsNote =
     "needs GiB: the top of the worst stage's peak-memory band (peak incl. CUDA context, NCCL, fragmentation, times 1 + "
     "the memory model's 90th-percentile residual): fits when it is within HBM, tight when only the band's bottom (10th "
-    "percentile) is, out of memory when neither";
+    "percentile, without the fragmentation the allocator releases under pressure) is, out of memory when neither";
 
 }  // namespace lcm::report
