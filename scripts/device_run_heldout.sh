@@ -57,6 +57,15 @@ d128/hq32/hkv32/full/s6144/b5,d128/hq40/hkv8/full/s24576/b1,d192/hq12/hkv1/causa
 d192/hq32/hkv8/causal/s16384,d192/hq32/hkv32/full/s8192,d256/hq16/hkv16/causal/s8192,d256/hq16/hkv8/full/s4096,\
 d64/hq32/hkv8/causal/s12288/b2,d64/hq64/hkv8/causal/s4096,d96/hq32/hkv32/causal/s8192
 
+# heldout19's five MoE layers (SUFFIX on the file names): its held-out set and moe19_dev.
+moe_layers_19() {  # moe_layers_19 SUFFIX
+  moe "moe_dsv2_t18k_ep1$1" 18432 5120 1536 160 6 balanced,zipf:1.0
+  moe "moe_dsv3_t15k_ep1$1" 15360 7168 2048 256 8 balanced,zipf:0.8
+  moe "moe_gptoss_t31k_ep1$1" 31744 2880 2880 128 4 balanced,zipf:1.1
+  moe "moe_mixtral_t9k_ep1$1" 9216 4096 14336 8 2 balanced,zipf:1.1
+  moe "moe_qwen3_30b_t42k_ep1$1" 43008 2048 768 128 8 balanced,zipf:0.7
+}
+
 case ${1:-heldout} in
 heldout20)
   kernels 4864x48x40960,2560x88x57344,5632x24x34816,7424x56x28672,3584x112x45056,1280x64x90112,\
@@ -77,11 +86,7 @@ moe19_dev)
   # Development re-measure (session 42): heldout19's five MoE layers again, after the router's
   # and shared experts' GEMMs took cuBLASLt's algorithm for their exact shape (c502f61); the
   # committed h100/heldout19 summaries are the bucketed-algorithm runs of the same layers.
-  moe moe_dsv2_t18k_ep1_s42 18432 5120 1536 160 6 balanced,zipf:1.0
-  moe moe_dsv3_t15k_ep1_s42 15360 7168 2048 256 8 balanced,zipf:0.8
-  moe moe_gptoss_t31k_ep1_s42 31744 2880 2880 128 4 balanced,zipf:1.1
-  moe moe_mixtral_t9k_ep1_s42 9216 4096 14336 8 2 balanced,zipf:1.1
-  moe moe_qwen3_30b_t42k_ep1_s42 43008 2048 768 128 8 balanced,zipf:0.7
+  moe_layers_19 _s42
   archive moe19_dev
   ;;
 heldout19)
@@ -92,11 +97,7 @@ heldout19)
     1x108Kx32x8x128,2x22Kx32x8x128,1x172Kx32x8x128,1x244Kx16x8x128,1x64Kx48x8x64,3x11Kx40x8x128
   attention_window 128 1x61440x64x8x64
   attention_window 1024 1x47104x32x8x128
-  moe moe_dsv2_t18k_ep1 18432 5120 1536 160 6 balanced,zipf:1.0
-  moe moe_dsv3_t15k_ep1 15360 7168 2048 256 8 balanced,zipf:0.8
-  moe moe_gptoss_t31k_ep1 31744 2880 2880 128 4 balanced,zipf:1.1
-  moe moe_mixtral_t9k_ep1 9216 4096 14336 8 2 balanced,zipf:1.1
-  moe moe_qwen3_30b_t42k_ep1 43008 2048 768 128 8 balanced,zipf:0.7
+  moe_layers_19 ""
   archive heldout19
   ;;
 heldout18)

@@ -1,6 +1,7 @@
 // Tables and JSON of a calibration (calibration_report.hpp).
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -119,33 +120,28 @@ Table comparison_table(const std::vector<PointResult>& rows, const std::string& 
 }
 
 Table comparison_family_table(const std::vector<PointResult>& rows) {
-  struct Family {
-    std::string name;
-    int points = 0, within = 0;
-    double lo = 0, hi = 0, abs_sum = 0, sum = 0;
-  };
-  std::vector<Family> fams;
+  std::vector<std::pair<std::string, std::vector<double>>> fams;  // family, its errors
   for (const PointResult& r : rows) {
     const std::string& op = r.point->name;
     std::string name = to_string(r.cls);
-    if (op.starts_with("L.moe.router.")) name = "moe router GEMMs";
-    else if (op.starts_with("L.moe.experts.") && r.point->op.kind == OpKind::kGemm) name = "moe grouped expert GEMMs";
-    auto it = std::find_if(fams.begin(), fams.end(), [&](const Family& f) { return f.name == name; });
-    if (it == fams.end()) it = fams.insert(fams.end(), Family{.name = name});
-    const double e = r.error_after();
-    it->lo = it->points == 0 ? e : std::min(it->lo, e);
-    it->hi = it->points == 0 ? e : std::max(it->hi, e);
-    ++it->points;
-    it->within += r.point->measured_s > 0 && std::fabs(e) <= 0.10 ? 1 : 0;  // as count_within
-    it->abs_sum += std::fabs(e);
-    it->sum += e;
+    if (op.starts_with("L.moe.router."))
+      name = "moe router GEMMs";
+    else if (op.starts_with("L.moe.experts.") && r.point->op.kind == OpKind::kGemm)
+      name = "moe grouped expert GEMMs";
+    auto it = std::find_if(fams.begin(), fams.end(), [&](const auto& f) { return f.first == name; });
+    if (it == fams.end()) it = fams.insert(fams.end(), {name, {}});
+    it->second.push_back(r.error_after());
   }
   Table t;
   t.title = "Predicted vs measured by family (error = predicted / measured - 1)";
   t.header = {"family", "points", "within 10%", "errors", "mean |error|", "mean signed"};
-  for (const Family& f : fams)
-    t.rows.push_back({f.name, std::to_string(f.points), share(f.within, f.points), pct(f.lo) + " .. " + pct(f.hi),
-                      pct_abs(f.abs_sum / f.points), pct(f.sum / f.points)});
+  for (const auto& [name, errors] : fams) {
+    const ErrorSummary sum = summarize_errors(errors);
+    const auto [lo, hi] = std::minmax_element(errors.begin(), errors.end());
+    const double signed_mean = std::accumulate(errors.begin(), errors.end(), 0.0) / static_cast<double>(errors.size());
+    t.rows.push_back({name, std::to_string(sum.points), share(sum.within_10, sum.points), pct(*lo) + " .. " + pct(*hi),
+                      pct_abs(sum.mean_abs), pct(signed_mean)});
+  }
   return t;
 }
 
