@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One call on the nvidia-h200 device machine: build lcm-exec and measure the held-out set that
 # validation/measured/h200/SET/DECLARATION.md declares (SET = heldout, the default, or heldout2
-# .. heldout20; not a calibration input before its one held-out score), or the MoE development
+# .. heldout21; not a calibration input before its one held-out score), or the MoE development
 # re-measures (SET moe_dev, moe19_dev).
 # Leaves in $OUT: heldout_log.txt and one summary JSON per benchmark.
-# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout20|moe_dev|moe19_dev]
+# Usage (device machine, repository root): OUT=/tmp/out bash scripts/device_run_heldout.sh [build|heldout|heldout2|...|heldout21|moe_dev|moe19_dev]
 set -uo pipefail
 . "$(dirname "$0")/device_single_gpu.sh"
 device_setup heldout_log.txt heldout-results
@@ -67,6 +67,21 @@ moe_layers_19() {  # moe_layers_19 SUFFIX
 }
 
 case ${1:-heldout} in
+heldout21)
+  kernels 4352x40x49152,2304x96x61440,6144x32x32768,6912x48x30720,3840x120x40960,1024x72x98304,\
+192x6656x5632,232x7168x4608,96x11264x4608,280x5632x7168,23552x256x7168,36864x64x2048,416x7168x6144,360x6144x7168,\
+1664x1280x1536,1024x2304x2048,5632x5632x3584,3328x12288x2560,15360x6144x1152 \
+    1792x5632x5120,3584x7168x3072,8192x6144x2816,4608x7168x2560 60K 30M \
+    1x132Kx32x8x128,2x30Kx32x8x128,1x156Kx32x8x128,1x220Kx16x8x128,1x76Kx48x8x64,3x17Kx40x8x128
+  attention_window 128 1x69632x64x8x64
+  attention_window 2048 1x55296x32x8x128
+  moe moe_dsv2_t24064_ep1 24064 5120 1536 160 6 balanced,zipf:1.0
+  moe moe_dsv3_t18944_ep1 18944 7168 2048 256 8 balanced,zipf:0.8
+  moe moe_gptoss_t28160_ep1 28160 2880 2880 128 4 balanced,zipf:1.2
+  moe moe_mixtral_t12800_ep1 12800 4096 14336 8 2 balanced,zipf:1.0
+  moe moe_qwen3_30b_t35840_ep1 35840 2048 768 128 8 balanced,zipf:0.9
+  archive heldout21
+  ;;
 heldout20)
   kernels 4864x48x40960,2560x88x57344,5632x24x34816,7424x56x28672,3584x112x45056,1280x64x90112,\
 176x7168x5120,264x6144x4608,104x10752x4096,312x5120x6656,30720x160x4096,14336x120x5120,448x7168x5632,392x6656x6144,\
@@ -155,7 +170,7 @@ heldout15)
     1x76Kx32x8x128,3x12Kx32x8x128,1x148Kx32x8x128,1x200Kx24x8x128,1x44Kx48x8x64,2x7Kx40x8x128
   attention_window 128 1x57344x64x8x64
   attention_window 4096 1x43008x32x8x128
-  moe moe_dsv2_t24k_ep1 24576 5120 1536 160 6 balanced,zipf:1.0
+  moe moe_dsv2_t24064_ep1 24576 5120 1536 160 6 balanced,zipf:1.0
   moe moe_dsv3_t10k_ep1 10240 7168 2048 256 8 balanced,zipf:0.6
   moe moe_gptoss_t22k_ep1 22528 2880 2880 128 4 balanced,zipf:1.2
   moe moe_mixtral_t18k_ep1 18432 4096 14336 8 2 balanced,zipf:0.8
@@ -184,7 +199,7 @@ heldout13)
   attention_window 1024 1x36864x32x8x128
   attention_window 4096 1x53248x32x8x128
   moe moe_qwen3_30b_t24k_ep1 24576 2048 768 128 8 balanced,zipf:0.6
-  moe moe_gptoss_t28k_ep1 28672 2880 2880 128 4 balanced,zipf:1.0
+  moe moe_gptoss_t28160_ep1 28672 2880 2880 128 4 balanced,zipf:1.0
   moe moe_dsv2lite_t28k_ep1 28672 2048 1408 64 6 balanced,zipf:1.2
   moe moe_mixtral_t24k_ep1 24576 4096 14336 8 2 balanced,zipf:0.6
   ;;
