@@ -204,12 +204,15 @@ using namespace lcm;
 // 8.7 -> 9.2 % (+3.6 -> -1.4 %: WORSE, its 32B-462B rows at 384-6144 GPUs move 5-8 points
 // slower), all 14.7 -> 12.3 % (+11.1 -> +5.7 %), 61 within 20 %. A development-set change: the
 // weak-scaling bound was loosened to its new figure, as that table's evidence goes against it.
-constexpr double kBridgeMaeBound = 18.1;  // tokens/s, %
+// Session 43: 25.11's GPT-OSS 120B at the release code's mbs 1 (kBridgeCorrections: the row's
+// batch cells contradict each other): +46.3 -> +37.7 %; Bridge 18.1 -> 17.8 % (17.82; +11.8 -> +11.5 %),
+// all 12.4 -> 12.3 % (+5.7 -> +5.6 %). A development-set change.
+constexpr double kBridgeMaeBound = 17.9;  // tokens/s, %
 constexpr double kNemoMaeBound = 7.1;  // tokens/s, %
 constexpr double kWeakScalingMaeBound = 9.3;  // TFLOP/s (non-causal), %
 constexpr double kMoeLayerMaeBound = 6.7;  // fwd+bwd ms, %
-constexpr double kOverallMaeBound = 12.4;  // all counted rows, primary metric, %
-constexpr double kOverallSignedBound = 5.8;  // |mean signed error| of all counted rows (+: lcm faster), %
+constexpr double kOverallMaeBound = 12.3;  // all counted rows, primary metric, %
+constexpr double kOverallSignedBound = 5.7;  // |mean signed error| of all counted rows (+: lcm faster), %
 // Step rows whose 80% error band covers the published value: 41 of 54 at 37819bd (75.9 %,
 // in-sample; issue 12 asks for 80 %), 42 of 54 in session 13, 44 in session 14, 47 of 57 in
 // session 21, 49 of 57 in session 23. A floor, like the bounds above.
@@ -725,6 +728,40 @@ void predict(Scenario s, Result& res) {
 }
 
 // ---------------------------------------------------------------------------------
+// Megatron-Bridge rows whose own cells contradict each other: gbs = mbs x dp x ga fails (dp =
+// GPUs / (tp x pp x cp), the CSV's dp_derived). Three rows of the whole table do, one of them on
+// H100: 25.11 GPT-OSS 120B (gbs 512, mbs 4, dp 16, ga 2). Its mbs 4 and ga 2 are the cells of the
+// same release's B200 / GB200 rows (pp 1, dp 64: 512 / (4 x 64) = 2), while its pp 4 and ep 8
+// are the H100 preset's. Such a row takes the contradicted cell from the release's code; a
+// contradictory H100 row without an entry here fails PerfValidation.BridgeRowsAgreeWithThemselves.
+// Read in session 43, after the row's error and its out-of-memory verdict were known (a
+// development-set change; docs/validation-memory.md).
+struct BridgeCorrection {
+  const char* release;
+  const char* system;
+  const char* model;
+  int mbs;
+  const char* source;
+};
+constexpr BridgeCorrection kBridgeCorrections[] = {
+    {"25.11", "DGX-H100", "GPT OSS 120B", 1,
+     "Megatron-Bridge v0.2.0 scripts/performance/configs/gpt_oss/workload_base_configs.py, "
+     "GPT_OSS_120B_H100_BF16_BASE_CONFIG: gbs 512, mbs 1, pp 4, ep 8"},
+};
+
+const BridgeCorrection* bridge_correction(const Row& r) {
+  for (const BridgeCorrection& c : kBridgeCorrections)
+    if (get(r, "release") == c.release && get(r, "system") == c.system && get(r, "model") == c.model) return &c;
+  return nullptr;
+}
+
+// False where the row states gbs, mbs, dp and ga and they disagree (true where a cell is blank).
+bool bridge_batch_cells_agree(const Row& r) {
+  const int64_t gbs = num(r, "gbs", 0), mbs = num(r, "mbs", 0), dp = num(r, "dp_derived", 0), ga = num(r, "ga", 0);
+  return gbs <= 0 || mbs <= 0 || dp <= 0 || ga <= 0 || gbs == mbs * dp * ga;
+}
+
+// ---------------------------------------------------------------------------------
 // Megatron-Bridge performance summary, DGX-H100 rows.
 // Assumptions (all rows): distributed optimizer with overlapped grad reduce-scatter and
 // param all-gather; SP when TP > 1; TP comm overlap (userbuffers) for the dense Llama
@@ -767,6 +804,8 @@ std::vector<Result> bridge_rows(const HardwareSpec& hw, const std::map<std::stri
     // recipe; "FP8" and "not stated" keep lcm's default (delayed: no amax pass), the recipes'
     // scaling not being stated (session 28, after these rows' errors were known).
     if (prec == "FP8-CS") l.fp8_recipe = Fp8Recipe::kTensorwise;
+    const BridgeCorrection* correction = bridge_correction(r);
+    if (correction != nullptr) l.mbs = correction->mbs;
     Recipe rc = recipe_for("bridge", m);
     // FP8 weights (session 41, read after these rows' errors were known: a development-set change):
     // the performance scripts take Megatron-Bridge's mixed-precision recipes
@@ -805,6 +844,9 @@ std::vector<Result> bridge_rows(const HardwareSpec& hw, const std::map<std::stri
       rc.document_length = kSquadDocumentTokens;
       rc.lora_targets = kLoraAllTargets;
     }
+    if (correction != nullptr)
+      rc.note += std::string(rc.note.empty() ? "" : "; ") + "mbs " + std::to_string(correction->mbs) +
+                 " from the release's code (the row's gbs, mbs, dp and ga cells contradict each other)";
     const bool dense = m.num_experts == 0;
     Built b = build(res.id, m, l, rc, hw, /*tp_comm_overlap=*/dense);
     res.reason = rc.note;
@@ -1388,6 +1430,31 @@ TEST(PerfValidation, PublishedH100TablesWithinRecordedBounds) {
 // NeMo's long-sequence table, held out when added (DECLARATION_nemo_long_sequence.md): its
 // one score is in docs/validation-performance.md. Not in the overall figure above (those
 // rows' bounds were recorded before it).
+// Every DGX-H100 row of the Megatron-Bridge table either states a consistent batch (gbs = mbs x
+// dp x ga) or has a correction from its release's code, and the correction is consistent with
+// the row's gbs and dp; a correction for a consistent row (or a row no longer there) fails too.
+TEST(PerfValidation, BridgeRowsAgreeWithThemselves) {
+  int contradictory = 0, corrected = 0;
+  for (const Row& r : read_csv(kDir + "megatron_bridge_perf_summary.csv")) {
+    if (get(r, "system") != "DGX-H100") continue;
+    const std::string id = get(r, "release") + " " + get(r, "model");
+    const BridgeCorrection* c = bridge_correction(r);
+    if (bridge_batch_cells_agree(r)) {
+      EXPECT_EQ(c, nullptr) << id << ": a correction for a row whose cells agree";
+      continue;
+    }
+    ++contradictory;
+    ASSERT_NE(c, nullptr) << id << ": gbs " << get(r, "gbs") << " != mbs " << get(r, "mbs") << " x dp "
+                          << get(r, "dp_derived") << " x ga " << get(r, "ga")
+                          << ", and no correction from the release's code";
+    ++corrected;
+    EXPECT_EQ(num(r, "gbs", 0) % (c->mbs * num(r, "dp_derived", 0)), 0)
+        << id << ": the corrected mbs does not divide gbs / dp";
+  }
+  EXPECT_EQ(contradictory, 1);  // 25.11 GPT-OSS 120B
+  EXPECT_EQ(corrected, static_cast<int>(std::size(kBridgeCorrections)));
+}
+
 TEST(PerfValidation, NemoLongSequenceTable) {
   const HardwareSpec hw = load_h100_or_fail();
   const auto archs = architectures();
