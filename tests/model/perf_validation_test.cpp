@@ -1427,9 +1427,6 @@ TEST(PerfValidation, PublishedH100TablesWithinRecordedBounds) {
   EXPECT_GE(all.within20, kMinWithin20Pct);
 }
 
-// NeMo's long-sequence table, held out when added (DECLARATION_nemo_long_sequence.md): its
-// one score is in docs/validation-performance.md. Not in the overall figure above (those
-// rows' bounds were recorded before it).
 // Every DGX-H100 row of the Megatron-Bridge table either states a consistent batch (gbs = mbs x
 // dp x ga) or has a correction from its release's code, and the correction is consistent with
 // the row's gbs and dp; a correction for a consistent row (or a row no longer there) fails too.
@@ -1455,6 +1452,9 @@ TEST(PerfValidation, BridgeRowsAgreeWithThemselves) {
   EXPECT_EQ(corrected, static_cast<int>(std::size(kBridgeCorrections)));
 }
 
+// NeMo's long-sequence table, held out when added (DECLARATION_nemo_long_sequence.md): its
+// one score is in docs/validation-performance.md. Not in the overall figure above (those
+// rows' bounds were recorded before it).
 TEST(PerfValidation, NemoLongSequenceTable) {
   const HardwareSpec hw = load_h100_or_fail();
   const auto archs = architectures();
