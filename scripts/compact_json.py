@@ -18,6 +18,8 @@ import json
 import os
 import sys
 
+from jsonio import write_text_atomic
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -47,10 +49,7 @@ def main():
         if len(text.encode("utf-8")) >= size:
             continue
         if not args.check:
-            tmp = path + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, path)
+            write_text_atomic(path, text)
         saved += size - len(text.encode("utf-8"))
         rewritten += 1
     verb = "would rewrite" if args.check else "rewrote"

@@ -20,7 +20,6 @@ as warm-up. Writes the per-phase medians (us) as JSON to $MOE_PRESYNC_OUT at exi
         ../scripts/megatron_moe_presync.py --num-layers 4 ... (pretrain_gpt.py's arguments)
 """
 import atexit
-import json
 import os
 import runpy
 import statistics
@@ -31,6 +30,8 @@ import torch
 
 sys.path.insert(0, os.getcwd())
 from megatron.core.transformer.moe import moe_layer as ml  # noqa: E402
+
+from jsonio import write_json_atomic  # noqa: E402  (this script's folder, on sys.path)
 
 PHASES = ["route", "preprocess", "dispatch", "routed_experts_compute", "combine", "postprocess"]
 records = []
@@ -95,10 +96,7 @@ def write():
            "median_us": {k: 1e6 * statistics.median(r.get(k, 0.0) for r in keep) for k in keys},
            "p10_us": {k: 1e6 * sorted(r.get(k, 0.0) for r in keep)[len(keep) // 10] for k in keys},
            "p90_us": {k: 1e6 * sorted(r.get(k, 0.0) for r in keep)[(9 * len(keep)) // 10] for k in keys}}
-    tmp = out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(res, f, indent=1)
-    os.replace(tmp, out)
+    write_json_atomic(out, res)
 
 
 atexit.register(write)

@@ -9,8 +9,10 @@ For each shape, N back-to-back torch.matmul calls are timed three ways with CUDA
 Operands rotate over sets larger than L2 so every call reads from HBM, as lcm-exec does.
 Writes JSON (per shape: us per call for each way) to the path given as argv[1].
 """
-import json, sys, time
+import sys, time
 import torch
+
+from jsonio import write_json_atomic
 
 SHAPES = [  # m, n, k: experts of 256 rows (Qwen3-like), DeepSeek-V2-Lite-like 768 rows, small dense, skinny
     (256, 2048, 768), (256, 1536, 2048), (768, 2816, 2048), (768, 2048, 1408), (128, 2880, 2880),
@@ -84,11 +86,7 @@ def main():
         print(f"{m}x{n}x{k}: eager {res['eager_us']:.2f} us  gated {res['gated_us']:.2f}  graph {res['graph_us']:.2f}  host {res['host_enqueue_us']:.2f}", flush=True)
         del A, B, C, g
         torch.cuda.empty_cache()
-    tmp = sys.argv[1] + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(out, f, indent=1)
-    import os
-    os.replace(tmp, sys.argv[1])
+    write_json_atomic(sys.argv[1], out)
 
 
 if __name__ == "__main__":

@@ -22,33 +22,19 @@ usage: probe_kernels.py --out probe.json [--warmup-ms 250] [--reps 20] [--quick]
 import argparse
 import json
 import math
-import statistics
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
 
+from jsonio import write_json_atomic
+from probe_timing import sustained_median_us
+
 
 def timed(fn, warmup_ms, reps):
     """Median ms of fn() after keeping the GPU busy for warmup_ms."""
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    n = 0
-    while True:
-        fn()
-        n += 1
-        if n % 4 == 0:
-            torch.cuda.synchronize()
-            if (time.perf_counter() - t0) * 1e3 >= warmup_ms:
-                break
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for a, b in ev:
-        a.record()
-        fn()
-        b.record()
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) for a, b in ev)
+    return sustained_median_us(fn, warmup_ms, reps) / 1e3
 
 
 def clocks():
@@ -258,7 +244,7 @@ def main():
     for part in args.only.split(","):
         {"attention": attention, "gemm": gemm, "grouped": grouped, "membw": membw}[part](args, out)
         print(f"# {part} done at {time.time() - t0:.0f} s", flush=True)
-    json.dump({"meta": meta, "points": out}, open(args.out, "w"), indent=1)
+    write_json_atomic(args.out, {"meta": meta, "points": out})
 
 
 if __name__ == "__main__":

@@ -27,12 +27,12 @@ usage: probe_router_gemm.py --out probe.json [--warmup-ms 300] [--reps 30] [--sh
                             [--gemms MxNxK,...]
 """
 import argparse
-import json
-import statistics
 import sys
-import time
 
 import torch
+
+from jsonio import write_json_atomic
+from probe_timing import sustained_median_us
 
 # Router shapes (tokens, experts, hidden) of the H100 held-out sets' MoE layers.
 DEFAULT_SHAPES = [
@@ -43,26 +43,6 @@ DEFAULT_SHAPES = [
     (12800, 8, 4096), (15360, 8, 4096),
 ]
 ROTATE_BYTES = 200 * 1024 * 1024
-
-
-def timed_us(fns, warmup_ms, reps):
-    """Median microseconds of one call, cycling through the callables (one per buffer set)."""
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    n = 0
-    while (time.perf_counter() - t0) * 1e3 < warmup_ms:
-        fns[n % len(fns)]()
-        n += 1
-        if n % 8 == 0:
-            torch.cuda.synchronize()
-    torch.cuda.synchronize()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for i, (a, b) in enumerate(ev):
-        a.record()
-        fns[i % len(fns)]()
-        b.record()
-    torch.cuda.synchronize()
-    return 1e3 * statistics.median(a.elapsed_time(b) for a, b in ev)
 
 
 def has_out_dtype():
@@ -111,7 +91,7 @@ def main():
         }
         if fp32_out:
             variants["fwd_tn_fp32"] = [lambda x=x: torch.mm(x, w.t(), out_dtype=torch.float32) for x in xs]
-        res = {name: timed_us(fns, args.warmup_ms, args.reps) for name, fns in variants.items()}
+        res = {name: sustained_median_us(fns, args.warmup_ms, args.reps) for name, fns in variants.items()}
         points.append({"tokens": T, "experts": E, "hidden": h, "copies": copies, "median_us": res})
         f = lambda k: f"{res[k]:12.1f}" if k in res else f"{'-':>12}"
         print(f"  {T:>7}x{E:>3}x{h:>5} {f('fwd_nn_bf16')} {f('fwd_tn_bf16')} {f('fwd_tn_fp32')} "
@@ -123,7 +103,7 @@ def main():
         copies = max(1, -(-ROTATE_BYTES // ((M * K + N * K) * 2)))
         xs = [torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(copies)]
         ws = [torch.randn(N, K, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(copies)]
-        us = timed_us([lambda x=x, w=w: torch.mm(x, w.t()) for x, w in zip(xs, ws)], args.warmup_ms, args.reps)
+        us = sustained_median_us([lambda x=x, w=w: torch.mm(x, w.t()) for x, w in zip(xs, ws)], args.warmup_ms, args.reps)
         singles.append({"m": M, "n": N, "k": K, "copies": copies, "median_us": us})
         print(f"  gemm {M}x{N}x{K}: {us:.1f} us ({2e-6 * M * N * K / us:.0f} TFLOP/s)", flush=True)
         del xs, ws
@@ -131,11 +111,7 @@ def main():
     out = {"device": dev, "torch": torch.__version__, "fp32_output_mm": fp32_out,
            "warmup_ms": args.warmup_ms, "reps": args.reps, "rotate_bytes": ROTATE_BYTES, "points": points,
            "gemms": singles}
-    import os
-    tmp = args.out + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(out, fh, indent=1)
-    os.replace(tmp, args.out)
+    write_json_atomic(args.out, out)
 
 
 if __name__ == "__main__":

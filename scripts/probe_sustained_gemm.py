@@ -24,13 +24,13 @@ kernels). Operands rotate over sets larger than L2, so every GEMM reads HBM.
 Writes JSON to argv[1]; prints one line per phase with the first and last windows' rates.
 """
 import argparse
-import json
-import os
 import subprocess
 import threading
 import time
 
 import torch
+
+from jsonio import write_json_atomic
 
 SMI_FIELDS = "clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active"
 
@@ -212,10 +212,7 @@ def main():
         report(ph)
         torch.cuda.empty_cache()
     smi.stop()
-    tmp = a.out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(out, f, indent=1)
-    os.replace(tmp, a.out)
+    write_json_atomic(a.out, out)
 
 
 if __name__ == "__main__":

@@ -24,15 +24,14 @@ model_op carrying "unfused": true), which `lcm calibrate --compare --profile P F
 Usage: probe_unfused_attention.py OUT.json [--cases "b,s,hq,hkv,dqk,dv,p;..."] [--rounds N]
 """
 import argparse
-import json
 import math
-import os
 import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
 
+from jsonio import write_json_atomic
 from probe_timing import interleaved_samples
 from unfused_attention_cases import CASES, case_name, point
 
@@ -195,9 +194,7 @@ def main():
         del q, k, v, dout
         torch.cuda.empty_cache()
     doc = {"benchmark": "unfused-attention", "torch": torch.__version__, "cuda": torch.version.cuda, "gpu": dev, "points": points}
-    with open(a.out + ".tmp", "w") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(a.out + ".tmp", a.out)
+    write_json_atomic(a.out, doc)
 
 
 if __name__ == "__main__":

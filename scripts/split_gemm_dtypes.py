@@ -12,6 +12,8 @@ import json
 import os
 import sys
 
+from jsonio import write_json_atomic
+
 
 def main():
     if len(sys.argv) != 4:
@@ -24,10 +26,7 @@ def main():
         sys.exit(f"{src}: no points of dtype {dtype}")
     d["points"] = kept
     d["split_from"] = {"file": os.path.basename(src), "dtype": dtype}
-    tmp = out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(d, f, indent=1)
-    os.replace(tmp, out)
+    write_json_atomic(out, d)
     print(f"{out}: {len(kept)} {dtype} points")
 
 
